@@ -1,0 +1,44 @@
+# make demo   - set up .venv, generate a demo ImageFolder, convert it, print the verify summary
+# make test   - set up .venv, run the test suite
+# make lint   - ruff + snakefmt + snakemake --lint
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+CORES ?= 2
+
+.PHONY: demo test lint format clean
+
+$(STAMP): requirements.txt requirements-dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -r requirements-dev.txt
+	touch $(STAMP)
+
+data/demo/train:
+	$(BIN)/python benchmarks/make_images.py data/demo/train.incomplete --images 240 --classes 6 --seed 1
+	mv data/demo/train.incomplete data/demo/train
+
+data/demo/val:
+	$(BIN)/python benchmarks/make_images.py data/demo/val.incomplete --images 60 --classes 6 --seed 1 --first-index 100000
+	mv data/demo/val.incomplete data/demo/val
+
+demo: $(STAMP) data/demo/train data/demo/val
+	$(BIN)/snakemake --cores $(CORES) --configfile config/demo.yaml
+
+test: $(STAMP)
+	$(BIN)/python -m pytest tests
+
+lint: $(STAMP)
+	$(BIN)/ruff check scripts tests benchmarks
+	$(BIN)/ruff format --check scripts tests benchmarks
+	$(BIN)/snakefmt --check Snakefile rules
+	$(BIN)/snakemake --lint --configfile config/demo.yaml
+
+format: $(STAMP)
+	$(BIN)/ruff format scripts tests benchmarks
+	$(BIN)/snakefmt Snakefile rules
+
+clean:
+	rm -rf results/demo work/demo data/demo .snakemake

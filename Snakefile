@@ -1,0 +1,25 @@
+# ImageFolder / ILSVRC2012 -> one LMDB file per split.
+#
+#   snakemake --cores 16 --configfile config/imagenet.yaml
+#
+# The config has no default file on purpose: Snakemake merges --configfile into a default one, so
+# the default's splits would leak into every run. Defaults live in config/schema.yaml.
+
+
+include: "rules/common.smk"
+include: "rules/extract.smk"
+include: "rules/count_check.smk"
+include: "rules/encode_shard.smk"
+include: "rules/merge.smk"
+include: "rules/write_meta.smk"
+include: "rules/verify.smk"
+
+
+rule all:
+    input:
+        final_outputs(),
+    default_target: True
+
+
+onsuccess:
+    print_summary(config)

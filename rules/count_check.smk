@@ -1,0 +1,19 @@
+rule count_check:
+    """Scan the source as torchvision's ImageFolder does; write the manifest; check the counts."""
+    input:
+        f"{WORK}/{{split}}/source",
+    output:
+        manifest=f"{WORK}/{{split}}/manifest.jsonl",
+        counts=f"{WORK}/{{split}}/counts.json",
+    params:
+        layout=lambda wildcards: split_config(wildcards)["layout"],
+        expected_images=lambda wildcards: split_config(wildcards)["expected_images"],
+        expected_classes=lambda wildcards: split_config(wildcards)["expected_classes"],
+    log:
+        f"{LOGS}/count_check/{{split}}.log",
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    script:
+        "../scripts/count_check.py"

@@ -1,0 +1,18 @@
+rule encode_shard:
+    """Check and encode one contiguous slice of the manifest into a part LMDB."""
+    input:
+        manifest=f"{WORK}/{{split}}/manifest.jsonl",
+    output:
+        part=temp(f"{WORK}/{{split}}/parts/{{shard}}.lmdb"),
+        report=f"{WORK}/{{split}}/parts/{{shard}}.json",
+    params:
+        shards=lambda wildcards: split_config(wildcards)["shards"],
+        encode=encode_settings(),
+    log:
+        f"{LOGS}/encode_shard/{{split}}/{{shard}}.log",
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=60,
+    script:
+        "../scripts/encode_shard.py"

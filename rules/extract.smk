@@ -1,0 +1,16 @@
+rule extract:
+    """Make the source readable by the shards: describe a folder, or safely unpack an archive."""
+    input:
+        source=lambda wildcards: split_config(wildcards)["source"],
+    output:
+        directory(f"{WORK}/{{split}}/source"),
+    params:
+        layout=lambda wildcards: split_config(wildcards)["layout"],
+    log:
+        f"{LOGS}/extract/{{split}}.log",
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=240,
+    script:
+        "../scripts/extract.py"

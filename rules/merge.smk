@@ -1,0 +1,15 @@
+rule merge:
+    """Append every part, in index order, to one LMDB; renumber around skipped images."""
+    input:
+        parts=part_files(f"{WORK}/{{split}}/parts/{{shard}}.lmdb"),
+        reports=part_files(f"{WORK}/{{split}}/parts/{{shard}}.json"),
+    output:
+        temp(f"{WORK}/{{split}}/merged.lmdb"),
+    log:
+        f"{LOGS}/merge/{{split}}.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=120,
+    script:
+        "../scripts/merge.py"

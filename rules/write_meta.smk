@@ -1,0 +1,19 @@
+rule write_meta:
+    """Store classes, labels, paths, sizes and checksums; place the finished file."""
+    input:
+        merged=f"{WORK}/{{split}}/merged.lmdb",
+        manifest=f"{WORK}/{{split}}/manifest.jsonl",
+        counts=f"{WORK}/{{split}}/counts.json",
+        reports=part_files(f"{WORK}/{{split}}/parts/{{shard}}.json"),
+    output:
+        f"{RESULTS}/{{split}}.lmdb",
+    params:
+        encode=encode_settings(),
+    log:
+        f"{LOGS}/write_meta/{{split}}.log",
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    script:
+        "../scripts/write_meta.py"

@@ -1,0 +1,227 @@
+"""Rule encode_shard: check and encode one contiguous slice of the manifest into a part LMDB.
+
+Policy (``encode.reencode``):
+- ``auto``: a valid RGB JPEG is stored byte for byte; anything else (PNG even when named .JPEG,
+  CMYK, grayscale, MPO, other formats) is re-encoded as ImageFolder's loader would see it:
+  ``convert("RGB")``, then JPEG at ``encode.quality``.
+- ``always``: every image is re-encoded; ``never``: every readable image is stored as it is.
+``encode.max_side`` shrinks larger images (re-encoding them). Every image is checked first
+(``encode.check``); a bad one stops the shard naming the file, or with ``on_error: skip`` is
+left out and listed in the shard report.
+"""
+
+import io
+import logging
+import os
+import zlib
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from dataset import STORAGE_CODES, record_key
+from PIL import Image
+from tqdm import tqdm
+from workflow_io import (
+    atomic_lmdb,
+    progress_kwargs,
+    read_manifest,
+    read_manifest_header,
+    run_rule,
+    shard_range,
+    write_json_atomic,
+)
+
+log = logging.getLogger("imagefolder_lmdb.encode_shard")
+
+JPEG_EOI = b"\xff\xd9"
+#: Bytes at the end of a JPEG searched for its end-of-image marker (cameras pad after it).
+EOI_WINDOW = 4096
+
+
+class BadImageError(ValueError):
+    """An image that cannot be stored; the message names the file and the reason."""
+
+
+@dataclass(frozen=True)
+class EncodeSettings:
+    reencode: str = "auto"  # auto | always | never
+    quality: int = 95
+    max_side: int | None = None
+    check: str = "decode"  # decode | header
+    on_error: str = "fail"  # fail | skip
+
+    @classmethod
+    def from_config(cls, encode: dict[str, Any]) -> "EncodeSettings":
+        return cls(**{key: encode[key] for key in cls.__dataclass_fields__})
+
+
+@dataclass
+class Encoded:
+    value: bytes
+    storage: int  # a key of dataset.STORAGE_REASONS
+    width: int
+    height: int
+
+
+def open_checked(data: bytes, check: str) -> Image.Image:
+    """Open ``data`` with Pillow and check it as deeply as ``check`` asks; raise on damage."""
+    image = Image.open(io.BytesIO(data))  # Pillow's decompression-bomb guard stays on
+    if check == "decode":
+        image.load()
+    elif image.format in ("JPEG", "MPO"):
+        if JPEG_EOI not in data[-EOI_WINDOW:]:
+            raise OSError("JPEG has no end-of-image marker: the file is truncated")
+    else:
+        Image.open(io.BytesIO(data)).verify()  # checksums and structure, without decoding pixels
+    return image
+
+
+def reencode_reason(image: Image.Image, settings: EncodeSettings) -> str | None:
+    """Why ``image`` must be re-encoded (a STORAGE_REASONS value), or None to keep its bytes."""
+    if image.format == "MPO":
+        reason = "reencoded:mpo"
+    elif image.format != "JPEG":
+        reason = "reencoded:not-jpeg"
+    elif image.mode == "CMYK":
+        reason = "reencoded:cmyk"
+    elif image.mode in ("L", "LA", "I", "I;16", "1"):
+        reason = "reencoded:grayscale"
+    elif image.mode != "RGB":
+        reason = "reencoded:other-mode"
+    elif settings.max_side is not None and max(image.size) > settings.max_side:
+        reason = "reencoded:resized"
+    elif settings.reencode == "always":
+        reason = "reencoded:always"
+    else:
+        return None
+    return reason if settings.reencode != "never" else "stored-as-is"
+
+
+def shrunk_size(width: int, height: int, max_side: int) -> tuple[int, int]:
+    scale = max_side / max(width, height)
+    return max(1, round(width * scale)), max(1, round(height * scale))
+
+
+def reencode(image: Image.Image, settings: EncodeSettings) -> Image.Image:
+    """The pixels ImageFolder's loader would return, optionally shrunk, ready to save as JPEG."""
+    rgb = image.convert("RGB")
+    if settings.max_side is not None and max(rgb.size) > settings.max_side:
+        rgb = rgb.resize(shrunk_size(*rgb.size, settings.max_side), Image.Resampling.LANCZOS)
+    return rgb
+
+
+def encode_image(data: bytes, settings: EncodeSettings) -> Encoded:
+    """Decide how to store one image and produce the bytes; raises on an unusable image."""
+    image = open_checked(data, settings.check)
+    reason = reencode_reason(image, settings)
+    if reason is None:
+        return Encoded(data, STORAGE_CODES["passthrough"], *image.size)
+    if reason == "stored-as-is":
+        return Encoded(data, STORAGE_CODES[reason], *image.size)
+    rgb = reencode(image, settings)
+    buffer = io.BytesIO()
+    rgb.save(buffer, format="JPEG", quality=settings.quality)
+    return Encoded(buffer.getvalue(), STORAGE_CODES[reason], *rgb.size)
+
+
+def read_and_encode(path: str, settings: EncodeSettings) -> tuple[Encoded, int]:
+    """Encoded image and source size of the file at ``path``; BadImageError names the file."""
+    try:
+        with open(path, "rb") as stream:
+            data = stream.read()
+        return encode_image(data, settings), len(data)
+    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
+        raise BadImageError(f"{path}: {type(exc).__name__}: {exc}") from exc
+
+
+@dataclass
+class ShardReport:
+    """What one shard stored: per-record columns, skipped images and their reasons."""
+
+    shard: int
+    shards: int
+    start: int
+    stop: int
+    index: list[int] = field(default_factory=list)
+    width: list[int] = field(default_factory=list)
+    height: list[int] = field(default_factory=list)
+    crc32: list[int] = field(default_factory=list)
+    storage: list[int] = field(default_factory=list)
+    source_bytes: list[int] = field(default_factory=list)
+    stored_bytes: list[int] = field(default_factory=list)
+    skipped: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(self, index: int, encoded: Encoded, source_size: int) -> None:
+        self.index.append(index)
+        self.width.append(encoded.width)
+        self.height.append(encoded.height)
+        self.crc32.append(zlib.crc32(encoded.value))
+        self.storage.append(encoded.storage)
+        self.source_bytes.append(source_size)
+        self.stored_bytes.append(len(encoded.value))
+
+    def as_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def encode_shard(
+    manifest_path: str,
+    part_path: str,
+    report_path: str,
+    shard: int,
+    shards: int,
+    settings: EncodeSettings,
+    progress: dict[str, Any],
+) -> ShardReport:
+    header = read_manifest_header(manifest_path)
+    start, stop = shard_range(header.count, shards, shard)
+    report = ShardReport(shard=shard, shards=shards, start=start, stop=stop)
+    log.info("shard %d of %d: images %d..%d of %d from %s", shard, shards, start, stop - 1, header.count, header.root)
+
+    sources = [os.path.join(header.root, s.path) for s in read_manifest(manifest_path, start, stop)]
+    with atomic_lmdb(part_path, expected_bytes=2 * total_size(sources)) as writer:
+        samples = read_manifest(manifest_path, start, stop)
+        for sample in tqdm(samples, total=stop - start, desc=f"shard {shard}", unit="img", **progress):
+            path = os.path.join(header.root, sample.path)
+            try:
+                encoded, source_size = read_and_encode(path, settings)
+            except BadImageError as exc:
+                if settings.on_error == "fail":
+                    raise BadImageError(
+                        f"{exc}\nFix or remove this file and run the same command again, or set "
+                        "encode.on_error: skip to leave bad images out (they are listed in the report)."
+                    ) from exc
+                log.warning("skipped %s", exc)
+                report.skipped.append({"index": sample.index, "path": sample.path, "reason": str(exc)})
+                continue
+            writer.append(record_key(sample.index), encoded.value)
+            report.add(sample.index, encoded, source_size)
+    write_json_atomic(report_path, report.as_json())
+    log.info("stored %d images, skipped %d", len(report.index), len(report.skipped))
+    return report
+
+
+def total_size(paths: list[str]) -> int:
+    """Bytes of the files that exist (a missing one is reported when it is read)."""
+    total = 0
+    for path in paths:
+        try:
+            total += os.path.getsize(path)
+        except OSError:
+            pass
+    return total
+
+
+def main(smk: Any, stream: TextIO) -> None:
+    encode_shard(
+        smk.input.manifest,
+        smk.output.part,
+        smk.output.report,
+        shard=int(smk.wildcards.shard),
+        shards=int(smk.params.shards),
+        settings=EncodeSettings.from_config(smk.params.encode),
+        progress=progress_kwargs(stream),
+    )
+
+
+if __name__ == "__main__":
+    run_rule(main, snakemake)  # type: ignore[name-defined]  # noqa: F821

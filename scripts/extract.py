@@ -1,0 +1,134 @@
+"""Rule extract: make a split's source readable by the shards.
+
+A folder is used where it is: the output only records its absolute path. A .tar, .tar.gz, .tgz or
+.zip holding an ImageFolder tree is unpacked into the output folder, after every member name has
+been checked: absolute paths, ``..`` components, links pointing outside, devices and other special
+files are refused with an error naming the archive and the member. Nothing is written outside the
+output folder, and the unpacked tree only gets its final name when it is whole.
+"""
+
+import logging
+import os
+import re
+import stat
+import tarfile
+import zipfile
+from pathlib import PurePosixPath
+from typing import Any, TextIO
+
+from workflow_io import publish, run_rule, remove_path, temporary_path, write_json_atomic
+
+log = logging.getLogger("imagefolder_lmdb.extract")
+
+TREE = "tree"
+DESCRIPTION = "source.json"
+WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:")
+
+
+class UnsafeArchiveError(ValueError):
+    """An archive member would land outside the extraction folder, or is not a plain file."""
+
+
+def unsafe_name_reason(name: str) -> str | None:
+    """Why a member name is refused, or None if it stays inside the extraction folder."""
+    if name.startswith(("/", "\\")) or WINDOWS_DRIVE.match(name):
+        return "absolute path"
+    if ".." in PurePosixPath(name.replace("\\", "/")).parts:
+        return "'..' in path"
+    return None
+
+
+def check_tar_members(archive: str, members: list[tarfile.TarInfo]) -> None:
+    for member in members:
+        reason = unsafe_name_reason(member.name)
+        if reason is None and (member.issym() or member.islnk()):
+            target = member.linkname
+            if unsafe_name_reason(target) is not None:
+                reason = f"link pointing outside the archive ({target})"
+        if reason is None and not (member.isfile() or member.isdir() or member.issym() or member.islnk()):
+            reason = "device, fifo or other special file"
+        if reason is not None:
+            raise UnsafeArchiveError(f"{archive}: refused member {member.name!r}: {reason}. Nothing was extracted.")
+
+
+def extract_tar(archive: str, destination: str) -> int:
+    """Unpack a (possibly compressed) tar into ``destination``; returns the number of members."""
+    with tarfile.open(archive, mode="r:*") as tar:
+        members = tar.getmembers()
+        check_tar_members(archive, members)
+        # filter="data" is the second line of defence: it refuses anything our check missed
+        # (links resolving outside, absolute link targets) and drops unsafe permission bits.
+        try:
+            tar.extractall(destination, members=members, filter="data")
+        except tarfile.FilterError as exc:
+            raise UnsafeArchiveError(f"{archive}: refused member: {exc}. Nothing usable was extracted.") from exc
+    return len(members)
+
+
+def check_zip_members(archive: str, infos: list[zipfile.ZipInfo]) -> None:
+    for info in infos:
+        reason = unsafe_name_reason(info.filename)
+        mode = info.external_attr >> 16
+        if reason is None and stat.S_ISLNK(mode):
+            reason = "symbolic link"
+        if reason is None and mode and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            reason = "device, fifo or other special file"
+        if reason is not None:
+            raise UnsafeArchiveError(
+                f"{archive}: refused member {info.filename!r}: {reason}. Nothing was extracted."
+            )
+
+
+def extract_zip(archive: str, destination: str) -> int:
+    with zipfile.ZipFile(archive) as zf:
+        infos = zf.infolist()
+        check_zip_members(archive, infos)
+        zf.extractall(destination)
+    return len(infos)
+
+
+def tree_root(extracted: str) -> str:
+    """Archives often wrap the tree in one top folder (``train/cls/x.jpg``): descend into it."""
+    root = extracted
+    while True:
+        entries = [e for e in os.scandir(root) if not e.name.startswith(".")]
+        if len(entries) == 1 and entries[0].is_dir() and not _has_files(entries[0].path):
+            root = entries[0].path
+        else:
+            return root
+
+
+def _has_files(folder: str) -> bool:
+    return any(entry.is_file() for entry in os.scandir(folder))
+
+
+def extract(source: str, output: str) -> dict[str, str | int]:
+    """Fill ``output`` and return the description written to ``output/source.json``."""
+    os.makedirs(output, exist_ok=True)
+    if os.path.isdir(source):
+        log.info("source %s is a folder: nothing to extract", source)
+        return {"kind": "folder", "root": os.path.abspath(source), "source": os.path.abspath(source)}
+
+    temporary = temporary_path(os.path.join(output, TREE))
+    remove_path(temporary)
+    os.makedirs(temporary)
+    log.info("extracting %s", source)
+    if source.lower().endswith(".zip"):
+        members = extract_zip(source, temporary)
+    else:
+        members = extract_tar(source, temporary)
+    final = os.path.join(output, TREE)
+    publish(temporary, final)
+    root = tree_root(final)
+    log.info("extracted %d members; image tree at %s", members, root)
+    return {"kind": "extracted", "root": os.path.abspath(root), "source": os.path.abspath(source), "members": members}
+
+
+def main(smk: Any, stream: TextIO) -> None:
+    output = smk.output[0]
+    description = extract(smk.input.source, output)
+    write_json_atomic(os.path.join(output, DESCRIPTION), description)
+
+
+if __name__ == "__main__":
+    run_rule(main, snakemake)  # type: ignore[name-defined]  # noqa: F821

@@ -1,0 +1,209 @@
+"""Rule verify, also a command of its own: check a finished dataset with the reader.
+
+    python scripts/verify.py results/train.lmdb [--full] [--sample 64] [--report r.json] [--contact c.png]
+
+Checks that the meta is complete and consistent with the records, decodes a random sample (every
+record with ``--full``), compares each decoded record's checksum and size with the meta, writes a
+JSON report and a contact sheet of the sample labelled with class names. Exits 0 when everything
+holds, 1 otherwise, after a one-line summary. Needs only this folder's dataset.py: run it after
+copying a dataset to another machine.
+"""
+
+import argparse
+import io
+import json
+import logging
+import os
+import random
+import sys
+import zlib
+from collections import Counter
+from typing import Any, TextIO
+
+from dataset import META_KEYS, FormatError, LMDBDataset, record_key, shared_env
+from PIL import Image, ImageDraw, ImageFont
+
+log = logging.getLogger("imagefolder_lmdb.verify")
+
+CELL = 160  # contact sheet thumbnail box, pixels
+LABEL_HEIGHT = 18
+MAX_SHEET_IMAGES = 64
+LISTED_FAILURES = 20
+
+
+def structure_problems(ds: LMDBDataset) -> list[str]:
+    """Disagreements between the meta and the records, found without decoding any image."""
+    problems = []
+    n = len(ds)
+    document = ds.meta_document
+    with shared_env(ds.path).begin() as txn:
+        entries = txn.stat()["entries"]
+        if entries != n + len(META_KEYS):
+            problems.append(f"{entries - len(META_KEYS)} records stored, the meta describes {n}")
+        if n and (txn.get(record_key(0)) is None or txn.get(record_key(n - 1)) is None):
+            problems.append(f"records 0 or {n - 1} missing: keys are not 0..{n - 1}")
+    if any(not 0 <= t < len(ds.classes) for t in ds.targets):
+        problems.append("labels outside the class range")
+    expected = document["source"]["images"] - len(document["stats"]["skipped"])
+    if n != expected:
+        problems.append(f"{n} records, but the source had {document['source']['images']} images and {len(document['stats']['skipped'])} were skipped")
+    if ds.class_to_idx != document.get("class_to_idx", ds.class_to_idx):
+        problems.append("class_to_idx in the meta disagrees with the class list")
+    return problems
+
+
+def check_record(ds: LMDBDataset, index: int) -> str | None:
+    """Problem with record ``index`` (checksum, decoding, size), or None."""
+    data = ds.get_bytes(index)
+    if zlib.crc32(data) != int(ds.checksums[index]):
+        return f"record {index} ({ds.samples[index][0]}): checksum mismatch, the stored bytes changed"
+    try:
+        image = Image.open(io.BytesIO(data))
+        image = image.convert("RGB")
+    except Exception as exc:  # noqa: BLE001 - any decoder failure is a finding, not a crash
+        return f"record {index} ({ds.samples[index][0]}): does not decode: {exc}"
+    width, height = (int(v) for v in ds.image_sizes[index])
+    if image.size != (width, height):
+        return f"record {index} ({ds.samples[index][0]}): decoded {image.size}, meta says {(width, height)}"
+    return None
+
+
+def sample_indices(n: int, sample: int, full: bool, seed: int) -> list[int]:
+    if full:
+        return list(range(n))
+    return sorted(random.Random(seed).sample(range(n), min(sample, n)))
+
+
+def verify(path: str, sample: int = 64, full: bool = False, seed: int = 0) -> tuple[dict[str, Any], LMDBDataset | None, list[int]]:
+    """The report, the opened dataset (None if it could not be opened) and the checked indices."""
+    report: dict[str, Any] = {"path": os.path.abspath(path), "ok": False, "problems": []}
+    try:
+        ds = LMDBDataset(path)
+    except (FormatError, FileNotFoundError) as exc:
+        report["problems"].append(str(exc))
+        return report, None, []
+    document = ds.meta_document
+    problems = structure_problems(ds)
+    indices = sample_indices(len(ds), sample, full, seed)
+    failures = [p for p in (check_record(ds, i) for i in indices) if p is not None]
+    problems.extend(failures[:LISTED_FAILURES])
+    if len(failures) > LISTED_FAILURES:
+        problems.append(f"... and {len(failures) - LISTED_FAILURES} more records with problems")
+    stats = document["stats"]
+    report.update(
+        {
+            "ok": not problems,
+            "problems": problems,
+            "format": f"{document['format']} v{document['version']}",
+            "images": len(ds),
+            "classes": len(ds.classes),
+            "class_counts": {ds.classes[k]: v for k, v in sorted(Counter(ds.targets).items())},
+            "file_bytes": os.path.getsize(path) if os.path.isfile(path) else None,
+            "source": document["source"],
+            "source_bytes": stats["source_bytes"],
+            "stored_bytes": stats["stored_bytes"],
+            "stored_to_source_ratio": round(stats["stored_bytes"] / stats["source_bytes"], 4) if stats["source_bytes"] else None,
+            "storage": stats["storage"],
+            "skipped": stats["skipped"],
+            "settings": document["settings"],
+            "created": document["created"],
+            "checked": {"mode": "all" if full else "sample", "records": len(indices), "failed": len(failures), "seed": seed},
+        }
+    )
+    return report, ds, indices
+
+
+def fit_into_cell(image: Image.Image) -> Image.Image:
+    image = image.copy()
+    image.thumbnail((CELL, CELL))
+    return image
+
+
+def contact_sheet(ds: LMDBDataset | None, indices: list[int], output: str) -> None:
+    """A grid of the sampled images, each labelled ``index: class``."""
+    shown = indices[:MAX_SHEET_IMAGES]
+    columns = max(1, min(8, len(shown)))
+    rows = max(1, -(-len(shown) // columns))
+    sheet = Image.new("RGB", (columns * CELL, rows * (CELL + LABEL_HEIGHT)), "white")
+    draw = ImageDraw.Draw(sheet)
+    font = ImageFont.load_default(size=12)
+    for position, index in enumerate(shown):
+        assert ds is not None
+        x, y = (position % columns) * CELL, (position // columns) * (CELL + LABEL_HEIGHT)
+        try:
+            image, target = ds[index]
+            thumb = fit_into_cell(image)
+            sheet.paste(thumb, (x + (CELL - thumb.width) // 2, y + (CELL - thumb.height) // 2))
+            caption = f"{index}: {ds.classes[target]}"
+        except Exception:  # noqa: BLE001 - a broken record is reported; show the gap
+            caption = f"{index}: UNREADABLE"
+        draw.text((x + 3, y + CELL + 2), caption[:26], fill="black", font=font)
+    if not shown:
+        draw.text((4, 4), "no images", fill="black", font=font)
+    temporary = output + ".incomplete.png"
+    sheet.save(temporary)
+    os.replace(temporary, output)
+
+
+def summary_line(report: dict[str, Any]) -> str:
+    if "images" not in report:
+        return f"FAIL {report['path']}: {report['problems'][0]}"
+    status = "OK" if report["ok"] else "FAIL"
+    checked = report["checked"]
+    line = (
+        f"{status} {report['path']}: {report['images']} images, {report['classes']} classes, "
+        f"{report['stored_bytes'] / 1e6:.1f} MB stored ({report['stored_to_source_ratio']}x source), "
+        f"{checked['records']} records checked ({checked['mode']}), {len(report['skipped'])} skipped"
+    )
+    if report["problems"]:
+        line += f"; first problem: {report['problems'][0]}"
+    return line
+
+
+def write_report(report: dict[str, Any], output: str) -> None:
+    temporary = output + ".incomplete"
+    with open(temporary, "w", encoding="utf-8") as stream:
+        json.dump(report, stream, indent=1, ensure_ascii=False)
+        stream.write("\n")
+    os.replace(temporary, output)
+
+
+def run(path: str, sample: int, full: bool, seed: int, report_path: str | None, contact_path: str | None) -> bool:
+    report, ds, indices = verify(path, sample=sample, full=full, seed=seed)
+    if report_path:
+        write_report(report, report_path)
+    if contact_path and ds is not None:
+        contact_sheet(ds, indices, contact_path)
+    print(summary_line(report), flush=True)
+    return bool(report["ok"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Check an imagefolder-lmdb dataset.")
+    parser.add_argument("path", help="the .lmdb file")
+    parser.add_argument("--full", action="store_true", help="decode and checksum every record")
+    parser.add_argument("--sample", type=int, default=64, help="records checked without --full (default 64)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random sample")
+    parser.add_argument("--report", help="write the JSON report here")
+    parser.add_argument("--contact", help="write a contact sheet PNG here")
+    args = parser.parse_args(argv)
+    return 0 if run(args.path, args.sample, args.full, args.seed, args.report, args.contact) else 1
+
+
+def rule_main(smk: Any, stream: TextIO) -> None:
+    report, ds, indices = verify(smk.input[0], smk.params.sample, smk.params.all, smk.params.seed)
+    log.info("%s", json.dumps(report, indent=1))
+    print(summary_line(report), file=sys.__stderr__, flush=True)
+    if not report["ok"]:
+        raise RuntimeError("verification failed:\n  " + "\n  ".join(report["problems"]))
+    write_report(report, smk.output.report)
+    contact_sheet(ds, indices, smk.output.contact)
+
+
+if __name__ == "__main__":
+    if "snakemake" in globals():
+        from workflow_io import run_rule
+
+        run_rule(rule_main, snakemake)  # type: ignore[name-defined]  # noqa: F821
+    else:
+        sys.exit(main())

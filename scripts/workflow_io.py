@@ -1,0 +1,319 @@
+"""Helpers shared by the rule scripts: logging, atomic outputs, the manifest, LMDB writing.
+
+Every output a script makes goes through here, so "a final path only ever holds a complete file"
+is implemented once: write under a temporary name in the same folder, flush to disk, rename.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import logging
+import os
+import shutil
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+import lmdb
+
+log = logging.getLogger("imagefolder_lmdb")
+
+#: Suffix of every temporary output. A leftover from a killed run carries it and is never a result.
+TMP_SUFFIX = ".incomplete"
+
+
+# --------------------------------------------------------------------------------------------------
+# Logging: each rule's script writes everything to its log file.
+# --------------------------------------------------------------------------------------------------
+
+
+def log_to(path: str | None) -> TextIO:
+    """Send stderr (tracebacks, tqdm) and the logger to ``path``; returns the open stream."""
+    stream: TextIO = open(path, "w", buffering=1) if path else sys.stderr  # noqa: SIM115
+    sys.stderr = stream
+    logging.basicConfig(
+        stream=stream,
+        level=logging.INFO,
+        format="%(asctime)s %(levelname)s %(message)s",
+        force=True,
+    )
+    return stream
+
+
+def run_rule(main: Callable[[Any, TextIO], None], smk: Any) -> None:
+    """Run a rule script's ``main(snakemake, log_stream)`` with its log set up.
+
+    The full traceback goes to the rule's log; the error message itself also goes to the
+    terminal, so the user sees which file is at fault without opening the log.
+    """
+    log_path = smk.log[0] if smk.log else None
+    stream = log_to(log_path)
+    try:
+        main(smk, stream)
+    except Exception as exc:
+        log.exception("%s failed", smk.rule)
+        where = f"\n(full log: {log_path})" if log_path else ""
+        print(f"ERROR in rule {smk.rule}: {exc}{where}", file=sys.__stderr__, flush=True)
+        sys.exit(1)
+
+
+def progress_kwargs(stream: TextIO) -> dict[str, Any]:
+    """tqdm settings: live on a terminal, a line every few seconds in a log file."""
+    interactive = stream.isatty()
+    return {
+        "file": stream,
+        "mininterval": 0.5 if interactive else 5.0,
+        "dynamic_ncols": interactive,
+        "ascii": not interactive,
+    }
+
+
+# --------------------------------------------------------------------------------------------------
+# Atomic outputs.
+# --------------------------------------------------------------------------------------------------
+
+
+def temporary_path(final: str) -> str:
+    """The name an output is built under before it is renamed to ``final``."""
+    return final + TMP_SUFFIX
+
+
+def remove_path(path: str) -> None:
+    """Remove a file or folder if it exists (leftovers of an interrupted run)."""
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(path)
+
+
+def fsync_path(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def publish(temporary: str, final: str) -> None:
+    """Rename a finished temporary output into place, durably (data first, then the rename)."""
+    if os.path.isfile(temporary):
+        fsync_path(temporary)
+    os.replace(temporary, final)
+    fsync_path(os.path.dirname(os.path.abspath(final)))
+
+
+def write_json_atomic(path: str, document: Any) -> None:
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    temporary = temporary_path(path)
+    with open(temporary, "w", encoding="utf-8") as stream:
+        json.dump(document, stream, indent=1, sort_keys=True, ensure_ascii=False)
+        stream.write("\n")
+    publish(temporary, path)
+
+
+def read_json(path: str) -> Any:
+    with open(path, encoding="utf-8") as stream:
+        return json.load(stream)
+
+
+# --------------------------------------------------------------------------------------------------
+# The manifest: what count_check found, one JSON line per image, in ImageFolder order.
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ManifestHeader:
+    root: str  # folder the relative paths are under
+    classes: list[str]
+    count: int
+
+
+@dataclass
+class Sample:
+    index: int
+    label: int
+    path: str  # relative to ManifestHeader.root, with "/" separators
+
+
+def write_manifest(path: str, header: ManifestHeader, samples: Iterable[Sample]) -> None:
+    """First line: the header object; then ``[index, label, path]`` per image (JSON, so any
+    character a file name can hold survives)."""
+    temporary = temporary_path(path)
+    with open(temporary, "w", encoding="utf-8") as stream:
+        json.dump({"root": header.root, "classes": header.classes, "count": header.count}, stream)
+        stream.write("\n")
+        for sample in samples:
+            stream.write(json.dumps([sample.index, sample.label, sample.path], ensure_ascii=False))
+            stream.write("\n")
+    publish(temporary, path)
+
+
+def read_manifest_header(path: str) -> ManifestHeader:
+    with open(path, encoding="utf-8") as stream:
+        head = json.loads(stream.readline())
+    return ManifestHeader(root=head["root"], classes=head["classes"], count=head["count"])
+
+
+def read_manifest(path: str, start: int = 0, stop: int | None = None) -> Iterator[Sample]:
+    """Samples ``start <= index < stop``, parsing only those lines (shards read a slice)."""
+    with open(path, encoding="utf-8") as stream:
+        stream.readline()
+        for line_number, line in enumerate(stream):
+            if line_number < start:
+                continue
+            if stop is not None and line_number >= stop:
+                break
+            index, label, relative = json.loads(line)
+            yield Sample(index=index, label=label, path=relative)
+
+
+def shard_range(count: int, shards: int, shard: int) -> tuple[int, int]:
+    """The contiguous slice of ``count`` images that shard ``shard`` of ``shards`` encodes."""
+    return count * shard // shards, count * (shard + 1) // shards
+
+
+# --------------------------------------------------------------------------------------------------
+# Writing LMDB files: sorted appends, batched commits, a map that grows, clear disk-full errors.
+# --------------------------------------------------------------------------------------------------
+
+
+class DiskFullError(OSError):
+    """No space left while writing an output; names the file and what it needed."""
+
+
+def _disk_full_message(path: str, needed_bytes: int) -> str:
+    folder = os.path.dirname(os.path.abspath(path))
+    free = shutil.disk_usage(folder).free
+    return (
+        f"no space left on the device holding {path} while writing it: about "
+        f"{needed_bytes / 1e6:,.0f} MB needed there, {free / 1e6:,.0f} MB free. Free some space "
+        "(or point `work`/`results` elsewhere) and run the same command again."
+    )
+
+
+def check_free_space(path: str, needed_bytes: int) -> None:
+    """Fail early, before any writing, when the disk clearly cannot hold the output."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if shutil.disk_usage(folder).free < needed_bytes:
+        raise DiskFullError(errno.ENOSPC, _disk_full_message(path, needed_bytes))
+
+
+class LMDBWriter:
+    """Append records in key order to a new single-file LMDB, committing in batches.
+
+    The map starts at ``2 × expected_bytes`` (address space only: without ``writemap`` the file
+    grows with the data, not with the map) and doubles whenever a batch does not fit, so
+    ``MDB_MAP_FULL`` never reaches the user. ``lock=False``: one writer, and no ``-lock`` file
+    left beside the output.
+    """
+
+    BATCH_BYTES = 64 << 20
+
+    def __init__(self, path: str, expected_bytes: int) -> None:
+        self.path = path
+        self.expected_bytes = expected_bytes
+        map_size = max(1 << 30, 2 * expected_bytes)
+        self.env = lmdb.open(
+            path,
+            subdir=False,
+            map_size=map_size,
+            lock=False,
+            readahead=False,
+            meminit=False,
+            max_dbs=0,
+        )
+        self._batch: list[tuple[bytes, bytes]] = []
+        self._batch_bytes = 0
+        self.records = 0
+        self.bytes_written = 0
+        self._last_key = b""
+
+    def append(self, key: bytes, value: bytes) -> None:
+        """Add one record; keys must come in strictly increasing byte order."""
+        if key <= self._last_key:
+            raise ValueError(f"{self.path}: key {key!r} does not follow {self._last_key!r}")
+        self._last_key = key
+        self._batch.append((key, value))
+        self._batch_bytes += len(value)
+        if self._batch_bytes >= self.BATCH_BYTES:
+            self.flush()
+
+    def put_many(self, items: dict[bytes, bytes]) -> None:
+        """Store keys in any order (used for meta, which sorts after every record key)."""
+        self.flush()
+        self._commit(sorted(items.items()), append=False)
+
+    def flush(self) -> None:
+        if self._batch:
+            self._commit(self._batch, append=True)
+            self.records += len(self._batch)
+            self.bytes_written += self._batch_bytes
+            self._batch, self._batch_bytes = [], 0
+
+    def _commit(self, items: list[tuple[bytes, bytes]], append: bool) -> None:
+        while True:
+            try:
+                with self.env.begin(write=True) as txn:
+                    for key, value in items:
+                        # put(append=True) returns False instead of raising for an out-of-order
+                        # key and stores nothing: never let that pass silently.
+                        if not txn.put(key, value, append=append, overwrite=True):
+                            raise RuntimeError(f"{self.path}: LMDB refused key {key!r}")
+                return
+            except lmdb.MapFullError:
+                self.env.set_mapsize(self.env.info()["map_size"] * 2)
+            except lmdb.Error as exc:
+                self._raise_disk_full_if(exc)
+                raise
+
+    def _raise_disk_full_if(self, exc: lmdb.Error) -> None:
+        # py-lmdb reports ENOSPC as a plain lmdb.Error carrying strerror's text.
+        if "No space left" in str(exc):
+            needed = max(self.expected_bytes - self.bytes_written, self._batch_bytes)
+            raise DiskFullError(errno.ENOSPC, _disk_full_message(self.path, needed)) from exc
+
+    def abandon(self) -> None:
+        """Close without committing what is pending (the caller removes the file)."""
+        self._batch, self._batch_bytes = [], 0
+        self.env.close()
+
+    def close(self) -> None:
+        """Commit what is pending and flush everything to disk."""
+        try:
+            self.flush()
+            self.env.sync(True)
+        except lmdb.Error as exc:
+            self._raise_disk_full_if(exc)
+            raise
+        finally:
+            self.env.close()
+
+
+@contextlib.contextmanager
+def atomic_lmdb(final: str, expected_bytes: int) -> Iterator[LMDBWriter]:
+    """An LMDBWriter on a temporary name, renamed to ``final`` only if the block succeeds."""
+    temporary = temporary_path(final)
+    remove_path(temporary)
+    os.makedirs(os.path.dirname(os.path.abspath(final)), exist_ok=True)
+    writer = LMDBWriter(temporary, expected_bytes)
+    try:
+        yield writer
+        writer.close()
+    except BaseException:
+        writer.abandon()
+        remove_path(temporary)
+        raise
+    publish(temporary, final)
+
+
+def open_lmdb_readonly(path: str) -> lmdb.Environment:
+    """A part or merged LMDB written by this workflow, opened for a sequential scan."""
+    return lmdb.open(path, subdir=False, readonly=True, lock=False, readahead=True, max_dbs=0)
+
+
+def count_records(env: lmdb.Environment) -> int:
+    return int(env.stat()["entries"])

@@ -1,0 +1,129 @@
+"""Rule write_meta: store the meta (classes, labels, paths, sizes, checksums, settings, counts)
+in the merged LMDB and place it at its final path.
+
+The merged file is hard-linked (copied across filesystems) to a temporary name beside the final
+path, the meta goes in with one transaction, and only then is it renamed into place: a reader
+never meets a final file without meta. Passed-through image bytes are not copied again.
+"""
+
+import datetime
+import logging
+import os
+import shutil
+from collections import Counter
+from typing import Any, TextIO
+
+import numpy as np
+from dataset import FORMAT_ID, FORMAT_VERSION, STORAGE_REASONS, Meta, encode_meta
+from workflow_io import (
+    LMDBWriter,
+    count_records,
+    open_lmdb_readonly,
+    publish,
+    read_json,
+    read_manifest,
+    read_manifest_header,
+    remove_path,
+    run_rule,
+    temporary_path,
+)
+
+log = logging.getLogger("imagefolder_lmdb.write_meta")
+
+TOOL = "imagefolder-lmdb-workflow"
+TOOL_VERSION = "1.0.0"
+
+
+def concatenated(reports: list[dict[str, Any]], column: str) -> list[Any]:
+    return [value for report in reports for value in report[column]]
+
+
+def build_meta(manifest_path: str, counts: dict[str, Any], reports: list[dict[str, Any]], encode: dict[str, Any]) -> Meta:
+    header = read_manifest_header(manifest_path)
+    kept = concatenated(reports, "index")
+    labels_by_index: dict[int, tuple[int, str]] = {s.index: (s.label, s.path) for s in read_manifest(manifest_path)}
+    labels = np.array([labels_by_index[i][0] for i in kept], dtype=np.int32)
+    paths = [labels_by_index[i][1] for i in kept]
+    storage = np.array(concatenated(reports, "storage"), dtype=np.uint8)
+    skipped = concatenated(reports, "skipped")
+    document = {
+        "format": FORMAT_ID,
+        "version": FORMAT_VERSION,
+        "length": len(kept),
+        "classes": header.classes,
+        "class_to_idx": {name: i for i, name in enumerate(header.classes)},
+        "settings": {"encode": encode},
+        "source": {
+            "path": counts["source"],
+            "images": header.count,
+            "classes": len(header.classes),
+            "ignored_files": counts["ignored_files"],
+        },
+        "stats": {
+            "source_bytes": int(sum(concatenated(reports, "source_bytes"))),
+            "stored_bytes": int(sum(concatenated(reports, "stored_bytes"))),
+            "storage": {STORAGE_REASONS[code]: n for code, n in sorted(Counter(storage.tolist()).items())},
+            "skipped": skipped,
+        },
+        "storage_reasons": {str(code): reason for code, reason in STORAGE_REASONS.items()},
+        "tool": {"name": TOOL, "version": TOOL_VERSION},
+        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    }
+    return Meta(
+        document=document,
+        labels=labels,
+        sizes=np.stack([concatenated(reports, "width"), concatenated(reports, "height")], axis=1).reshape(-1, 2),
+        crc32=np.array(concatenated(reports, "crc32"), dtype=np.uint32),
+        storage=storage,
+        source_bytes=np.array(concatenated(reports, "source_bytes"), dtype=np.uint64),
+        paths=paths,
+    )
+
+
+def link_or_copy(source: str, destination: str) -> None:
+    """Give ``destination`` the content of ``source`` without copying the bytes where possible."""
+    remove_path(destination)
+    try:
+        os.link(source, destination)
+    except OSError:
+        shutil.copyfile(source, destination)
+
+
+def write_meta(merged: str, manifest: str, counts_path: str, report_paths: list[str], output: str, encode: dict[str, Any]) -> Meta:
+    reports = [read_json(path) for path in report_paths]
+    meta = build_meta(manifest, read_json(counts_path), reports, encode)
+    env = open_lmdb_readonly(merged)
+    records = count_records(env)
+    env.close()
+    if records < meta.length:
+        raise RuntimeError(f"{merged} holds {records} records, the meta describes {meta.length}")
+
+    values = encode_meta(meta)
+    temporary = temporary_path(output)
+    os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
+    link_or_copy(merged, temporary)
+    try:
+        writer = LMDBWriter(temporary, expected_bytes=os.path.getsize(temporary) + sum(map(len, values.values())))
+        writer.put_many(values)
+        writer.close()
+    except BaseException:
+        remove_path(temporary)
+        raise
+    publish(temporary, output)
+    log.info("%s: %d images, %d classes, %d skipped", output, meta.length, len(meta.classes), len(meta.document["stats"]["skipped"]))
+    return meta
+
+
+def main(smk: Any, stream: TextIO) -> None:
+    write_meta(
+        smk.input.merged,
+        smk.input.manifest,
+        smk.input.counts,
+        list(smk.input.reports),
+        smk.output[0],
+        dict(smk.params.encode),
+    )
+
+
+if __name__ == "__main__":
+    run_rule(main, snakemake)  # type: ignore[name-defined]  # noqa: F821
