@@ -16,9 +16,9 @@ include: "rules/verify.smk"
 
 
 rule all:
+    default_target: True
     input:
         final_outputs(),
-    default_target: True
 
 
 onsuccess:

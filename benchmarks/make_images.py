@@ -88,7 +88,9 @@ def special_kind(i: int, classes: int) -> str:
     return SPECIALS[label] if round_ == 0 and label < len(SPECIALS) else "jpeg"
 
 
-def plan(out: str, images: int, classes: int, seed: int, first_index: int, quality: int, grain: float) -> list[ImageSpec]:
+def plan(
+    out: str, images: int, classes: int, seed: int, first_index: int, quality: int, grain: float
+) -> list[ImageSpec]:
     names = class_names(classes, seed)
     specs = []
     for i in range(images):

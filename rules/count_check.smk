@@ -5,15 +5,17 @@ rule count_check:
     output:
         manifest=f"{WORK}/{{split}}/manifest.jsonl",
         counts=f"{WORK}/{{split}}/counts.json",
-    params:
-        layout=lambda wildcards: split_config(wildcards)["layout"],
-        expected_images=lambda wildcards: split_config(wildcards)["expected_images"],
-        expected_classes=lambda wildcards: split_config(wildcards)["expected_classes"],
     log:
         f"{LOGS}/count_check/{{split}}.log",
+    conda:
+        "../envs/imagefolder-lmdb.yaml"
     threads: 1
     resources:
         mem_mb=4000,
         runtime=60,
+    params:
+        layout=lambda wildcards: split_config(wildcards)["layout"],
+        expected_images=lambda wildcards: split_config(wildcards)["expected_images"],
+        expected_classes=lambda wildcards: split_config(wildcards)["expected_classes"],
     script:
         "../scripts/count_check.py"

@@ -5,14 +5,16 @@ rule encode_shard:
     output:
         part=temp(f"{WORK}/{{split}}/parts/{{shard}}.lmdb"),
         report=f"{WORK}/{{split}}/parts/{{shard}}.json",
-    params:
-        shards=lambda wildcards: split_config(wildcards)["shards"],
-        encode=encode_settings(),
     log:
         f"{LOGS}/encode_shard/{{split}}/{{shard}}.log",
+    conda:
+        "../envs/imagefolder-lmdb.yaml"
     threads: 1
     resources:
         mem_mb=1000,
         runtime=60,
+    params:
+        shards=lambda wildcards: split_config(wildcards)["shards"],
+        encode=encode_settings(),
     script:
         "../scripts/encode_shard.py"

@@ -4,13 +4,15 @@ rule extract:
         source=lambda wildcards: split_config(wildcards)["source"],
     output:
         directory(f"{WORK}/{{split}}/source"),
-    params:
-        layout=lambda wildcards: split_config(wildcards)["layout"],
     log:
         f"{LOGS}/extract/{{split}}.log",
+    conda:
+        "../envs/imagefolder-lmdb.yaml"
     threads: 1
     resources:
         mem_mb=1000,
         runtime=240,
+    params:
+        layout=lambda wildcards: split_config(wildcards)["layout"],
     script:
         "../scripts/extract.py"

@@ -7,6 +7,8 @@ rule merge:
         temp(f"{WORK}/{{split}}/merged.lmdb"),
     log:
         f"{LOGS}/merge/{{split}}.log",
+    conda:
+        "../envs/imagefolder-lmdb.yaml"
     threads: 1
     resources:
         mem_mb=2000,

@@ -5,15 +5,17 @@ rule verify:
     output:
         report=f"{RESULTS}/{{split}}.verify.json",
         contact=f"{RESULTS}/{{split}}.contact.png",
-    params:
-        sample=config["verify"]["sample"],
-        all=config["verify"]["all"],
-        seed=config["verify"]["seed"],
     log:
         f"{LOGS}/verify/{{split}}.log",
+    conda:
+        "../envs/imagefolder-lmdb.yaml"
     threads: 1
     resources:
         mem_mb=4000,
         runtime=60,
+    params:
+        sample=config["verify"]["sample"],
+        all=config["verify"]["all"],
+        seed=config["verify"]["seed"],
     script:
         "../scripts/verify.py"

@@ -7,13 +7,15 @@ rule write_meta:
         reports=part_files(f"{WORK}/{{split}}/parts/{{shard}}.json"),
     output:
         f"{RESULTS}/{{split}}.lmdb",
-    params:
-        encode=encode_settings(),
     log:
         f"{LOGS}/write_meta/{{split}}.log",
+    conda:
+        "../envs/imagefolder-lmdb.yaml"
     threads: 1
     resources:
         mem_mb=4000,
         runtime=60,
+    params:
+        encode=encode_settings(),
     script:
         "../scripts/write_meta.py"

@@ -11,6 +11,7 @@ import os
 from typing import Any, TextIO
 
 from torchvision.datasets.folder import IMG_EXTENSIONS, find_classes, has_file_allowed_extension, make_dataset
+
 from workflow_io import ManifestHeader, Sample, read_json, run_rule, write_json_atomic, write_manifest
 
 log = logging.getLogger("imagefolder_lmdb.count_check")

@@ -31,15 +31,15 @@ except ImportError:  # pragma: no cover - the workflow environment always has to
 __all__ = [
     "FORMAT_ID",
     "FORMAT_VERSION",
+    "META_KEYS",
+    "STORAGE_REASONS",
     "FormatError",
     "LMDBDataset",
     "Meta",
-    "META_KEYS",
-    "STORAGE_REASONS",
-    "record_key",
-    "encode_meta",
     "decode_meta",
+    "encode_meta",
     "open_env_readonly",
+    "record_key",
     "shared_env",
 ]
 
@@ -227,8 +227,7 @@ def open_env_readonly(path: str, max_readers: int = 126) -> lmdb.Environment:
         )
     except lmdb.InvalidError as exc:
         raise FormatError(
-            f"{path} is not an LMDB file ({exc}). Point LMDBDataset at a results/<split>.lmdb "
-            "written by the workflow."
+            f"{path} is not an LMDB file ({exc}). Point LMDBDataset at a results/<split>.lmdb written by the workflow."
         ) from exc
     except lmdb.Error as exc:
         raise FormatError(f"{path} cannot be opened as an LMDB file: {exc}") from exc
@@ -313,7 +312,7 @@ class LMDBDataset(_TorchDataset):  # type: ignore[misc,valid-type]
         self.classes: list[str] = meta.classes
         self.class_to_idx: dict[str, int] = {name: i for i, name in enumerate(self.classes)}
         self.targets: list[int] = meta.labels.tolist()
-        self.samples: list[tuple[str, int]] = list(zip(meta.paths, self.targets))
+        self.samples: list[tuple[str, int]] = list(zip(meta.paths, self.targets, strict=True))
         self.imgs = self.samples
         self.image_sizes: np.ndarray = meta.sizes
         self.checksums: np.ndarray = meta.crc32  # CRC-32 of each stored value
@@ -375,4 +374,3 @@ class LMDBDataset(_TorchDataset):  # type: ignore[misc,valid-type]
         if self.transform is not None:
             lines.append(f"    Transform: {self.transform!r}")
         return "\n".join(lines)
-

@@ -10,6 +10,7 @@ Policy (``encode.reencode``):
 left out and listed in the shard report.
 """
 
+import contextlib
 import io
 import logging
 import os
@@ -17,9 +18,10 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from dataset import STORAGE_CODES, record_key
 from PIL import Image
 from tqdm import tqdm
+
+from dataset import STORAGE_CODES, record_key
 from workflow_io import (
     atomic_lmdb,
     progress_kwargs,
@@ -204,10 +206,8 @@ def total_size(paths: list[str]) -> int:
     """Bytes of the files that exist (a missing one is reported when it is read)."""
     total = 0
     for path in paths:
-        try:
+        with contextlib.suppress(OSError):
             total += os.path.getsize(path)
-        except OSError:
-            pass
     return total
 
 

@@ -16,7 +16,7 @@ import zipfile
 from pathlib import PurePosixPath
 from typing import Any, TextIO
 
-from workflow_io import publish, run_rule, remove_path, temporary_path, write_json_atomic
+from workflow_io import publish, remove_path, run_rule, temporary_path, write_json_atomic
 
 log = logging.getLogger("imagefolder_lmdb.extract")
 
@@ -68,15 +68,13 @@ def extract_tar(archive: str, destination: str) -> int:
 def check_zip_members(archive: str, infos: list[zipfile.ZipInfo]) -> None:
     for info in infos:
         reason = unsafe_name_reason(info.filename)
-        mode = info.external_attr >> 16
-        if reason is None and stat.S_ISLNK(mode):
+        file_type = stat.S_IFMT(info.external_attr >> 16)  # 0 when the zip did not record one
+        if reason is None and file_type == stat.S_IFLNK:
             reason = "symbolic link"
-        if reason is None and mode and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        if reason is None and file_type not in (0, stat.S_IFREG, stat.S_IFDIR):
             reason = "device, fifo or other special file"
         if reason is not None:
-            raise UnsafeArchiveError(
-                f"{archive}: refused member {info.filename!r}: {reason}. Nothing was extracted."
-            )
+            raise UnsafeArchiveError(f"{archive}: refused member {info.filename!r}: {reason}. Nothing was extracted.")
 
 
 def extract_zip(archive: str, destination: str) -> int:
@@ -113,10 +111,8 @@ def extract(source: str, output: str) -> dict[str, str | int]:
     remove_path(temporary)
     os.makedirs(temporary)
     log.info("extracting %s", source)
-    if source.lower().endswith(".zip"):
-        members = extract_zip(source, temporary)
-    else:
-        members = extract_tar(source, temporary)
+    unpack = extract_zip if source.lower().endswith(".zip") else extract_tar
+    members = unpack(source, temporary)
     final = os.path.join(output, TREE)
     publish(temporary, final)
     root = tree_root(final)

@@ -9,8 +9,9 @@ final count is compared with what the shard reports say was stored.
 import logging
 from typing import Any, TextIO
 
-from dataset import record_key
 from tqdm import tqdm
+
+from dataset import record_key
 from workflow_io import atomic_lmdb, count_records, open_lmdb_readonly, progress_kwargs, read_json, run_rule
 
 log = logging.getLogger("imagefolder_lmdb.merge")

@@ -20,8 +20,9 @@ import zlib
 from collections import Counter
 from typing import Any, TextIO
 
-from dataset import META_KEYS, FormatError, LMDBDataset, record_key, shared_env
 from PIL import Image, ImageDraw, ImageFont
+
+from dataset import META_KEYS, FormatError, LMDBDataset, record_key, shared_env
 
 log = logging.getLogger("imagefolder_lmdb.verify")
 
@@ -44,9 +45,9 @@ def structure_problems(ds: LMDBDataset) -> list[str]:
             problems.append(f"records 0 or {n - 1} missing: keys are not 0..{n - 1}")
     if any(not 0 <= t < len(ds.classes) for t in ds.targets):
         problems.append("labels outside the class range")
-    expected = document["source"]["images"] - len(document["stats"]["skipped"])
-    if n != expected:
-        problems.append(f"{n} records, but the source had {document['source']['images']} images and {len(document['stats']['skipped'])} were skipped")
+    source_images, skipped = document["source"]["images"], len(document["stats"]["skipped"])
+    if n != source_images - skipped:
+        problems.append(f"{n} records, but the source had {source_images} images and {skipped} were skipped")
     if ds.class_to_idx != document.get("class_to_idx", ds.class_to_idx):
         problems.append("class_to_idx in the meta disagrees with the class list")
     return problems
@@ -74,7 +75,9 @@ def sample_indices(n: int, sample: int, full: bool, seed: int) -> list[int]:
     return sorted(random.Random(seed).sample(range(n), min(sample, n)))
 
 
-def verify(path: str, sample: int = 64, full: bool = False, seed: int = 0) -> tuple[dict[str, Any], LMDBDataset | None, list[int]]:
+def verify(
+    path: str, sample: int = 64, full: bool = False, seed: int = 0
+) -> tuple[dict[str, Any], LMDBDataset | None, list[int]]:
     """The report, the opened dataset (None if it could not be opened) and the checked indices."""
     report: dict[str, Any] = {"path": os.path.abspath(path), "ok": False, "problems": []}
     try:
@@ -102,12 +105,19 @@ def verify(path: str, sample: int = 64, full: bool = False, seed: int = 0) -> tu
             "source": document["source"],
             "source_bytes": stats["source_bytes"],
             "stored_bytes": stats["stored_bytes"],
-            "stored_to_source_ratio": round(stats["stored_bytes"] / stats["source_bytes"], 4) if stats["source_bytes"] else None,
+            "stored_to_source_ratio": round(stats["stored_bytes"] / stats["source_bytes"], 4)
+            if stats["source_bytes"]
+            else None,
             "storage": stats["storage"],
             "skipped": stats["skipped"],
             "settings": document["settings"],
             "created": document["created"],
-            "checked": {"mode": "all" if full else "sample", "records": len(indices), "failed": len(failures), "seed": seed},
+            "checked": {
+                "mode": "all" if full else "sample",
+                "records": len(indices),
+                "failed": len(failures),
+                "seed": seed,
+            },
         }
     )
     return report, ds, indices

@@ -14,6 +14,7 @@ from collections import Counter
 from typing import Any, TextIO
 
 import numpy as np
+
 from dataset import FORMAT_ID, FORMAT_VERSION, STORAGE_REASONS, Meta, encode_meta
 from workflow_io import (
     LMDBWriter,
@@ -38,7 +39,9 @@ def concatenated(reports: list[dict[str, Any]], column: str) -> list[Any]:
     return [value for report in reports for value in report[column]]
 
 
-def build_meta(manifest_path: str, counts: dict[str, Any], reports: list[dict[str, Any]], encode: dict[str, Any]) -> Meta:
+def build_meta(
+    manifest_path: str, counts: dict[str, Any], reports: list[dict[str, Any]], encode: dict[str, Any]
+) -> Meta:
     header = read_manifest_header(manifest_path)
     kept = concatenated(reports, "index")
     labels_by_index: dict[int, tuple[int, str]] = {s.index: (s.label, s.path) for s in read_manifest(manifest_path)}
@@ -89,7 +92,9 @@ def link_or_copy(source: str, destination: str) -> None:
         shutil.copyfile(source, destination)
 
 
-def write_meta(merged: str, manifest: str, counts_path: str, report_paths: list[str], output: str, encode: dict[str, Any]) -> Meta:
+def write_meta(
+    merged: str, manifest: str, counts_path: str, report_paths: list[str], output: str, encode: dict[str, Any]
+) -> Meta:
     reports = [read_json(path) for path in report_paths]
     meta = build_meta(manifest, read_json(counts_path), reports, encode)
     env = open_lmdb_readonly(merged)
@@ -110,7 +115,13 @@ def write_meta(merged: str, manifest: str, counts_path: str, report_paths: list[
         remove_path(temporary)
         raise
     publish(temporary, output)
-    log.info("%s: %d images, %d classes, %d skipped", output, meta.length, len(meta.classes), len(meta.document["stats"]["skipped"]))
+    log.info(
+        "%s: %d images, %d classes, %d skipped",
+        output,
+        meta.length,
+        len(meta.classes),
+        len(meta.document["stats"]["skipped"]),
+    )
     return meta
 
 

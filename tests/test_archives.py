@@ -1,0 +1,111 @@
+"""Archive sources: a tar, tar.gz or zip of an ImageFolder tree converts like the folder itself;
+archives whose members would escape the extraction folder are refused, and nothing escapes."""
+
+from __future__ import annotations
+
+import io
+import stat
+import tarfile
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import Converted
+from dataset import LMDBDataset
+
+
+def make_tar(tree: Path, path: Path, mode: str) -> Path:
+    with tarfile.open(path, mode) as tar:
+        tar.add(tree, arcname="train")  # wrapped in one top folder, as archives usually are
+    return path
+
+
+def make_zip(tree: Path, path: Path) -> Path:
+    with zipfile.ZipFile(path, "w") as zf:
+        for file in sorted(tree.rglob("*")):
+            zf.write(file, file.relative_to(tree).as_posix())  # no top folder this time
+    return path
+
+
+def same_dataset(a: LMDBDataset, b: LMDBDataset) -> None:
+    assert a.classes == b.classes and a.samples == b.samples
+    for field in ("image_sizes", "checksums", "storage_codes"):
+        assert np.array_equal(getattr(a, field), getattr(b, field)), field
+    assert all(a.get_bytes(i) == b.get_bytes(i) for i in range(len(a)))
+
+
+@pytest.mark.parametrize("kind", ["tar", "tar.gz", "zip"])
+def test_archive_source_gives_the_folder_result(
+    image_tree: Path, converted: Converted, tmp_path: Path, convert_in_tmp, kind: str
+) -> None:
+    archive = tmp_path / f"train.{kind}"
+    if kind == "zip":
+        make_zip(image_tree, archive)
+    else:
+        make_tar(image_tree, archive, "w:gz" if kind == "tar.gz" else "w")
+    result = convert_in_tmp(archive)
+    result.run.check()
+    same_dataset(LMDBDataset(result.lmdb), LMDBDataset(converted.lmdb))
+
+
+def add_member(tar: tarfile.TarFile, name: str, data: bytes = b"\xff\xd8\xff\xd9", **fields: object) -> None:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    for key, value in fields.items():
+        setattr(info, key, value)
+    tar.addfile(info, io.BytesIO(data) if info.isfile() else None)
+
+
+def evil_tar(path: Path, name: str, **fields: object) -> Path:
+    with tarfile.open(path, "w") as tar:
+        add_member(tar, "cls/good.JPEG")
+        if fields.get("type") == tarfile.SYMTYPE:
+            add_member(tar, name, data=b"", **fields)
+        else:
+            add_member(tar, name, **fields)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("member", "fields", "reason"),
+    [
+        ("../escape.JPEG", {}, "'..' in path"),
+        ("cls/../../escape.JPEG", {}, "'..' in path"),
+        ("/tmp/imagefolder-lmdb-escape.JPEG", {}, "absolute path"),
+        ("cls/link.JPEG", {"type": tarfile.SYMTYPE, "linkname": "../../../escape.JPEG"}, "link pointing outside"),
+        ("cls/abs.JPEG", {"type": tarfile.SYMTYPE, "linkname": "/etc/passwd"}, "link pointing outside"),
+        ("cls/dev", {"type": tarfile.CHRTYPE}, "device"),
+    ],
+)
+def test_unsafe_tar_is_refused(tmp_path: Path, convert_in_tmp, member: str, fields: dict, reason: str) -> None:
+    archive = evil_tar(tmp_path / "evil.tar", member, **fields)
+    result = convert_in_tmp(archive)
+    assert result.run.returncode != 0
+    assert "refused member" in result.run.output and reason in result.run.output
+    assert member.split("/")[-1] in result.run.output
+    assert not (tmp_path / "escape.JPEG").exists() and not (tmp_path.parent / "escape.JPEG").exists()
+    assert not Path("/tmp/imagefolder-lmdb-escape.JPEG").exists()
+    assert not list((tmp_path / "run").rglob("*.JPEG")), "nothing was extracted"
+
+
+@pytest.mark.parametrize(
+    ("member", "file_type", "reason"),
+    [
+        ("../escape.JPEG", stat.S_IFREG, "'..' in path"),
+        ("/abs/escape.JPEG", stat.S_IFREG, "absolute path"),
+        ("cls/link.JPEG", stat.S_IFLNK, "symbolic link"),
+    ],
+)
+def test_unsafe_zip_is_refused(tmp_path: Path, convert_in_tmp, member: str, file_type: int, reason: str) -> None:
+    archive = tmp_path / "evil.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("cls/good.JPEG", b"\xff\xd8\xff\xd9")
+        info = zipfile.ZipInfo(member)
+        info.external_attr = (file_type | 0o644) << 16
+        zf.writestr(info, b"../../escape.JPEG" if file_type == stat.S_IFLNK else b"\xff\xd8\xff\xd9")
+    result = convert_in_tmp(archive)
+    assert result.run.returncode != 0
+    assert f"refused member {member!r}: {reason}" in result.run.output
+    assert not (tmp_path / "escape.JPEG").exists()
+    assert not list((tmp_path / "run").rglob("*.JPEG")), "nothing was extracted"

@@ -1,0 +1,75 @@
+"""Bad input: broken images (fail or skip) and config mistakes, caught before any job runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import TREE_IMAGES, run_snakemake, write_config
+from dataset import LMDBDataset
+
+
+def truncate_one_jpeg(tree: Path) -> Path:
+    victim = sorted(tree.glob("*/*.JPEG"))[17]
+    data = victim.read_bytes()
+    victim.write_bytes(data[: len(data) // 2])
+    return victim
+
+
+def test_truncated_jpeg_stops_its_shard_naming_the_file(tree_copy: Path, convert_in_tmp) -> None:
+    victim = truncate_one_jpeg(tree_copy)
+    result = convert_in_tmp(tree_copy, shards=4)
+    assert result.run.returncode != 0
+    assert str(victim) in result.run.output
+    assert "truncated" in result.run.output
+    assert not result.lmdb.exists()
+
+
+def test_truncated_jpeg_skipped_and_listed(tree_copy: Path, convert_in_tmp) -> None:
+    victim = truncate_one_jpeg(tree_copy)
+    result = convert_in_tmp(tree_copy, shards=4, encode={"on_error": "skip"})
+    result.run.check()
+    ds = LMDBDataset(result.lmdb)
+    assert len(ds) == TREE_IMAGES - 1
+    relative = victim.relative_to(tree_copy).as_posix()
+    assert relative not in [path for path, _ in ds.samples]
+    report = json.loads(result.verify_report.read_text())
+    assert [entry["path"] for entry in report["skipped"]] == [relative]
+    assert "truncated" in report["skipped"][0]["reason"]
+    assert report["ok"] is True
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        ({"splits": {"train": {"source": "does/not/exist"}}}, "splits.train.source"),
+        ({"encode": {"qualty": 90}}, "qualty"),
+        ({"encode": {"quality": 101}}, "quality"),
+        ({"encode": {"reencode": "sometimes"}}, "reencode"),
+        ({"splits": {"train": {"source": "{tree}", "shards": 0}}}, "shards"),
+        ({"splits": {"train": {"source": "{tree}", "expected_images": "many"}}}, "expected_images"),
+    ],
+)
+def test_config_errors_stop_before_any_job(image_tree: Path, tmp_path: Path, change: dict, named: str) -> None:
+    splits = change.pop("splits", {"train": {"source": "{tree}"}})
+    for split in splits.values():
+        split["source"] = split["source"].format(tree=image_tree)
+    config = write_config(tmp_path, splits, **change)
+    run = run_snakemake(tmp_path, "--configfile", str(config))
+    assert run.returncode != 0
+    assert named in run.output
+    assert not (tmp_path / "work").exists() and not (tmp_path / "results").exists()
+
+
+def test_count_mismatch_names_the_numbers(image_tree: Path, tmp_path: Path) -> None:
+    config = write_config(tmp_path, {"train": {"source": str(image_tree), "expected_images": TREE_IMAGES + 2}})
+    run = run_snakemake(tmp_path, "--configfile", str(config))
+    assert run.returncode != 0
+    assert f"{TREE_IMAGES} images found, expected_images is {TREE_IMAGES + 2} (2 missing)" in run.output
+
+
+def test_no_config_file_explains_how_to_run(tmp_path: Path) -> None:
+    run = run_snakemake(tmp_path)
+    assert run.returncode != 0
+    assert "--configfile config/demo.yaml" in run.output
