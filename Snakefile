@@ -22,4 +22,5 @@ rule all:
 
 
 onsuccess:
+    remove_leftovers(config)
     print_summary(config)

@@ -3,6 +3,7 @@ rule merge:
     input:
         parts=part_files(f"{WORK}/{{split}}/parts/{{shard}}.lmdb"),
         reports=part_files(f"{WORK}/{{split}}/parts/{{shard}}.json"),
+        manifest=f"{WORK}/{{split}}/manifest.jsonl",
     output:
         temp(f"{WORK}/{{split}}/merged.lmdb"),
     log:

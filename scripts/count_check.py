@@ -12,7 +12,7 @@ from typing import Any, TextIO
 
 from torchvision.datasets.folder import IMG_EXTENSIONS, find_classes, has_file_allowed_extension, make_dataset
 
-from workflow_io import ManifestHeader, Sample, read_json, run_rule, write_json_atomic, write_manifest
+from workflow_io import ManifestHeader, Sample, hold_point, read_json, run_rule, write_json_atomic, write_manifest
 
 log = logging.getLogger("imagefolder_lmdb.count_check")
 
@@ -104,6 +104,7 @@ def count_check(
         header,
         (Sample(index, label, relative_path(path, root)) for index, (path, label) in enumerate(samples)),
     )
+    hold_point("count_check")  # the manifest is in place, the counts report not yet
     write_json_atomic(counts_path, report)
     return report
 

@@ -36,6 +36,7 @@ __all__ = [
     "FormatError",
     "LMDBDataset",
     "Meta",
+    "close_all_envs",
     "decode_meta",
     "encode_meta",
     "open_env_readonly",
@@ -254,7 +255,9 @@ def shared_env(path: str) -> lmdb.Environment:
         return env
 
 
-def _close_all_envs() -> None:
+def close_all_envs() -> None:
+    """Close every dataset file this process has open; datasets reopen them when next read.
+    Runs by itself before each fork; call it after replacing a file that was open."""
     with _ENVS_LOCK:
         for env in _ENVS.values():
             env.close()
@@ -269,7 +272,7 @@ def _forget_envs_in_child() -> None:
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(before=_close_all_envs, after_in_child=_forget_envs_in_child)
+    os.register_at_fork(before=close_all_envs, after_in_child=_forget_envs_in_child)
 
 
 # --------------------------------------------------------------------------------------------------

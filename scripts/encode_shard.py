@@ -24,6 +24,7 @@ from tqdm import tqdm
 from dataset import STORAGE_CODES, record_key
 from workflow_io import (
     atomic_lmdb,
+    hold_point,
     progress_kwargs,
     read_manifest,
     read_manifest_header,
@@ -180,9 +181,13 @@ def encode_shard(
     log.info("shard %d of %d: images %d..%d of %d from %s", shard, shards, start, stop - 1, header.count, header.root)
 
     sources = [os.path.join(header.root, s.path) for s in read_manifest(manifest_path, start, stop)]
-    with atomic_lmdb(part_path, expected_bytes=2 * total_size(sources)) as writer:
+    with atomic_lmdb(part_path, expected_bytes=total_size(sources)) as writer:
         samples = read_manifest(manifest_path, start, stop)
-        for sample in tqdm(samples, total=stop - start, desc=f"shard {shard}", unit="img", **progress):
+        for position, sample in enumerate(
+            tqdm(samples, total=stop - start, desc=f"shard {shard}", unit="img", **progress)
+        ):
+            if position == (stop - start) // 2:
+                hold_point(f"encode_shard:{shard}")
             path = os.path.join(header.root, sample.path)
             try:
                 encoded, source_size = read_and_encode(path, settings)

@@ -16,7 +16,7 @@ import zipfile
 from pathlib import PurePosixPath
 from typing import Any, TextIO
 
-from workflow_io import publish, remove_path, run_rule, temporary_path, write_json_atomic
+from workflow_io import hold_point, publish, remove_path, run_rule, temporary_path, write_json_atomic
 
 log = logging.getLogger("imagefolder_lmdb.extract")
 
@@ -100,30 +100,37 @@ def _has_files(folder: str) -> bool:
     return any(entry.is_file() for entry in os.scandir(folder))
 
 
-def extract(source: str, output: str) -> dict[str, str | int]:
-    """Fill ``output`` and return the description written to ``output/source.json``."""
-    os.makedirs(output, exist_ok=True)
-    if os.path.isdir(source):
-        log.info("source %s is a folder: nothing to extract", source)
-        return {"kind": "folder", "root": os.path.abspath(source), "source": os.path.abspath(source)}
+def describe_folder(source: str) -> dict[str, Any]:
+    log.info("source %s is a folder: used in place, nothing to extract", source)
+    return {"kind": "folder", "root": os.path.abspath(source), "source": os.path.abspath(source)}
 
-    temporary = temporary_path(os.path.join(output, TREE))
-    remove_path(temporary)
-    os.makedirs(temporary)
+
+def unpack_archive(source: str, building: str, output: str) -> dict[str, Any]:
+    """Unpack ``source`` into ``building/tree``; paths in the description are the final ones."""
     log.info("extracting %s", source)
     unpack = extract_zip if source.lower().endswith(".zip") else extract_tar
-    members = unpack(source, temporary)
-    final = os.path.join(output, TREE)
-    publish(temporary, final)
-    root = tree_root(final)
-    log.info("extracted %d members; image tree at %s", members, root)
+    members = unpack(source, os.path.join(building, TREE))
+    root = os.path.join(output, os.path.relpath(tree_root(os.path.join(building, TREE)), building))
+    log.info("extracted %d members; the image tree will be at %s", members, root)
     return {"kind": "extracted", "root": os.path.abspath(root), "source": os.path.abspath(source), "members": members}
 
 
+def extract(source: str, output: str) -> dict[str, Any]:
+    """Build ``output`` (the description, plus the unpacked tree for an archive) under a
+    temporary name and rename it into place when whole."""
+    building = temporary_path(output)
+    remove_path(building)
+    os.makedirs(building)
+    description = describe_folder(source) if os.path.isdir(source) else unpack_archive(source, building, output)
+    write_json_atomic(os.path.join(building, DESCRIPTION), description)
+    hold_point("extract")
+    remove_path(output)
+    publish(building, output)
+    return description
+
+
 def main(smk: Any, stream: TextIO) -> None:
-    output = smk.output[0]
-    description = extract(smk.input.source, output)
-    write_json_atomic(os.path.join(output, DESCRIPTION), description)
+    extract(smk.input.source, smk.output[0])
 
 
 if __name__ == "__main__":

@@ -12,28 +12,56 @@ from typing import Any, TextIO
 from tqdm import tqdm
 
 from dataset import record_key
-from workflow_io import atomic_lmdb, count_records, open_lmdb_readonly, progress_kwargs, read_json, run_rule
+from workflow_io import (
+    atomic_lmdb,
+    count_records,
+    hold_point,
+    open_lmdb_readonly,
+    progress_kwargs,
+    read_json,
+    read_manifest_header,
+    run_rule,
+)
 
 log = logging.getLogger("imagefolder_lmdb.merge")
+
+WORK_HINT = "the split's folder under `work`"
 
 
 class MergeError(RuntimeError):
     """A part does not hold what its shard report says."""
 
 
-def merge(part_paths: list[str], report_paths: list[str], output: str, progress: dict[str, Any]) -> int:
+def check_reports_cover(reports: list[dict[str, Any]], count: int) -> None:
+    """The shard reports must account for every manifest image exactly once, stored or skipped."""
+    position = 0
+    for report in reports:
+        accounted = len(report["index"]) + len(report["skipped"])
+        if report["start"] != position or accounted != report["stop"] - report["start"]:
+            raise MergeError(
+                f"shard {report['shard']} report covers images {report['start']}..{report['stop'] - 1} "
+                f"with {accounted} entries; expected to start at {position}. Delete {WORK_HINT} and rerun."
+            )
+        position = report["stop"]
+    if position != count:
+        raise MergeError(f"the shard reports cover {position} images, the manifest lists {count}")
+
+
+def merge(part_paths: list[str], report_paths: list[str], manifest: str, output: str, progress: dict[str, Any]) -> int:
     reports = [read_json(path) for path in report_paths]
+    check_reports_cover(reports, read_manifest_header(manifest).count)
     expected = sum(len(report["index"]) for report in reports)
     stored_bytes = sum(sum(report["stored_bytes"]) for report in reports)
     log.info("merging %d parts: %d records, %.1f MB", len(part_paths), expected, stored_bytes / 1e6)
 
     next_index = 0
     with (
-        atomic_lmdb(output, expected_bytes=stored_bytes + 4096 * expected) as writer,
+        atomic_lmdb(output, expected_bytes=stored_bytes + 2048 * expected) as writer,
         tqdm(total=expected, desc="merge", unit="img", **progress) as bar,
     ):
         for part_path, report in zip(part_paths, reports, strict=True):
             next_index = append_part(writer, part_path, report, next_index)
+            hold_point("merge")
             bar.update(len(report["index"]))
         writer.flush()
         if writer.records != expected:
@@ -64,7 +92,7 @@ def append_part(writer: Any, part_path: str, report: dict[str, Any], first_index
 
 
 def main(smk: Any, stream: TextIO) -> None:
-    merge(list(smk.input.parts), list(smk.input.reports), smk.output[0], progress_kwargs(stream))
+    merge(list(smk.input.parts), list(smk.input.reports), smk.input.manifest, smk.output[0], progress_kwargs(stream))
 
 
 if __name__ == "__main__":

@@ -5,8 +5,8 @@
 Checks that the meta is complete and consistent with the records, decodes a random sample (every
 record with ``--full``), compares each decoded record's checksum and size with the meta, writes a
 JSON report and a contact sheet of the sample labelled with class names. Exits 0 when everything
-holds, 1 otherwise, after a one-line summary. Needs only this folder's dataset.py: run it after
-copying a dataset to another machine.
+holds, 1 otherwise, after a one-line summary. Run it after copying a dataset to another machine:
+it needs the file and this folder's scripts, nothing of the run that made it.
 """
 
 import argparse
@@ -23,6 +23,7 @@ from typing import Any, TextIO
 from PIL import Image, ImageDraw, ImageFont
 
 from dataset import META_KEYS, FormatError, LMDBDataset, record_key, shared_env
+from workflow_io import hold_point, run_rule
 
 log = logging.getLogger("imagefolder_lmdb.verify")
 
@@ -207,13 +208,12 @@ def rule_main(smk: Any, stream: TextIO) -> None:
     if not report["ok"]:
         raise RuntimeError("verification failed:\n  " + "\n  ".join(report["problems"]))
     write_report(report, smk.output.report)
+    hold_point("verify")  # one output written, the other not yet
     contact_sheet(ds, indices, smk.output.contact)
 
 
 if __name__ == "__main__":
     if "snakemake" in globals():
-        from workflow_io import run_rule
-
         run_rule(rule_main, snakemake)  # type: ignore[name-defined]  # noqa: F821
     else:
         sys.exit(main())

@@ -13,6 +13,7 @@ import logging
 import os
 import shutil
 import sys
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, TextIO
@@ -56,8 +57,34 @@ def run_rule(main: Callable[[Any, TextIO], None], smk: Any) -> None:
     except Exception as exc:
         log.exception("%s failed", smk.rule)
         where = f"\n(full log: {log_path})" if log_path else ""
-        print(f"ERROR in rule {smk.rule}: {exc}{where}", file=sys.__stderr__, flush=True)
+        print(f"ERROR in rule {smk.rule}: {explain(exc)}{where}", file=sys.__stderr__, flush=True)
         sys.exit(1)
+
+
+def explain(exc: BaseException) -> str:
+    """The message a user needs; a bare ENOSPC from any write becomes actionable."""
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC and not isinstance(exc, DiskFullError):
+        return (
+            f"no space left on the device while writing {exc.filename or 'an output'}. Free some space "
+            "(or point `work`/`results` elsewhere) and run the same command again."
+        )
+    return str(exc)
+
+
+#: Test hook for the crash tests: a script reaching the point named in HOLD_ENV creates the file
+#: named in HOLD_MARKER_ENV and waits there to be killed, so a SIGKILL lands at a known moment.
+#: Unset, it does nothing.
+HOLD_ENV = "IMAGEFOLDER_LMDB_TEST_HOLD"
+HOLD_MARKER_ENV = "IMAGEFOLDER_LMDB_TEST_HOLD_MARKER"
+
+
+def hold_point(name: str) -> None:
+    if os.environ.get(HOLD_ENV) != name:
+        return
+    with open(os.environ[HOLD_MARKER_ENV], "w"):
+        pass
+    while True:
+        time.sleep(1)
 
 
 def progress_kwargs(stream: TextIO) -> dict[str, Any]:
@@ -184,12 +211,22 @@ def shard_range(count: int, shards: int, shard: int) -> tuple[int, int]:
 class DiskFullError(OSError):
     """No space left while writing an output; names the file and what it needed."""
 
+    def __init__(self, message: str) -> None:
+        super().__init__(errno.ENOSPC, message)
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+def free_bytes(path: str) -> int:
+    """Free space on the filesystem that holds ``path`` (which need not exist yet)."""
+    return shutil.disk_usage(os.path.dirname(os.path.abspath(path))).free
+
 
 def _disk_full_message(path: str, needed_bytes: int) -> str:
-    folder = os.path.dirname(os.path.abspath(path))
-    free = shutil.disk_usage(folder).free
+    free = free_bytes(path)
     return (
-        f"no space left on the device holding {path} while writing it: about "
+        f"no space left on the device holding {path.removesuffix(TMP_SUFFIX)} while writing it: about "
         f"{needed_bytes / 1e6:,.0f} MB needed there, {free / 1e6:,.0f} MB free. Free some space "
         "(or point `work`/`results` elsewhere) and run the same command again."
     )
@@ -197,15 +234,14 @@ def _disk_full_message(path: str, needed_bytes: int) -> str:
 
 def check_free_space(path: str, needed_bytes: int) -> None:
     """Fail early, before any writing, when the disk clearly cannot hold the output."""
-    folder = os.path.dirname(os.path.abspath(path))
-    if shutil.disk_usage(folder).free < needed_bytes:
-        raise DiskFullError(errno.ENOSPC, _disk_full_message(path, needed_bytes))
+    if free_bytes(path) < needed_bytes:
+        raise DiskFullError(_disk_full_message(path, needed_bytes))
 
 
 class LMDBWriter:
     """Append records in key order to a new single-file LMDB, committing in batches.
 
-    The map starts at ``2 × expected_bytes`` (address space only: without ``writemap`` the file
+    The map starts at ``4 × expected_bytes`` (address space only: without ``writemap`` the file
     grows with the data, not with the map) and doubles whenever a batch does not fit, so
     ``MDB_MAP_FULL`` never reaches the user. ``lock=False``: one writer, and no ``-lock`` file
     left beside the output.
@@ -216,7 +252,7 @@ class LMDBWriter:
     def __init__(self, path: str, expected_bytes: int) -> None:
         self.path = path
         self.expected_bytes = expected_bytes
-        map_size = max(1 << 30, 2 * expected_bytes)
+        map_size = max(1 << 30, 4 * expected_bytes)
         self.env = lmdb.open(
             path,
             subdir=False,
@@ -271,10 +307,13 @@ class LMDBWriter:
                 raise
 
     def _raise_disk_full_if(self, exc: lmdb.Error) -> None:
-        # py-lmdb reports ENOSPC as a plain lmdb.Error carrying strerror's text.
-        if "No space left" in str(exc):
-            needed = max(self.expected_bytes - self.bytes_written, self._batch_bytes)
-            raise DiskFullError(errno.ENOSPC, _disk_full_message(self.path, needed)) from exc
+        # py-lmdb reports ENOSPC as "No space left", but LMDB turns a short write on a filling
+        # disk into EIO; so an I/O error with too little room left for the batch is a full disk.
+        needed = max(self.expected_bytes - self.bytes_written, self._batch_bytes)
+        if "No space left" in str(exc) or (
+            "Input/output error" in str(exc) and free_bytes(self.path) < self._batch_bytes + (1 << 20)
+        ):
+            raise DiskFullError(_disk_full_message(self.path, needed)) from exc
 
     def abandon(self) -> None:
         """Close without committing what is pending (the caller removes the file)."""
@@ -295,10 +334,12 @@ class LMDBWriter:
 
 @contextlib.contextmanager
 def atomic_lmdb(final: str, expected_bytes: int) -> Iterator[LMDBWriter]:
-    """An LMDBWriter on a temporary name, renamed to ``final`` only if the block succeeds."""
+    """An LMDBWriter on a temporary name, renamed to ``final`` only if the block succeeds.
+    Fails at once, before writing, when the disk cannot hold ``expected_bytes``."""
     temporary = temporary_path(final)
     remove_path(temporary)
     os.makedirs(os.path.dirname(os.path.abspath(final)), exist_ok=True)
+    check_free_space(temporary, expected_bytes)
     writer = LMDBWriter(temporary, expected_bytes)
     try:
         yield writer

@@ -19,6 +19,7 @@ from dataset import FORMAT_ID, FORMAT_VERSION, STORAGE_REASONS, Meta, encode_met
 from workflow_io import (
     LMDBWriter,
     count_records,
+    hold_point,
     open_lmdb_readonly,
     publish,
     read_json,
@@ -111,6 +112,7 @@ def write_meta(
         writer = LMDBWriter(temporary, expected_bytes=os.path.getsize(temporary) + sum(map(len, values.values())))
         writer.put_many(values)
         writer.close()
+        hold_point("write_meta")  # complete, but not yet at its final path
     except BaseException:
         remove_path(temporary)
         raise

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from conftest import TREE_IMAGES, run_snakemake, write_config
 from dataset import LMDBDataset
 

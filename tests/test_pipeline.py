@@ -7,9 +7,10 @@ import os
 from pathlib import Path
 
 import numpy as np
+from torchvision.datasets import ImageFolder
+
 from conftest import TREE_CLASSES, TREE_IMAGES, Converted, run_snakemake, write_config
 from dataset import LMDBDataset
-from torchvision.datasets import ImageFolder
 
 RULES = ("extract", "count_check", "encode_shard", "merge", "write_meta", "verify")
 

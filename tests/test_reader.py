@@ -10,10 +10,11 @@ from pathlib import Path
 import lmdb
 import pytest
 import torch
-from conftest import Converted
-from dataset import META_KEYS, FormatError, LMDBDataset, record_key
 from torch.utils.data import DataLoader
 from torchvision.transforms import v2
+
+from conftest import Converted
+from dataset import META_KEYS, FormatError, LMDBDataset, record_key
 
 
 def tensor_transform() -> v2.Compose:
@@ -70,7 +71,7 @@ def test_refuses_an_unfinished_conversion(tmp_path: Path) -> None:
     path = tmp_path / "merged.lmdb"
     with lmdb.open(str(path), subdir=False, map_size=1 << 20) as env, env.begin(write=True) as txn:
         txn.put(record_key(0), b"\xff\xd8\xff\xd9")
-    with pytest.raises(FormatError, match="did not finish.*Run the same snakemake command"):
+    with pytest.raises(FormatError, match=r"did not finish.*Run the same snakemake command"):
         LMDBDataset(path)
 
 
@@ -81,7 +82,7 @@ def test_refuses_an_unknown_format_version(converted: Converted, tmp_path: Path)
         document = json.loads(txn.get(META_KEYS["json"]))
         document["version"] = 99
         txn.put(META_KEYS["json"], json.dumps(document).encode())
-    with pytest.raises(FormatError, match="version 99.*knows version 1"):
+    with pytest.raises(FormatError, match=r"version 99.*knows version 1"):
         LMDBDataset(path)
 
 

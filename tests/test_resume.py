@@ -1,0 +1,247 @@
+"""Crash safety: SIGKILL at every stage, a failed shard, determinism, a full disk, two runs at once.
+
+The kill moments are made exact with the scripts' test hook (IMAGEFOLDER_LMDB_TEST_HOLD): a script
+reaching the named point parks there, and the test kills the whole process group, Snakemake and
+jobs together, as a power cut or the OOM killer would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tarfile
+import time
+from pathlib import Path
+
+import lmdb
+import pytest
+
+from conftest import BIN, REPO, Converted, run_snakemake, write_config
+from dataset import META_KEYS, LMDBDataset, close_all_envs
+
+SHARDS = 8
+HOLD_POINTS = ["extract", "count_check", "encode_shard:3", "merge", "write_meta", "verify"]
+
+
+def snakemake_command(workdir: Path, *args: str) -> list[str]:
+    return [str(BIN / "snakemake"), "-s", str(REPO / "Snakefile"), "-d", str(workdir), "--cores", "2", *args]
+
+
+def start(workdir: Path, hold: str | None = None) -> tuple[subprocess.Popen, Path]:
+    marker = workdir / "held"
+    marker.unlink(missing_ok=True)
+    environment = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    if hold:
+        environment.update(IMAGEFOLDER_LMDB_TEST_HOLD=hold, IMAGEFOLDER_LMDB_TEST_HOLD_MARKER=str(marker))
+    process = subprocess.Popen(
+        snakemake_command(workdir, "--configfile", str(workdir / "config.yaml")),
+        cwd=workdir,
+        env=environment,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # its own process group, killed as a whole
+    )
+    return process, marker
+
+
+def wait_for(marker: Path, process: subprocess.Popen, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while not marker.exists():
+        assert process.poll() is None, "snakemake ended before reaching the hold point"
+        assert time.monotonic() < deadline, "hold point not reached in time"
+        time.sleep(0.05)
+
+
+def kill_group(process: subprocess.Popen) -> None:
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def records_and_meta(path: Path) -> tuple[dict[bytes, bytes], dict]:
+    """Every (key, value) of a dataset, and its meta JSON without the creation time."""
+    close_all_envs()  # a dataset opened earlier in this process would block a second open
+    with lmdb.open(str(path), subdir=False, readonly=True, lock=False) as env, env.begin() as txn:
+        items = {bytes(k): bytes(v) for k, v in txn.cursor()}
+    document = json.loads(items.pop(META_KEYS["json"]))
+    document.pop("created")
+    document["source"].pop("path")
+    return items, document
+
+
+def assert_same_dataset(a: Path, b: Path) -> None:
+    items_a, meta_a = records_and_meta(a)
+    items_b, meta_b = records_and_meta(b)
+    assert meta_a == meta_b
+    assert items_a.keys() == items_b.keys()
+    assert all(items_a[k] == items_b[k] for k in items_a), "a record or meta array differs"
+
+
+def assert_nothing_incomplete_at_final_paths(workdir: Path) -> None:
+    """Whatever exists under its final name while the run is dead must be whole."""
+    work, results = workdir / "work" / "train", workdir / "results"
+    if (results / "train.lmdb").exists():
+        ds = LMDBDataset(results / "train.lmdb")
+        assert all(ds.check_crc(i) for i in range(len(ds)))
+    for report in [*results.glob("*.json"), *work.glob("*.json"), *work.glob("parts/*.json")]:
+        json.loads(report.read_text())
+    if (work / "manifest.jsonl").exists():
+        lines = (work / "manifest.jsonl").read_text().splitlines()
+        assert json.loads(lines[0])["count"] == len(lines) - 1
+    if (work / "source").exists():
+        description = json.loads((work / "source" / "source.json").read_text())
+        assert Path(description["root"]).is_dir()
+    for part in work.glob("parts/*.lmdb"):
+        report = part.with_suffix(".json")
+        with lmdb.open(str(part), subdir=False, readonly=True, lock=False) as env:
+            if report.exists():
+                assert env.stat()["entries"] == len(json.loads(report.read_text())["index"])
+    if (work / "merged.lmdb").exists() and not (results / "train.lmdb").exists():
+        with lmdb.open(str(work / "merged.lmdb"), subdir=False, readonly=True, lock=False) as env:
+            assert env.stat()["entries"] > 0
+
+
+def assert_no_leftovers(workdir: Path) -> None:
+    leftovers = [p for p in workdir.rglob("*") if ".incomplete" in p.name]
+    leftovers += list(workdir.glob("work/train/parts/*.lmdb")) + list(workdir.glob("work/train/merged.lmdb"))
+    assert leftovers == []
+
+
+@pytest.fixture(scope="module")
+def tree_archive(image_tree: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The test tree as a tar, so extract does real work that can be interrupted."""
+    archive = tmp_path_factory.mktemp("archive") / "train.tar"
+    with tarfile.open(archive, "w") as tar:
+        tar.add(image_tree, arcname="train")
+    return archive
+
+
+@pytest.fixture(scope="module")
+def clean_run(tree_archive: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    workdir = tmp_path_factory.mktemp("clean")
+    write_config(workdir, {"train": {"source": str(tree_archive), "shards": SHARDS}})
+    run_snakemake(workdir, "--configfile", str(workdir / "config.yaml")).check()
+    return workdir / "results" / "train.lmdb"
+
+
+@pytest.mark.parametrize("moment", [*HOLD_POINTS, "after 2.0 s", "after 5.0 s"])
+def test_sigkill_then_same_command_finishes_identically(
+    moment: str, tree_archive: Path, clean_run: Path, tmp_path: Path
+) -> None:
+    write_config(tmp_path, {"train": {"source": str(tree_archive), "shards": SHARDS}})
+    if moment.startswith("after"):
+        process, _ = start(tmp_path)
+        time.sleep(float(moment.split()[1]))
+        if process.poll() is not None:
+            pytest.fail("the run finished before the kill; make the dataset bigger")
+    else:
+        process, marker = start(tmp_path, hold=moment)
+        wait_for(marker, process)
+    kill_group(process)
+    assert_nothing_incomplete_at_final_paths(tmp_path)
+
+    run_snakemake(tmp_path, "--configfile", str(tmp_path / "config.yaml")).check()
+    assert_same_dataset(tmp_path / "results" / "train.lmdb", clean_run)
+    assert_no_leftovers(tmp_path)
+
+
+def executed_jobs(output: str) -> list[str]:
+    """``rule`` or ``rule:wildcards`` of every job a run executed, from its log."""
+    jobs, lines = [], output.splitlines()
+    for number, line in enumerate(lines):
+        if line.startswith(("rule ", "localrule ")) and line.endswith(":"):
+            name = line.split()[1].rstrip(":")
+            wildcards = next(
+                (w.split(":", 1)[1].strip() for w in lines[number + 1 : number + 8] if "wildcards:" in w), ""
+            )
+            jobs.append(f"{name}:{wildcards}" if name == "encode_shard" else name)
+    return jobs
+
+
+def test_failed_shard_is_the_only_thing_rerun(tree_copy: Path, tmp_path: Path) -> None:
+    images = sorted(tree_copy.rglob("*.JPEG"))
+    victim = images[len(images) // 2]
+    original = victim.read_bytes()
+    victim.write_bytes(b"not an image at all")
+    config = write_config(tmp_path, {"train": {"source": str(tree_copy), "shards": SHARDS}})
+
+    failed = run_snakemake(tmp_path, "--configfile", str(config), "--keep-going")
+    assert failed.returncode != 0
+    assert str(victim) in failed.output
+    reports = sorted((tmp_path / "work" / "train" / "parts").glob("*.json"))
+    assert len(reports) == SHARDS - 1, "every other shard finished"
+
+    victim.write_bytes(original)
+    rerun = run_snakemake(tmp_path, "--configfile", str(config)).check()
+    jobs = executed_jobs(rerun.output)
+    encode = [job for job in jobs if job.startswith("encode_shard")]
+    assert len(encode) == 1, jobs
+    missing = {f"{n:05d}" for n in range(SHARDS)} - {r.stem for r in reports}
+    assert encode == [f"encode_shard:split=train, shard={missing.pop()}"]
+    assert sorted(job for job in jobs if not job.startswith("encode_shard")) == ["all", "merge", "verify", "write_meta"]
+
+
+@pytest.mark.parametrize(("shards", "cores"), [(1, 1), (7, 2), (16, 1), (16, 2)])
+def test_same_records_whatever_the_shards_and_cores(
+    shards: int, cores: int, image_tree: Path, converted: Converted, tmp_path: Path
+) -> None:
+    config = write_config(tmp_path, {"train": {"source": str(image_tree), "shards": shards}})
+    run_snakemake(tmp_path, "--configfile", str(config), f"--cores={cores}").check()
+    assert_same_dataset(tmp_path / "results" / "train.lmdb", converted.lmdb)
+
+
+def mount_tmpfs(path: Path, size: str) -> bool:
+    path.mkdir()
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        return False
+    return (
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], check=False).returncode == 0
+    )
+
+
+@pytest.mark.parametrize("free_mb", [1.0, 3.5])
+def test_disk_full_fails_cleanly_then_resumes(
+    free_mb: float, image_tree: Path, converted: Converted, tmp_path: Path
+) -> None:
+    disk = tmp_path / "disk"
+    if not mount_tmpfs(disk, "12m"):
+        pytest.skip("needs root and tmpfs to simulate a full disk (mount -t tmpfs failed)")
+    try:
+        filler = disk / "filler"
+        free = shutil.disk_usage(disk).free
+        with open(filler, "wb") as stream:
+            stream.write(b"\0" * (free - int(free_mb * 1e6)))
+        config = write_config(
+            tmp_path,
+            {"train": {"source": str(image_tree), "shards": 2}},
+            results=str(disk / "results"),
+            work=str(disk / "work"),
+        )
+        failed = run_snakemake(tmp_path, "--configfile", str(config))
+        assert failed.returncode != 0
+        assert "no space left on the device" in failed.output
+        assert "run the same command again" in failed.output
+        assert not (disk / "results" / "train.lmdb").exists()
+
+        filler.unlink()
+        run_snakemake(tmp_path, "--configfile", str(config)).check()
+        assert_same_dataset(disk / "results" / "train.lmdb", converted.lmdb)
+        assert [p for p in disk.rglob("*") if ".incomplete" in p.name] == []
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def test_second_run_on_the_same_folder_is_refused_while_the_first_lives(image_tree: Path, tmp_path: Path) -> None:
+    write_config(tmp_path, {"train": {"source": str(image_tree), "shards": 4}})
+    first, marker = start(tmp_path, hold="encode_shard:1")
+    try:
+        wait_for(marker, first)
+        second = run_snakemake(tmp_path, "--configfile", str(tmp_path / "config.yaml"))
+        assert second.returncode != 0
+        assert "cannot be locked" in second.output
+    finally:
+        kill_group(first)
+    run_snakemake(tmp_path, "--configfile", str(tmp_path / "config.yaml")).check()
+    assert len(LMDBDataset(tmp_path / "results" / "train.lmdb")) > 0
