@@ -36,11 +36,30 @@ def check_config(config: dict) -> None:
                 f"config key {key}: {source!r} is a file but not an archive; expected a "
                 f"folder or one of {', '.join(ARCHIVE_SUFFIXES)}."
             )
+        check_labels(name, split)
     encode = config["encode"]
     if encode["reencode"] == "never" and encode["max_side"] is not None:
         raise WorkflowError(
             "config keys encode.reencode and encode.max_side: resizing re-encodes images, "
             "which reencode: never forbids. Set max_side: null or reencode: auto."
+        )
+
+
+def check_labels(name: str, split: dict) -> None:
+    """ILSVRC validation needs a label source; given files must exist."""
+    for key in ("devkit", "val_labels"):
+        if split[key] is not None and not os.path.isfile(split[key]):
+            raise WorkflowError(
+                f"config key splits.{name}.{key}: {split[key]!r} is not a file."
+            )
+    if (
+        split["layout"] == "ilsvrc-val"
+        and split["devkit"] is None
+        and split["val_labels"] is None
+    ):
+        raise WorkflowError(
+            f"config key splits.{name}.devkit: layout ilsvrc-val needs the labels: set devkit "
+            "(ILSVRC2012_devkit_t12.tar.gz) or val_labels (LOC_val_solution.csv)."
         )
 
 
@@ -99,6 +118,12 @@ def part_files(pattern: str):
         return expand(pattern, split=wildcards.split, shard=shard_ids(wildcards.split))
 
     return files
+
+
+def label_files(wildcards) -> list[str]:
+    """The devkit / label CSV of a split, when it has one."""
+    split = split_config(wildcards)
+    return [path for path in (split["devkit"], split["val_labels"]) if path]
 
 
 def final_outputs() -> list[str]:

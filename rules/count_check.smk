@@ -1,7 +1,8 @@
 rule count_check:
     """Scan the source as torchvision's ImageFolder does; write the manifest; check the counts."""
     input:
-        f"{WORK}/{{split}}/source",
+        source=f"{WORK}/{{split}}/source",
+        labels=label_files,
     output:
         manifest=f"{WORK}/{{split}}/manifest.jsonl",
         counts=f"{WORK}/{{split}}/counts.json",
@@ -14,7 +15,8 @@ rule count_check:
         mem_mb=4000,
         runtime=60,
     params:
-        layout=lambda wildcards: split_config(wildcards)["layout"],
+        devkit=lambda wildcards: split_config(wildcards)["devkit"],
+        val_labels=lambda wildcards: split_config(wildcards)["val_labels"],
         expected_images=lambda wildcards: split_config(wildcards)["expected_images"],
         expected_classes=lambda wildcards: split_config(wildcards)["expected_classes"],
     script:

@@ -2,6 +2,7 @@ rule extract:
     """Make the source readable by the shards: describe a folder, or safely unpack an archive."""
     input:
         source=lambda wildcards: split_config(wildcards)["source"],
+        labels=label_files,
     output:
         directory(f"{WORK}/{{split}}/source"),
     log:
@@ -14,5 +15,7 @@ rule extract:
         runtime=240,
     params:
         layout=lambda wildcards: split_config(wildcards)["layout"],
+        extract=lambda wildcards: split_config(wildcards)["extract"],
+        md5=lambda wildcards: split_config(wildcards)["md5"],
     script:
         "../scripts/extract.py"

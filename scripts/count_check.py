@@ -1,18 +1,36 @@
-"""Rule count_check: list a split's images exactly as torchvision's ImageFolder does, write the
+"""Rule count_check: list a split's images exactly as torchvision's ImageFolder would, write the
 manifest, and stop the run when the counts differ from the ones the config expects.
 
-The scan is torchvision's own (``find_classes`` + ``make_dataset``), so classes, their order, the
-file order and the accepted extensions are ImageFolder's by construction. Files it would ignore
-are not dropped silently: they are counted and listed in the counts report.
+- A folder (or an unpacked archive) is scanned by torchvision itself (``find_classes`` +
+  ``make_dataset``), so classes, their order, file order and accepted extensions are ImageFolder's.
+- An archive read in place gets the same rules applied to its member paths (class = first folder,
+  ``sorted(os.walk)`` order, torchvision's extension test); tests compare it with torchvision's
+  scan of the unpacked tree.
+- ILSVRC2012 validation images (flat) are labelled from the devkit by the number in their file
+  name and listed as ImageFolder lists the usual ``val/<wnid>/<file>`` tree.
+Files ImageFolder would ignore are not dropped silently: they are counted and listed.
 """
 
+import json
 import logging
 import os
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from torchvision.datasets.folder import IMG_EXTENSIONS, find_classes, has_file_allowed_extension, make_dataset
 
-from workflow_io import ManifestHeader, Sample, hold_point, read_json, run_rule, write_json_atomic, write_manifest
+from ilsvrc import devkit_classes, val_labels
+from workflow_io import (
+    ManifestHeader,
+    Sample,
+    hold_point,
+    read_json,
+    run_rule,
+    write_json_atomic,
+    write_manifest,
+)
 
 log = logging.getLogger("imagefolder_lmdb.count_check")
 
@@ -24,41 +42,142 @@ class CountMismatchError(RuntimeError):
     """The source does not hold what the config says it should."""
 
 
-def scan_imagefolder(root: str) -> tuple[list[str], list[tuple[str, int]], list[str]]:
-    """Classes, (path, label) samples and ignored files, in torchvision's ImageFolder order."""
+@dataclass
+class Listing:
+    """Classes and samples in ImageFolder order, and the files ImageFolder would not take."""
+
+    classes: list[str]
+    samples: list[Sample]
+    ignored: list[str] = field(default_factory=list)
+    root: str = ""
+    containers: list[str] = field(default_factory=list)
+
+
+def is_image(path: str) -> bool:
+    return has_file_allowed_extension(path, IMG_EXTENSIONS)
+
+
+def no_image_error(where: str, empty: Iterable[str]) -> CountMismatchError:
+    return CountMismatchError(
+        f"{where}: found no valid file for the classes {', '.join(sorted(empty))}. Every class folder needs at "
+        f"least one image ({', '.join(IMG_EXTENSIONS)}); remove empty class folders or add their images."
+    )
+
+
+def scan_folder(root: str) -> Listing:
+    """torchvision's own scan of an ImageFolder tree."""
     classes, class_to_idx = find_classes(root)
     ignored: list[str] = []
 
-    def is_image(path: str) -> bool:
-        accepted = has_file_allowed_extension(path, IMG_EXTENSIONS)
-        if not accepted:
+    def accept(path: str) -> bool:
+        if not is_image(path):
             ignored.append(os.path.relpath(path, root))
-        return accepted
+            return False
+        return True
 
     try:
-        samples = make_dataset(root, class_to_idx, is_valid_file=is_image)
+        found = make_dataset(root, class_to_idx, is_valid_file=accept)
     except FileNotFoundError as exc:
-        raise CountMismatchError(
-            f"{root}: {exc} Every class folder needs at least one image "
-            f"({', '.join(IMG_EXTENSIONS)}); remove empty class folders or add their images."
-        ) from exc
+        raise CountMismatchError(f"{root}: {exc} Remove empty class folders or add their images.") from exc
     ignored.extend(entry.name for entry in os.scandir(root) if not entry.is_dir())
-    return classes, samples, sorted(ignored)
+    samples = [
+        Sample(index, label, os.path.relpath(path, root).replace(os.sep, "/"))
+        for index, (path, label) in enumerate(found)
+    ]
+    return Listing(classes, samples, sorted(ignored), root=root)
 
 
-def relative_path(path: str, root: str) -> str:
-    return os.path.relpath(path, root).replace(os.sep, "/")
+def walk_order(path: str) -> tuple[str, str]:
+    """Sort key of ``sorted(os.walk(...))`` then ``sorted(files)``: the folder, then the name."""
+    folder, _, name = path.rpartition("/")
+    return folder, name
 
 
-def per_class_counts(classes: list[str], samples: list[tuple[str, int]]) -> dict[str, int]:
-    counts = dict.fromkeys(classes, 0)
-    for _, label in samples:
-        counts[classes[label]] += 1
+def order_members(entries: list[tuple[str, dict[str, Any]]], where: str) -> Listing:
+    """ImageFolder's rules applied to archive member paths, without unpacking anything."""
+    by_class: dict[str, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
+    ignored = []
+    for path, location in entries:
+        if "/" not in path:
+            ignored.append(path)  # a file beside the class folders: not in any class
+            continue
+        by_class[path.split("/", 1)[0]].append((path, location))
+    classes = sorted(by_class)
+    samples: list[Sample] = []
+    empty = []
+    for label, name in enumerate(classes):
+        files = sorted(by_class[name], key=lambda entry: walk_order(entry[0]))
+        images = [(p, loc) for p, loc in files if is_image(p)]
+        ignored.extend(p for p, _ in files if not is_image(p))
+        if not images:
+            empty.append(name)
+        first = len(samples)
+        samples.extend(Sample(first + i, label, p, loc) for i, (p, loc) in enumerate(images))
+    if empty:
+        raise no_image_error(where, empty)
+    return Listing(classes, samples, sorted(ignored))
+
+
+def label_val(entries: list[tuple[str, dict[str, Any] | None]], devkit: str | None, csv: str | None) -> Listing:
+    """Flat ILSVRC2012 validation files, listed as ImageFolder lists ``val/<wnid>/<file>``."""
+    labels = val_labels(devkit, csv)
+    class_to_idx = {wnid: i for i, wnid in enumerate(labels.classes)}
+    images, ignored = [], []
+    for path, location in entries:
+        name = path.rsplit("/", 1)[-1]
+        if not is_image(name):
+            ignored.append(path)
+            continue
+        images.append((class_to_idx[labels.wnid(name)], name, location))
+    images.sort(key=lambda image: (image[0], image[1]))
+    samples = [
+        Sample(index, label, f"{labels.classes[label]}/{name}", location)
+        for index, (label, name, location) in enumerate(images)
+    ]
+    return Listing(labels.classes, samples, sorted(ignored))
+
+
+def read_members(source_dir: str) -> list[tuple[str, dict[str, Any]]]:
+    with open(os.path.join(source_dir, "members.jsonl"), encoding="utf-8") as stream:
+        return [tuple(json.loads(line)) for line in stream]  # type: ignore[misc]
+
+
+def flat_files(root: str) -> list[tuple[str, dict[str, Any]]]:
+    names = sorted(entry.name for entry in os.scandir(root) if entry.is_file())
+    if not names and any(entry.is_dir() for entry in os.scandir(root)):
+        raise CountMismatchError(
+            f"{root}: no files, only folders. A validation set already sorted into class folders is an "
+            "ImageFolder: use layout: imagefolder for it."
+        )
+    return [(name, {"file": name}) for name in names]
+
+
+def list_source(description: dict[str, Any], devkit: str | None, csv: str | None) -> Listing:
+    """The listing for any kind of source the extract rule prepared."""
+    layout, source_dir = description["layout"], description["source_dir"]
+    if description["kind"] == "index":
+        entries = read_members(source_dir)
+        listing = (
+            label_val(entries, devkit, csv) if layout == "ilsvrc-val" else order_members(entries, description["source"])
+        )
+        listing.containers = description["containers"]
+        return listing
+    root = description["root"]
+    listing = label_val(flat_files(root), devkit, csv) if layout == "ilsvrc-val" else scan_folder(root)
+    listing.root = root
+    return listing
+
+
+def per_class_counts(listing: Listing) -> dict[str, int]:
+    counts = dict.fromkeys(listing.classes, 0)
+    for sample in listing.samples:
+        counts[listing.classes[sample.label]] += 1
     return counts
 
 
-def mismatches(images: int, classes: int, expected_images: int | None, expected_classes: int | None) -> list[str]:
+def mismatches(listing: Listing, expected_images: int | None, expected_classes: int | None) -> list[str]:
     problems = []
+    images, classes = len(listing.samples), len(listing.classes)
     if expected_classes is not None and classes != expected_classes:
         problems.append(f"{classes} classes found, expected_classes is {expected_classes}")
     if expected_images is not None and images != expected_images:
@@ -68,42 +187,60 @@ def mismatches(images: int, classes: int, expected_images: int | None, expected_
     return problems
 
 
+def missing_classes(listing: Listing, devkit: str | None) -> list[str]:
+    """For ILSVRC train with a devkit: the WNIDs the devkit lists that the source lacks."""
+    if not devkit:
+        return []
+    expected = devkit_classes(devkit)
+    missing = sorted(set(expected) - set(listing.classes))
+    extra = sorted(set(listing.classes) - set(expected))
+    return [f"class {w} (its tar or folder) is missing" for w in missing[:20]] + [
+        f"{w} is not an ILSVRC2012 class" for w in extra[:20]
+    ]
+
+
 def count_check(
     source_dir: str,
     manifest_path: str,
     counts_path: str,
     expected_images: int | None,
     expected_classes: int | None,
+    devkit: str | None = None,
+    val_csv: str | None = None,
 ) -> dict[str, Any]:
     description = read_json(os.path.join(source_dir, "source.json"))
-    root = description["root"]
-    log.info("scanning %s as torchvision's ImageFolder does", root)
-    classes, samples, ignored = scan_imagefolder(root)
-    log.info("%d images in %d classes; %d files ignored", len(samples), len(classes), len(ignored))
+    description["source_dir"] = source_dir
+    log.info("listing %s (%s, layout %s)", description["source"], description["kind"], description["layout"])
+    listing = list_source(description, devkit, val_csv)
+    log.info(
+        "%d images in %d classes; %d files ignored", len(listing.samples), len(listing.classes), len(listing.ignored)
+    )
 
     report = {
         "source": description["source"],
-        "root": root,
-        "images": len(samples),
-        "classes": len(classes),
-        "per_class": per_class_counts(classes, samples),
-        "ignored_files": len(ignored),
-        "ignored_examples": ignored[:LISTED_IGNORED],
+        "kind": description["kind"],
+        "layout": description["layout"],
+        "images": len(listing.samples),
+        "classes": len(listing.classes),
+        "per_class": per_class_counts(listing),
+        "empty_classes": [name for name, count in per_class_counts(listing).items() if count == 0],
+        "ignored_files": len(listing.ignored),
+        "ignored_examples": listing.ignored[:LISTED_IGNORED],
         "expected_images": expected_images,
         "expected_classes": expected_classes,
     }
-    problems = mismatches(len(samples), len(classes), expected_images, expected_classes)
+    problems = mismatches(listing, expected_images, expected_classes)
+    if description["layout"] == "ilsvrc-train":
+        problems += missing_classes(listing, devkit)
     if problems:
         raise CountMismatchError(
             f"{description['source']}: " + "; ".join(problems) + ". Check that the source is complete "
             "(an interrupted download or copy?) or correct splits.<name>.expected_* in the config."
         )
-    header = ManifestHeader(root=root, classes=classes, count=len(samples))
-    write_manifest(
-        manifest_path,
-        header,
-        (Sample(index, label, relative_path(path, root)) for index, (path, label) in enumerate(samples)),
+    header = ManifestHeader(
+        root=listing.root, classes=listing.classes, count=len(listing.samples), containers=listing.containers
     )
+    write_manifest(manifest_path, header, listing.samples)
     hold_point("count_check")  # the manifest is in place, the counts report not yet
     write_json_atomic(counts_path, report)
     return report
@@ -111,11 +248,13 @@ def count_check(
 
 def main(smk: Any, stream: TextIO) -> None:
     count_check(
-        smk.input[0],
+        smk.input.source,
         smk.output.manifest,
         smk.output.counts,
         smk.params.expected_images,
         smk.params.expected_classes,
+        devkit=smk.params.devkit,
+        val_csv=smk.params.val_labels,
     )
 
 

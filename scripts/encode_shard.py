@@ -10,7 +10,6 @@ Policy (``encode.reencode``):
 left out and listed in the shard report.
 """
 
-import contextlib
 import io
 import logging
 import os
@@ -21,8 +20,10 @@ from typing import Any, TextIO
 from PIL import Image
 from tqdm import tqdm
 
+from archives import MemberReader
 from dataset import STORAGE_CODES, record_key
 from workflow_io import (
+    Sample,
     atomic_lmdb,
     hold_point,
     progress_kwargs,
@@ -126,14 +127,14 @@ def encode_image(data: bytes, settings: EncodeSettings) -> Encoded:
     return Encoded(buffer.getvalue(), STORAGE_CODES[reason], *rgb.size)
 
 
-def read_and_encode(path: str, settings: EncodeSettings) -> tuple[Encoded, int]:
-    """Encoded image and source size of the file at ``path``; BadImageError names the file."""
+def read_and_encode(reader: MemberReader, sample: Sample, settings: EncodeSettings) -> tuple[Encoded, int]:
+    """Encoded image and source size of one sample; BadImageError names the file."""
     try:
-        with open(path, "rb") as stream:
-            data = stream.read()
+        data = reader.read(sample.path, sample.location)
         return encode_image(data, settings), len(data)
     except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
-        raise BadImageError(f"{path}: {type(exc).__name__}: {exc}") from exc
+        where = reader.describe(sample.path, sample.location)
+        raise BadImageError(f"{where}: {type(exc).__name__}: {exc}") from exc
 
 
 @dataclass
@@ -180,17 +181,17 @@ def encode_shard(
     report = ShardReport(shard=shard, shards=shards, start=start, stop=stop)
     log.info("shard %d of %d: images %d..%d of %d from %s", shard, shards, start, stop - 1, header.count, header.root)
 
-    sources = [os.path.join(header.root, s.path) for s in read_manifest(manifest_path, start, stop)]
-    with atomic_lmdb(part_path, expected_bytes=total_size(sources)) as writer:
+    reader = MemberReader(header.root, header.containers)
+    expected = sum(source_size(reader, s) for s in read_manifest(manifest_path, start, stop))
+    with atomic_lmdb(part_path, expected_bytes=expected) as writer:
         samples = read_manifest(manifest_path, start, stop)
         for position, sample in enumerate(
             tqdm(samples, total=stop - start, desc=f"shard {shard}", unit="img", **progress)
         ):
             if position == (stop - start) // 2:
                 hold_point(f"encode_shard:{shard}")
-            path = os.path.join(header.root, sample.path)
             try:
-                encoded, source_size = read_and_encode(path, settings)
+                encoded, size = read_and_encode(reader, sample, settings)
             except BadImageError as exc:
                 if settings.on_error == "fail":
                     raise BadImageError(
@@ -201,19 +202,22 @@ def encode_shard(
                 report.skipped.append({"index": sample.index, "path": sample.path, "reason": str(exc)})
                 continue
             writer.append(record_key(sample.index), encoded.value)
-            report.add(sample.index, encoded, source_size)
+            report.add(sample.index, encoded, size)
+    reader.close()
     write_json_atomic(report_path, report.as_json())
     log.info("stored %d images, skipped %d", len(report.index), len(report.skipped))
     return report
 
 
-def total_size(paths: list[str]) -> int:
-    """Bytes of the files that exist (a missing one is reported when it is read)."""
-    total = 0
-    for path in paths:
-        with contextlib.suppress(OSError):
-            total += os.path.getsize(path)
-    return total
+def source_size(reader: MemberReader, sample: Sample) -> int:
+    """Bytes of a sample's source, 0 if it cannot be found (that is reported when it is read)."""
+    if sample.location is not None and "size" in sample.location:
+        return int(sample.location["size"])
+    path = os.path.join(reader.root, (sample.location or {}).get("file", sample.path))
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
 
 
 def main(smk: Any, stream: TextIO) -> None:

@@ -1,103 +1,42 @@
-"""Rule extract: make a split's source readable by the shards.
+"""Rule extract: make a split's source readable by the shards, writing as little as possible.
 
-A folder is used where it is: the output only records its absolute path. A .tar, .tar.gz, .tgz or
-.zip holding an ImageFolder tree is unpacked into the output folder, after every member name has
-been checked: absolute paths, ``..`` components, links pointing outside, devices and other special
-files are refused with an error naming the archive and the member. Nothing is written outside the
-output folder, and the unpacked tree only gets its final name when it is whole.
+- A folder is used where it is (``source.json`` records its path). A folder of per-class tars
+  (ILSVRC2012_img_train.tar unpacked one level) is indexed like the tar itself.
+- A plain ``.tar`` (also ILSVRC's tar of per-class tars) or a ``.zip`` is indexed by default:
+  ``members.jsonl`` lists each file member and where its bytes are, and the shards read them from
+  the archive. No per-image file is written.
+- A ``.tar.gz``/``.tgz``, or any archive with ``extract: true``, is unpacked into ``tree/``.
+
+Either way every member is checked first: absolute paths, ``..``, links pointing outside, devices
+are refused, naming the archive and the member. The output folder is built under a temporary
+name and renamed into place when whole.
 """
 
+import json
 import logging
 import os
-import re
-import stat
-import tarfile
-import zipfile
-from pathlib import PurePosixPath
+from collections.abc import Iterable
 from typing import Any, TextIO
 
-from workflow_io import hold_point, publish, remove_path, run_rule, temporary_path, write_json_atomic
+from archives import (
+    Member,
+    check_official_md5,
+    extract_nested_tars,
+    extract_tar,
+    extract_zip,
+    index_tar,
+    index_tar_of_tars,
+    index_zip,
+    is_plain_tar,
+    is_zip,
+)
+from workflow_io import hold_point, progress_kwargs, publish, remove_path, run_rule, temporary_path, write_json_atomic
 
 log = logging.getLogger("imagefolder_lmdb.extract")
 
 TREE = "tree"
 DESCRIPTION = "source.json"
-WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:")
-
-
-class UnsafeArchiveError(ValueError):
-    """An archive member would land outside the extraction folder, or is not a plain file."""
-
-
-def unsafe_name_reason(name: str) -> str | None:
-    """Why a member name is refused, or None if it stays inside the extraction folder."""
-    if name.startswith(("/", "\\")) or WINDOWS_DRIVE.match(name):
-        return "absolute path"
-    if ".." in PurePosixPath(name.replace("\\", "/")).parts:
-        return "'..' in path"
-    return None
-
-
-def check_tar_members(archive: str, members: list[tarfile.TarInfo]) -> None:
-    for member in members:
-        reason = unsafe_name_reason(member.name)
-        if reason is None and (member.issym() or member.islnk()):
-            target = member.linkname
-            if unsafe_name_reason(target) is not None:
-                reason = f"link pointing outside the archive ({target})"
-        if reason is None and not (member.isfile() or member.isdir() or member.issym() or member.islnk()):
-            reason = "device, fifo or other special file"
-        if reason is not None:
-            raise UnsafeArchiveError(f"{archive}: refused member {member.name!r}: {reason}. Nothing was extracted.")
-
-
-def extract_tar(archive: str, destination: str) -> int:
-    """Unpack a (possibly compressed) tar into ``destination``; returns the number of members."""
-    with tarfile.open(archive, mode="r:*") as tar:
-        members = tar.getmembers()
-        check_tar_members(archive, members)
-        # filter="data" is the second line of defence: it refuses anything our check missed
-        # (links resolving outside, absolute link targets) and drops unsafe permission bits.
-        try:
-            tar.extractall(destination, members=members, filter="data")
-        except tarfile.FilterError as exc:
-            raise UnsafeArchiveError(f"{archive}: refused member: {exc}. Nothing usable was extracted.") from exc
-    return len(members)
-
-
-def check_zip_members(archive: str, infos: list[zipfile.ZipInfo]) -> None:
-    for info in infos:
-        reason = unsafe_name_reason(info.filename)
-        file_type = stat.S_IFMT(info.external_attr >> 16)  # 0 when the zip did not record one
-        if reason is None and file_type == stat.S_IFLNK:
-            reason = "symbolic link"
-        if reason is None and file_type not in (0, stat.S_IFREG, stat.S_IFDIR):
-            reason = "device, fifo or other special file"
-        if reason is not None:
-            raise UnsafeArchiveError(f"{archive}: refused member {info.filename!r}: {reason}. Nothing was extracted.")
-
-
-def extract_zip(archive: str, destination: str) -> int:
-    with zipfile.ZipFile(archive) as zf:
-        infos = zf.infolist()
-        check_zip_members(archive, infos)
-        zf.extractall(destination)
-    return len(infos)
-
-
-def tree_root(extracted: str) -> str:
-    """Archives often wrap the tree in one top folder (``train/cls/x.jpg``): descend into it."""
-    root = extracted
-    while True:
-        entries = [e for e in os.scandir(root) if not e.name.startswith(".")]
-        if len(entries) == 1 and entries[0].is_dir() and not _has_files(entries[0].path):
-            root = entries[0].path
-        else:
-            return root
-
-
-def _has_files(folder: str) -> bool:
-    return any(entry.is_file() for entry in os.scandir(folder))
+MEMBERS = "members.jsonl"
 
 
 def describe_folder(source: str) -> dict[str, Any]:
@@ -105,23 +44,108 @@ def describe_folder(source: str) -> dict[str, Any]:
     return {"kind": "folder", "root": os.path.abspath(source), "source": os.path.abspath(source)}
 
 
-def unpack_archive(source: str, building: str, output: str) -> dict[str, Any]:
+def wrapper_prefix(paths: list[str]) -> str:
+    """The folders every member is wrapped in (``train/`` in ``train/cls/x.jpg``), to strip.
+
+    Descends while all paths share one top folder that holds no files of its own, as the
+    extracted tree's root is found for unpacked archives (see ``tree_root``).
+    """
+    prefix = ""
+    while True:
+        rest = [p[len(prefix) :] for p in paths]
+        tops = {r.split("/", 1)[0] for r in rest}
+        if len(tops) != 1 or any("/" not in r for r in rest):
+            return prefix
+        top = tops.pop()
+        if any(r.count("/") == 1 for r in rest):  # files directly in `top`: it is a class folder
+            return prefix
+        prefix += top + "/"
+
+
+def write_members(path: str, members: Iterable[Member], strip: str) -> int:
+    count = 0
+    with open(path, "w", encoding="utf-8") as stream:
+        for member in members:
+            stream.write(json.dumps([member.path[len(strip) :], member.location], ensure_ascii=False))
+            stream.write("\n")
+            count += 1
+    return count
+
+
+def index_archives(
+    containers: list[str], layout: str, building: str, progress: dict[str, Any], per_class_tars: bool = False
+) -> dict[str, Any]:
+    """Index archive members in place; writes ``members.jsonl`` into ``building``.
+
+    ``per_class_tars``: the containers are ``<class>.tar`` files whose members are that class's
+    images (ILSVRC2012_img_train.tar unpacked one level).
+    """
+    members: list[Member] = []
+    for number, container in enumerate(containers):
+        log.info("indexing %s", container)
+        if per_class_tars:
+            name = os.path.basename(container).removesuffix(".tar")
+            members.extend(Member(f"{name}/{m.path}", m.location) for m in index_tar(container, number))
+        elif layout == "ilsvrc-train":
+            members.extend(index_tar_of_tars(container, number, progress))
+        elif is_zip(container):
+            members.extend(index_zip(container, number))
+        else:
+            members.extend(index_tar(container, number))
+    strip = wrapper_prefix([m.path for m in members]) if layout != "ilsvrc-val" else ""
+    count = write_members(os.path.join(building, MEMBERS), members, strip)
+    log.info("indexed %d file members in %d archive(s); nothing extracted", count, len(containers))
+    return {"kind": "index", "containers": [os.path.abspath(c) for c in containers], "members": count, "strip": strip}
+
+
+def tree_root(extracted: str) -> str:
+    """Archives often wrap the tree in one top folder (``train/cls/x.jpg``): descend into it."""
+    root = extracted
+    while True:
+        entries = [e for e in os.scandir(root) if not e.name.startswith(".")]
+        if len(entries) == 1 and entries[0].is_dir() and not any(e.is_file() for e in os.scandir(entries[0].path)):
+            root = entries[0].path
+        else:
+            return root
+
+
+def unpack_archive(source: str, layout: str, building: str, output: str) -> dict[str, Any]:
     """Unpack ``source`` into ``building/tree``; paths in the description are the final ones."""
     log.info("extracting %s", source)
-    unpack = extract_zip if source.lower().endswith(".zip") else extract_tar
-    members = unpack(source, os.path.join(building, TREE))
-    root = os.path.join(output, os.path.relpath(tree_root(os.path.join(building, TREE)), building))
-    log.info("extracted %d members; the image tree will be at %s", members, root)
-    return {"kind": "extracted", "root": os.path.abspath(root), "source": os.path.abspath(source), "members": members}
+    tree = os.path.join(building, TREE)
+    members = (extract_zip if is_zip(source) else extract_tar)(source, tree)
+    if layout == "ilsvrc-train":
+        extract_nested_tars(tree_root(tree))
+    root = tree if layout == "ilsvrc-val" else tree_root(tree)
+    final_root = os.path.join(output, os.path.relpath(root, building))
+    log.info("extracted %d members; the image tree will be at %s", members, final_root)
+    return {"kind": "extracted", "root": os.path.abspath(final_root), "members": members}
 
 
-def extract(source: str, output: str) -> dict[str, Any]:
-    """Build ``output`` (the description, plus the unpacked tree for an archive) under a
-    temporary name and rename it into place when whole."""
+def class_tars(folder: str) -> list[str]:
+    return sorted(e.path for e in os.scandir(folder) if e.is_file() and e.name.endswith(".tar"))
+
+
+def describe(source: str, layout: str, extract_tree: bool, building: str, output: str, progress: dict) -> dict:
+    if os.path.isdir(source):
+        tars = class_tars(source) if layout == "ilsvrc-train" else []
+        if not tars:
+            return describe_folder(source)
+        if extract_tree:
+            raise ValueError(f"{source}: extract: true is not supported for a folder of class tars; unpack them")
+        return index_archives(tars, layout, building, progress, per_class_tars=True)
+    if not extract_tree and (is_plain_tar(source) or is_zip(source)):
+        return index_archives([source], layout, building, progress)
+    return unpack_archive(source, layout, building, output)
+
+
+def extract(source: str, output: str, layout: str, extract_tree: bool, progress: dict[str, Any]) -> dict[str, Any]:
+    """Build ``output`` under a temporary name and rename it into place when whole."""
     building = temporary_path(output)
     remove_path(building)
     os.makedirs(building)
-    description = describe_folder(source) if os.path.isdir(source) else unpack_archive(source, building, output)
+    description = describe(source, layout, extract_tree, building, output, progress)
+    description.update(source=os.path.abspath(source), layout=layout)
     write_json_atomic(os.path.join(building, DESCRIPTION), description)
     hold_point("extract")
     remove_path(output)
@@ -129,8 +153,16 @@ def extract(source: str, output: str) -> dict[str, Any]:
     return description
 
 
+def check_checksums(paths: list[str], progress: dict[str, Any]) -> None:
+    for path in paths:
+        log.info("%s", check_official_md5(path, progress))
+
+
 def main(smk: Any, stream: TextIO) -> None:
-    extract(smk.input.source, smk.output[0])
+    progress = progress_kwargs(stream)
+    if smk.params.md5:
+        check_checksums([smk.input.source, *smk.input.labels], progress)
+    extract(smk.input.source, smk.output[0], smk.params.layout, smk.params.extract, progress)
 
 
 if __name__ == "__main__":

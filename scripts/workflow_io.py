@@ -15,7 +15,7 @@ import shutil
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 import lmdb
@@ -154,35 +154,41 @@ def read_json(path: str) -> Any:
 
 @dataclass
 class ManifestHeader:
-    root: str  # folder the relative paths are under
+    root: str  # folder the relative paths (or "file" locations) are under
     classes: list[str]
     count: int
+    containers: list[str] = field(default_factory=list)  # archives that "tar"/"zip" locations name
 
 
 @dataclass
 class Sample:
     index: int
     label: int
-    path: str  # relative to ManifestHeader.root, with "/" separators
+    path: str  # the ImageFolder relative path "class/file.ext", "/"-separated
+    #: Where the bytes are when not at root/path: {"file": relative path under root},
+    #: {"tar": container, "offset": o, "size": s} or {"zip": container, "member": name, "size": s}.
+    location: dict[str, Any] | None = None
 
 
 def write_manifest(path: str, header: ManifestHeader, samples: Iterable[Sample]) -> None:
-    """First line: the header object; then ``[index, label, path]`` per image (JSON, so any
-    character a file name can hold survives)."""
+    """First line: the header object; then ``[index, label, path(, location)]`` per image (JSON,
+    so any character a file name can hold survives)."""
     temporary = temporary_path(path)
     with open(temporary, "w", encoding="utf-8") as stream:
-        json.dump({"root": header.root, "classes": header.classes, "count": header.count}, stream)
+        json.dump(header.__dict__, stream, ensure_ascii=False)
         stream.write("\n")
         for sample in samples:
-            stream.write(json.dumps([sample.index, sample.label, sample.path], ensure_ascii=False))
+            row: list[Any] = [sample.index, sample.label, sample.path]
+            if sample.location is not None:
+                row.append(sample.location)
+            stream.write(json.dumps(row, ensure_ascii=False))
             stream.write("\n")
     publish(temporary, path)
 
 
 def read_manifest_header(path: str) -> ManifestHeader:
     with open(path, encoding="utf-8") as stream:
-        head = json.loads(stream.readline())
-    return ManifestHeader(root=head["root"], classes=head["classes"], count=head["count"])
+        return ManifestHeader(**json.loads(stream.readline()))
 
 
 def read_manifest(path: str, start: int = 0, stop: int | None = None) -> Iterator[Sample]:
@@ -194,8 +200,7 @@ def read_manifest(path: str, start: int = 0, stop: int | None = None) -> Iterato
                 continue
             if stop is not None and line_number >= stop:
                 break
-            index, label, relative = json.loads(line)
-            yield Sample(index=index, label=label, path=relative)
+            yield Sample(*json.loads(line))
 
 
 def shard_range(count: int, shards: int, shard: int) -> tuple[int, int]:

@@ -97,9 +97,11 @@ class Converted:
         return self.lmdb.with_suffix(".verify.json")
 
 
-def convert(workdir: Path, source: Path, split: str = "train", shards: int = 3, **sections: Any) -> Converted:
+def convert(
+    workdir: Path, source: Path, split: str = "train", shards: int = 3, layout: str = "imagefolder", **sections: Any
+) -> Converted:
     workdir.mkdir(parents=True, exist_ok=True)
-    config = write_config(workdir, {split: {"source": str(source), "shards": shards}}, **sections)
+    config = write_config(workdir, {split: {"source": str(source), "shards": shards, "layout": layout}}, **sections)
     run = run_snakemake(workdir, "--configfile", str(config))
     return Converted(workdir, source, workdir / "results" / f"{split}.lmdb", run)
 

@@ -3,6 +3,7 @@ archives whose members would escape the extraction folder are refused, and nothi
 
 from __future__ import annotations
 
+import gzip
 import io
 import stat
 import tarfile
@@ -68,26 +69,55 @@ def evil_tar(path: Path, name: str, **fields: object) -> Path:
     return path
 
 
-@pytest.mark.parametrize(
-    ("member", "fields", "reason"),
-    [
-        ("../escape.JPEG", {}, "'..' in path"),
-        ("cls/../../escape.JPEG", {}, "'..' in path"),
-        ("/tmp/imagefolder-lmdb-escape.JPEG", {}, "absolute path"),
-        ("cls/link.JPEG", {"type": tarfile.SYMTYPE, "linkname": "../../../escape.JPEG"}, "link pointing outside"),
-        ("cls/abs.JPEG", {"type": tarfile.SYMTYPE, "linkname": "/etc/passwd"}, "link pointing outside"),
-        ("cls/dev", {"type": tarfile.CHRTYPE}, "device"),
-    ],
-)
-def test_unsafe_tar_is_refused(tmp_path: Path, convert_in_tmp, member: str, fields: dict, reason: str) -> None:
-    archive = evil_tar(tmp_path / "evil.tar", member, **fields)
-    result = convert_in_tmp(archive)
+UNSAFE_MEMBERS = [
+    ("../escape.JPEG", {}, "'..' in path"),
+    ("cls/../../escape.JPEG", {}, "'..' in path"),
+    ("/tmp/imagefolder-lmdb-escape.JPEG", {}, "absolute path"),
+    ("cls/dev", {"type": tarfile.CHRTYPE}, "device"),
+]
+
+
+def assert_refused(result: Converted, tmp_path: Path, member: str, reason: str) -> None:
     assert result.run.returncode != 0
     assert "refused member" in result.run.output and reason in result.run.output
     assert member.split("/")[-1] in result.run.output
     assert not (tmp_path / "escape.JPEG").exists() and not (tmp_path.parent / "escape.JPEG").exists()
     assert not Path("/tmp/imagefolder-lmdb-escape.JPEG").exists()
     assert not list((tmp_path / "run").rglob("*.JPEG")), "nothing was extracted"
+
+
+@pytest.mark.parametrize(
+    ("member", "fields", "reason"),
+    [
+        *UNSAFE_MEMBERS,
+        ("cls/link.JPEG", {"type": tarfile.SYMTYPE, "linkname": "../../../escape.JPEG"}, "link (../../../escape"),
+        ("cls/hard.JPEG", {"type": tarfile.LNKTYPE, "linkname": "cls/good.JPEG"}, "links cannot be followed"),
+    ],
+)
+def test_unsafe_tar_read_in_place_is_refused(
+    tmp_path: Path, convert_in_tmp, member: str, fields: dict, reason: str
+) -> None:
+    result = convert_in_tmp(evil_tar(tmp_path / "evil.tar", member, **fields))
+    assert_refused(result, tmp_path, member, reason)
+
+
+@pytest.mark.parametrize(
+    ("member", "fields", "reason"),
+    [
+        *UNSAFE_MEMBERS,
+        ("cls/link.JPEG", {"type": tarfile.SYMTYPE, "linkname": "../../../escape.JPEG"}, "link pointing outside"),
+        ("cls/abs.JPEG", {"type": tarfile.SYMTYPE, "linkname": "/etc/passwd"}, "link pointing outside"),
+    ],
+)
+def test_unsafe_tar_gz_extraction_is_refused(
+    tmp_path: Path, convert_in_tmp, member: str, fields: dict, reason: str
+) -> None:
+    plain = evil_tar(tmp_path / "evil.tar", member, **fields)
+    compressed = tmp_path / "evil.tar.gz"
+    with open(plain, "rb") as source, gzip.open(compressed, "wb") as target:
+        target.write(source.read())
+    result = convert_in_tmp(compressed)
+    assert_refused(result, tmp_path, member, reason)
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,316 @@
+"""Archives as sources: safety checks, member indexes for reading in place, safe extraction.
+
+Reading in place is the default: a plain tar (also a tar of tars, like ILSVRC2012_img_train.tar)
+is indexed once, member name -> (offset, size), and shards then read each image with one
+``pread`` from the archive. A zip is read member by member. Nothing per image is written to disk.
+
+Every member name is checked first, whichever route is taken: absolute paths, ``..``
+components, links and devices are refused with an error naming the archive and the member.
+"""
+
+import hashlib
+import logging
+import os
+import re
+import stat
+import tarfile
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any
+
+from tqdm import tqdm
+
+log = logging.getLogger("imagefolder_lmdb.archives")
+
+WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:")
+TAR_BLOCK = 512
+#: A complete tar ends with at least two zero blocks after the last member's data.
+TAR_END_MARKER = 2 * TAR_BLOCK
+PLAIN_TAR_SUFFIXES = (".tar",)
+ZIP_SUFFIXES = (".zip",)
+
+
+class UnsafeArchiveError(ValueError):
+    """A member would land outside the extraction folder, or is not a plain file."""
+
+
+class DamagedArchiveError(ValueError):
+    """A truncated or unreadable archive; the message names it."""
+
+
+def unsafe_name_reason(name: str) -> str | None:
+    """Why a member name is refused, or None if it stays inside the extraction folder."""
+    if name.startswith(("/", "\\")) or WINDOWS_DRIVE.match(name):
+        return "absolute path"
+    if ".." in PurePosixPath(name.replace("\\", "/")).parts:
+        return "'..' in path"
+    return None
+
+
+def tar_member_problem(member: tarfile.TarInfo, links_allowed: bool) -> str | None:
+    """Why a tar member is refused; links are only acceptable when extracting (and inside)."""
+    reason = unsafe_name_reason(member.name)
+    if reason is None and (member.issym() or member.islnk()):
+        if not links_allowed:
+            reason = f"link ({member.linkname}): archives are read in place, links cannot be followed"
+        elif unsafe_name_reason(member.linkname) is not None:
+            reason = f"link pointing outside the archive ({member.linkname})"
+    if reason is None and not (member.isfile() or member.isdir() or member.issym() or member.islnk()):
+        reason = "device, fifo or other special file"
+    return reason
+
+
+def refuse(archive: str, member: str, reason: str) -> UnsafeArchiveError:
+    return UnsafeArchiveError(f"{archive}: refused member {member!r}: {reason}. Nothing was extracted.")
+
+
+def check_tar_members(archive: str, members: list[tarfile.TarInfo], links_allowed: bool) -> None:
+    for member in members:
+        reason = tar_member_problem(member, links_allowed)
+        if reason is not None:
+            raise refuse(archive, member.name, reason)
+
+
+def check_zip_members(archive: str, infos: list[zipfile.ZipInfo]) -> None:
+    for info in infos:
+        reason = unsafe_name_reason(info.filename)
+        file_type = stat.S_IFMT(info.external_attr >> 16)  # 0 when the zip did not record one
+        if reason is None and file_type == stat.S_IFLNK:
+            reason = "symbolic link"
+        if reason is None and file_type not in (0, stat.S_IFREG, stat.S_IFDIR):
+            reason = "device, fifo or other special file"
+        if reason is not None:
+            raise refuse(archive, info.filename, reason)
+
+
+# --------------------------------------------------------------------------------------------------
+# Indexes: where each file member's bytes are.
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Member:
+    """A file inside an archive: its path there and where its bytes are."""
+
+    path: str  # "/"-separated, as stored (for a tar of tars: "<inner tar name without .tar>/member")
+    location: dict[str, Any]  # {"tar": 0, "offset": o, "size": s} or {"zip": 0, "member": name}
+
+
+def list_tar(archive: str, fileobj: Any = None) -> list[tarfile.TarInfo]:
+    """All members of an uncompressed tar, with a clear error when it is damaged."""
+    try:
+        with tarfile.open(archive if fileobj is None else None, mode="r:", fileobj=fileobj) as tar:
+            return tar.getmembers()
+    except tarfile.ReadError as exc:
+        raise DamagedArchiveError(f"{archive}: not a readable uncompressed tar ({exc})") from exc
+
+
+def check_tar_complete(archive: str, members: list[tarfile.TarInfo], size: int, where: str = "") -> None:
+    """Python's tarfile stops quietly at a truncation; compare the members with the file size."""
+    end = max((m.offset_data + -(-m.size // TAR_BLOCK) * TAR_BLOCK for m in members), default=0)
+    if end + TAR_END_MARKER > size:
+        last = max(members, key=lambda m: m.offset_data).name if members else "(none)"
+        raise DamagedArchiveError(
+            f"{archive}{where} is truncated: its members need {end + TAR_END_MARKER:,} bytes, the file has "
+            f"{size:,} (last member {last!r}). Download or copy it again."
+        )
+
+
+def index_tar(archive: str, container: int = 0) -> Iterator[Member]:
+    """File members of a plain tar, with their byte ranges."""
+    members = list_tar(archive)
+    check_tar_members(archive, members, links_allowed=False)
+    check_tar_complete(archive, members, os.path.getsize(archive))
+    for member in members:
+        if member.isfile():
+            yield Member(member.name, {"tar": container, "offset": member.offset_data, "size": member.size})
+
+
+def index_tar_of_tars(archive: str, container: int = 0, progress: dict[str, Any] | None = None) -> Iterator[Member]:
+    """File members of every inner ``*.tar`` of ``archive``, located in the outer file.
+
+    ILSVRC2012_img_train.tar holds one uncompressed tar per class: an inner member's bytes sit at
+    (inner tar's data offset + member's offset inside it) of the outer file.
+    """
+    outer_members = list_tar(archive)
+    check_tar_members(archive, outer_members, links_allowed=False)
+    check_tar_complete(archive, outer_members, os.path.getsize(archive))
+    inner_tars = [m for m in outer_members if m.isfile()]
+    with tarfile.open(archive, mode="r:") as outer:
+        for inner in tqdm(inner_tars, desc=f"index {os.path.basename(archive)}", unit="tar", **(progress or {})):
+            if not inner.name.endswith(".tar"):
+                raise DamagedArchiveError(
+                    f"{archive}: member {inner.name!r} is not a .tar; a tar of per-class tars "
+                    "(ILSVRC2012_img_train.tar) is expected for layout ilsvrc-train"
+                )
+            where = f" (member {inner.name})"
+            members = list_tar(f"{archive}:{inner.name}", fileobj=outer.extractfile(inner))
+            check_tar_members(f"{archive}:{inner.name}", members, links_allowed=False)
+            check_tar_complete(archive, members, inner.size, where)
+            for member in members:
+                if member.isfile():
+                    offset = inner.offset_data + member.offset_data
+                    path = f"{inner.name.removesuffix('.tar')}/{member.name}"  # the class folder
+                    yield Member(path, {"tar": container, "offset": offset, "size": member.size})
+
+
+def index_zip(archive: str, container: int = 0) -> Iterator[Member]:
+    try:
+        with zipfile.ZipFile(archive) as zf:
+            infos = zf.infolist()
+    except zipfile.BadZipFile as exc:
+        raise DamagedArchiveError(f"{archive}: not a readable zip ({exc}); download or copy it again") from exc
+    check_zip_members(archive, infos)
+    for info in infos:
+        if not info.is_dir():
+            yield Member(info.filename, {"zip": container, "member": info.filename, "size": info.file_size})
+
+
+# --------------------------------------------------------------------------------------------------
+# Reading members in the shards.
+# --------------------------------------------------------------------------------------------------
+
+
+class MemberReader:
+    """Reads files and archive members for one shard, keeping each container open once."""
+
+    def __init__(self, root: str, containers: list[str]) -> None:
+        self.root = root
+        self.containers = containers
+        self._fds: dict[int, int] = {}
+        self._zips: dict[int, zipfile.ZipFile] = {}
+
+    def read(self, path: str, location: dict[str, Any] | None) -> bytes:
+        if location is None:
+            with open(os.path.join(self.root, path), "rb") as stream:
+                return stream.read()
+        if "file" in location:
+            with open(os.path.join(self.root, location["file"]), "rb") as stream:
+                return stream.read()
+        if "tar" in location:
+            return self._pread(location["tar"], location["offset"], location["size"])
+        return self._zip(location["zip"]).read(location["member"])
+
+    def describe(self, path: str, location: dict[str, Any] | None) -> str:
+        """Where an image comes from, for error messages."""
+        if location is None:
+            return os.path.join(self.root, path)
+        if "file" in location:
+            return os.path.join(self.root, location["file"])
+        container = self.containers[location.get("tar", location.get("zip", 0))]
+        return f"{container} member {path}"
+
+    def _pread(self, container: int, offset: int, size: int) -> bytes:
+        fd = self._fds.get(container)
+        if fd is None:
+            fd = self._fds[container] = os.open(self.containers[container], os.O_RDONLY)
+        data = os.pread(fd, size, offset)
+        if len(data) != size:
+            raise DamagedArchiveError(
+                f"{self.containers[container]}: {size} bytes expected at offset {offset}, {len(data)} read; "
+                "the archive is truncated or changed since it was indexed"
+            )
+        return data
+
+    def _zip(self, container: int) -> zipfile.ZipFile:
+        zf = self._zips.get(container)
+        if zf is None:
+            zf = self._zips[container] = zipfile.ZipFile(self.containers[container])
+        return zf
+
+    def close(self) -> None:
+        for fd in self._fds.values():
+            os.close(fd)
+        for zf in self._zips.values():
+            zf.close()
+        self._fds.clear()
+        self._zips.clear()
+
+
+# --------------------------------------------------------------------------------------------------
+# Extraction (the route for compressed tars, or on request).
+# --------------------------------------------------------------------------------------------------
+
+
+def extract_tar(archive: str, destination: str) -> int:
+    """Unpack a (possibly compressed) tar into ``destination``; returns the number of members."""
+    with tarfile.open(archive, mode="r:*") as tar:
+        members = tar.getmembers()
+        check_tar_members(archive, members, links_allowed=True)
+        # filter="data" is the second line of defence: it refuses anything the check missed
+        # (links resolving outside, absolute link targets) and drops unsafe permission bits.
+        try:
+            tar.extractall(destination, members=members, filter="data")
+        except tarfile.FilterError as exc:
+            raise UnsafeArchiveError(f"{archive}: refused member: {exc}. Nothing usable was extracted.") from exc
+    return len(members)
+
+
+def extract_zip(archive: str, destination: str) -> int:
+    with zipfile.ZipFile(archive) as zf:
+        infos = zf.infolist()
+        check_zip_members(archive, infos)
+        zf.extractall(destination)
+    return len(infos)
+
+
+def extract_nested_tars(destination: str) -> None:
+    """Unpack every ``*.tar`` directly inside ``destination`` into a folder of its name."""
+    for entry in sorted(os.scandir(destination), key=lambda e: e.name):
+        if entry.is_file() and entry.name.endswith(".tar"):
+            extract_tar(entry.path, os.path.join(destination, entry.name[: -len(".tar")]))
+            os.remove(entry.path)
+
+
+def is_plain_tar(path: str) -> bool:
+    return path.lower().endswith(PLAIN_TAR_SUFFIXES)
+
+
+def is_zip(path: str) -> bool:
+    return path.lower().endswith(ZIP_SUFFIXES)
+
+
+# --------------------------------------------------------------------------------------------------
+# Checksums of the official archives.
+# --------------------------------------------------------------------------------------------------
+
+#: md5 of the files as distributed by image-net.org (also in torchvision.datasets.imagenet).
+OFFICIAL_MD5 = {
+    "ILSVRC2012_img_train.tar": "1d675b47d978889d74fa0da5fadfb00e",
+    "ILSVRC2012_img_val.tar": "29b22e2961454d5413ddabcf34fc5622",
+    "ILSVRC2012_devkit_t12.tar.gz": "fa75699e90414af021442c21a62c3abf",
+}
+
+
+def md5_of(path: str, progress: dict[str, Any] | None = None, chunk: int = 8 << 20) -> str:
+    digest = hashlib.md5(usedforsecurity=False)
+    with (
+        open(path, "rb") as stream,
+        tqdm(
+            total=os.path.getsize(path),
+            desc=f"md5 {os.path.basename(path)}",
+            unit="B",
+            unit_scale=True,
+            **(progress or {}),
+        ) as bar,
+    ):
+        while block := stream.read(chunk):
+            digest.update(block)
+            bar.update(len(block))
+    return digest.hexdigest()
+
+
+def check_official_md5(path: str, progress: dict[str, Any] | None = None) -> str:
+    """Compare an official archive with its published md5; other file names are not checked."""
+    expected = OFFICIAL_MD5.get(os.path.basename(path))
+    if expected is None:
+        return f"{path}: no published md5 for this file name, not checked"
+    actual = md5_of(path, progress)
+    if actual != expected:
+        raise DamagedArchiveError(
+            f"{path}: md5 {actual} differs from the published {expected}; the file is damaged or "
+            "incomplete. Download it again."
+        )
+    return f"{path}: md5 {actual} matches the published value"

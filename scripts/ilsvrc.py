@@ -1,0 +1,105 @@
+"""ILSVRC2012 specifics: the devkit's class list and validation ground truth, and val labels.
+
+Class index = position of the WNID among the sorted WNIDs, which is what ImageFolder gives on the
+extracted train tree, so train and val share one ``class_to_idx``.
+
+Validation images are labelled by the number in their file name (``ILSVRC2012_val_00000017.JPEG``
+is line 17 of the ground truth), never by position: a partial val tar (or one whose members are
+not in name order, like the official one) is labelled right. torchvision's
+``parse_val_archive`` labels by position, and its ``parse_devkit_archive`` insists on the official
+md5 and saves a pickle, so the devkit is read here with the same scipy call torchvision uses.
+"""
+
+import csv
+import os
+import re
+import tarfile
+import tempfile
+from dataclasses import dataclass
+
+from archives import check_tar_members
+
+VAL_NAME = re.compile(r"ILSVRC2012_val_(\d{8})\.(JPEG|jpeg|jpg|JPG|png|PNG)$")
+DEVKIT_META = "data/meta.mat"
+DEVKIT_GROUND_TRUTH = "data/ILSVRC2012_validation_ground_truth.txt"
+
+
+class LabelError(ValueError):
+    """A validation image whose label cannot be found; the message names it."""
+
+
+@dataclass
+class ValLabels:
+    """The 1,000 classes (sorted WNIDs) and the WNID of each validation image number."""
+
+    classes: list[str]
+    wnid_of_image: dict[int, str]  # 1-based number in the file name -> WNID
+
+    def wnid(self, file_name: str) -> str:
+        match = VAL_NAME.search(file_name)
+        if match is None:
+            raise LabelError(f"{file_name}: not an ILSVRC2012 validation file name (ILSVRC2012_val_NNNNNNNN.JPEG)")
+        number = int(match.group(1))
+        if number not in self.wnid_of_image:
+            raise LabelError(f"{file_name}: image number {number} is not in the ground truth")
+        return self.wnid_of_image[number]
+
+
+def parse_meta_mat(path: str) -> dict[int, str]:
+    """ILSVRC2012_ID -> WNID of the 1,000 leaf synsets (torchvision's parse_meta_mat logic)."""
+    import scipy.io  # imported here: only the ILSVRC layouts need scipy
+
+    synsets = scipy.io.loadmat(path, squeeze_me=True)["synsets"]
+    leaves = [s for s in synsets if int(s[4]) == 0]  # field 4: num_children
+    return {int(s[0]): str(s[1]) for s in leaves}  # fields 0, 1: ILSVRC2012_ID, WNID
+
+
+def read_devkit_member(devkit: str, suffix: str, into: str) -> str:
+    """Extract the devkit member ending in ``suffix`` (safely) and return its path."""
+    with tarfile.open(devkit, mode="r:*") as tar:
+        members = [m for m in tar.getmembers() if m.name.endswith(suffix) and m.isfile()]
+        if not members:
+            raise LabelError(f"{devkit}: no member ending in {suffix}; is this ILSVRC2012_devkit_t12.tar.gz?")
+        check_tar_members(devkit, members, links_allowed=False)
+        tar.extractall(into, members=members[:1], filter="data")
+    return os.path.join(into, members[0].name)
+
+
+def labels_from_devkit(devkit: str) -> ValLabels:
+    with tempfile.TemporaryDirectory() as scratch:
+        id_to_wnid = parse_meta_mat(read_devkit_member(devkit, DEVKIT_META, scratch))
+        with open(read_devkit_member(devkit, DEVKIT_GROUND_TRUTH, scratch), encoding="ascii") as stream:
+            ids = [int(line) for line in stream if line.strip()]
+    unknown = sorted(set(ids) - set(id_to_wnid))
+    if unknown:
+        raise LabelError(f"{devkit}: ground truth uses ILSVRC2012_IDs {unknown[:5]} that meta.mat does not list")
+    return ValLabels(
+        classes=sorted(id_to_wnid.values()),
+        wnid_of_image={number: id_to_wnid[i] for number, i in enumerate(ids, start=1)},
+    )
+
+
+def labels_from_solution_csv(path: str) -> ValLabels:
+    """Kaggle's LOC_val_solution.csv: ``ImageId,PredictionString`` whose first word is the WNID."""
+    wnid_of_image = {}
+    with open(path, newline="", encoding="utf-8") as stream:
+        for row in csv.DictReader(stream):
+            match = re.search(r"(\d{8})$", row["ImageId"])
+            if match is None or not row["PredictionString"].split():
+                raise LabelError(f"{path}: cannot read the row {row}")
+            wnid_of_image[int(match.group(1))] = row["PredictionString"].split()[0]
+    return ValLabels(classes=sorted(set(wnid_of_image.values())), wnid_of_image=wnid_of_image)
+
+
+def val_labels(devkit: str | None, solution_csv: str | None) -> ValLabels:
+    if devkit:
+        return labels_from_devkit(devkit)
+    if solution_csv:
+        return labels_from_solution_csv(solution_csv)
+    raise LabelError("layout ilsvrc-val needs `devkit:` (ILSVRC2012_devkit_t12.tar.gz) or `val_labels:` (CSV)")
+
+
+def devkit_classes(devkit: str) -> list[str]:
+    """The 1,000 WNIDs, sorted: what a complete train split must hold."""
+    with tempfile.TemporaryDirectory() as scratch:
+        return sorted(parse_meta_mat(read_devkit_member(devkit, DEVKIT_META, scratch)).values())

@@ -1,0 +1,255 @@
+"""ImageNet as downloaded: a tar of per-class tars, a flat shuffled val tar and a devkit, generated
+with the official structure, converted in place (no per-image file written) and by extraction."""
+
+from __future__ import annotations
+
+import csv
+import io
+import random
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.io
+from torchvision.datasets import ImageFolder
+
+from conftest import convert, run_snakemake, write_config
+from dataset import LMDBDataset, close_all_envs
+from make_images import class_names, make_images
+from test_resume import assert_same_dataset
+
+CLASSES = 5
+TRAIN_IMAGES = 40
+VAL_IMAGES = 30
+
+
+@dataclass
+class Ilsvrc:
+    train_tar: Path
+    val_tar: Path
+    devkit: Path
+    wnids: list[str]
+    ground_truth: dict[int, str]  # val image number -> WNID
+    train_tree: Path  # the same images as an ImageFolder tree, for comparison
+
+
+def add_bytes(tar: tarfile.TarFile, name: str, data: bytes) -> None:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    tar.addfile(info, io.BytesIO(data))
+
+
+def make_train_tar(tree: Path, path: Path) -> None:
+    """A tar of per-class tars ``<wnid>.tar``, each holding that class's JPEGs, flat."""
+    with tarfile.open(path, "w") as outer:
+        for class_dir in sorted(tree.iterdir()):
+            buffer = io.BytesIO()
+            with tarfile.open(fileobj=buffer, mode="w") as inner:
+                for image in sorted(class_dir.iterdir(), reverse=True):  # not in name order
+                    inner.add(image, arcname=image.name)
+            add_bytes(outer, f"{class_dir.name}.tar", buffer.getvalue())
+
+
+def make_meta_mat(path: Path, id_to_wnid: dict[int, str]) -> None:
+    """meta.mat as the devkit has it: a struct array of synsets, leaves first, then a parent."""
+    fields = [
+        "ILSVRC2012_ID",
+        "WNID",
+        "words",
+        "gloss",
+        "num_children",
+        "children",
+        "wordnet_height",
+        "num_train_images",
+    ]
+    synsets = np.zeros((len(id_to_wnid) + 1, 1), dtype=[(f, "O") for f in fields])
+    for row, (ilsvrc_id, wnid) in enumerate(sorted(id_to_wnid.items())):
+        synsets[row, 0] = (ilsvrc_id, wnid, f"thing {wnid}, other name", "a gloss", 0, np.zeros(0), 0, 10)
+    children = np.array(sorted(id_to_wnid), dtype=np.uint16)
+    synsets[-1, 0] = (len(id_to_wnid) + 1, "n00000001", "entity", "root", len(children), children, 5, 0)
+    scipy.io.savemat(path, {"synsets": synsets})
+
+
+def make_devkit(path: Path, id_to_wnid: dict[int, str], ground_truth_ids: list[int], scratch: Path) -> None:
+    make_meta_mat(scratch / "meta.mat", id_to_wnid)
+    with tarfile.open(path, "w:gz") as tar:
+        tar.add(scratch / "meta.mat", arcname="ILSVRC2012_devkit_t12/data/meta.mat")
+        text = "".join(f"{i}\n" for i in ground_truth_ids).encode()
+        add_bytes(tar, "ILSVRC2012_devkit_t12/data/ILSVRC2012_validation_ground_truth.txt", text)
+
+
+def make_val_tar(images: list[Path], path: Path, keep: list[int]) -> None:
+    """Flat ``ILSVRC2012_val_NNNNNNNN.JPEG`` members, in shuffled order (as the official tar)."""
+    order = list(keep)
+    random.Random(7).shuffle(order)
+    with tarfile.open(path, "w") as tar:
+        for number in order:
+            tar.add(images[number - 1], arcname=f"ILSVRC2012_val_{number:08d}.JPEG")
+
+
+@pytest.fixture(scope="module")
+def ilsvrc(tmp_path_factory: pytest.TempPathFactory) -> Ilsvrc:
+    base = tmp_path_factory.mktemp("ilsvrc")
+    wnids = class_names(CLASSES, seed=5)
+    make_images(str(base / "train_tree"), images=TRAIN_IMAGES, classes=CLASSES, seed=5, workers=2)
+    make_train_tar(base / "train_tree", base / "ILSVRC2012_img_train.tar")
+
+    make_images(str(base / "val_pool"), images=VAL_IMAGES, classes=1, seed=6, first_index=500, workers=2)
+    val_images = sorted((base / "val_pool").rglob("*.*"))
+    # ILSVRC2012_IDs in reverse WNID order: ID order is not sorted-WNID order, as in the real devkit
+    id_to_wnid = {i + 1: wnid for i, wnid in enumerate(reversed(wnids))}
+    ids = [random.Random(n).randint(1, CLASSES) for n in range(1, VAL_IMAGES + 1)]
+    make_devkit(base / "ILSVRC2012_devkit_t12.tar.gz", id_to_wnid, ids, base)
+    make_val_tar(val_images, base / "ILSVRC2012_img_val.tar", keep=list(range(1, VAL_IMAGES + 1)))
+    ground_truth = {n: id_to_wnid[i] for n, i in enumerate(ids, start=1)}
+    return Ilsvrc(
+        base / "ILSVRC2012_img_train.tar",
+        base / "ILSVRC2012_img_val.tar",
+        base / "ILSVRC2012_devkit_t12.tar.gz",
+        wnids,
+        ground_truth,
+        base / "train_tree",
+    )
+
+
+def ilsvrc_splits(data: Ilsvrc, val_tar: Path | None = None, **extra: object) -> dict[str, dict[str, object]]:
+    return {
+        "train": {"source": str(data.train_tar), "layout": "ilsvrc-train", "shards": 3, **extra},
+        "val": {"source": str(val_tar or data.val_tar), "layout": "ilsvrc-val", "devkit": str(data.devkit), **extra},
+    }
+
+
+def run_ilsvrc(workdir: Path, splits: dict) -> None:
+    workdir.mkdir(parents=True, exist_ok=True)
+    config = write_config(workdir, splits)
+    run_snakemake(workdir, "--configfile", str(config)).check()
+
+
+@pytest.fixture(scope="module")
+def streamed(ilsvrc: Ilsvrc, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    workdir = tmp_path_factory.mktemp("streamed")
+    run_ilsvrc(workdir, ilsvrc_splits(ilsvrc))
+    return workdir
+
+
+def assert_val_labels_match_ground_truth(ds: LMDBDataset, ground_truth: dict[int, str]) -> None:
+    for path, label in ds.samples:
+        number = int(path.rsplit("_", 1)[1].split(".")[0])
+        assert ds.classes[label] == ground_truth[number] == path.split("/")[0], path
+
+
+def test_train_matches_imagefolder_over_the_extracted_tree(ilsvrc: Ilsvrc, streamed: Path) -> None:
+    reference = ImageFolder(str(ilsvrc.train_tree))
+    ds = LMDBDataset(streamed / "results" / "train.lmdb")
+    assert ds.class_to_idx == reference.class_to_idx
+    assert ds.targets == reference.targets
+    assert [p for p, _ in ds.samples] == [
+        Path(p).relative_to(ilsvrc.train_tree).as_posix() for p, _ in reference.samples
+    ]
+    for index in range(len(ds)):
+        if ds.storage_reason(index) == "passthrough":
+            assert ds.get_bytes(index) == Path(reference.samples[index][0]).read_bytes()
+    reasons = sorted(ds.storage_reason(i) for i in range(len(ds)) if ds.storage_reason(i) != "passthrough")
+    assert reasons == ["reencoded:cmyk", "reencoded:grayscale", "reencoded:not-jpeg", "reencoded:not-jpeg"]
+
+
+def test_val_is_labelled_by_the_ground_truth(ilsvrc: Ilsvrc, streamed: Path) -> None:
+    val = LMDBDataset(streamed / "results" / "val.lmdb")
+    train = LMDBDataset(streamed / "results" / "train.lmdb")
+    assert len(val) == VAL_IMAGES
+    assert val.class_to_idx == train.class_to_idx, "train and val share one class_to_idx"
+    assert_val_labels_match_ground_truth(val, ilsvrc.ground_truth)
+    assert [p for p, _ in val.samples] == sorted(p for p, _ in val.samples), "ImageFolder order of val/<wnid>/<file>"
+
+
+def test_streaming_writes_no_per_image_file(streamed: Path) -> None:
+    files = [p for p in (streamed / "work").rglob("*") if p.is_file()]
+    assert not [p for p in files if p.suffix.lower() in (".jpeg", ".jpg", ".png")]
+    # per split: source.json, members.jsonl, Snakemake's timestamp, manifest, counts, 5 logs; per
+    # shard: a report and a log. Nothing per image.
+    shards = {"train": 3, "val": 16}
+    assert len(files) == sum(10 + 2 * n for n in shards.values()), sorted(map(str, files))
+
+
+def test_partial_val_tar_is_labelled_by_file_number(ilsvrc: Ilsvrc, tmp_path: Path) -> None:
+    with tarfile.open(ilsvrc.val_tar) as full:
+        members = {m.name: full.extractfile(m).read() for m in full.getmembers()}
+    partial = tmp_path / "ILSVRC2012_img_val_part.tar"
+    with tarfile.open(partial, "w") as tar:
+        for name in sorted(members)[::3]:
+            add_bytes(tar, name, members[name])
+    workdir = tmp_path / "run"
+    splits = {"val": ilsvrc_splits(ilsvrc, val_tar=partial)["val"]}
+    run_ilsvrc(workdir, splits)
+    val = LMDBDataset(workdir / "results" / "val.lmdb")
+    assert len(val) == len(sorted(members)[::3])
+    assert len(val.classes) == CLASSES
+    assert_val_labels_match_ground_truth(val, ilsvrc.ground_truth)
+
+
+def test_streaming_and_extracting_give_the_same_records(ilsvrc: Ilsvrc, streamed: Path, tmp_path: Path) -> None:
+    run_ilsvrc(tmp_path, ilsvrc_splits(ilsvrc, extract=True))
+    for split in ("train", "val"):
+        close_all_envs()
+        assert_same_dataset(tmp_path / "results" / f"{split}.lmdb", streamed / "results" / f"{split}.lmdb")
+    assert any((tmp_path / "work" / "train" / "source" / "tree").rglob("*.JPEG")), "this route did extract"
+
+
+def test_kaggle_solution_csv_labels_like_the_devkit(ilsvrc: Ilsvrc, streamed: Path, tmp_path: Path) -> None:
+    solution = tmp_path / "LOC_val_solution.csv"
+    with open(solution, "w", newline="") as stream:
+        writer = csv.writer(stream)
+        writer.writerow(["ImageId", "PredictionString"])
+        for number, wnid in ilsvrc.ground_truth.items():
+            writer.writerow([f"ILSVRC2012_val_{number:08d}", f"{wnid} 1 2 30 40 {wnid} 5 6 70 80"])
+    splits = {"val": {"source": str(ilsvrc.val_tar), "layout": "ilsvrc-val", "val_labels": str(solution)}}
+    run_ilsvrc(tmp_path / "run", splits)
+    close_all_envs()
+    assert_same_dataset(tmp_path / "run" / "results" / "val.lmdb", streamed / "results" / "val.lmdb")
+
+
+def test_truncated_train_tar_is_named(ilsvrc: Ilsvrc, tmp_path: Path) -> None:
+    truncated = tmp_path / "ILSVRC2012_img_train.tar"
+    data = ilsvrc.train_tar.read_bytes()
+    truncated.write_bytes(data[: len(data) * 2 // 3])
+    result = convert(tmp_path / "run", truncated, layout="ilsvrc-train")
+    assert result.run.returncode != 0
+    assert str(truncated) in result.run.output and "truncated" in result.run.output
+
+
+def test_missing_class_tar_is_named(ilsvrc: Ilsvrc, tmp_path: Path) -> None:
+    partial = tmp_path / "ILSVRC2012_img_train.tar"
+    with tarfile.open(ilsvrc.train_tar) as full, tarfile.open(partial, "w") as tar:
+        for member in full.getmembers()[1:]:
+            add_bytes(tar, member.name, full.extractfile(member).read())
+    config = write_config(
+        tmp_path, {"train": {"source": str(partial), "layout": "ilsvrc-train", "devkit": str(ilsvrc.devkit)}}
+    )
+    run = run_snakemake(tmp_path, "--configfile", str(config))
+    assert run.returncode != 0
+    assert f"class {ilsvrc.wnids[0]} (its tar or folder) is missing" in run.output
+
+
+def test_md5_check_names_a_damaged_official_archive(ilsvrc: Ilsvrc, tmp_path: Path) -> None:
+    config = write_config(tmp_path, ilsvrc_splits(ilsvrc, md5=True))
+    run = run_snakemake(tmp_path, "--configfile", str(config))
+    assert run.returncode != 0
+    assert "differs from the published" in run.output and "ILSVRC2012_img_" in run.output
+
+
+def test_ilsvrc_val_without_labels_is_a_config_error(ilsvrc: Ilsvrc, tmp_path: Path) -> None:
+    config = write_config(tmp_path, {"val": {"source": str(ilsvrc.val_tar), "layout": "ilsvrc-val"}})
+    run = run_snakemake(tmp_path, "--configfile", str(config))
+    assert run.returncode != 0 and "splits.val.devkit" in run.output
+
+
+def test_folder_of_class_tars_reads_like_the_outer_tar(ilsvrc: Ilsvrc, streamed: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "train"
+    folder.mkdir()
+    with tarfile.open(ilsvrc.train_tar) as outer:
+        outer.extractall(folder, filter="data")
+    run_ilsvrc(tmp_path / "run", {"train": {"source": str(folder), "layout": "ilsvrc-train"}})
+    close_all_envs()
+    assert_same_dataset(tmp_path / "run" / "results" / "train.lmdb", streamed / "results" / "train.lmdb")
