@@ -8,6 +8,8 @@ rule count_check:
         counts=f"{WORK}/{{split}}/counts.json",
     log:
         f"{LOGS}/count_check/{{split}}.log",
+    benchmark:
+        f"{WORK}/benchmarks/count_check/{{split}}.tsv"
     conda:
         "../envs/imagefolder-lmdb.yaml"
     threads: 1

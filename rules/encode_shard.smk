@@ -7,6 +7,8 @@ rule encode_shard:
         report=f"{WORK}/{{split}}/parts/{{shard}}.json",
     log:
         f"{LOGS}/encode_shard/{{split}}/{{shard}}.log",
+    benchmark:
+        f"{WORK}/benchmarks/encode_shard/{{split}}/{{shard}}.tsv"
     conda:
         "../envs/imagefolder-lmdb.yaml"
     threads: 1

@@ -7,6 +7,8 @@ rule extract:
         directory(f"{WORK}/{{split}}/source"),
     log:
         f"{LOGS}/extract/{{split}}.log",
+    benchmark:
+        f"{WORK}/benchmarks/extract/{{split}}.tsv"
     conda:
         "../envs/imagefolder-lmdb.yaml"
     threads: 1

@@ -8,6 +8,8 @@ rule merge:
         temp(f"{WORK}/{{split}}/merged.lmdb"),
     log:
         f"{LOGS}/merge/{{split}}.log",
+    benchmark:
+        f"{WORK}/benchmarks/merge/{{split}}.tsv"
     conda:
         "../envs/imagefolder-lmdb.yaml"
     threads: 1

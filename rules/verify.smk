@@ -7,6 +7,8 @@ rule verify:
         contact=f"{RESULTS}/{{split}}.contact.png",
     log:
         f"{LOGS}/verify/{{split}}.log",
+    benchmark:
+        f"{WORK}/benchmarks/verify/{{split}}.tsv"
     conda:
         "../envs/imagefolder-lmdb.yaml"
     threads: 1

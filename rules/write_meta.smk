@@ -9,6 +9,8 @@ rule write_meta:
         f"{RESULTS}/{{split}}.lmdb",
     log:
         f"{LOGS}/write_meta/{{split}}.log",
+    benchmark:
+        f"{WORK}/benchmarks/write_meta/{{split}}.tsv"
     conda:
         "../envs/imagefolder-lmdb.yaml"
     threads: 1
