@@ -15,7 +15,7 @@ import pytest
 import scipy.io
 from torchvision.datasets import ImageFolder
 
-from conftest import convert, run_snakemake, write_config
+from conftest import REPO, convert, run_snakemake, write_config
 from dataset import LMDBDataset, close_all_envs
 from make_images import class_names, make_images
 from test_resume import assert_same_dataset
@@ -253,3 +253,19 @@ def test_folder_of_class_tars_reads_like_the_outer_tar(ilsvrc: Ilsvrc, streamed:
     run_ilsvrc(tmp_path / "run", {"train": {"source": str(folder), "layout": "ilsvrc-train"}})
     close_all_envs()
     assert_same_dataset(tmp_path / "run" / "results" / "train.lmdb", streamed / "results" / "train.lmdb")
+
+
+def test_shipped_imagenet_config_is_valid(ilsvrc: Ilsvrc, tmp_path: Path) -> None:
+    """config/imagenet.yaml with its three paths pointed at the generated archives plans the run."""
+    text = (REPO / "config" / "imagenet.yaml").read_text()
+    for official, generated in [
+        ("/data/imagenet/ILSVRC2012_img_train.tar", ilsvrc.train_tar),
+        ("/data/imagenet/ILSVRC2012_img_val.tar", ilsvrc.val_tar),
+        ("/data/imagenet/ILSVRC2012_devkit_t12.tar.gz", ilsvrc.devkit),
+    ]:
+        assert official in text
+        text = text.replace(official, str(generated))
+    config = tmp_path / "imagenet.yaml"
+    config.write_text(text)
+    run = run_snakemake(tmp_path, "-n", "--configfile", str(config)).check()
+    assert run.output.count("rule encode_shard:") == 256 + 16
