@@ -13,6 +13,10 @@ include: "rules/encode_shard.smk"
 include: "rules/merge.smk"
 include: "rules/write_meta.smk"
 include: "rules/verify.smk"
+include: "rules/report_split.smk"
+
+
+report: "report/workflow.rst"
 
 
 rule all:

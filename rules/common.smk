@@ -4,11 +4,14 @@ import glob
 import os
 import shutil
 import sys
+import time
 
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
 
 min_version("9.0")
+
+RUN_STARTED = time.time()
 
 ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".zip")
 
@@ -132,9 +135,22 @@ def final_outputs() -> list[str]:
             f"{RESULTS}/{{split}}.lmdb",
             f"{RESULTS}/{{split}}.verify.json",
             f"{RESULTS}/{{split}}.contact.png",
+            f"{RESULTS}/{{split}}.classes.png",
+            f"{RESULTS}/{{split}}.benchmarks.tsv",
         ],
         split=SPLITS,
     )
+
+
+def benchmark_files(wildcards) -> list[str]:
+    """Snakemake's benchmark record of every job of a split (the report tabulates them)."""
+    per_split = [
+        f"{WORK}/benchmarks/{rule}/{wildcards.split}.tsv"
+        for rule in ("extract", "count_check", "merge", "write_meta", "verify")
+    ]
+    return per_split + part_files(
+        f"{WORK}/benchmarks/encode_shard/{{split}}/{{shard}}.tsv"
+    )(wildcards)
 
 
 def encode_settings() -> dict:
@@ -147,7 +163,7 @@ def print_summary(config: dict) -> None:
     sys.path.insert(0, os.path.join(workflow.basedir, "scripts"))
     from summary import summary_lines
 
-    for line in summary_lines(config):
+    for line in summary_lines(config, time.time() - RUN_STARTED):
         print(line)
 
 

@@ -3,8 +3,18 @@ rule verify:
     input:
         f"{RESULTS}/{{split}}.lmdb",
     output:
-        report=f"{RESULTS}/{{split}}.verify.json",
-        contact=f"{RESULTS}/{{split}}.contact.png",
+        report=report(
+            f"{RESULTS}/{{split}}.verify.json",
+            caption="../report/verify.rst",
+            category="{split}",
+            labels={"figure": "verify report"},
+        ),
+        contact=report(
+            f"{RESULTS}/{{split}}.contact.png",
+            caption="../report/contact.rst",
+            category="{split}",
+            labels={"figure": "contact sheet"},
+        ),
     log:
         f"{LOGS}/verify/{{split}}.log",
     benchmark:

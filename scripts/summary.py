@@ -1,13 +1,41 @@
-"""The end-of-run summary: per split, what was stored and where the outputs are."""
+"""The end-of-run summary: per split, what was stored, how fast, and where the outputs are.
 
-from __future__ import annotations
+Printed by the Snakefile's ``onsuccess`` handler from the verify reports and the per-job
+Snakemake benchmark records; it reads files only, so it costs nothing at ImageNet scale.
+"""
 
+import csv
+import glob
 import json
 import os
 from typing import Any
 
 
-def split_summary(name: str, results: str) -> list[str]:
+def job_seconds(work: str, rule: str, split: str) -> float:
+    """Wall-clock seconds the jobs of ``rule`` took for ``split`` (from Snakemake's benchmark files)."""
+    pattern = os.path.join(work, "benchmarks", rule, f"{split}.tsv")
+    if rule == "encode_shard":
+        pattern = os.path.join(work, "benchmarks", rule, split, "*.tsv")
+    total = 0.0
+    for path in glob.glob(pattern):
+        with open(path, newline="", encoding="utf-8") as stream:
+            total += sum(float(row["s"]) for row in csv.DictReader(stream, delimiter="\t"))
+    return total
+
+
+def speed_line(report: dict[str, Any], work: str, split: str) -> str:
+    encode = job_seconds(work, "encode_shard", split)
+    rules = ("extract", "count_check", "encode_shard", "merge", "write_meta", "verify")
+    total = sum(job_seconds(work, rule, split) for rule in rules)
+    if encode <= 0:
+        return "  time: no job records"
+    return (
+        f"  time: {total:.1f} s of jobs, of which encoding {encode:.1f} s "
+        f"({report['images'] / encode:,.0f} img/s per job slot)"
+    )
+
+
+def split_summary(name: str, results: str, work: str) -> list[str]:
     report_path = os.path.join(results, f"{name}.verify.json")
     if not os.path.exists(report_path):
         return [f"{name}: not built in this run"]
@@ -21,13 +49,14 @@ def split_summary(name: str, results: str) -> list[str]:
         f"  bytes: {report['stored_bytes'] / 1e6:.1f} MB stored from {report['source_bytes'] / 1e6:.1f} MB source "
         f"({report['stored_to_source_ratio']}x)",
         f"  stored: {storage}; skipped: {len(report['skipped'])}",
+        speed_line(report, work, name),
         f"  outputs: {os.path.join(results, name + '.lmdb')}, {report_path}, "
         f"{os.path.join(results, name + '.contact.png')}",
     ]
 
 
-def summary_lines(config: dict[str, Any]) -> list[str]:
-    lines = ["", "Summary"]
+def summary_lines(config: dict[str, Any], elapsed_seconds: float | None = None) -> list[str]:
+    lines = ["", "Summary" + (f" (this run: {elapsed_seconds:.0f} s)" if elapsed_seconds is not None else "")]
     for name in config["splits"]:
-        lines.extend(split_summary(name, config["results"]))
+        lines.extend(split_summary(name, config["results"], config["work"]))
     return lines

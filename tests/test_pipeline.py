@@ -133,3 +133,17 @@ def test_no_temporary_or_part_files_left(converted: Converted) -> None:
     assert leftovers == []
     assert list((converted.workdir / "work" / "train" / "parts").glob("*.lmdb")) == [], "parts are temp()"
     assert not (converted.workdir / "work" / "train" / "merged.lmdb").exists()
+
+
+def test_html_report_holds_verify_contact_histogram_and_benchmarks(converted: Converted, tmp_path: Path) -> None:
+    report = tmp_path / "report.html"
+    config = str(converted.workdir / "config.yaml")
+    run_snakemake(converted.workdir, "--configfile", config, "--report", str(report)).check()
+    html = report.read_text()
+    for label in ("verify report", "contact sheet", "images per class", "job benchmarks"):
+        assert label in html, label
+    benchmarks = (converted.workdir / "results" / "train.benchmarks.tsv").read_text().splitlines()
+    jobs = {line.split("\t")[0] for line in benchmarks[1:]}
+    assert {"extract/train", "count_check/train", "merge/train", "write_meta/train", "verify/train"} <= jobs
+    assert len([job for job in jobs if job.startswith("encode_shard/train/")]) == 3
+    assert benchmarks[0].split("\t")[:4] == ["job", "s", "h:m:s", "max_rss"]

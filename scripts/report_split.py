@@ -1,0 +1,71 @@
+"""Rule report_split: the per-split pieces of ``snakemake --report``: a class-count histogram and
+every job's Snakemake benchmark record (time, peak memory, I/O) in one table."""
+
+import csv
+import json
+import os
+from typing import Any, TextIO
+
+from PIL import Image, ImageDraw, ImageFont
+
+from workflow_io import run_rule
+
+WIDTH, HEIGHT, MARGIN = 1000, 360, 40
+
+
+def class_histogram(class_counts: dict[str, int], output: str, title: str) -> None:
+    """Images per class as bars, in class-index order, with the min/max named."""
+    counts = list(class_counts.values())
+    image = Image.new("RGB", (WIDTH, HEIGHT), "white")
+    draw = ImageDraw.Draw(image)
+    font = ImageFont.load_default(size=14)
+    top = max(counts, default=1) or 1
+    plot_width = WIDTH - 2 * MARGIN
+    bar = plot_width / max(len(counts), 1)
+    for k, count in enumerate(counts):
+        x0 = MARGIN + k * bar
+        height = (HEIGHT - 2 * MARGIN) * count / top
+        gap = bar * 0.15 if bar >= 4 else 0  # separate bars only where there is room
+        draw.rectangle((x0, HEIGHT - MARGIN - height, x0 + max(bar - gap, 1), HEIGHT - MARGIN), fill=(60, 110, 180))
+    draw.line((MARGIN, HEIGHT - MARGIN, WIDTH - MARGIN, HEIGHT - MARGIN), fill="black")
+    low = min(class_counts, key=class_counts.get) if counts else "-"
+    high = max(class_counts, key=class_counts.get) if counts else "-"
+    caption = f"{title}: {len(counts)} classes, {sum(counts)} images; min {low} ({class_counts.get(low, 0)}), "
+    caption += f"max {high} ({class_counts.get(high, 0)})"
+    draw.text((MARGIN, 10), caption, fill="black", font=font)
+    draw.text(
+        (MARGIN, HEIGHT - MARGIN + 8),
+        "classes in index order; bar height: images (top of plot = max)",
+        fill="black",
+        font=font,
+    )
+    temporary = output + ".incomplete.png"
+    image.save(temporary)
+    os.replace(temporary, output)
+
+
+def benchmark_table(records: list[str], output: str, work: str) -> None:
+    """One row per job: which job, then Snakemake's benchmark columns."""
+    rows: list[dict[str, Any]] = []
+    for path in sorted(records):
+        job = os.path.relpath(path, os.path.join(work, "benchmarks")).removesuffix(".tsv")
+        with open(path, newline="", encoding="utf-8") as stream:
+            rows.extend({"job": job, **row} for row in csv.DictReader(stream, delimiter="\t"))
+    fields = ["job"] + [f for f in (rows[0].keys() if rows else []) if f != "job"]
+    temporary = output + ".incomplete"
+    with open(temporary, "w", newline="", encoding="utf-8") as stream:
+        writer = csv.DictWriter(stream, fieldnames=fields, delimiter="\t")
+        writer.writeheader()
+        writer.writerows(rows)
+    os.replace(temporary, output)
+
+
+def main(smk: Any, stream: TextIO) -> None:
+    with open(smk.input.verify, encoding="utf-8") as report:
+        class_counts = json.load(report)["class_counts"]
+    class_histogram(class_counts, smk.output.histogram, smk.wildcards.split)
+    benchmark_table(list(smk.input.benchmarks), smk.output.benchmarks, smk.params.work)
+
+
+if __name__ == "__main__":
+    run_rule(main, snakemake)  # type: ignore[name-defined]  # noqa: F821
