@@ -26,6 +26,7 @@ from workflow_io import (
     Sample,
     atomic_lmdb,
     hold_point,
+    kept_in_part,
     progress_kwargs,
     read_manifest,
     read_manifest_header,
@@ -182,7 +183,11 @@ def encode_shard(
     log.info("shard %d of %d: images %d..%d of %d from %s", shard, shards, start, stop - 1, header.count, header.root)
 
     reader = MemberReader(header.root, header.containers)
+    # Only re-encoded images go into the part (see SOURCE_BYTES_CODES): a small fraction of the
+    # source, unless everything is re-encoded. The map grows if this guess is short.
     expected = sum(source_size(reader, s) for s in read_manifest(manifest_path, start, stop))
+    if settings.reencode != "always" and settings.max_side is None:
+        expected //= 8
     with atomic_lmdb(part_path, expected_bytes=expected) as writer:
         samples = read_manifest(manifest_path, start, stop)
         for position, sample in enumerate(
@@ -201,7 +206,8 @@ def encode_shard(
                 log.warning("skipped %s", exc)
                 report.skipped.append({"index": sample.index, "path": sample.path, "reason": str(exc)})
                 continue
-            writer.append(record_key(sample.index), encoded.value)
+            if kept_in_part(encoded.storage):
+                writer.append(record_key(sample.index), encoded.value)
             report.add(sample.index, encoded, size)
     reader.close()
     write_json_atomic(report_path, report.as_json())

@@ -1,24 +1,32 @@
-"""Rule merge: append the part LMDBs, in shard order, to one LMDB.
+"""Rule merge: assemble every shard's records, in order, into one LMDB.
 
-Parts hold records keyed by their manifest index, with gaps where images were skipped. The merge
-renumbers them 0..n-1 in order, so the final indices are ImageFolder's minus the skipped images.
-Records go in with sequential appends (no B-tree searches), every append is checked, and the
-final count is compared with what the shard reports say was stored.
+A shard's part holds only the images it re-encoded; the images stored as they are (passed
+through) are copied here straight from the source, each checked against the CRC-32 recorded when
+its shard checked it. The bulk of the data is thus written once, and the work folder never holds a
+second copy of it. Records are renumbered 0..n-1 around skipped images, so the final indices are
+ImageFolder's minus the skipped ones. They go in with sequential appends (no B-tree searches),
+every append is checked, and the final count is compared with the shard reports.
 """
 
 import logging
+import zlib
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 from tqdm import tqdm
 
+from archives import MemberReader
 from dataset import record_key
 from workflow_io import (
+    Sample,
     atomic_lmdb,
     count_records,
     hold_point,
+    kept_in_part,
     open_lmdb_readonly,
     progress_kwargs,
     read_json,
+    read_manifest,
     read_manifest_header,
     run_rule,
 )
@@ -29,7 +37,7 @@ WORK_HINT = "the split's folder under `work`"
 
 
 class MergeError(RuntimeError):
-    """A part does not hold what its shard report says."""
+    """A part or a source does not hold what the shard report says."""
 
 
 def check_reports_cover(reports: list[dict[str, Any]], count: int) -> None:
@@ -49,42 +57,80 @@ def check_reports_cover(reports: list[dict[str, Any]], count: int) -> None:
 
 def merge(part_paths: list[str], report_paths: list[str], manifest: str, output: str, progress: dict[str, Any]) -> int:
     reports = [read_json(path) for path in report_paths]
-    check_reports_cover(reports, read_manifest_header(manifest).count)
+    header = read_manifest_header(manifest)
+    check_reports_cover(reports, header.count)
     expected = sum(len(report["index"]) for report in reports)
     stored_bytes = sum(sum(report["stored_bytes"]) for report in reports)
     log.info("merging %d parts: %d records, %.1f MB", len(part_paths), expected, stored_bytes / 1e6)
 
+    reader = MemberReader(header.root, header.containers)
     next_index = 0
     with (
         atomic_lmdb(output, expected_bytes=stored_bytes + 2048 * expected) as writer,
         tqdm(total=expected, desc="merge", unit="img", **progress) as bar,
     ):
-        for part_path, report in zip(part_paths, reports, strict=True):
-            next_index = append_part(writer, part_path, report, next_index)
-            hold_point("merge")
+        for part_path, report_path, report in zip(part_paths, report_paths, reports, strict=True):
+            shard = ShardInput(part_path, report_path, report, manifest)
+            next_index = append_shard(writer, shard, reader, next_index)
             bar.update(len(report["index"]))
+            hold_point("merge")
         writer.flush()
         if writer.records != expected:
             raise MergeError(f"{output}: {writer.records} records written, the shard reports list {expected}")
+    reader.close()
     log.info("merged %d records into %s", next_index, output)
     return next_index
 
 
-def append_part(writer: Any, part_path: str, report: dict[str, Any], first_index: int) -> int:
-    """Append one part's records renumbered from ``first_index``; returns the next free index."""
-    env = open_lmdb_readonly(part_path)
+@dataclass
+class ShardInput:
+    """One shard's part LMDB (re-encoded images only), its report, and the manifest it came from."""
+
+    part_path: str
+    report_path: str
+    report: dict[str, Any]
+    manifest: str
+
+    def samples(self) -> dict[int, Sample]:
+        report = self.report
+        return {s.index: s for s in read_manifest(self.manifest, report["start"], report["stop"])}
+
+
+def source_bytes(reader: MemberReader, sample: Sample, crc: int, shard: ShardInput) -> bytes:
+    """A passed-through image, read again from the source and checked against its CRC-32."""
+    data = reader.read(sample.path, sample.location)
+    if zlib.crc32(data) != crc:
+        raise MergeError(
+            f"{reader.describe(sample.path, sample.location)} changed after it was checked (CRC-32 differs). "
+            f"Delete {shard.report_path} and run the same command again to check that shard anew."
+        )
+    return data
+
+
+def append_shard(writer: Any, shard: ShardInput, reader: MemberReader, first_index: int) -> int:
+    """Append one shard's records renumbered from ``first_index``; returns the next free index."""
+    report = shard.report
+    in_part = [i for i, code in zip(report["index"], report["storage"], strict=True) if kept_in_part(code)]
+    env = open_lmdb_readonly(shard.part_path)
     try:
-        if count_records(env) != len(report["index"]):
+        if count_records(env) != len(in_part):
             raise MergeError(
-                f"{part_path} holds {count_records(env)} records, its report lists {len(report['index'])}; "
-                "delete it and run the same command again to re-encode that shard"
+                f"{shard.part_path} holds {count_records(env)} records, its report lists {len(in_part)}; "
+                f"delete {shard.report_path} and run the same command again to re-encode that shard"
             )
+        samples = shard.samples()
         next_index = first_index
         with env.begin(buffers=True) as txn:
-            for (key, value), index in zip(txn.cursor(), report["index"], strict=True):
-                if bytes(key) != record_key(index):
-                    raise MergeError(f"{part_path}: record {bytes(key)!r} where the report lists {index}")
-                writer.append(record_key(next_index), bytes(value))
+            part_records = iter(txn.cursor())
+            for index, code, crc in zip(report["index"], report["storage"], report["crc32"], strict=True):
+                if kept_in_part(code):
+                    key, value = next(part_records)
+                    if bytes(key) != record_key(index):
+                        raise MergeError(f"{shard.part_path}: record {bytes(key)!r} where the report lists {index}")
+                    data = bytes(value)
+                else:
+                    data = source_bytes(reader, samples[index], crc, shard)
+                writer.append(record_key(next_index), data)
                 next_index += 1
         return next_index
     finally:

@@ -20,6 +20,8 @@ from typing import Any, TextIO
 
 import lmdb
 
+from dataset import STORAGE_CODES
+
 log = logging.getLogger("imagefolder_lmdb")
 
 #: Suffix of every temporary output. A leftover from a killed run carries it and is never a result.
@@ -201,6 +203,17 @@ def read_manifest(path: str, start: int = 0, stop: int | None = None) -> Iterato
             if stop is not None and line_number >= stop:
                 break
             yield Sample(*json.loads(line))
+
+
+#: Storage codes whose stored value is the source file itself. encode_shard checks those images but
+#: leaves their bytes out of its part; merge copies them from the source, checking each against the
+#: CRC-32 taken when it was checked. So the bulk of a dataset is written once, not twice, and the
+#: work folder never holds a second copy of it.
+SOURCE_BYTES_CODES = frozenset({STORAGE_CODES["passthrough"], STORAGE_CODES["stored-as-is"]})
+
+
+def kept_in_part(storage_code: int) -> bool:
+    return storage_code not in SOURCE_BYTES_CODES
 
 
 def shard_range(count: int, shards: int, shard: int) -> tuple[int, int]:

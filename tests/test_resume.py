@@ -96,8 +96,9 @@ def assert_nothing_incomplete_at_final_paths(workdir: Path) -> None:
     for part in work.glob("parts/*.lmdb"):
         report = part.with_suffix(".json")
         with lmdb.open(str(part), subdir=False, readonly=True, lock=False) as env:
-            if report.exists():
-                assert env.stat()["entries"] == len(json.loads(report.read_text())["index"])
+            if report.exists():  # parts hold the re-encoded images; the others come from the source
+                reencoded = [code for code in json.loads(report.read_text())["storage"] if code not in (0, 8)]
+                assert env.stat()["entries"] == len(reencoded)
     if (work / "merged.lmdb").exists() and not (results / "train.lmdb").exists():
         with lmdb.open(str(work / "merged.lmdb"), subdir=False, readonly=True, lock=False) as env:
             assert env.stat()["entries"] > 0
@@ -245,3 +246,24 @@ def test_second_run_on_the_same_folder_is_refused_while_the_first_lives(image_tr
         kill_group(first)
     run_snakemake(tmp_path, "--configfile", str(tmp_path / "config.yaml")).check()
     assert len(LMDBDataset(tmp_path / "results" / "train.lmdb")) > 0
+
+
+def test_source_changed_between_encode_and_merge_is_named(tree_copy: Path, tmp_path: Path) -> None:
+    """Passed-through images are copied from the source at merge time, checked against their CRC."""
+    config = write_config(tmp_path, {"train": {"source": str(tree_copy), "shards": 2}})
+    run_snakemake(tmp_path, "--configfile", str(config), "--until", "encode_shard").check()
+    victim = sorted(tree_copy.rglob("*.JPEG"))[-1]
+    other = sorted(tree_copy.rglob("*.JPEG"))[-2]
+    victim.write_bytes(other.read_bytes())  # a valid JPEG, but not the one that was checked
+
+    failed = run_snakemake(tmp_path, "--configfile", str(config))
+    assert failed.returncode != 0
+    assert f"{victim} changed after it was checked" in failed.output
+    report = tmp_path / "work" / "train" / "parts" / "00001.json"
+    assert f"Delete {report.relative_to(tmp_path)}" in failed.output or f"Delete {report}" in failed.output
+    assert not (tmp_path / "results" / "train.lmdb").exists()
+
+    report.unlink()
+    run_snakemake(tmp_path, "--configfile", str(config)).check()
+    ds = LMDBDataset(tmp_path / "results" / "train.lmdb")
+    assert ds.get_bytes(len(ds) - 1) == other.read_bytes()
