@@ -1,5 +1,8 @@
 # make demo   - set up .venv, generate a demo ImageFolder, convert it, print the verify summary
-# make test   - set up .venv, run the test suite
+# make test   - set up .venv, run the test suite (tests/cluster starts a real single-node SLURM when
+#               run as root with apt; it says why it skips otherwise)
+# make test-cluster - the SLURM tests alone
+# make bench  - the benchmarks (minutes); writes BENCHMARKS.md
 # make lint   - ruff + snakefmt + snakemake --lint
 
 PYTHON ?= python3
@@ -8,7 +11,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CORES ?= 2
 
-.PHONY: demo test lint format clean
+.PHONY: demo test test-cluster bench lint format clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +32,9 @@ demo: $(STAMP) data/demo/train data/demo/val
 
 test: $(STAMP)
 	$(BIN)/python -m pytest tests
+
+test-cluster: $(STAMP)
+	$(BIN)/python -m pytest tests/cluster
 
 lint: $(STAMP)
 	$(BIN)/ruff check scripts tests benchmarks

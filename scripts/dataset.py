@@ -5,43 +5,59 @@ writer scripts of the workflow import their key and meta encoders from here, so 
 cannot drift apart. It depends on lmdb, numpy, Pillow and torch only; copy it next to your training
 code and ``from dataset import LMDBDataset``.
 
-No pickle is involved anywhere: meta is JSON plus little-endian numeric arrays.
+The format involves no pickle: meta is JSON plus little-endian numeric arrays, so opening a dataset
+never runs code from the file. Only the clearly marked legacy section below unpickles, for LMDBs made
+by the widely copied folder2lmdb recipe, and only when asked to with ``allow_pickle=True``.
 """
 
 from __future__ import annotations
 
+import functools
 import io
 import json
+import operator
 import os
+import pickle
 import threading
+import warnings
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import lmdb
 import numpy as np
 from PIL import Image
 
-try:  # torch is optional for format helpers used by the writers, required for the Dataset base
-    from torch.utils.data import Dataset as _TorchDataset
-except ImportError:  # pragma: no cover - the workflow environment always has torch
-    _TorchDataset = object  # type: ignore[assignment,misc]
+if TYPE_CHECKING:
+    import torch
+
+# torch is imported only where it is used: the workflow's writer scripts import this module for the
+# format alone, once per shard, and importing torch would cost each of them ~2 s. LMDBDataset, a
+# torch Dataset, is therefore built on first access (see __getattr__ at the end of this file).
 
 __all__ = [
+    "DECODE_CHOICES",
     "FORMAT_ID",
     "FORMAT_VERSION",
     "META_KEYS",
+    "STORAGE_CODES",
     "STORAGE_REASONS",
     "FormatError",
     "LMDBDataset",
     "Meta",
+    "ReadersFullError",
     "close_all_envs",
     "decode_meta",
     "encode_meta",
+    "is_legacy_pickle_lmdb",
+    "legacy_keys",
+    "legacy_record",
     "open_env_readonly",
+    "pil_decode",
     "record_key",
     "shared_env",
+    "tensor_decode",
 ]
 
 # --------------------------------------------------------------------------------------------------
@@ -191,11 +207,14 @@ def decode_meta(txn: lmdb.Transaction, where: str) -> Meta:
 
 
 def _missing_meta_message(txn: lmdb.Transaction, where: str) -> str:
-    if txn.get(b"__len__") is not None or txn.get(b"__keys__") is not None:
+    if is_legacy_pickle_lmdb(txn):
         return (
-            f"{where} is a legacy LMDB of pickled (image, label) records, not {FORMAT_ID}. "
-            "Unpickling runs code stored in the file, so it is not read. Convert it with the "
-            "workflow instead."
+            f"{where} is a legacy LMDB of pickled (image, label) records (the folder2lmdb layout: keys "
+            f"'0', '1', ..., '__len__', '__keys__'), not {FORMAT_ID}. Unpickling runs code stored in the "
+            "file, so it is not read by default. Convert it once with "
+            "`python scripts/convert_legacy.py IN.lmdb OUT.lmdb [--classes classes.txt]`, or, for a file "
+            "you trust, read it as it is with LMDBDataset(path, allow_pickle=True) (a restricted "
+            "unpickler that only builds bytes, numbers and lists)."
         )
     if txn.get(record_key(0)) is not None:
         return (
@@ -205,12 +224,56 @@ def _missing_meta_message(txn: lmdb.Transaction, where: str) -> str:
     return f"{where} is an LMDB, but not an {FORMAT_ID} dataset (no meta/json key)."
 
 
-def open_env_readonly(path: str, max_readers: int = 126) -> lmdb.Environment:
+class ReadersFullError(RuntimeError):
+    """Every reader slot of a ``lock=True`` environment is taken; the message says how to size it."""
+
+
+def _lock_file(path: str) -> str:
+    return os.path.join(path, "lock.mdb") if os.path.isdir(path) else path + "-lock"
+
+
+def _readers_in_this_job() -> tuple[int, int]:
+    """(DataLoader workers of this process's loader, ranks on this machine), as far as known here."""
+    import torch.distributed
+    from torch.utils.data import get_worker_info
+
+    info = get_worker_info()
+    workers = info.num_workers if info is not None else 0
+    ranks = int(os.environ.get("LOCAL_WORLD_SIZE", "0"))
+    if not ranks and torch.distributed.is_available() and torch.distributed.is_initialized():
+        ranks = torch.distributed.get_world_size()
+    return workers, ranks or int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def readers_full_message(path: str, slots: int | None) -> str:
+    """Why a lock=True reader found no free slot, and what to change; ``slots``: the table size."""
+    workers, ranks = _readers_in_this_job()
+    needed = (workers + 1) * ranks
+    return (
+        f"{path}: all {slots or 'the'} LMDB reader slots are taken. With lock=True every process that reads "
+        f"the file on this machine holds a slot while it reads: each DataLoader worker of each rank, "
+        f"plus each rank's main process; here {workers} workers x {ranks} ranks, so at least "
+        f"(workers + 1) x ranks = {needed} (more if several loaders read it at once). Pass "
+        f"LMDBDataset(..., lock=True, max_readers=N) with a larger N in every process: the table in "
+        f"{_lock_file(path)} is sized by the first process that opens the file while no other has it "
+        "open, and later ones share it whatever they ask. Or keep the default lock=False: the file is "
+        "never written, and without a lock LMDB keeps no reader table and has no reader limit."
+    )
+
+
+#: LMDB's own default reader table size, used with ``lock=True`` when no ``max_readers`` is given.
+DEFAULT_MAX_READERS = 126
+
+
+def open_env_readonly(path: str, max_readers: int | None = None, lock: bool = False) -> lmdb.Environment:
     """Open a dataset for reading with the settings that suit random access by many processes.
 
-    ``lock=False``: the file never changes after it is written, so readers need no lock table
-    (and work on read-only filesystems); ``readahead=False``: random reads must not pull in
-    neighbouring pages; ``meminit=False``: nothing is written.
+    ``lock=False`` (the default): the file never changes after it is written, so readers need no
+    lock table (no ``-lock`` file is created, read-only filesystems work) and LMDB then keeps no
+    reader table at all, so ``max_readers`` is meaningless and ignored. ``lock=True`` uses the
+    ``-lock`` file beside the data and its table of ``max_readers`` slots.
+    ``readahead=False``: random reads must not pull in neighbouring pages; ``meminit=False``:
+    nothing is written.
     """
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path}: no such file")
@@ -220,16 +283,18 @@ def open_env_readonly(path: str, max_readers: int = 126) -> lmdb.Environment:
             path,
             subdir=subdir,
             readonly=True,
-            lock=False,
+            lock=lock,
             readahead=False,
             meminit=False,
-            max_readers=max_readers,
+            max_readers=max_readers or DEFAULT_MAX_READERS,
             max_dbs=0,
         )
     except lmdb.InvalidError as exc:
         raise FormatError(
             f"{path} is not an LMDB file ({exc}). Point LMDBDataset at a results/<split>.lmdb written by the workflow."
         ) from exc
+    except lmdb.ReadersFullError as exc:  # opening reads the main database, which needs a slot too
+        raise ReadersFullError(readers_full_message(path, None)) from exc
     except lmdb.Error as exc:
         raise FormatError(f"{path} cannot be opened as an LMDB file: {exc}") from exc
 
@@ -242,24 +307,43 @@ def open_env_readonly(path: str, max_readers: int = 126) -> lmdb.Environment:
 # instance, and the table is emptied right before any fork: the parent reopens lazily afterwards
 # and the child opens its own. Under spawn/forkserver the child starts with an empty table anyway.
 
-_ENVS: dict[str, lmdb.Environment] = {}
+
+@dataclass(frozen=True)
+class _EnvOptions:
+    lock: bool
+    max_readers: int | None
+
+
+_ENVS: dict[str, tuple[lmdb.Environment, _EnvOptions]] = {}
 _ENVS_LOCK = threading.Lock()
 
 
-def shared_env(path: str) -> lmdb.Environment:
+def shared_env(path: str, lock: bool = False, max_readers: int | None = None) -> lmdb.Environment:
+    """This process's environment of ``path``, opened on first use.
+
+    Every user of one file in one process shares it, so all must ask for the same ``lock`` and
+    ``max_readers`` (LMDB fixes them when the file is opened)."""
     key = os.path.realpath(path)
+    wanted = _EnvOptions(lock, max_readers)
     with _ENVS_LOCK:
-        env = _ENVS.get(key)
-        if env is None:
-            env = _ENVS[key] = open_env_readonly(path)
-        return env
+        entry = _ENVS.get(key)
+        if entry is None:
+            entry = _ENVS[key] = (open_env_readonly(path, max_readers=max_readers, lock=lock), wanted)
+        env, options = entry
+    if options != wanted:
+        raise ValueError(
+            f"{path} is already open in this process with lock={options.lock}, max_readers={options.max_readers}; "
+            f"LMDB opens a file once per process, so every reader of it here must use the same settings "
+            f"(asked for lock={lock}, max_readers={max_readers}). Call close_all_envs() first to switch."
+        )
+    return env
 
 
 def close_all_envs() -> None:
     """Close every dataset file this process has open; datasets reopen them when next read.
     Runs by itself before each fork; call it after replacing a file that was open."""
     with _ENVS_LOCK:
-        for env in _ENVS.values():
+        for env, _ in _ENVS.values():
             env.close()
         _ENVS.clear()
 
@@ -276,24 +360,198 @@ if hasattr(os, "register_at_fork"):
 
 
 # --------------------------------------------------------------------------------------------------
-# The Dataset.
+# Decoding the stored bytes.
 # --------------------------------------------------------------------------------------------------
+
+Decode = Literal["pil", "tensor", "bytes"]
+DECODE_CHOICES: tuple[str, ...] = ("pil", "tensor", "bytes")
+#: The one storage code whose value may be anything (PNG, BMP, CMYK JPEG): it is decoded with Pillow;
+#: every other code's value is a valid RGB JPEG that decode_jpeg reads.
+_STORED_AS_IS = STORAGE_CODES["stored-as-is"]
 
 
 def pil_decode(data: bytes | memoryview) -> Image.Image:
     """Decode stored bytes exactly as torchvision's ``pil_loader`` decodes a file."""
-    image = Image.open(io.BytesIO(data))
+    image = Image.open(io.BytesIO(data))  # BytesIO copies a memoryview once; Pillow reads that copy
     return image.convert("RGB")
 
 
-class LMDBDataset(_TorchDataset):  # type: ignore[misc,valid-type]
+def pil_to_chw(image: Image.Image) -> torch.Tensor:
+    """An RGB PIL image as a contiguous uint8 ``(3, H, W)`` tensor, the layout decode_jpeg returns."""
+    import torch
+
+    return torch.from_numpy(np.array(image.convert("RGB"), dtype=np.uint8)).permute(2, 0, 1).contiguous()
+
+
+@functools.cache
+def _torchvision_jpeg() -> tuple[Callable[..., torch.Tensor], Any]:
+    """torchvision's JPEG decoder and its RGB mode, imported on first use (importing costs seconds)."""
+    try:
+        from torchvision.io import ImageReadMode, decode_jpeg
+    except ImportError as exc:  # pragma: no cover - the workflow environment has torchvision
+        raise ImportError('decode="tensor" needs torchvision; use decode="pil" without it') from exc
+    return decode_jpeg, ImageReadMode.RGB
+
+
+def tensor_decode(data: bytes | memoryview, jpeg: bool = True) -> torch.Tensor:
+    """Decode stored bytes to a uint8 ``(3, H, W)`` RGB tensor, ready for transforms v2.
+
+    ``jpeg=True``: torchvision's ``decode_jpeg`` reads ``data`` in place (no copy of the encoded
+    bytes, so ``data`` may be an LMDB buffer while its transaction is alive). ``jpeg=False`` (values
+    stored as-is: PNG, BMP, CMYK JPEG, ...) decodes with Pillow, as ImageFolder would.
+    """
+    if not jpeg:
+        return pil_to_chw(pil_decode(data))
+    import torch
+
+    decode_jpeg, rgb = _torchvision_jpeg()
+    with warnings.catch_warnings():
+        # LMDB's mapped memory is read-only, which torch warns about once; the decoder only reads it.
+        warnings.filterwarnings("ignore", message="The given buffer is not writable", category=UserWarning)
+        encoded = torch.frombuffer(data, dtype=torch.uint8)
+    return decode_jpeg(encoded, mode=rgb)
+
+
+def _decode(data: bytes | memoryview, decode: str, jpeg: bool) -> Any:
+    """``data`` (possibly an LMDB buffer, valid only inside its transaction) as a value that owns
+    its memory: the one and only copy or decode of the stored bytes."""
+    if decode == "pil":
+        return pil_decode(data)
+    if decode == "tensor":
+        return tensor_decode(data, jpeg=jpeg)
+    return bytes(data)
+
+
+# --------------------------------------------------------------------------------------------------
+# LEGACY: LMDBs of the folder2lmdb recipe (Efficient-PyTorch and its many copies). Opt-in only.
+# --------------------------------------------------------------------------------------------------
+# Their values are pickled ``(image_bytes, label)`` tuples under keys b"0", b"1", ... (not padded),
+# with pickled b"__len__" and b"__keys__". Unpickling runs code named in the file, so nothing here
+# is reached unless the user passes allow_pickle=True (or runs convert_legacy.py). Even then the
+# legacy unpickler below builds only what these files legitimately hold (bytes, ints, lists,
+# tuples, numpy scalars) and refuses any other global, as torch.load(weights_only=True) does.
+
+LEGACY_KEYS = (b"__len__", b"__keys__")
+
+#: The only globals a legacy value may name: protocol-2 pickles build bytes through _codecs.encode,
+#: numpy labels through numpy's scalar constructor. Nothing else is ever imported or called.
+_LEGACY_PICKLE_GLOBALS = frozenset(
+    {
+        ("_codecs", "encode"),
+        ("builtins", "bytes"),
+        ("builtins", "bytearray"),
+        ("numpy", "dtype"),
+        ("numpy.core.multiarray", "scalar"),
+        ("numpy._core.multiarray", "scalar"),
+    }
+)
+
+
+class _LegacyUnpickler(pickle.Unpickler):  # legacy, allow_pickle=True only: restricted globals
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) not in _LEGACY_PICKLE_GLOBALS:
+            raise pickle.UnpicklingError(f"refusing to load the global {module}.{name} named in the file")
+        return super().find_class(module, name)
+
+
+def is_legacy_pickle_lmdb(txn: lmdb.Transaction) -> bool:
+    """Whether the environment looks like a folder2lmdb file (checked without unpickling)."""
+    return any(txn.get(key) is not None for key in LEGACY_KEYS)
+
+
+def legacy_loads(data: bytes | memoryview, what: str) -> Any:
+    """Unpickle one legacy value with the restricted legacy unpickler (allow_pickle=True only)."""
+    try:
+        # encoding="bytes": Python 2 pickles (str image data) come back as bytes, not text.
+        return _LegacyUnpickler(io.BytesIO(data), encoding="bytes").load()  # legacy, allow_pickle only
+    except Exception as exc:  # whatever the bytes hold, the answer is "not readable"
+        raise FormatError(
+            f"{what}: not a pickle this reader accepts ({type(exc).__name__}: {exc}). Only pickled "
+            "(image bytes, integer label) records are read; files written with pyarrow.serialize "
+            "(removed from pyarrow) are not supported."
+        ) from exc
+
+
+def legacy_keys(txn: lmdb.Transaction, where: str) -> list[bytes]:
+    """The record keys of a legacy file in index order: ``__keys__`` if present, else 0..__len__-1."""
+    raw_keys = txn.get(b"__keys__")
+    if raw_keys is not None:
+        keys = legacy_loads(raw_keys, f"{where}: __keys__")
+        if not isinstance(keys, list | tuple) or not all(isinstance(k, bytes) for k in keys):
+            raise FormatError(f"{where}: __keys__ is not a list of byte strings")
+        return list(keys)
+    length = legacy_loads(txn.get(b"__len__"), f"{where}: __len__")
+    if not isinstance(length, int) or length < 0:
+        raise FormatError(f"{where}: __len__ is not a record count")
+    return [str(index).encode("ascii") for index in range(length)]
+
+
+def legacy_record(value: bytes | memoryview | None, what: str) -> tuple[bytes, int]:
+    """The ``(image bytes, label)`` of one legacy value; ``what`` names the record in errors."""
+    if value is None:
+        raise FormatError(f"{what}: the record is missing")
+    record = legacy_loads(value, what)
+    if not isinstance(record, tuple | list) or len(record) < 2:
+        raise FormatError(f"{what}: expected an (image bytes, label) tuple, found {type(record).__name__}")
+    image, label = record[0], record[1]
+    if not isinstance(image, bytes | bytearray):
+        raise FormatError(
+            f"{what}: the image is a {type(image).__name__}, not encoded image bytes; only files that "
+            "store the image files' bytes are supported"
+        )
+    try:
+        label = operator.index(label)
+    except TypeError as exc:
+        raise FormatError(f"{what}: the label {label!r} is not an integer") from exc
+    if label < 0:
+        raise FormatError(f"{what}: negative label {label}")
+    return bytes(image), label
+
+
+# --------------------------------------------------------------------------------------------------
+# The Dataset.
+# --------------------------------------------------------------------------------------------------
+
+
+class _LMDBDatasetMethods:
     """An ImageFolder stored in one LMDB file: same indices, labels, classes and samples.
 
     ``LMDBDataset("results/train.lmdb", transform)`` replaces
     ``torchvision.datasets.ImageFolder("train/", transform)``. ``samples`` holds
     ``(relative path, class index)`` pairs, ``"class/file.JPEG"``, as no source folder exists.
-    The file is opened lazily in each process that reads it, so the dataset pickles cleanly and
-    works with DataLoader workers under fork, spawn and forkserver.
+    ``targets``, ``class_counts()``, ``image_sizes`` and ``aspect_ratios()`` come from the meta,
+    without decoding any image.
+
+    ``decode`` chooses what ``transform`` receives (and what a sample holds without one):
+      - ``"pil"`` (default): an RGB ``PIL.Image``, exactly as ImageFolder's loader makes it;
+      - ``"tensor"``: a uint8 ``(3, H, W)`` RGB tensor from torchvision's ``decode_jpeg``, read
+        straight from LMDB's memory (no copy of the JPEG), for transforms v2. Values stored as-is
+        (PNG, BMP, ...) go through Pillow. Pixel-equal to ``"pil"`` with the pinned torchvision
+        0.29.1 and Pillow 13 (both libjpeg-turbo; tests check it); other builds may differ slightly;
+      - ``"bytes"``: the stored bytes (a JPEG unless stored as-is), e.g. for GPU decoding.
+
+    Batches: ``__getitems__(indices)`` reads a whole batch in one LMDB transaction; DataLoader
+    calls it by itself whenever it batches, and ``torch.utils.data.Subset(ds, indices)`` passes
+    its batches through to it. ``DistributedSampler`` works as with any map-style dataset.
+
+    Processes: the file is opened lazily in each process that reads it (one environment per file
+    and process, closed before every fork), so the dataset pickles cleanly and works with
+    DataLoader workers under fork, spawn and forkserver, also after the parent has read samples.
+
+    ``lock=False`` (default) opens without LMDB's lock file: nothing is created beside the data,
+    read-only filesystems work, and LMDB keeps no reader table, so there is no reader limit and
+    ``max_readers`` does not apply (passing it raises ValueError). ``lock=True`` uses the
+    ``-lock`` file's table of ``max_readers`` slots (default 126; sized by the first process that
+    opens the file while no other has it open): every process reading at once on one machine
+    (DataLoader workers x ranks, plus main processes) needs one while it reads; a full table is
+    first cleared of slots left by dead processes, and then raises ReadersFullError naming
+    workers x ranks.
+
+    ``allow_pickle=True`` also reads LEGACY folder2lmdb files (pickled ``(image bytes, label)``
+    values). Nothing of such a file is unpickled otherwise: it is refused with a FormatError. Even
+    then the unpickler only builds bytes, integers and lists; classes are named ``"0"``, ``"1"``,
+    ...; ``samples`` holds ``(key, label)``; opening reads every record once to learn the labels,
+    and image sizes and checksums are unknown. ``scripts/convert_legacy.py`` converts such a file.
     """
 
     def __init__(
@@ -301,15 +559,41 @@ class LMDBDataset(_TorchDataset):  # type: ignore[misc,valid-type]
         path: str | os.PathLike[str],
         transform: Callable[[Any], Any] | None = None,
         target_transform: Callable[[int], Any] | None = None,
+        decode: Decode = "pil",
+        *,
+        lock: bool = False,
+        max_readers: int | None = None,
+        allow_pickle: bool = False,
     ) -> None:
+        if decode not in DECODE_CHOICES:
+            raise ValueError(f"decode={decode!r}: choose one of {', '.join(map(repr, DECODE_CHOICES))}")
+        if max_readers is not None and not lock:
+            raise ValueError(
+                "max_readers applies only with lock=True: with lock=False (the default) LMDB keeps no "
+                "reader table, so any number of workers and ranks can read at once"
+            )
+        if max_readers is not None and max_readers < 1:
+            raise ValueError(f"max_readers={max_readers}: must be at least 1")
         self.path = os.fspath(path)
         self.transform = transform
         self.target_transform = target_transform
+        self.decode: str = decode
+        self.lock = lock
+        self.max_readers = max_readers
+        self.allow_pickle = allow_pickle
+        self._legacy_keys: list[bytes] | None = None  # set for a legacy pickle file only
+        if decode == "tensor":
+            _torchvision_jpeg()  # fail here, not in a worker, when torchvision is missing
         self._load_meta()
 
+    def _env(self) -> lmdb.Environment:
+        return shared_env(self.path, lock=self.lock, max_readers=self.max_readers)
+
     def _load_meta(self) -> None:
-        env = shared_env(self.path)
-        with env.begin() as txn:
+        with self._env().begin() as txn:
+            if self.allow_pickle and txn.get(META_KEYS["json"]) is None and is_legacy_pickle_lmdb(txn):
+                self._load_legacy(txn)
+                return
             meta = decode_meta(txn, self.path)
         self.meta_document: dict[str, Any] = meta.document
         self.classes: list[str] = meta.classes
@@ -317,14 +601,36 @@ class LMDBDataset(_TorchDataset):  # type: ignore[misc,valid-type]
         self.targets: list[int] = meta.labels.tolist()
         self.samples: list[tuple[str, int]] = list(zip(meta.paths, self.targets, strict=True))
         self.imgs = self.samples
-        self.image_sizes: np.ndarray = meta.sizes
-        self.checksums: np.ndarray = meta.crc32  # CRC-32 of each stored value
-        self.storage_codes: np.ndarray = meta.storage  # see STORAGE_REASONS
+        self.image_sizes: np.ndarray | None = meta.sizes  # (width, height) of each stored image
+        self.checksums: np.ndarray | None = meta.crc32  # CRC-32 of each stored value
+        self.storage_codes: np.ndarray | None = meta.storage  # see STORAGE_REASONS
+
+    def _load_legacy(self, txn: lmdb.Transaction) -> None:
+        """LEGACY (allow_pickle=True): index a folder2lmdb file; reads every record for its label."""
+        keys = legacy_keys(txn, self.path)
+        targets = [legacy_record(txn.get(key), self._legacy_what(key))[1] for key in keys]
+        self._legacy_keys = keys
+        self.meta_document = {"format": "folder2lmdb (legacy pickle)", "length": len(keys)}
+        self.classes = [str(label) for label in range(max(targets, default=-1) + 1)]
+        self.class_to_idx = {name: i for i, name in enumerate(self.classes)}
+        self.targets = targets
+        self.samples = [(key.decode("utf-8", "backslashreplace"), t) for key, t in zip(keys, targets, strict=True)]
+        self.imgs = self.samples
+        self.image_sizes = self.checksums = self.storage_codes = None
+
+    def _legacy_what(self, key: bytes) -> str:
+        return f"{self.path}: legacy record {key.decode('utf-8', 'backslashreplace')!r}"
+
+    @property
+    def is_legacy(self) -> bool:
+        """Whether this is a legacy folder2lmdb file read with ``allow_pickle=True``."""
+        return self._legacy_keys is not None
 
     def __len__(self) -> int:
         return len(self.targets)
 
-    def _check_index(self, index: int) -> int:
+    def _check_index(self, index: Any) -> int:
+        index = operator.index(index)  # ints, numpy integers, 0-d integer tensors
         n = len(self.targets)
         if index < 0:
             index += n
@@ -332,36 +638,110 @@ class LMDBDataset(_TorchDataset):  # type: ignore[misc,valid-type]
             raise IndexError(f"index {index} out of range for {self.path} with {n} images")
         return index
 
-    def get_bytes(self, index: int) -> bytes:
-        """The stored image bytes of record ``index`` (a JPEG unless stored-as-is)."""
-        index = self._check_index(index)
-        with shared_env(self.path).begin() as txn:
-            value = txn.get(record_key(index))
-        if value is None:
-            raise FormatError(f"{self.path}: record {index} is missing; the file is damaged")
-        return value
+    # -- reading ------------------------------------------------------------------------------------
 
-    def __getitem__(self, index: int) -> tuple[Any, Any]:
-        index = self._check_index(index)
-        image = pil_decode(self.get_bytes(index))
-        target = self.targets[index]
+    def _transaction(self) -> lmdb.Transaction:
+        """A read transaction whose values are buffers into LMDB's memory, valid until it ends.
+
+        With lock=True a slot of the reader table is taken; when none is free, the slots of
+        processes that died (killed workers) are reclaimed once before giving up with a clear error.
+        """
+        env = self._env()
+        try:
+            return env.begin(buffers=True)
+        except lmdb.ReadersFullError:
+            env.reader_check()
+            try:
+                return env.begin(buffers=True)
+            except lmdb.ReadersFullError as exc:
+                raise ReadersFullError(readers_full_message(self.path, env.max_readers())) from exc
+
+    def _stored(self, txn: lmdb.Transaction, index: int) -> tuple[bytes | memoryview, int, bool]:
+        """Record ``index``'s image bytes (a buffer valid in ``txn``), label, and whether they may go
+        to decode_jpeg."""
+        if self._legacy_keys is not None:
+            key = self._legacy_keys[index]
+            data, target = legacy_record(txn.get(key), self._legacy_what(key))
+            return data, target, False  # LEGACY: any format, possibly CMYK; Pillow decides
+        data = txn.get(record_key(index))
+        if data is None:
+            raise FormatError(f"{self.path}: record {index} is missing; the file is damaged")
+        assert self.storage_codes is not None
+        return data, self.targets[index], int(self.storage_codes[index]) != _STORED_AS_IS
+
+    def _read_batch(self, positions: list[int], decode: str) -> list[tuple[Any, int]]:
+        """Decoded images and labels of ``positions``, all from one transaction.
+
+        Decoding happens while the transaction is alive, straight from LMDB's buffers, so each
+        stored value is copied or decoded exactly once and no buffer outlives its transaction.
+        The transaction (and a lock=True reader slot) ends when this function returns.
+        """
+        with self._transaction() as txn:
+            batch = []
+            for index in positions:
+                data, target, jpeg = self._stored(txn, index)
+                batch.append((_decode(data, decode, jpeg), target))
+                del data  # drop the buffer before the transaction ends
+        return batch
+
+    def _finish(self, image: Any, target: int) -> tuple[Any, Any]:
         if self.transform is not None:
             image = self.transform(image)
         if self.target_transform is not None:
             target = self.target_transform(target)
         return image, target
 
+    def __getitems__(self, indices: Sequence[int]) -> list[tuple[Any, Any]]:
+        """Samples ``[(image, target), ...]`` of ``indices``, read in one LMDB transaction.
+
+        DataLoader's batched fetch calls this instead of ``__getitem__`` once per sample; the list
+        it returns goes to ``collate_fn``. Transforms run after the transaction has ended."""
+        positions = [self._check_index(index) for index in indices]
+        return [self._finish(image, target) for image, target in self._read_batch(positions, self.decode)]
+
+    def __getitem__(self, index: int) -> tuple[Any, Any]:
+        return self.__getitems__([index])[0]
+
     def __iter__(self) -> Iterator[tuple[Any, Any]]:
         for index in range(len(self)):
             yield self[index]
 
+    def get_bytes(self, index: int) -> bytes:
+        """The stored image bytes of record ``index`` (a JPEG unless stored-as-is)."""
+        return self._read_batch([self._check_index(index)], "bytes")[0][0]
+
+    # -- what the meta knows, without decoding ----------------------------------------------------
+
+    def _require_meta(self, what: str) -> None:
+        if self._legacy_keys is not None:
+            raise FormatError(
+                f"{self.path} is a legacy pickle LMDB: it stores no {what}. "
+                "Convert it with scripts/convert_legacy.py to get them."
+            )
+
     def check_crc(self, index: int) -> bool:
         """Whether record ``index`` still has the CRC-32 recorded when it was written."""
+        self._require_meta("checksums")
+        assert self.checksums is not None
         return zlib.crc32(self.get_bytes(index)) == int(self.checksums[self._check_index(index)])
 
     def storage_reason(self, index: int) -> str:
         """How record ``index`` was stored: ``passthrough`` or ``reencoded:<why>``."""
+        self._require_meta("storage reasons")
+        assert self.storage_codes is not None
         return STORAGE_REASONS[int(self.storage_codes[self._check_index(index)])]
+
+    def class_counts(self) -> np.ndarray:
+        """Images per class, ``int64[len(classes)]`` indexed like ``classes`` (zeros included),
+        from ``targets``: e.g. ``1 / counts[targets]`` as WeightedRandomSampler weights."""
+        return np.bincount(np.asarray(self.targets, dtype=np.int64), minlength=len(self.classes))
+
+    def aspect_ratios(self) -> np.ndarray:
+        """``width / height`` of each stored image, ``float64[len(self)]``, for aspect-ratio
+        bucketing; from the meta's ``image_sizes``, no decoding."""
+        self._require_meta("image sizes")
+        assert self.image_sizes is not None
+        return self.image_sizes[:, 0].astype(np.float64) / self.image_sizes[:, 1].astype(np.float64)
 
     def __getstate__(self) -> dict[str, Any]:
         # Nothing process-specific lives on the instance; environments are in the module table.
@@ -373,7 +753,32 @@ class LMDBDataset(_TorchDataset):  # type: ignore[misc,valid-type]
             f"    Number of datapoints: {len(self)}",
             f"    Path: {self.path}",
             f"    Classes: {len(self.classes)}",
+            f"    Decode: {self.decode}",
         ]
+        if self.is_legacy:
+            lines.append("    Layout: legacy folder2lmdb pickle (allow_pickle=True)")
         if self.transform is not None:
             lines.append(f"    Transform: {self.transform!r}")
         return "\n".join(lines)
+
+
+def _build_dataset_class() -> type:
+    """``LMDBDataset``: the methods above on top of ``torch.utils.data.Dataset``, as ImageFolder is."""
+    from torch.utils.data import Dataset
+
+    cls = type("LMDBDataset", (_LMDBDatasetMethods, Dataset), {"__module__": __name__})
+    cls.__doc__ = _LMDBDatasetMethods.__doc__
+    return cls
+
+
+def __getattr__(name: str) -> Any:
+    # PEP 562: `from dataset import LMDBDataset` (and unpickling one) builds the class once, importing
+    # torch then; the writers never ask for it. Cached in the module, so pickle finds the same class.
+    if name == "LMDBDataset":
+        cls = globals()["LMDBDataset"] = _build_dataset_class()
+        return cls
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+if TYPE_CHECKING:
+    LMDBDataset = _LMDBDatasetMethods

@@ -5,8 +5,10 @@
 Checks that the meta is complete and consistent with the records, decodes a random sample (every
 record with ``--full``), compares each decoded record's checksum and size with the meta, writes a
 JSON report and a contact sheet of the sample labelled with class names. Exits 0 when everything
-holds, 1 otherwise, after a one-line summary. Run it after copying a dataset to another machine:
-it needs the file and this folder's scripts, nothing of the run that made it.
+holds, 1 otherwise, after a one-line summary that names the first problem (a damaged record by index
+and relative path). Run it after copying a dataset to another machine or folder: it needs the file
+and this folder's scripts, nothing of the run that made it, and opens the file read-only without a
+lock, so it creates nothing beside it and works on read-only filesystems.
 """
 
 import argparse
@@ -20,6 +22,7 @@ import zlib
 from collections import Counter
 from typing import Any, TextIO
 
+import lmdb
 from PIL import Image, ImageDraw, ImageFont
 
 from dataset import META_KEYS, FormatError, LMDBDataset, record_key, shared_env
@@ -56,7 +59,11 @@ def structure_problems(ds: LMDBDataset) -> list[str]:
 
 def check_record(ds: LMDBDataset, index: int) -> str | None:
     """Problem with record ``index`` (checksum, decoding, size), or None."""
-    data = ds.get_bytes(index)
+    assert ds.checksums is not None and ds.image_sizes is not None
+    try:
+        data = ds.get_bytes(index)
+    except (lmdb.Error, FormatError) as exc:
+        return f"record {index} ({ds.samples[index][0]}): cannot be read: {exc}"
     if zlib.crc32(data) != int(ds.checksums[index]):
         return f"record {index} ({ds.samples[index][0]}): checksum mismatch, the stored bytes changed"
     try:
@@ -179,8 +186,20 @@ def write_report(report: dict[str, Any], output: str) -> None:
     os.replace(temporary, output)
 
 
+def verify_or_report_crash(
+    path: str, sample: int, full: bool, seed: int
+) -> tuple[dict[str, Any], LMDBDataset | None, list[int]]:
+    """``verify``, with anything that breaks while checking (a damaged B-tree, a meta document that
+    lacks a field) reported as a problem instead of a traceback."""
+    try:
+        return verify(path, sample=sample, full=full, seed=seed)
+    except Exception as exc:  # noqa: BLE001 - for a checker, every failure is a finding
+        report = {"path": os.path.abspath(path), "ok": False, "problems": [f"{type(exc).__name__}: {exc}"]}
+        return report, None, []
+
+
 def run(path: str, sample: int, full: bool, seed: int, report_path: str | None, contact_path: str | None) -> bool:
-    report, ds, indices = verify(path, sample=sample, full=full, seed=seed)
+    report, ds, indices = verify_or_report_crash(path, sample=sample, full=full, seed=seed)
     if report_path:
         write_report(report, report_path)
     if contact_path and ds is not None:

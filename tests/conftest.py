@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,12 @@ from typing import Any
 
 import pytest
 import yaml
+
+# Local runs never need SLURM, yet with its executor plugin installed every snakemake start runs
+# `scontrol show config`: ~9 s when a slurm.conf names a controller that is down (e.g. after the
+# cluster tests stopped theirs), milliseconds with an empty one. tests/cluster sets its own.
+os.environ["SLURM_CONF"] = str(Path(tempfile.mkdtemp(prefix="no-slurm-")) / "slurm.conf")
+Path(os.environ["SLURM_CONF"]).touch()
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent

@@ -268,4 +268,4 @@ def test_shipped_imagenet_config_is_valid(ilsvrc: Ilsvrc, tmp_path: Path) -> Non
     config = tmp_path / "imagenet.yaml"
     config.write_text(text)
     run = run_snakemake(tmp_path, "-n", "--configfile", str(config)).check()
-    assert run.output.count("rule encode_shard:") == 256 + 16
+    assert run.output.count("rule encode_shard:") == 16 + 2

@@ -1,0 +1,230 @@
+"""Rewrite a LEGACY folder2lmdb LMDB (pickled ``(image bytes, label)`` values) as imagefolder-lmdb v1.
+
+    python scripts/convert_legacy.py IN.lmdb OUT.lmdb [--classes classes.txt] [--quality 95]
+                                     [--reencode auto|always] [--on-error fail|skip]
+
+The input is the layout of the widely copied folder2lmdb recipe (Efficient-PyTorch): keys ``b"0"``,
+``b"1"``, ... (not zero-padded) holding pickled ``(image bytes, label)`` tuples, plus pickled
+``__keys__`` and/or ``__len__``; a single file or a directory holding ``data.mdb``. Its values are
+read with dataset.py's restricted legacy unpickler (bytes, integers and lists only; any other global
+named in the file is refused), so converting an untrusted file runs no code from it.
+
+Images are stored as the workflow stores them (scripts/encode_shard.py): valid RGB JPEGs byte for
+byte, anything else re-encoded as ImageFolder's loader would see it. The file has no class names:
+``--classes`` gives one name per line (line k names label k), otherwise classes are named by label
+number, ``"0"``, ``"1"``, ... Each record's relative path is ``<class>/<legacy key>``.
+
+OUT appears only when complete (written under ``OUT.incomplete``, then renamed). Exits 0 after a
+one-line summary, or 1 with the reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import sys
+import zlib
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import lmdb
+import numpy as np
+from PIL import Image
+
+from dataset import (
+    FORMAT_ID,
+    FORMAT_VERSION,
+    META_KEYS,
+    STORAGE_REASONS,
+    FormatError,
+    Meta,
+    encode_meta,
+    is_legacy_pickle_lmdb,
+    legacy_keys,
+    legacy_record,
+    open_env_readonly,
+    record_key,
+)
+from encode_shard import Encoded, EncodeSettings, encode_image
+from workflow_io import atomic_lmdb
+
+TOOL = "imagefolder-lmdb-convert-legacy"
+TOOL_VERSION = "1.0.0"
+LAYOUT = "folder2lmdb-pickle"
+
+
+class ConvertError(Exception):
+    """The input cannot be converted; the message says why and what to do."""
+
+
+@dataclass
+class Columns:
+    """Per-record meta gathered while converting, in output order."""
+
+    labels: list[int] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
+    keys: list[str] = field(default_factory=list)
+    sizes: list[tuple[int, int]] = field(default_factory=list)
+    crc32: list[int] = field(default_factory=list)
+    storage: list[int] = field(default_factory=list)
+    source_bytes: list[int] = field(default_factory=list)
+    stored_bytes: list[int] = field(default_factory=list)
+    skipped: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(self, key: str, label: int, encoded: Encoded, source_size: int) -> None:
+        self.keys.append(key)
+        self.labels.append(label)
+        self.sizes.append((encoded.width, encoded.height))
+        self.crc32.append(zlib.crc32(encoded.value))
+        self.storage.append(encoded.storage)
+        self.source_bytes.append(source_size)
+        self.stored_bytes.append(len(encoded.value))
+
+
+def read_classes(path: str | None, labels: list[int]) -> list[str]:
+    """Class names: the lines of ``path`` (label k = line k), or the label numbers as text."""
+    needed = max(labels, default=-1) + 1
+    if path is None:
+        return [str(label) for label in range(needed)]
+    with open(path, encoding="utf-8") as stream:
+        names = [line.strip() for line in stream if line.strip()]
+    if len(names) < needed:
+        raise ConvertError(f"{path} names {len(names)} classes, but the labels go up to {needed - 1}")
+    if len(set(names)) != len(names):
+        raise ConvertError(f"{path} names a class twice")
+    if any("/" in name or "\0" in name for name in names):
+        raise ConvertError(f"{path}: class names must not contain '/' or NUL")
+    return names
+
+
+def legacy_input_keys(env: lmdb.Environment, path: str) -> list[bytes]:
+    """The legacy record keys, after checking that ``path`` really is a legacy file."""
+    with env.begin() as txn:
+        if txn.get(META_KEYS["json"]) is not None:
+            raise ConvertError(f"{path} is already an {FORMAT_ID} dataset; nothing to convert")
+        if not is_legacy_pickle_lmdb(txn):
+            raise ConvertError(f"{path} has no __len__ or __keys__ key: not a folder2lmdb LMDB")
+        return legacy_keys(txn, path)
+
+
+def input_bytes(path: str) -> int:
+    """Size of the legacy data, to size the output (a directory holds data.mdb)."""
+    return os.path.getsize(os.path.join(path, "data.mdb") if os.path.isdir(path) else path)
+
+
+def convert_records(
+    env: lmdb.Environment,
+    path: str,
+    keys: list[bytes],
+    settings: EncodeSettings,
+    append: Callable[[bytes, bytes], None],
+) -> Columns:
+    """Encode every legacy record in key order, passing ``(key, value)`` of the output to ``append``."""
+    columns = Columns()
+    with env.begin() as txn:
+        for position, key in enumerate(keys):
+            name = key.decode("utf-8", "backslashreplace")
+            what = f"{path}: legacy record {position} (key {name!r})"
+            image, label = legacy_record(txn.get(key), what)
+            try:
+                encoded = encode_image(image, settings)
+            except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
+                if settings.on_error == "fail":
+                    raise ConvertError(
+                        f"{what}: the image is unusable ({type(exc).__name__}: {exc}); "
+                        "pass --on-error skip to leave such records out"
+                    ) from exc
+                columns.skipped.append({"index": position, "path": name, "reason": f"{type(exc).__name__}: {exc}"})
+                continue
+            append(record_key(len(columns.labels)), encoded.value)
+            columns.add(name, label, encoded, len(image))
+    return columns
+
+
+def build_meta(columns: Columns, classes: list[str], source: str, images: int, settings: EncodeSettings) -> Meta:
+    storage = np.array(columns.storage, dtype=np.uint8)
+    document = {
+        "format": FORMAT_ID,
+        "version": FORMAT_VERSION,
+        "length": len(columns.labels),
+        "classes": classes,
+        "class_to_idx": {name: i for i, name in enumerate(classes)},
+        "settings": {"encode": asdict(settings)},
+        "source": {
+            "path": os.path.abspath(source),
+            "layout": LAYOUT,
+            "images": images,
+            "classes": len(classes),
+            "ignored_files": 0,
+        },
+        "stats": {
+            "source_bytes": int(sum(columns.source_bytes)),
+            "stored_bytes": int(sum(columns.stored_bytes)),
+            "storage": {STORAGE_REASONS[code]: n for code, n in sorted(Counter(storage.tolist()).items())},
+            "skipped": columns.skipped,
+        },
+        "storage_reasons": {str(code): reason for code, reason in STORAGE_REASONS.items()},
+        "tool": {"name": TOOL, "version": TOOL_VERSION},
+        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    }
+    return Meta(
+        document=document,
+        labels=np.array(columns.labels, dtype=np.int32),
+        sizes=np.array(columns.sizes, dtype=np.uint32).reshape(-1, 2),
+        crc32=np.array(columns.crc32, dtype=np.uint32),
+        storage=storage,
+        source_bytes=np.array(columns.source_bytes, dtype=np.uint64),
+        paths=[f"{classes[label]}/{key}" for label, key in zip(columns.labels, columns.keys, strict=True)],
+    )
+
+
+def convert(source: str, output: str, settings: EncodeSettings, classes_path: str | None = None) -> Meta:
+    """Convert ``source`` into ``output``, which appears only once it is complete."""
+    if os.path.exists(output):
+        raise ConvertError(f"{output} exists; remove it or choose another output path")
+    env = open_env_readonly(source)
+    try:
+        keys = legacy_input_keys(env, source)
+        with atomic_lmdb(output, expected_bytes=input_bytes(source)) as writer:
+            columns = convert_records(env, source, keys, settings, writer.append)
+            classes = read_classes(classes_path, columns.labels)
+            meta = build_meta(columns, classes, source, len(keys), settings)
+            writer.put_many(encode_meta(meta))
+    finally:
+        env.close()
+    return meta
+
+
+def summary_line(output: str, meta: Meta) -> str:
+    stats = meta.document["stats"]
+    storage = ", ".join(f"{n} {reason}" for reason, n in stats["storage"].items()) or "no images"
+    return (
+        f"OK {output}: {meta.length} images, {len(meta.classes)} classes ({storage}), "
+        f"{len(stats['skipped'])} skipped, {stats['stored_bytes'] / 1e6:.1f} MB stored"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Convert a legacy folder2lmdb (pickle) LMDB to imagefolder-lmdb v1.")
+    parser.add_argument("input", help="the legacy LMDB (file, or directory holding data.mdb)")
+    parser.add_argument("output", help="the .lmdb file to write; must not exist")
+    parser.add_argument("--classes", help="text file, one class name per line; line k names label k")
+    parser.add_argument("--quality", type=int, default=95, help="JPEG quality of re-encoded images (default 95)")
+    parser.add_argument("--reencode", choices=("auto", "always"), default="auto", help="as encode.reencode")
+    parser.add_argument("--on-error", choices=("fail", "skip"), default="fail", help="as encode.on_error")
+    args = parser.parse_args(argv)
+    settings = EncodeSettings(reencode=args.reencode, quality=args.quality, on_error=args.on_error)
+    try:
+        meta = convert(args.input, args.output, settings, args.classes)
+    except (ConvertError, FormatError, FileNotFoundError, lmdb.Error) as exc:
+        print(f"FAIL {args.input}: {exc}", file=sys.stderr, flush=True)
+        return 1
+    print(summary_line(args.output, meta), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

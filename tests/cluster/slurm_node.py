@@ -1,0 +1,317 @@
+"""A throwaway single-node SLURM on loopback for the cluster tests.
+
+This process starts munged, slurmctld and slurmd in the foreground, keeps their pids, and stops
+exactly those. Facts that shaped it (Debian 12, SLURM 22.05, snakemake-executor-plugin-slurm 2.8):
+
+- The plugin's job step drops every ``SLURM_*`` variable before it calls srun, so ``SLURM_CONF``
+  cannot point elsewhere: the config has to be ``/etc/slurm/slurm.conf``. It is written with a
+  marker line and removed again by ``stop()``; a config without the marker belongs to someone
+  else and is never touched.
+- No slurmdbd: job states come from squeue, which only knows jobs for ``MinJobAge`` seconds.
+- No cgroups in containers: process tracking by /proc, no task confinement.
+- munged runs on its own socket and key here, so a system munged (if any) is left alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+SLURM_CONF = Path("/etc/slurm/slurm.conf")
+MARKER = "# Written by imagefolder-lmdb tests/cluster: a throwaway single-node test cluster."
+PACKAGES = ("slurm-wlm", "munge")
+PROGRAMS = ("munged", "slurmctld", "slurmd", "sbatch", "srun", "squeue", "scancel", "scontrol", "sinfo")
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#: Jobs stay visible to squeue this long after they end (the plugin's status source, and the tests').
+MIN_JOB_AGE_SECONDS = 3600
+#: Node memory the profile's requests need: encode_shard asks 2000 MB × attempt, three attempts.
+MIN_NODE_MEMORY_MB = 6000
+
+
+class SlurmUnavailable(Exception):
+    """This machine cannot run the test cluster; the message says why (the test is skipped)."""
+
+
+def which(program: str) -> str | None:
+    return shutil.which(program, path=f"{os.environ.get('PATH', '')}:{SYSTEM_PATH}")
+
+
+def missing_programs() -> list[str]:
+    return [program for program in PROGRAMS if which(program) is None]
+
+
+def apt_get(*args: str) -> subprocess.CompletedProcess[str]:
+    environment = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    return subprocess.run(["apt-get", *args], capture_output=True, text=True, timeout=900, env=environment, check=False)
+
+
+def ensure_installed() -> None:
+    """Install Debian's SLURM and munge when missing; raise SlurmUnavailable where that fails."""
+    if os.geteuid() != 0:
+        raise SlurmUnavailable("the SLURM test cluster needs root (it starts munged, slurmctld, slurmd)")
+    if not missing_programs():
+        return
+    if which("apt-get") is None:
+        raise SlurmUnavailable(f"{', '.join(missing_programs())} missing and no apt-get to install {PACKAGES}")
+    install = apt_get("install", "-y", "-q", "--no-install-recommends", *PACKAGES)
+    if install.returncode != 0:  # a fresh container has no package lists yet
+        apt_get("update", "-q")
+        install = apt_get("install", "-y", "-q", "--no-install-recommends", *PACKAGES)
+    if missing_programs():
+        raise SlurmUnavailable(
+            f"apt-get install {' '.join(PACKAGES)} failed (exit {install.returncode}); "
+            f"still missing: {', '.join(missing_programs())}\n{install.stderr[-2000:]}"
+        )
+
+
+def client_environment() -> dict[str, str]:
+    """The caller's environment without SLURM's client variables, which would override the config
+    (SLURM_CONF) or add options to every sbatch (SBATCH_PARTITION, SBATCH_ACCOUNT, ...)."""
+    environment = {
+        name: value for name, value in os.environ.items() if not name.startswith(("SLURM_", "SBATCH_", "SRUN_"))
+    }
+    environment["PATH"] = f"{environment.get('PATH', '')}:{SYSTEM_PATH}"
+    return environment
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def node_line() -> str:
+    """This machine as SLURM sees it: ``NodeName=<host> CPUs=… RealMemory=…`` from ``slurmd -C``.
+
+    Taken as measured, since a node that claims more than slurmd finds is drained at once."""
+    output = subprocess.run(
+        [which("slurmd") or "slurmd", "-C"], capture_output=True, text=True, env=client_environment(), check=True
+    ).stdout
+    line = next(line for line in output.splitlines() if line.startswith("NodeName="))
+    memory = int(line.split("RealMemory=")[1].split()[0])
+    if memory < MIN_NODE_MEMORY_MB:
+        raise SlurmUnavailable(f"this machine has {memory} MB; the profile's jobs ask up to {MIN_NODE_MEMORY_MB} MB")
+    return line
+
+
+@dataclass(frozen=True)
+class SlurmJob:
+    job_id: int
+    name: str  # the plugin names every job of a run after the run's UUID
+    comment: str  # rule_<rule>_wildcards_<values joined by _>
+    state: str  # COMPLETED, FAILED, RUNNING, ...
+
+
+class SingleNodeSlurm:
+    """munged + slurmctld + slurmd, all state and logs under ``root``."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.processes: dict[str, subprocess.Popen[bytes]] = {}
+        self._tracked: list[psutil.Process] = []  # the daemons and their helpers (slurmscriptd)
+        self.started_at = 0.0
+
+    # ----------------------------------------------------------------------------------------------
+    # Start.
+    # ----------------------------------------------------------------------------------------------
+
+    def start(self, timeout: float = 120) -> None:
+        if SLURM_CONF.exists() and MARKER not in SLURM_CONF.read_text(errors="replace"):
+            raise SlurmUnavailable(f"{SLURM_CONF} exists and is not ours; not touching a real SLURM setup")
+        for folder in ("munge", "state", "spool", "logs"):
+            (self.root / folder).mkdir(parents=True, exist_ok=True)
+        self.started_at = time.time()
+        self._start_munged()
+        self._write_config()
+        self._launch("slurmctld", [which("slurmctld") or "slurmctld", "-D", "-i"])
+        self._launch("slurmd", [which("slurmd") or "slurmd", "-D"])
+        self._wait_until_idle(timeout)
+
+    def _start_munged(self) -> None:
+        munge = self.root / "munge"
+        munge.chmod(0o755)  # munged wants its socket's folder searchable by everyone
+        key = munge / "munge.key"
+        key.write_bytes(os.urandom(1024))
+        key.chmod(0o600)
+        self._launch(
+            "munged",
+            [
+                which("munged") or "munged",
+                "--foreground",
+                "--force",  # as root, with a key outside /etc/munge
+                f"--socket={munge / 'munge.socket'}",
+                f"--key-file={key}",
+                f"--pid-file={munge / 'munged.pid'}",
+                f"--seed-file={munge / 'munged.seed'}",
+                f"--log-file={self.root / 'logs' / 'munged.log'}",
+            ],
+        )
+        self._wait_for(lambda: (munge / "munge.socket").exists(), "munged's socket", 30)
+
+    def _write_config(self) -> None:
+        root, logs = self.root, self.root / "logs"
+        node = node_line()
+        host = node.split()[0].split("=", 1)[1]
+        settings = {
+            "ClusterName": "imagefolder-lmdb-test",
+            "SlurmctldHost": f"{host}(127.0.0.1)",
+            "SlurmctldPort": free_port(),
+            "SlurmdPort": free_port(),
+            # Listen on loopback only, never on every interface.
+            "CommunicationParameters": "NoInAddrAny,NoCtldInAddrAny",
+            "SlurmUser": "root",
+            "AuthType": "auth/munge",
+            "CredType": "cred/munge",
+            "AuthInfo": f"socket={root / 'munge' / 'munge.socket'}",
+            "StateSaveLocation": root / "state",
+            "SlurmdSpoolDir": root / "spool",
+            "SlurmctldPidFile": root / "slurmctld.pid",
+            "SlurmdPidFile": root / "slurmd.pid",
+            "SlurmctldLogFile": logs / "slurmctld.log",
+            "SlurmdLogFile": logs / "slurmd.log",
+            "SlurmctldDebug": "info",
+            "SlurmdDebug": "info",
+            # No cgroups here (containers): track processes by /proc, confine nothing.
+            "ProctrackType": "proctrack/linuxproc",
+            "TaskPlugin": "task/none",
+            "JobAcctGatherType": "jobacct_gather/none",
+            "AccountingStorageType": "accounting_storage/none",
+            "JobCompType": "jobcomp/none",
+            "MpiDefault": "none",
+            "MailProg": "/bin/true",
+            "SelectType": "select/cons_tres",
+            "SelectTypeParameters": "CR_Core_Memory",
+            # Look at pending jobs every 2 s, not 60 s: a requeued job starts soon after it is eligible.
+            "SchedulerParameters": "sched_interval=2",
+            # Without accounting, squeue is the only source of job states, for this long after the end.
+            "MinJobAge": MIN_JOB_AGE_SECONDS,
+            "ReturnToService": 2,
+        }
+        lines = [MARKER, *(f"{name}={value}" for name, value in settings.items())]
+        lines.append(f"{node} NodeAddr=127.0.0.1 State=UNKNOWN")
+        lines.append(f"PartitionName=test Nodes={host} Default=YES MaxTime=INFINITE State=UP")
+        SLURM_CONF.parent.mkdir(parents=True, exist_ok=True)
+        SLURM_CONF.write_text("\n".join(lines) + "\n")
+
+    def _launch(self, name: str, command: list[str]) -> None:
+        log = open(self.root / "logs" / f"{name}.out", "wb")  # noqa: SIM115 - the child keeps it
+        process = subprocess.Popen(
+            command,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=client_environment(),
+            start_new_session=True,  # a Ctrl-C to pytest reaches pytest, not the daemons
+        )
+        log.close()
+        self.processes[name] = process
+        self._tracked.append(psutil.Process(process.pid))
+
+    def _wait_until_idle(self, timeout: float) -> None:
+        def idle() -> bool:
+            result = self.command("sinfo", "--noheader", "--Node", "--format=%T", check=False)
+            return result.stdout.split() == ["idle"]
+
+        self._wait_for(idle, "the node to be idle", timeout)
+
+    def _wait_for(self, condition: Callable[[], bool], what: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while not condition():
+            for name, process in self.processes.items():
+                if process.poll() is not None:
+                    raise RuntimeError(f"{name} exited ({process.returncode}) while waiting for {what}\n{self.logs()}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"timed out after {timeout:.0f} s waiting for {what}\n{self.logs()}")
+            time.sleep(0.5)
+
+    # ----------------------------------------------------------------------------------------------
+    # Use.
+    # ----------------------------------------------------------------------------------------------
+
+    def command(self, program: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [which(program) or program, *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=client_environment(),
+            check=check,
+        )
+
+    def jobs(self, name: str | None = None) -> list[SlurmJob]:
+        """Every job slurmctld still knows (finished ones for MinJobAge), optionally of one name."""
+        args = ["--states=all", "--noheader", "--format=%i|%j|%k|%T"]
+        if name:
+            args.append(f"--name={name}")
+        rows = self.command("squeue", *args).stdout.splitlines()
+        jobs = [
+            SlurmJob(int(i), job_name, comment, state) for i, job_name, comment, state in (r.split("|") for r in rows)
+        ]
+        return sorted(jobs, key=lambda job: job.job_id)
+
+    def job_details(self, job_id: int) -> dict[str, str]:
+        """``scontrol show job``'s fields (JobState, Restarts, Reason, …) of one job."""
+        line = self.command("scontrol", "--oneliner", "show", "job", str(job_id)).stdout
+        return dict(field.split("=", 1) for field in line.split() if "=" in field)
+
+    def logs(self, tail: int = 3000) -> str:
+        parts = []
+        for path in sorted((self.root / "logs").glob("*")):
+            parts.append(f"--- {path.name}\n{path.read_text(errors='replace')[-tail:]}")
+        return "\n".join(parts)
+
+    # ----------------------------------------------------------------------------------------------
+    # Stop.
+    # ----------------------------------------------------------------------------------------------
+
+    @property
+    def tracked(self) -> list[psutil.Process]:
+        """The daemons this object started and the helpers they started (slurmscriptd)."""
+        return list(self._tracked)
+
+    def stop(self) -> None:
+        """Cancel what still runs, stop our daemons by pid, remove our config. Idempotent."""
+        if "slurmctld" in self.processes and self.processes["slurmctld"].poll() is None:
+            # Best effort: a controller that no longer answers must not keep the daemons running.
+            with contextlib.suppress(subprocess.SubprocessError):
+                self._cancel_all_jobs()
+        self._tracked.extend(helper for helper in self._helpers() if helper not in self._tracked)
+        for name in ("slurmd", "slurmctld", "munged"):
+            process = self.processes.get(name)
+            if process is None or process.poll() is not None:
+                continue
+            process.terminate()
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        if SLURM_CONF.exists() and MARKER in SLURM_CONF.read_text(errors="replace"):
+            SLURM_CONF.unlink()
+
+    def _helpers(self) -> list[psutil.Process]:
+        helpers = []
+        for process in self._tracked:
+            with contextlib.suppress(psutil.Error):  # already gone
+                helpers.extend(process.children(recursive=True))
+        return helpers
+
+    def _cancel_all_jobs(self) -> None:
+        """Job processes run under slurmstepd, which outlives slurmd: end them through SLURM first."""
+        active = [job for job in self.jobs() if job.state in ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING")]
+        if not active:
+            return
+        self.command("scancel", *(str(job.job_id) for job in active), check=False)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if not any(job.state in ("RUNNING", "CONFIGURING", "COMPLETING") for job in self.jobs()):
+                return
+            time.sleep(0.5)

@@ -1,0 +1,85 @@
+"""`python scripts/verify.py PATH [--full]` on its own, as after copying a dataset elsewhere."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, Converted
+from dataset import LMDBDataset, close_all_envs
+
+#: A record in the middle of the file, stored byte for byte (checked below).
+DAMAGED = 17
+
+
+def run_verify(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The verify CLI with the venv's python, from an unrelated working directory."""
+    command = [sys.executable, str(REPO / "scripts" / "verify.py"), str(path), *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=300, check=False, cwd=Path("/"))
+
+
+@pytest.fixture
+def copied(converted: Converted, tmp_path: Path) -> Path:
+    """The converted dataset copied alone into another folder: new path, new inode, no run around it."""
+    path = tmp_path / "elsewhere" / "copied.lmdb"
+    path.parent.mkdir()
+    shutil.copy(converted.lmdb, path)
+    return path
+
+
+def flip_one_byte_of_record(path: Path, index: int) -> None:
+    """Flip one bit in the middle of record ``index``'s stored bytes, inside the LMDB file."""
+    value = LMDBDataset(path).get_bytes(index)
+    close_all_envs()
+    blob = path.read_bytes()
+    probe = value[len(value) // 2 : len(value) // 2 + 64]
+    offset = blob.find(probe)
+    assert offset >= 0 and blob.find(probe, offset + 1) == -1, "the record's bytes must occur once in the file"
+    with path.open("r+b") as stream:  # in place: same inode, same size, one byte differs
+        stream.seek(offset + 10)
+        stream.write(bytes([blob[offset + 10] ^ 0x01]))
+
+
+def test_verify_full_passes_on_a_copy_and_creates_nothing(copied: Path) -> None:
+    result = run_verify(copied, "--full")
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"OK {copied}: 40 images, 4 classes")
+    assert "40 records checked (all)" in lines[0]
+    assert [p.name for p in copied.parent.iterdir()] == ["copied.lmdb"], "no -lock or other file beside it"
+
+
+def test_verify_full_names_a_record_with_one_flipped_byte(copied: Path) -> None:
+    ds = LMDBDataset(copied)
+    assert ds.storage_reason(DAMAGED) == "passthrough"
+    relative = ds.samples[DAMAGED][0]
+    flip_one_byte_of_record(copied, DAMAGED)
+
+    result = run_verify(copied, "--full")
+    assert result.returncode == 1
+    lines = result.stdout.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"FAIL {copied}: 40 images")
+    assert f"first problem: record {DAMAGED} ({relative}): checksum mismatch" in lines[0]
+
+
+def test_verify_sample_misses_what_it_does_not_check(copied: Path) -> None:
+    """Without --full only the sample is checked: the damaged record is found only if drawn."""
+    flip_one_byte_of_record(copied, DAMAGED)
+    assert run_verify(copied, "--sample", "0").returncode == 0
+    assert run_verify(copied, "--sample", "40").returncode == 1
+
+
+@pytest.mark.parametrize("content", [None, b"\x00" * 4096], ids=["missing", "not-lmdb"])
+def test_verify_refuses_what_is_not_a_dataset(tmp_path: Path, content: bytes | None) -> None:
+    path = tmp_path / "x.lmdb"
+    if content is not None:
+        path.write_bytes(content)
+    result = run_verify(path, "--full")
+    assert result.returncode == 1
+    lines = result.stdout.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"FAIL {path}")
+    assert "Traceback" not in result.stderr
