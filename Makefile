@@ -36,6 +36,9 @@ test: $(STAMP)
 test-cluster: $(STAMP)
 	$(BIN)/python -m pytest tests/cluster
 
+bench: $(STAMP)
+	$(BIN)/python benchmarks/run.py
+
 lint: $(STAMP)
 	$(BIN)/ruff check scripts tests benchmarks
 	$(BIN)/ruff format --check scripts tests benchmarks
