@@ -20,12 +20,14 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from torchvision.datasets.folder import IMG_EXTENSIONS, find_classes, has_file_allowed_extension, make_dataset
+from tqdm import tqdm
 
 from ilsvrc import devkit_classes, val_labels
 from workflow_io import (
     ManifestHeader,
     Sample,
     hold_point,
+    progress_kwargs,
     read_json,
     run_rule,
     write_json_atomic,
@@ -64,12 +66,14 @@ def no_image_error(where: str, empty: Iterable[str]) -> CountMismatchError:
     )
 
 
-def scan_folder(root: str) -> Listing:
-    """torchvision's own scan of an ImageFolder tree."""
+def scan_folder(root: str, progress: dict[str, Any]) -> Listing:
+    """torchvision's own scan of an ImageFolder tree (with a file counter: 1.28M files take a while)."""
     classes, class_to_idx = find_classes(root)
     ignored: list[str] = []
+    counter = tqdm(desc=f"scan {root}", unit="file", **progress)
 
     def accept(path: str) -> bool:
+        counter.update()
         if not is_image(path):
             ignored.append(os.path.relpath(path, root))
             return False
@@ -79,6 +83,8 @@ def scan_folder(root: str) -> Listing:
         found = make_dataset(root, class_to_idx, is_valid_file=accept)
     except FileNotFoundError as exc:
         raise CountMismatchError(f"{root}: {exc} Remove empty class folders or add their images.") from exc
+    finally:
+        counter.close()
     ignored.extend(entry.name for entry in os.scandir(root) if not entry.is_dir())
     samples = [
         Sample(index, label, os.path.relpath(path, root).replace(os.sep, "/"))
@@ -152,7 +158,7 @@ def flat_files(root: str) -> list[tuple[str, dict[str, Any]]]:
     return [(name, {"file": name}) for name in names]
 
 
-def list_source(description: dict[str, Any], devkit: str | None, csv: str | None) -> Listing:
+def list_source(description: dict[str, Any], devkit: str | None, csv: str | None, progress: dict[str, Any]) -> Listing:
     """The listing for any kind of source the extract rule prepared."""
     layout, source_dir = description["layout"], description["source_dir"]
     if description["kind"] == "index":
@@ -163,7 +169,7 @@ def list_source(description: dict[str, Any], devkit: str | None, csv: str | None
         listing.containers = description["containers"]
         return listing
     root = description["root"]
-    listing = label_val(flat_files(root), devkit, csv) if layout == "ilsvrc-val" else scan_folder(root)
+    listing = label_val(flat_files(root), devkit, csv) if layout == "ilsvrc-val" else scan_folder(root, progress)
     listing.root = root
     return listing
 
@@ -207,11 +213,13 @@ def count_check(
     expected_classes: int | None,
     devkit: str | None = None,
     val_csv: str | None = None,
+    progress: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    progress = progress or {}
     description = read_json(os.path.join(source_dir, "source.json"))
     description["source_dir"] = source_dir
     log.info("listing %s (%s, layout %s)", description["source"], description["kind"], description["layout"])
-    listing = list_source(description, devkit, val_csv)
+    listing = list_source(description, devkit, val_csv, progress)
     log.info(
         "%d images in %d classes; %d files ignored", len(listing.samples), len(listing.classes), len(listing.ignored)
     )
@@ -255,6 +263,7 @@ def main(smk: Any, stream: TextIO) -> None:
         smk.params.expected_classes,
         devkit=smk.params.devkit,
         val_csv=smk.params.val_labels,
+        progress=progress_kwargs(stream),
     )
 
 

@@ -24,6 +24,7 @@ from typing import Any, TextIO
 
 import lmdb
 from PIL import Image, ImageDraw, ImageFont
+from tqdm import tqdm
 
 from dataset import META_KEYS, FormatError, LMDBDataset, record_key, shared_env
 from workflow_io import hold_point, run_rule
@@ -96,7 +97,9 @@ def verify(
     document = ds.meta_document
     problems = structure_problems(ds)
     indices = sample_indices(len(ds), sample, full, seed)
-    failures = [p for p in (check_record(ds, i) for i in indices) if p is not None]
+    # progress on stderr (the rule's log); a sample of 64 is over before the bar would show
+    checked = tqdm(indices, desc="verify", unit="img", mininterval=5.0, disable=len(indices) < 1000, file=sys.stderr)
+    failures = [p for p in (check_record(ds, i) for i in checked) if p is not None]
     problems.extend(failures[:LISTED_FAILURES])
     if len(failures) > LISTED_FAILURES:
         problems.append(f"... and {len(failures) - LISTED_FAILURES} more records with problems")
