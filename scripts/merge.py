@@ -8,6 +8,7 @@ ImageFolder's minus the skipped ones. They go in with sequential appends (no B-t
 every append is checked, and the final count is compared with the shard reports.
 """
 
+import itertools
 import logging
 import zlib
 from dataclasses import dataclass
@@ -64,13 +65,15 @@ def merge(part_paths: list[str], report_paths: list[str], manifest: str, output:
     log.info("merging %d parts: %d records, %.1f MB", len(part_paths), expected, stored_bytes / 1e6)
 
     reader = MemberReader(header.root, header.containers)
+    manifest_rows = read_manifest(manifest)  # one pass: shards are contiguous and in order
     next_index = 0
     with (
         atomic_lmdb(output, expected_bytes=stored_bytes + 2048 * expected) as writer,
         tqdm(total=expected, desc="merge", unit="img", **progress) as bar,
     ):
         for part_path, report_path, report in zip(part_paths, report_paths, reports, strict=True):
-            shard = ShardInput(part_path, report_path, report, manifest)
+            rows = itertools.islice(manifest_rows, report["stop"] - report["start"])
+            shard = ShardInput(part_path, report_path, report, {sample.index: sample for sample in rows})
             next_index = append_shard(writer, shard, reader, next_index)
             bar.update(len(report["index"]))
             hold_point("merge")
@@ -84,16 +87,12 @@ def merge(part_paths: list[str], report_paths: list[str], manifest: str, output:
 
 @dataclass
 class ShardInput:
-    """One shard's part LMDB (re-encoded images only), its report, and the manifest it came from."""
+    """One shard's part LMDB (re-encoded images only), its report, and its manifest rows."""
 
     part_path: str
     report_path: str
     report: dict[str, Any]
-    manifest: str
-
-    def samples(self) -> dict[int, Sample]:
-        report = self.report
-        return {s.index: s for s in read_manifest(self.manifest, report["start"], report["stop"])}
+    samples: dict[int, Sample]
 
 
 def source_bytes(reader: MemberReader, sample: Sample, crc: int, shard: ShardInput) -> bytes:
@@ -118,7 +117,7 @@ def append_shard(writer: Any, shard: ShardInput, reader: MemberReader, first_ind
                 f"{shard.part_path} holds {count_records(env)} records, its report lists {len(in_part)}; "
                 f"delete {shard.report_path} and run the same command again to re-encode that shard"
             )
-        samples = shard.samples()
+        samples = shard.samples
         next_index = first_index
         with env.begin(buffers=True) as txn:
             part_records = iter(txn.cursor())
