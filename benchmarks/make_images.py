@@ -110,7 +110,7 @@ def make_images(
     seed: int = 0,
     first_index: int = 0,
     quality: int = 90,
-    grain: float = 7.0,
+    grain: float = 26.0,
     workers: int | None = None,
 ) -> int:
     """Generate the tree; returns the total bytes written."""
@@ -129,7 +129,7 @@ def main() -> None:
         "--first-index", type=int, default=0, help="number of the first file; give a val split other numbers than train"
     )
     parser.add_argument("--quality", type=int, default=90)
-    parser.add_argument("--grain", type=float, default=7.0, help="noise sigma; more grain = bigger JPEGs")
+    parser.add_argument("--grain", type=float, default=26.0, help="noise sigma; more grain = bigger JPEGs")
     args = parser.parse_args()
     if args.images < args.classes:
         parser.error("--images must be at least --classes (every class needs an image)")

@@ -1,0 +1,322 @@
+"""BENCHMARKS.md and its plot, from the results run.py collected (benchmarks/out/results.json)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display
+import matplotlib.pyplot as plt
+
+from interpretation import R, fmt, notes, ratio, section, summary_lines, targets, times, warm
+
+CONTENDER_NAMES = {
+    "workflow": "workflow, `check: decode` (default)",
+    "workflow_header": "workflow, `check: header`",
+    "baseline": "article's method (baseline_article.py)",
+}
+MERGE_NAMES = {
+    "merge": "merge rule's `merge()`",
+    "merge_mallopt": "`merge()`, glibc keeps freed memory (fix)",
+    "plain_write": "plain sequential LMDB write",
+    "cp": "`cp` + fsync",
+}
+READER_NAMES = {
+    "lmdb_getitem_pil": "LMDBDataset `ds[i]`, PIL (default)",
+    "lmdb_getitem_tensor": 'LMDBDataset `ds[i]`, `decode="tensor"`',
+    "imagefolder_getitem": "torchvision ImageFolder `ds[i]`",
+    "pure_decode_pil": "pure PIL decode + RGB of in-memory bytes",
+    "pure_decode_tensor": "pure `decode_jpeg` of in-memory bytes",
+    "fix_getitem_pil_memoized_realpath": "LMDBDataset `ds[i]`, realpath memoized (fix)",
+    "lmdb_get_bytes": "LMDBDataset `get_bytes(i)`",
+    "fix_get_bytes_memoized_realpath": "LMDBDataset `get_bytes(i)`, realpath memoized (fix)",
+    "file_open_read": "file open + read",
+    "dataloader_0_workers": "DataLoader, 0 workers (batch 32, CenterCrop(224) + PILToTensor)",
+    "dataloader_2_workers": "DataLoader, 2 workers (same)",
+    "cold_lmdb_get_bytes": "cold page cache: LMDBDataset `get_bytes(i)`",
+    "cold_file_open_read": "cold page cache: file open + read",
+}
+ROUTE_NAMES = {
+    "stream": "streaming (default: read in place)",
+    "extract": "`extract: true` (workflow unpacks first)",
+    "tar_then_convert": "`tar xf` by hand, then convert the trees",
+}
+
+
+def median_of(values: list[float]) -> float:
+    values = sorted(values)
+    middle = len(values) // 2
+    return values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
+
+
+# --------------------------------------------------------------------------------------------------
+# Tables.
+# --------------------------------------------------------------------------------------------------
+
+
+def convert_table(convert: R) -> list[str]:
+    c, limit = convert["contenders"], convert["limit"]
+    base = c["baseline"]["marginal_img_s"]
+    lines = [
+        f"| contender | s at N = {convert['n_small']:,} | s at 2N = {convert['n_large']:,} | per run img/s | "
+        "**marginal img/s** | vs baseline | vs limit | marginal img per CPU-s |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for key, name in CONTENDER_NAMES.items():
+        row = c[key]
+        marginal = row["marginal_img_s"]
+        lines.append(
+            f"| {name} | {fmt(median_of(row['seconds_small']), 1)} | {fmt(median_of(row['seconds_large']), 1)} | "
+            f"{fmt(row['per_run_img_s'])} | **{fmt(marginal)}** | "
+            f"{times(ratio(marginal, base))} | {times(ratio(marginal, limit['img_s']))} | "
+            f"{fmt(row['marginal_img_per_cpu_s'])} |"
+        )
+    lines += [
+        f"| limit: {limit['cores']} cores x single-core PIL decode ({fmt(limit['single_core_img_s'])} img/s) | | | | "
+        f"**{fmt(limit['img_s'])}** | {times(ratio(limit['img_s'], base))} | 1.00x | {fmt(limit['img_per_cpu_s'])} |",
+        f"| (measured: {limit['cores']} processes decoding at once) | | | | {fmt(limit['parallel_img_s'])} | | "
+        f"{times(ratio(limit['parallel_img_s'], limit['img_s']))} | |",
+    ]
+    return lines
+
+
+def merge_table(merge: R) -> list[str]:
+    mb_s = merge["mb_s"]
+    lines = [
+        f"{merge['records']:,} records, {merge['bytes'] / 1e6:,.0f} MB; medians of {len(merge['seconds']['merge'])}.",
+        "",
+        "| contender | MB/s | vs plain write |",
+        "| --- | ---: | ---: |",
+    ]
+    for key, name in MERGE_NAMES.items():
+        if key in mb_s:
+            lines.append(f"| {name} | {fmt(mb_s[key])} | {times(ratio(mb_s[key], mb_s['plain_write']))} |")
+    return lines
+
+
+def size_table(convert: R) -> list[str]:
+    source = convert["source_bytes_large"]
+    lines = ["| | bytes | vs source |", "| --- | ---: | ---: |", f"| source tree (2N images) | {source:,} | 1.000x |"]
+    for key in ("workflow", "baseline"):
+        output = convert["contenders"][key]["output_bytes_large"]
+        lines.append(f"| {CONTENDER_NAMES[key]} | {output:,} | {fmt(ratio(output, source), 3)}x |")
+    return lines
+
+
+def reader_table(reader: R) -> list[str]:
+    lines = [
+        f"{reader['reads']:,} random indices (cold: up to 1,000), medians.",
+        "",
+        "| random-index reads | img/s |",
+        "| --- | ---: |",
+    ]
+    rows = {**reader["warm"], **{k: v for k, v in reader["cold"].items() if isinstance(v, dict)}}
+    for key, name in READER_NAMES.items():
+        if key in rows:
+            lines.append(f"| {name} | {fmt(rows[key]['img_s'])} |")
+    return lines
+
+
+def memory_table(memory: R) -> list[str]:
+    n_small, n_large = memory["n_small"], memory["n_large"]
+    lines = [
+        f"| rule | peak RSS at N = {n_small:,} (MB) | at 2N = {n_large:,} | own (anon) memory at N | at 2N | "
+        "anon KB per extra image | Snakemake max_rss at N | at 2N |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for rule, row in sorted(memory["rules"].items()):
+        lines.append(
+            f"| {rule} | {fmt(row.get('vm_hwm_mb_small'))} | {fmt(row.get('vm_hwm_mb_large'))} | "
+            f"{fmt(row.get('rss_anon_mb_small'))} | {fmt(row.get('rss_anon_mb_large'))} | "
+            f"{fmt(row.get('anon_kb_per_image'), 2)} | {fmt(row.get('tsv_max_rss_mb_small'))} | "
+            f"{fmt(row.get('tsv_max_rss_mb_large'))} |"
+        )
+    return lines
+
+
+def scale_table(scale: R) -> list[str]:
+    lines = ["| what | seconds |", "| --- | ---: |"]
+    for shards, row in scale["dry_run"].items():
+        lines.append(f"| `snakemake -n`, {int(shards):,} shards | {fmt(row['seconds'], 1)} |")
+    for run in scale["listing"]["runs"]:
+        lines.append(
+            f"| count_check rule on {run['files']:,} files ({fmt(run['files_per_s'])} files/s, "
+            f"peak USS {fmt(run['max_uss'])} MB) | {fmt(run['count_check_seconds'], 1)} |"
+        )
+    lines.append(f"| the same, whole snakemake call | {fmt(scale['listing']['wall_seconds'], 1)} |")
+    for variant, label in (("writer_scripts", "`import encode_shard, merge, write_meta`"), ("torch", "`import torch`")):
+        row = scale["startup"].get(variant)
+        if row is None:
+            continue
+        lines.append(
+            f"| {label} in a new process ({fmt(row['cpu'], 2)} s CPU, peak RSS {fmt(row['max_rss_mb'])} MB, "
+            f"torch imported: {'yes' if row['imports_torch'] else 'no'}) | {fmt(row['wall'], 2)} |"
+        )
+    return lines
+
+
+def archive_table(archives: R) -> list[str]:
+    images = archives["images"]
+    stream = archives["routes"]["stream"]
+    lines = [
+        f"| route | s, {images['small']:,} images | s, {images['large']:,} images | of which unpacking | "
+        "marginal img/s | streaming faster by: end to end | marginal |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for key, name in ROUTE_NAMES.items():
+        row = archives["routes"][key]
+        unpack = row["untar_seconds"]["large"] or row["extract_rule_seconds"]["large"]
+        lines.append(
+            f"| {name} | {fmt(row['seconds']['small'], 1)} | {fmt(row['seconds']['large'], 1)} | {fmt(unpack, 1)} | "
+            f"{fmt(row['marginal_img_s'])} | {times(ratio(row['seconds']['large'], stream['seconds']['large']))} | "
+            f"{times(ratio(stream['marginal_img_s'], row['marginal_img_s']))} |"
+        )
+    return lines
+
+
+# --------------------------------------------------------------------------------------------------
+# The document.
+# --------------------------------------------------------------------------------------------------
+
+
+def header(results: R, plot: str) -> list[str]:
+    plan, host = results["plan"], results["machine"]
+    minutes = results.get("total_seconds", 0) / 60
+    return [
+        "# Benchmarks",
+        "",
+        f"Measured {host['date']} on the project's development machine ({host['cores']} cores, shared with other "
+        f"engineers' test runs: load average {fmt(host['load_average_at_start'][0], 1)} at the start, "
+        f"{fmt(host.get('load_average_at_end', [math.nan])[0], 1)} at the end), in one invocation of "
+        f"`benchmarks/run.py {invocation(results)}` that took {fmt(minutes, 1)} minutes. Data: "
+        f"{plan['images']:,} generated ImageNet-like JPEGs in {plan['classes']} classes (`benchmarks/make_images.py`: "
+        "~110 KB, ~480x400, quality 90, with one PNG named .JPEG, one CMYK, one grayscale JPEG and one RGBA PNG); "
+        "N is half of them. Contenders run side by side in rotating order, repeated; figures are medians and every "
+        "target is a ratio from this same run. Workflow runs: the snakemake CLI, `--cores 2`, "
+        f"{plan['shards']} shards.",
+        "",
+        f"![benchmarks]({plot})",
+        "",
+    ]
+
+
+def target_lines(results: R) -> list[str]:
+    lines = ["## Targets", "", "| target | measured | goal | |", "| --- | ---: | ---: | --- |"]
+    lines += [t.row() for t in targets(results)]
+    return [*lines, ""]
+
+
+PARTS: list[tuple[str, str, str, Callable[[R], list[str]]]] = [
+    ("convert", "convert", "## 1. Conversion speed", convert_table),
+    ("merge", "merge", "## 2. Merge throughput", merge_table),
+    ("size", "convert", "## 3. Output size", size_table),
+    ("reader", "reader", "## 4. Reader", reader_table),
+    ("memory", "memory", "## 5. Peak memory per rule", memory_table),
+    ("scale", "scale", "## 6. Scale and fixed costs", scale_table),
+    ("archives", "archives", "## 7. ILSVRC2012 archives: streaming vs extract-then-convert (issue 4)", archive_table),
+]
+
+
+def body(results: R) -> list[str]:
+    lines: list[str] = []
+    for part, name, title, table in PARTS:
+        data = section(results, name)
+        lines += [title, ""]
+        if data is None:
+            entry = results.get(name)
+            error = entry.get("error", "not run") if isinstance(entry, dict) else "not run"
+            lines += [f"Not measured in this run: {error}", ""]
+            continue
+        lines += [*table(data), "", *notes(part, results)]
+    return lines
+
+
+def invocation(results: R) -> str:
+    plan = results["plan"]
+    return "--quick" if plan["quick"] else f"--images {plan['images']}"
+
+
+def reproduce(results: R) -> list[str]:
+    return [
+        "## How to reproduce",
+        "",
+        "```bash",
+        "make bench                                   # = .venv/bin/python benchmarks/run.py (20,000 images)",
+        ".venv/bin/python benchmarks/run.py --quick   # 400 images, fewer repeats (report: benchmarks/out/)",
+        f".venv/bin/python benchmarks/run.py {invocation(results)}   # the run above",
+        ".venv/bin/python benchmarks/run.py --sections convert reader   # some sections only",
+        "```",
+        "",
+        "Needs `matplotlib` (requirements-dev.txt) and about 3x the data size free on disk. Generated images are "
+        "cached in `benchmarks/out/data/` (a smaller size reuses a larger cached tree through hard links); raw "
+        "figures, every repeat, are in `benchmarks/out/results.json`, and `--report-only` rewrites this file from "
+        "them. Cold-cache reads need root (`/proc/sys/vm/drop_caches`) and are skipped otherwise. Snakemake is "
+        "started with `SLURM_CONF` pointing at an empty file, so the SLURM plugin's `scontrol` probe cannot add "
+        "seconds to every start when a test cluster on the machine is half stopped. Nothing here asserts timings; "
+        "`make test` does not run it.",
+        "",
+    ]
+
+
+def write_report(results: R, markdown: Path, plot: Path) -> None:
+    link = plot.relative_to(markdown.parent).as_posix() if plot.is_relative_to(markdown.parent) else str(plot)
+    lines = [
+        *header(results, link),
+        *target_lines(results),
+        *summary_lines(results),
+        *body(results),
+        *reproduce(results),
+    ]
+    markdown.write_text("\n".join(lines).rstrip() + "\n")
+    draw(results, plot)
+
+
+# --------------------------------------------------------------------------------------------------
+# The plot.
+# --------------------------------------------------------------------------------------------------
+
+
+def bars(axis: Any, title: str, unit: str, values: dict[str, float | None], log: bool = False) -> None:
+    shown = {k: v for k, v in values.items() if v is not None and not math.isnan(v) and v > 0}
+    axis.barh(list(shown), list(shown.values()), color="tab:blue")
+    if log:  # the header-only check is an order of magnitude faster than the rest
+        axis.set_xscale("log")
+    axis.invert_yaxis()
+    axis.set_title(title, fontsize=10)
+    axis.set_xlabel(unit)
+    for y, value in enumerate(shown.values()):
+        axis.text(value, y, f" {value:,.0f}", va="center", fontsize=8)
+    axis.margins(x=0.25)
+
+
+def draw(results: R, path: Path) -> None:
+    figure, axes = plt.subplots(2, 2, figsize=(14, 8))
+    convert, merge, archives = section(results, "convert"), section(results, "merge"), section(results, "archives")
+    if convert:
+        c = convert["contenders"]
+        values = {CONTENDER_NAMES[k].split(" (")[0]: c[k]["marginal_img_s"] for k in CONTENDER_NAMES}
+        values["limit: 2 x single-core decode"] = convert["limit"]["img_s"]
+        bars(axes[0][0], "1. Conversion, marginal (per image), log scale", "img/s", values, log=True)
+    if merge:
+        bars(
+            axes[0][1],
+            "2. Merge vs plain LMDB write vs cp",
+            "MB/s",
+            {MERGE_NAMES[k]: v for k, v in merge["mb_s"].items()},
+        )
+    if section(results, "reader"):
+        keys = ("lmdb_getitem_pil", "lmdb_getitem_tensor", "imagefolder_getitem", "pure_decode_pil")
+        keys += ("dataloader_0_workers", "dataloader_2_workers")
+        values = {READER_NAMES[k].split(" (")[0]: warm(results, k) for k in keys}
+        bars(axes[1][0], "4. Reader, random index, warm cache", "img/s", values)
+    if archives:
+        routes = archives["routes"]
+        values = {ROUTE_NAMES[k].split(" (")[0]: routes[k]["seconds"]["large"] for k in ROUTE_NAMES}
+        bars(axes[1][1], f"7. ILSVRC archives, {archives['images']['large']:,} images, end to end", "seconds", values)
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)

@@ -1,0 +1,196 @@
+"""Benchmark the workflow and the reader, side by side in one invocation, and write BENCHMARKS.md.
+
+    .venv/bin/python benchmarks/run.py                  # 20,000 images (N = 10,000 and 2N = 20,000)
+    .venv/bin/python benchmarks/run.py --quick          # a few hundred images, to try it out
+    .venv/bin/python benchmarks/run.py --report-only    # rewrite BENCHMARKS.md from the last results
+
+Generated data is cached in benchmarks/out/data/ (ignored by git); raw figures go to
+benchmarks/out/results.json, the report to BENCHMARKS.md and benchmarks/benchmarks.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "scripts"))  # dataset.py, merge.py: measured as the workflow runs them
+
+import bench_archives  # noqa: E402
+import bench_convert  # noqa: E402
+import bench_data  # noqa: E402
+import bench_memory  # noqa: E402
+import bench_merge  # noqa: E402
+import bench_reader  # noqa: E402
+import bench_scale  # noqa: E402
+import bench_startup  # noqa: E402
+import report  # noqa: E402
+from bench_common import CORES, OUT, WorkflowFailed  # noqa: E402
+
+
+def results_path(quick: bool) -> Path:
+    """Raw figures of the last run; a quick try-out keeps its own, next to the full run's."""
+    return OUT / ("results.quick.json" if quick else "results.json")
+
+
+SECTIONS = ("convert", "memory", "merge", "reader", "scale", "archives")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Sizes and repeat counts of one invocation."""
+
+    quick: bool
+    images: int  # 2N: the larger tree; N = images // 2
+    classes: int
+    shards: int
+    convert_repeats: int
+    merge_repeats: int
+    reader_reads: int
+    reader_repeats: int
+    cold_reads: int
+    dry_run_shards: tuple[int, ...]
+    listing_files: int
+    archive_repeats: int
+    decode_sample: int
+
+
+def make_plan(images: int, quick: bool) -> Plan:
+    if quick:
+        return Plan(True, images, 10, 2 * CORES, 2, 3, 200, 3, 200, (4, 1024), 10_000, 1, 200)
+    return Plan(False, images, 100, 2 * CORES, 3, 5, 1000, 5, 1000, (4, 1024, 4096), 100_000, 2, 1000)
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def run_section(name: str, results: dict[str, Any], function: Any, *args: Any) -> None:
+    """Run one section; a failure is recorded in the results, the other sections still run."""
+    log(f"section {name}")
+    start = time.perf_counter()
+    try:
+        results[name] = function(*args)
+    except (WorkflowFailed, OSError, RuntimeError, AssertionError, ValueError) as exc:
+        results[name] = {"error": f"{type(exc).__name__}: {exc}"}
+        log(f"section {name} FAILED: {exc}")
+    results.setdefault("section_seconds", {})[name] = time.perf_counter() - start
+    results_path(results["plan"]["quick"]).write_text(json.dumps(results, indent=1))
+
+
+def prepare_data(plan: Plan) -> dict[str, Any]:
+    log(f"data: {plan.images} images in {plan.classes} classes (cached in {bench_data.DATA})")
+    large = bench_data.image_tree(plan.images, plan.classes)
+    small = bench_data.first_part(large, plan.images // 2)
+    quarter = bench_data.first_part(large, plan.images // 4)
+    return {"large": large, "small": small, "quarter": quarter}
+
+
+def convert_section(plan: Plan, trees: dict[str, Path]) -> dict[str, Any]:
+    small, large = trees["small"], trees["large"]
+    sizes = bench_convert.Sizes(small, large, image_count(small), image_count(large))
+    result = bench_convert.measure_conversions(sizes, plan.convert_repeats, plan.shards, plan.decode_sample)
+    result["source_bytes_large"] = bench_data.tree_bytes(trees["large"])
+    for contender in result["contenders"].values():
+        contender.pop("jobs")  # memory is measured by its own section, with a finer poll
+    return result
+
+
+def image_count(tree: Path) -> int:
+    return len(bench_data.image_files(tree))
+
+
+def memory_section(plan: Plan, trees: dict[str, Path]) -> dict[str, Any]:
+    small, large = trees["small"], trees["large"]
+    return bench_memory.measure_memory(small, large, image_count(small), image_count(large), plan.shards)
+
+
+def scale_section(plan: Plan, trees: dict[str, Path]) -> dict[str, Any]:
+    sizes = (plan.listing_files // 10, plan.listing_files)
+    tiny = {files: bench_data.tiny_tree(files) for files in sizes}
+    return {
+        "dry_run": bench_scale.measure_dry_runs(trees["small"], list(plan.dry_run_shards), repeats=2),
+        "listing": bench_scale.measure_listing(tiny),
+        "startup": bench_startup.measure_startup(repeats=3),
+    }
+
+
+def archives_section(plan: Plan, trees: dict[str, Path]) -> dict[str, Any]:
+    sets = {"small": bench_data.ilsvrc_archives(trees["quarter"]), "large": bench_data.ilsvrc_archives(trees["small"])}
+    return bench_archives.measure_archives(sets, plan.shards, plan.archive_repeats)
+
+
+def machine() -> dict[str, Any]:
+    return {
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "load_average_at_start": os.getloadavg(),
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+    }
+
+
+def run(plan: Plan, sections: list[str]) -> dict[str, Any]:
+    OUT.mkdir(parents=True, exist_ok=True)
+    results: dict[str, Any] = {"plan": asdict(plan), "machine": machine()}
+    start = time.perf_counter()
+    trees = prepare_data(plan)
+    results["data_seconds"] = time.perf_counter() - start
+    if "convert" in sections:
+        run_section("convert", results, convert_section, plan, trees)
+    if "memory" in sections:
+        run_section("memory", results, memory_section, plan, trees)
+    merge_dir = None
+    if "merge" in sections or "reader" in sections:
+        run_section("merge", results, bench_merge.measure_merge, trees["large"], plan.shards, plan.merge_repeats)
+        merge_dir = results["merge"].get("rundir")
+    if "reader" in sections and merge_dir:
+        lmdb_path = str(Path(merge_dir) / "results" / "train.lmdb")
+        reader_args = (lmdb_path, trees["large"], plan.reader_reads, plan.reader_repeats, plan.cold_reads)
+        run_section("reader", results, bench_reader.measure_reader, *reader_args)
+    if "scale" in sections:
+        run_section("scale", results, scale_section, plan, trees)
+    if "archives" in sections:
+        run_section("archives", results, archives_section, plan, trees)
+    results["total_seconds"] = time.perf_counter() - start
+    results["machine"]["load_average_at_end"] = os.getloadavg()
+    results_path(plan.quick).write_text(json.dumps(results, indent=1))
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--images", type=int, default=None, help="2N, the larger dataset (default 20000; quick 400)")
+    parser.add_argument("--quick", action="store_true", help="a few hundred images and fewer repeats")
+    parser.add_argument("--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS))
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="rewrite the report from the last results (with --quick: of the last quick run)",
+    )
+    args = parser.parse_args()
+    quick = args.quick
+    if args.report_only:
+        results = json.loads(results_path(quick).read_text())
+    else:
+        plan = make_plan(args.images or (400 if quick else 20000), quick)
+        results = run(plan, args.sections)
+    # a quick try-out must not overwrite the committed figures
+    markdown, plot = (
+        (OUT / "BENCHMARKS.quick.md", OUT / "benchmarks.quick.png")
+        if quick
+        else (REPO / "BENCHMARKS.md", REPO / "benchmarks" / "benchmarks.png")
+    )
+    report.write_report(results, markdown, plot)
+    log(f"wrote {markdown} and {plot}")
+
+
+if __name__ == "__main__":
+    main()
