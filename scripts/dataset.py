@@ -318,12 +318,18 @@ _ENVS: dict[str, tuple[lmdb.Environment, _EnvOptions]] = {}
 _ENVS_LOCK = threading.Lock()
 
 
+@functools.lru_cache(maxsize=64)
+def _env_key(path: str) -> str:
+    """One key per file however it is named; cached, since every read looks its environment up."""
+    return os.path.realpath(path)
+
+
 def shared_env(path: str, lock: bool = False, max_readers: int | None = None) -> lmdb.Environment:
     """This process's environment of ``path``, opened on first use.
 
     Every user of one file in one process shares it, so all must ask for the same ``lock`` and
     ``max_readers`` (LMDB fixes them when the file is opened)."""
-    key = os.path.realpath(path)
+    key = _env_key(path)
     wanted = _EnvOptions(lock, max_readers)
     with _ENVS_LOCK:
         entry = _ENVS.get(key)
