@@ -280,11 +280,9 @@ def write_report(results: R, markdown: Path, plot: Path) -> None:
 # --------------------------------------------------------------------------------------------------
 
 
-def bars(axis: Any, title: str, unit: str, values: dict[str, float | None], log: bool = False) -> None:
+def bars(axis: Any, title: str, unit: str, values: dict[str, float | None]) -> None:
     shown = {k: v for k, v in values.items() if v is not None and not math.isnan(v) and v > 0}
     axis.barh(list(shown), list(shown.values()), color="tab:blue")
-    if log:  # the header-only check is an order of magnitude faster than the rest
-        axis.set_xscale("log")
     axis.invert_yaxis()
     axis.set_title(title, fontsize=10)
     axis.set_xlabel(unit)
@@ -300,7 +298,7 @@ def draw(results: R, path: Path) -> None:
         c = convert["contenders"]
         values = {CONTENDER_NAMES[k].split(" (")[0]: c[k]["marginal_img_s"] for k in CONTENDER_NAMES}
         values["limit: 2 x single-core decode"] = convert["limit"]["img_s"]
-        bars(axes[0][0], "1. Conversion, marginal (per image), log scale", "img/s", values, log=True)
+        bars(axes[0][0], "1. Conversion, marginal (per image)", "img/s", values)
     if merge:
         bars(
             axes[0][1],
