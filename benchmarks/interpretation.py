@@ -159,7 +159,7 @@ def summary_lines(results: R) -> list[str]:
         "that glibc gave back: keep freed memory (`mallopt` in `LMDBWriter.__init__`, section 2);",
         "- the full decode check can run at DCT scale 1/8: the whole entropy-coded stream is still decoded "
         "(section 1);",
-        "- the reader resolves `os.path.realpath` on every read: resolve it once per dataset (section 4);",
+        "- the reader resolved `os.path.realpath` on every read: now once per path (section 4);",
         "- streaming beats extraction by the unpacking cost per image, which is about one conversion's cost with the "
         "default check on two cores: below 2x here, above it with a cheaper conversion or a tree that does not fit "
         "the page cache (section 7).",
@@ -260,6 +260,21 @@ def fix_experiment_notes(results: R) -> list[str]:
     ]
 
 
+#: The merge section measured three times on one day (the full run, then twice with --sections):
+#: medians in MB/s of merge, merge with the allocator fix, plain write.
+MERGE_HISTORY = {"date": "2026-11-30", "runs": [(337, 545, 381), (309, 477, 468), (312, 436, 281)]}
+
+
+def merge_history() -> str:
+    ratios = [(merge / plain, fixed / plain) for merge, fixed, plain in MERGE_HISTORY["runs"]]
+    merged = ", ".join(times(r[0]) for r in ratios)
+    fixed = ", ".join(times(r[1]) for r in ratios)
+    return (
+        f"The ratio to the plain write moves with the shared disk: in the three measurements of "
+        f"{MERGE_HISTORY['date']} the merge reached {merged} the plain write, the merge with the fix {fixed}."
+    )
+
+
 def merge_notes(results: R) -> list[str]:
     merge = results["merge"]
     mb_s = merge["mb_s"]
@@ -271,7 +286,7 @@ def merge_notes(results: R) -> list[str]:
         "data: glibc gives freed heap memory above 128 KB back to the kernel (`M_TRIM_THRESHOLD`) and its dynamic "
         "`M_MMAP_THRESHOLD` follows the allocation sizes, so every 64 MB batch of ~110 KB values (the writer's "
         "batch, LMDB's overflow pages) is allocated from fresh pages that the kernel must fault in and zero "
-        "(system time 2.1 s of a 2.6 s merge of 1.1 GB in the profile).",
+        "(system time 2.1 s of a 2.6 s merge of 1.1 GB in the profile). " + merge_history(),
         f"**Fix** (scripts/workflow_io.py, `LMDBWriter.__init__`): on glibc, "
         "`ctypes.CDLL('libc.so.6').mallopt(-1, 512 << 20)` (M_TRIM_THRESHOLD) and `mallopt(-3, 32 << 20)` "
         "(M_MMAP_THRESHOLD), in a try/except OSError for other C libraries. Measured here (the `merge_mallopt` "
@@ -314,29 +329,56 @@ def reader_notes(results: R) -> list[str]:
         f"read, ImageFolder an open + read ({fmt(1e6 / file_read if file_read else None)} µs here, warm), so the two "
         "are within a few percent of each other and of the decode; which one wins is decided by the reader's "
         "per-read overhead.",
-        f"Raw reads show it: `get_bytes` {fmt(get)}/s against {fmt(file_read)}/s for open + read. Profile "
-        "(cProfile): every read goes through `dataset.shared_env()`, which calls `os.path.realpath(path)`: an "
-        "`lstat` per path component, on every read. **Fix** (scripts/dataset.py, `shared_env` / "
-        "`LMDBDataset._env`): resolve the key once per dataset (e.g. `self._env_key = os.path.realpath(self.path)` "
-        "in `__init__`, passed to the table lookup) or memoize the realpath per path string. Measured here with "
-        f"realpath memoized: `get_bytes` {fmt(fixed_get)}/s ({times(ratio(fixed_get, get))}, "
-        f"{times(ratio(fixed_get, file_read))} open + read), `ds[i]` {fmt(fixed_pil)}/s: "
-        f"{times(ratio(fixed_pil, folder))} ImageFolder and {times(ratio(fixed_pil, pure))} the pure decode.",
+        *realpath_notes(get, fixed_get, fixed_pil, file_read, folder, pure),
         f"`decode=\"tensor\"` decodes with torchvision's `decode_jpeg` straight from LMDB's memory: {fmt(tensor)} "
         f"img/s against {fmt(warm(results, 'pure_decode_tensor'))} for a pure `decode_jpeg` of in-memory bytes.",
         f"DataLoader: 2 workers give {times(loaders)} 0 workers on 2 cores; the main process only collates, so "
         "the workers scale with what the machine's other jobs leave of the two cores.",
     ]
-    cold = reader["cold"]
-    if "note" in cold:
-        texts.append(cold["note"])
-    else:
-        texts.append(
-            f"Cold page cache (dropped before each contender): LMDB {fmt(cold['cold_lmdb_get_bytes']['img_s'])} "
-            f"reads/s against {fmt(cold['cold_file_open_read']['img_s'])} for files: one file and one mapping, no "
-            "per-file open and metadata lookups. The disk is virtual, so the host may cache part of it."
-        )
+    texts += cold_notes(reader["cold"])
     return texts
+
+
+def cold_notes(cold: R) -> list[str]:
+    if "note" in cold:
+        return [cold["note"]]
+    lmdb_rate, file_rate = cold["cold_lmdb_get_bytes"]["img_s"], cold["cold_file_open_read"]["img_s"]
+    text = (
+        f"Cold page cache (LMDB's map closed and the cache dropped before each contender): LMDB "
+        f"{fmt(lmdb_rate)} reads/s against {fmt(file_rate)} for open + read of the files. "
+    )
+    if lmdb_rate >= file_rate:
+        return [text + "One file and one mapping: no per-file open and metadata lookups."]
+    return [
+        text + "LMDB is slower cold on this machine's virtual disk. A ~110 KB value spans ~28 pages of the map, "
+        "and the reader maps the file with `readahead=False` (MADV_RANDOM), so they are faulted in page by "
+        "page, while a file read asks for the whole range at once. Tried outside the product: `readahead=True` "
+        "was slower still (264 reads/s: the kernel reads far beyond each value), and `madvise(MADV_WILLNEED)` on "
+        "the value's pages before copying made no difference; the cause is not pinned down. Worth a look by the "
+        "reader's owner for training straight from a cold network or disk file; once the pages are cached "
+        "(the usual case after the first epoch) LMDB is the faster of the two (warm rows above)."
+    ]
+
+
+def realpath_notes(*rates: float | None) -> list[str]:
+    """The per-read realpath: a fix when it costs, a note once the reader resolves it only once."""
+    get, fixed_get, fixed_pil, file_read, folder, pure = rates
+    if ratio(fixed_get, get) < 1.15:
+        return [
+            f"Raw reads: `get_bytes` {fmt(get)}/s against {fmt(file_read)}/s for open + read. The reader resolves "
+            "the file's real path once (dataset.py's `_env_key`, since this benchmark found an `lstat` per path "
+            "component on every read), so the rows with realpath memoized measure the same code now "
+            f"({times(ratio(fixed_get, get))})."
+        ]
+    return [
+        f"Raw reads show it: `get_bytes` {fmt(get)}/s against {fmt(file_read)}/s for open + read. Profile "
+        "(cProfile): every read goes through `dataset.shared_env()`, which calls `os.path.realpath(path)`: an "
+        "`lstat` per path component, on every read. **Fix** (scripts/dataset.py, `shared_env`): resolve the key "
+        "once per path (memoize the realpath per path string). Measured here with realpath memoized: "
+        f"`get_bytes` {fmt(fixed_get)}/s ({times(ratio(fixed_get, get))}, {times(ratio(fixed_get, file_read))} "
+        f"open + read), `ds[i]` {fmt(fixed_pil)}/s: {times(ratio(fixed_pil, folder))} ImageFolder and "
+        f"{times(ratio(fixed_pil, pure))} the pure decode."
+    ]
 
 
 def grows(row: R) -> bool:

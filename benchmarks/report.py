@@ -85,16 +85,19 @@ def convert_table(convert: R) -> list[str]:
 
 
 def merge_table(merge: R) -> list[str]:
-    mb_s = merge["mb_s"]
+    mb_s, megabytes = merge["mb_s"], merge["bytes"] / 1e6
     lines = [
-        f"{merge['records']:,} records, {merge['bytes'] / 1e6:,.0f} MB; medians of {len(merge['seconds']['merge'])}.",
+        f"{merge['records']:,} records, {megabytes:,.0f} MB; medians of {len(merge['seconds']['merge'])}, and the "
+        "range of the repeats (the machine's disk is shared, so single writes vary a lot).",
         "",
-        "| contender | MB/s | vs plain write |",
-        "| --- | ---: | ---: |",
+        "| contender | MB/s | repeats, MB/s | vs plain write |",
+        "| --- | ---: | ---: | ---: |",
     ]
     for key, name in MERGE_NAMES.items():
         if key in mb_s:
-            lines.append(f"| {name} | {fmt(mb_s[key])} | {times(ratio(mb_s[key], mb_s['plain_write']))} |")
+            runs = [megabytes / seconds for seconds in merge["seconds"][key]]
+            spread = f"{fmt(min(runs))}-{fmt(max(runs))}"
+            lines.append(f"| {name} | {fmt(mb_s[key])} | {spread} | {times(ratio(mb_s[key], mb_s['plain_write']))} |")
     return lines
 
 
@@ -199,7 +202,20 @@ def header(results: R, plot: str) -> list[str]:
         "target is a ratio from this same run. Workflow runs: the snakemake CLI, `--cores 2`, "
         f"{plan['shards']} shards.",
         "",
+        *rerun_note(results),
         f"![benchmarks]({plot})",
+        "",
+    ]
+
+
+def rerun_note(results: R) -> list[str]:
+    rerun = results.get("rerun")
+    if not rerun:
+        return []
+    names = ", ".join(rerun["sections"])
+    return [
+        f"Sections {names} were measured again on {rerun['date']} ({fmt(rerun['seconds'] / 60, 1)} minutes, "
+        "`--sections`), after product changes; the other sections are from the run above.",
         "",
     ]
 

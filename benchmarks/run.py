@@ -137,12 +137,21 @@ def machine() -> dict[str, Any]:
     }
 
 
+def previous_results(plan: Plan, sections: list[str]) -> dict[str, Any] | None:
+    """The last results of the same plan, when only some sections run: they keep the others."""
+    path = results_path(plan.quick)
+    if set(sections) == set(SECTIONS) or not path.exists():
+        return None
+    previous = json.loads(path.read_text())
+    return previous if previous.get("plan") == json.loads(json.dumps(asdict(plan))) else None
+
+
 def run(plan: Plan, sections: list[str]) -> dict[str, Any]:
     OUT.mkdir(parents=True, exist_ok=True)
-    results: dict[str, Any] = {"plan": asdict(plan), "machine": machine()}
+    previous = previous_results(plan, sections)
+    results: dict[str, Any] = previous or {"plan": asdict(plan), "machine": machine()}
     start = time.perf_counter()
     trees = prepare_data(plan)
-    results["data_seconds"] = time.perf_counter() - start
     if "convert" in sections:
         run_section("convert", results, convert_section, plan, trees)
     if "memory" in sections:
@@ -159,8 +168,13 @@ def run(plan: Plan, sections: list[str]) -> dict[str, Any]:
         run_section("scale", results, scale_section, plan, trees)
     if "archives" in sections:
         run_section("archives", results, archives_section, plan, trees)
-    results["total_seconds"] = time.perf_counter() - start
-    results["machine"]["load_average_at_end"] = os.getloadavg()
+    seconds = time.perf_counter() - start
+    if previous is None:
+        results["total_seconds"] = seconds
+        results["machine"]["load_average_at_end"] = os.getloadavg()
+    else:  # the header keeps describing the full run, and says what was measured again, when
+        rerun = sorted(set(sections) | ({"merge"} if "reader" in sections else set()))
+        results["rerun"] = {"sections": rerun, "date": time.strftime("%Y-%m-%d %H:%M"), "seconds": seconds}
     results_path(plan.quick).write_text(json.dumps(results, indent=1))
     return results
 
