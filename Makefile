@@ -39,7 +39,7 @@ test-cluster: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
 
-lint: $(STAMP)
+lint: $(STAMP) data/demo/train data/demo/val
 	$(BIN)/ruff check scripts tests benchmarks
 	$(BIN)/ruff format --check scripts tests benchmarks
 	$(BIN)/snakefmt --check Snakefile rules
