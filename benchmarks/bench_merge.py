@@ -5,8 +5,6 @@ complete run's clean-up would delete the parts). Then, alternating and repeated,
 process as the rule runs (the allocator's state matters, see below), only the work itself timed:
 - ``merge``: scripts/merge.py's ``merge()`` on those parts, exactly as the rule calls it (it
   copies passed-through images from the source, which is in the page cache here, CRC-checked);
-- ``merge_mallopt``: the same with glibc told to keep freed heap memory (``M_TRIM_THRESHOLD``,
-  ``M_MMAP_THRESHOLD``): the fix measured, see BENCHMARKS.md;
 - ``plain_write``: the merged records' values, already in memory, appended to a new LMDB with
   py-lmdb and 64 MB commits, as the workflow's writer opens it (no reading, no checks);
 - ``cp``: ``cp`` of the merged file.
@@ -18,7 +16,6 @@ use its result.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import subprocess
@@ -32,10 +29,7 @@ import lmdb
 from bench_common import BIN, OUT, REPO, fresh_dir, fsync_file, median, rotated, run_snakemake, write_config
 
 BATCH_BYTES = 64 << 20
-CONTENDERS = ("merge", "merge_mallopt", "plain_write", "cp")
-#: glibc mallopt parameters: heap memory freed above this is returned to the kernel, and blocks
-#: above this are mmap'd: both make every 64 MB batch fault in (and zero) fresh pages again.
-M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+CONTENDERS = ("merge", "plain_write", "cp")
 
 
 def run_until_merge(tree: Path, shards: int) -> tuple[Path, Path]:
@@ -82,12 +76,6 @@ def plain_write(values: list[bytes], output: Path) -> None:
     env.close()
 
 
-def keep_freed_memory() -> None:
-    libc = ctypes.CDLL("libc.so.6")
-    libc.mallopt(M_TRIM_THRESHOLD, 512 << 20)
-    libc.mallopt(M_MMAP_THRESHOLD, 32 << 20)
-
-
 def timed_contender(contender: str, rundir: Path, output: Path) -> float:
     """Prepare (untimed), then time one contender; runs in a fresh process (main below)."""
     if contender == "cp":
@@ -100,8 +88,6 @@ def timed_contender(contender: str, rundir: Path, output: Path) -> float:
         start = time.perf_counter()
         plain_write(values, output)
         return time.perf_counter() - start
-    if contender == "merge_mallopt":
-        keep_freed_memory()
     sys.path.insert(0, str(REPO / "scripts"))
     from merge import merge  # imported before the clock: importing torch is not merging
 

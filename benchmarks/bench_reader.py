@@ -8,12 +8,9 @@ before each contender's 1,000 random raw reads (root only; skipped with a note o
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import io
-import os
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,26 +39,6 @@ def pure_tensor(blob: bytearray) -> torch.Tensor:
 def read_file(path: str) -> bytes:
     with open(path, "rb") as stream:
         return stream.read()
-
-
-@contextlib.contextmanager
-def memoized_realpath() -> Iterator[None]:
-    """The fix measured: dataset.shared_env resolves ``os.path.realpath(path)`` (an lstat per path
-    component) on every read; remembering it per path string removes those system calls."""
-    original = os.path.realpath
-    os.path.realpath = functools.lru_cache(maxsize=64)(original)
-    try:
-        yield
-    finally:
-        os.path.realpath = original
-
-
-def with_memoized_realpath(read: Callable[[], Any]) -> Callable[[], Any]:
-    def run() -> Any:
-        with memoized_realpath():
-            return read()
-
-    return run
 
 
 def tensor_dataset(path: str) -> dataset.LMDBDataset | None:
@@ -98,8 +75,6 @@ def warm_contenders(lmdb_path: str, tree: Path, indices: list[int]) -> tuple[Con
         "pure_decode_tensor": lambda: [pure_tensor(b) for b in writable],
         "lmdb_get_bytes": lambda: [ds.get_bytes(i) for i in indices],
         "file_open_read": lambda: [read_file(p) for p in paths],
-        "fix_getitem_pil_memoized_realpath": with_memoized_realpath(lambda: [ds[i] for i in indices]),
-        "fix_get_bytes_memoized_realpath": with_memoized_realpath(lambda: [ds.get_bytes(i) for i in indices]),
     }
     tensor_ds = tensor_dataset(lmdb_path)
     note = None
