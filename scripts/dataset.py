@@ -519,7 +519,9 @@ def legacy_record(value: bytes | memoryview | None, what: str) -> tuple[bytes, i
 # --------------------------------------------------------------------------------------------------
 
 
-class _LMDBDatasetMethods:
+# LMDBReader is the whole reader without torch's Dataset base, for tools that should not pay torch's
+# import (the workflow's verify step); PyTorch code uses LMDBDataset, built on it below.
+class LMDBReader:
     """An ImageFolder stored in one LMDB file: same indices, labels, classes and samples.
 
     ``LMDBDataset("results/train.lmdb", transform)`` replaces
@@ -772,8 +774,8 @@ def _build_dataset_class() -> type:
     """``LMDBDataset``: the methods above on top of ``torch.utils.data.Dataset``, as ImageFolder is."""
     from torch.utils.data import Dataset
 
-    cls = type("LMDBDataset", (_LMDBDatasetMethods, Dataset), {"__module__": __name__})
-    cls.__doc__ = _LMDBDatasetMethods.__doc__
+    cls = type("LMDBDataset", (LMDBReader, Dataset), {"__module__": __name__})
+    cls.__doc__ = LMDBReader.__doc__
     return cls
 
 
@@ -787,4 +789,4 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:
-    LMDBDataset = _LMDBDatasetMethods
+    LMDBDataset = LMDBReader

@@ -26,7 +26,7 @@ import lmdb
 from PIL import Image, ImageDraw, ImageFont
 from tqdm import tqdm
 
-from dataset import META_KEYS, FormatError, LMDBDataset, record_key, shared_env
+from dataset import META_KEYS, FormatError, LMDBReader, record_key, shared_env
 from workflow_io import hold_point, run_rule
 
 log = logging.getLogger("imagefolder_lmdb.verify")
@@ -37,7 +37,7 @@ MAX_SHEET_IMAGES = 64
 LISTED_FAILURES = 20
 
 
-def structure_problems(ds: LMDBDataset) -> list[str]:
+def structure_problems(ds: LMDBReader) -> list[str]:
     """Disagreements between the meta and the records, found without decoding any image."""
     problems = []
     n = len(ds)
@@ -58,7 +58,7 @@ def structure_problems(ds: LMDBDataset) -> list[str]:
     return problems
 
 
-def check_record(ds: LMDBDataset, index: int) -> str | None:
+def check_record(ds: LMDBReader, index: int) -> str | None:
     """Problem with record ``index`` (checksum, decoding, size), or None."""
     assert ds.checksums is not None and ds.image_sizes is not None
     try:
@@ -86,11 +86,11 @@ def sample_indices(n: int, sample: int, full: bool, seed: int) -> list[int]:
 
 def verify(
     path: str, sample: int = 64, full: bool = False, seed: int = 0
-) -> tuple[dict[str, Any], LMDBDataset | None, list[int]]:
+) -> tuple[dict[str, Any], LMDBReader | None, list[int]]:
     """The report, the opened dataset (None if it could not be opened) and the checked indices."""
     report: dict[str, Any] = {"path": os.path.abspath(path), "ok": False, "problems": []}
     try:
-        ds = LMDBDataset(path)
+        ds = LMDBReader(path)  # LMDBDataset's code without torch's Dataset base: no 2 s torch import
     except (FormatError, FileNotFoundError) as exc:
         report["problems"].append(str(exc))
         return report, None, []
@@ -140,7 +140,7 @@ def fit_into_cell(image: Image.Image) -> Image.Image:
     return image
 
 
-def contact_sheet(ds: LMDBDataset | None, indices: list[int], output: str) -> None:
+def contact_sheet(ds: LMDBReader | None, indices: list[int], output: str) -> None:
     """A grid of the sampled images, each labelled ``index: class``."""
     shown = indices[:MAX_SHEET_IMAGES]
     columns = max(1, min(8, len(shown)))
@@ -191,7 +191,7 @@ def write_report(report: dict[str, Any], output: str) -> None:
 
 def verify_or_report_crash(
     path: str, sample: int, full: bool, seed: int
-) -> tuple[dict[str, Any], LMDBDataset | None, list[int]]:
+) -> tuple[dict[str, Any], LMDBReader | None, list[int]]:
     """``verify``, with anything that breaks while checking (a damaged B-tree, a meta document that
     lacks a field) reported as a problem instead of a traceback."""
     try:

@@ -51,6 +51,18 @@ def test_archive_source_gives_the_folder_result(
     same_dataset(LMDBDataset(result.lmdb), LMDBDataset(converted.lmdb))
 
 
+def test_archive_listing_accepts_what_imagefolder_accepts() -> None:
+    # count_check lists archive members with a copy of torchvision's extension list (importing
+    # torchvision costs seconds per job): the copy must stay the original.
+    from torchvision.datasets.folder import IMG_EXTENSIONS, has_file_allowed_extension
+
+    import count_check
+
+    assert count_check.IMAGE_EXTENSIONS == IMG_EXTENSIONS
+    names = ["a.JPEG", "b.jpg", "c.Png", "d.webp", "e.TIFF", "f.txt", "g.jpeg.bak", "h", ".jpg", "i.gif"]
+    assert [count_check.is_image(n) for n in names] == [has_file_allowed_extension(n, IMG_EXTENSIONS) for n in names]
+
+
 def add_member(tar: tarfile.TarFile, name: str, data: bytes = b"\xff\xd8\xff\xd9", **fields: object) -> None:
     info = tarfile.TarInfo(name)
     info.size = len(data)
