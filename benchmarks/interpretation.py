@@ -214,9 +214,10 @@ def convert_notes(results: R) -> list[str]:
     texts = [
         f"*Per run* divides 2N by the whole wall time, start-up included; *marginal* is N / (t(2N) - t(N)), which "
         f"cancels what does not grow with the data: here about {fmt(fixed_seconds(convert, 'workflow'), 1)} s per "
-        "workflow run (snakemake start and DAG, a Python process per job, count_check importing torchvision, "
-        f"verify, Snakemake's ~1.25 s wait at exit) and {fmt(fixed_seconds(convert, 'baseline'), 1)} s for the "
-        "baseline. At ImageNet scale only the marginal rate matters, so the targets are judged on it.",
+        "workflow run (snakemake start and DAG, a Python process per job, count_check importing torchvision to "
+        "scan the folder, verify, Snakemake's ~1.25 s wait at exit) and "
+        f"{fmt(fixed_seconds(convert, 'baseline'), 1)} s for the baseline. At ImageNet scale only the marginal "
+        "rate matters, so the targets are judged on it.",
         f"CPU per extra image, all processes together (the figure the machine's other load disturbs least): "
         f"workflow {fmt(cpu['workflow'], 2)} ms with `check: decode`, {fmt(cpu['workflow_header'], 2)} ms with "
         f"`check: header`; baseline {fmt(cpu['baseline'], 2)} ms (decode + q95 encode); a bare PIL decode "
@@ -389,6 +390,9 @@ def scale_notes(results: R) -> list[str]:
     ]
 
 
+ROUTE_LABELS = {"stream": "streaming", "extract": "`extract: true`", "tar_then_convert": "`tar xf` + convert"}
+
+
 def archive_notes(results: R) -> list[str]:
     archives = results["archives"]
     routes = archives["routes"]
@@ -413,9 +417,16 @@ def archive_notes(results: R) -> list[str]:
         f"{times(ratio(stream['marginal_img_s'], by_hand['marginal_img_s']))} here (before the conversion got "
         f"cheaper, see the summary: {times(BEFORE['archive_marginal']['extract'])} and "
         f"{times(BEFORE['archive_marginal']['tar_then_convert'])}).",
+        "Each route's time ends with a `sync`, when what it wrote is on disk (the workflow fsyncs its LMDBs "
+        "itself; an unpacked tree is left to the kernel's write-back): "
+        + ", ".join(
+            f"{ROUTE_LABELS[name]} {fmt(row.get('sync_seconds', {}).get('large'), 1)} s" for name, row in routes.items()
+        )
+        + f" at {large:,} images.",
         f"End to end each run also carries a cost that does not grow with the data, about "
-        f"{fmt(fixed['stream'], 1)} s here for two splits (Snakemake's start, ~20 jobs each a new Python process, "
-        "two count_check jobs importing torchvision, two verify jobs importing torch), which weighs on the ratio at "
+        f"{fmt(fixed['stream'], 1)} s for streaming here, two splits (Snakemake's start and ~20 jobs, each a new "
+        f"Python process), {fmt(fixed['extract'], 1)} s for `extract: true`, whose count_check jobs import "
+        "torchvision to scan the unpacked trees (listing an archive does not need it), which weighs on the ratio at "
         f"{large:,} images and vanishes at ImageNet's {IMAGENET_IMAGES:,}. The projection adds that fixed cost to "
         "every image at the marginal rate.",
         f"Projected to ImageNet train + val on these 2 cores: streaming {fmt(hours['stream'], 2)} h, "
