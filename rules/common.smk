@@ -176,6 +176,8 @@ def remove_leftovers(config: dict) -> None:
     """
     if CONTROLLER_LOCK is None:
         return
+    # --notemp: the user asked to keep temp() files
+    keep_temp = workflow.storage_settings.notemp
     for split in SPLITS:
         final = f"{RESULTS}/{split}.lmdb"
         if not os.path.exists(final):
@@ -184,7 +186,7 @@ def remove_leftovers(config: dict) -> None:
         stale = glob.glob(f"{WORK}/{split}/parts/*.lmdb") + glob.glob(
             f"{WORK}/{split}/merged.lmdb"
         )
-        for path in stale:
+        for path in [] if keep_temp else stale:
             if os.path.getmtime(path) <= finished:
                 os.remove(path)
         for path in glob.glob(

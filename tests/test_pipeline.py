@@ -135,6 +135,13 @@ def test_no_temporary_or_part_files_left(converted: Converted) -> None:
     assert not (converted.workdir / "work" / "train" / "merged.lmdb").exists()
 
 
+def test_notemp_keeps_the_parts_and_the_merged_file(image_tree: Path, tmp_path: Path) -> None:
+    config = write_config(tmp_path, {"train": {"source": str(image_tree), "shards": 2}})
+    run_snakemake(tmp_path, "--configfile", str(config), "--notemp").check()
+    assert len(list((tmp_path / "work" / "train" / "parts").glob("*.lmdb"))) == 2
+    assert (tmp_path / "work" / "train" / "merged.lmdb").exists()
+
+
 def test_html_report_holds_verify_contact_histogram_and_benchmarks(converted: Converted, tmp_path: Path) -> None:
     report = tmp_path / "report.html"
     config = str(converted.workdir / "config.yaml")
