@@ -154,7 +154,16 @@ def read_and_encode(reader: MemberReader, sample: Sample, settings: EncodeSettin
         return encode_image(data, settings), len(data)
     except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
         where = reader.describe(sample.path, sample.location)
-        raise BadImageError(f"{where}: {type(exc).__name__}: {exc}") from exc
+        raise BadImageError(f"{where}: {type(exc).__name__}: {exc}{likely_cause(sample.path)}") from exc
+
+
+def likely_cause(path: str) -> str:
+    """A hint for bad files that are no image at all but look like one to ImageFolder."""
+    if os.path.basename(path).startswith("._"):
+        # macOS writes "._name" resource-fork files beside every file it copies to other filesystems
+        # or packs into tars; they carry the image's extension, so ImageFolder lists them too
+        return " (a macOS metadata file, not an image: delete the ._* files from the source)"
+    return ""
 
 
 @dataclass

@@ -27,6 +27,15 @@ def test_truncated_jpeg_stops_its_shard_naming_the_file(tree_copy: Path, convert
     assert not result.lmdb.exists()
 
 
+def test_macos_metadata_file_is_named_as_such(tree_copy: Path, convert_in_tmp) -> None:
+    class_folder = next(p for p in sorted(tree_copy.iterdir()) if p.is_dir())
+    metadata = class_folder / "._photo.JPEG"  # what macOS leaves beside photo.JPEG in a tar
+    metadata.write_bytes(b"\x00\x05\x16\x07\x00\x02\x00\x00Mac OS X        " + bytes(4000))
+    result = convert_in_tmp(tree_copy)
+    assert result.run.returncode != 0
+    assert str(metadata) in result.run.output and "macOS metadata file" in result.run.output
+
+
 def test_truncated_jpeg_skipped_and_listed(tree_copy: Path, convert_in_tmp) -> None:
     victim = truncate_one_jpeg(tree_copy)
     result = convert_in_tmp(tree_copy, shards=4, encode={"on_error": "skip"})
