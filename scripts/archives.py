@@ -92,10 +92,14 @@ def check_zip_members(archive: str, infos: list[zipfile.ZipInfo]) -> None:
 
 @dataclass(frozen=True)
 class Member:
-    """A file inside an archive: its path there and where its bytes are."""
+    """A file inside an archive: its path there and where its bytes are; or a folder (no location)."""
 
     path: str  # "/"-separated, as stored (for a tar of tars: "<inner tar name without .tar>/member")
-    location: dict[str, Any]  # {"tar": 0, "offset": o, "size": s} or {"zip": 0, "member": name}
+    location: dict[str, Any] | None  # {"tar": 0, "offset": o, "size": s}, {"zip": 0, "member": name}; None: folder
+
+    @property
+    def is_folder(self) -> bool:
+        return self.location is None
 
 
 def list_tar(archive: str, fileobj: Any = None) -> list[tarfile.TarInfo]:
@@ -119,13 +123,15 @@ def check_tar_complete(archive: str, members: list[tarfile.TarInfo], size: int, 
 
 
 def index_tar(archive: str, container: int = 0) -> Iterator[Member]:
-    """File members of a plain tar, with their byte ranges."""
+    """File members of a plain tar, with their byte ranges, and its folders."""
     members = list_tar(archive)
     check_tar_members(archive, members, links_allowed=False)
     check_tar_complete(archive, members, os.path.getsize(archive))
     for member in members:
         if member.isfile():
             yield Member(member.name, {"tar": container, "offset": member.offset_data, "size": member.size})
+        elif member.isdir():
+            yield Member(member.name.rstrip("/"), None)
 
 
 def index_tar_of_tars(archive: str, container: int = 0, progress: dict[str, Any] | None = None) -> Iterator[Member]:
@@ -146,6 +152,7 @@ def index_tar_of_tars(archive: str, container: int = 0, progress: dict[str, Any]
                     "(ILSVRC2012_img_train.tar) is expected for layout ilsvrc-train"
                 )
             where = f" (member {inner.name})"
+            yield Member(inner.name.removesuffix(".tar"), None)  # the class folder, even if its tar is empty
             members = list_tar(f"{archive}:{inner.name}", fileobj=outer.extractfile(inner))
             check_tar_members(f"{archive}:{inner.name}", members, links_allowed=False)
             check_tar_complete(archive, members, inner.size, where)
@@ -164,7 +171,9 @@ def index_zip(archive: str, container: int = 0) -> Iterator[Member]:
         raise DamagedArchiveError(f"{archive}: not a readable zip ({exc}); download or copy it again") from exc
     check_zip_members(archive, infos)
     for info in infos:
-        if not info.is_dir():
+        if info.is_dir():
+            yield Member(info.filename.rstrip("/"), None)
+        else:
             yield Member(info.filename, {"zip": container, "member": info.filename, "size": info.file_size})
 
 

@@ -106,9 +106,12 @@ def walk_order(path: str) -> tuple[str, str]:
     return folder, name
 
 
-def order_members(entries: list[tuple[str, dict[str, Any]]], where: str) -> Listing:
-    """ImageFolder's rules applied to archive member paths, without unpacking anything."""
+def order_members(entries: list[tuple[str, dict[str, Any]]], where: str, folders: Iterable[str] = ()) -> Listing:
+    """ImageFolder's rules applied to archive member paths, without unpacking anything.
+    ``folders``: the archive's top folders, classes even where they hold no file."""
     by_class: dict[str, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
+    for folder in folders:
+        by_class[folder] = []
     ignored = []
     for path, location in entries:
         if "/" not in path:
@@ -171,7 +174,9 @@ def list_source(description: dict[str, Any], devkit: str | None, csv: str | None
     if description["kind"] == "index":
         entries = read_members(source_dir)
         listing = (
-            label_val(entries, devkit, csv) if layout == "ilsvrc-val" else order_members(entries, description["source"])
+            label_val(entries, devkit, csv)
+            if layout == "ilsvrc-val"
+            else order_members(entries, description["source"], description.get("folders", []))
         )
         listing.containers = description["containers"]
         return listing

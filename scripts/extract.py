@@ -85,6 +85,7 @@ def index_archives(
         log.info("indexing %s", container)
         if per_class_tars:
             name = os.path.basename(container).removesuffix(".tar")
+            members.append(Member(name, None))  # the class folder, even if its tar is empty
             members.extend(Member(f"{name}/{m.path}", m.location) for m in index_tar(container, number))
         elif layout == "ilsvrc-train":
             members.extend(index_tar_of_tars(container, number, progress))
@@ -92,10 +93,24 @@ def index_archives(
             members.extend(index_zip(container, number))
         else:
             members.extend(index_tar(container, number))
-    strip = wrapper_prefix([m.path for m in members]) if layout != "ilsvrc-val" else ""
-    count = write_members(os.path.join(building, MEMBERS), members, strip)
+    files = [m for m in members if not m.is_folder]
+    strip = wrapper_prefix([m.path for m in files]) if layout != "ilsvrc-val" else ""
+    count = write_members(os.path.join(building, MEMBERS), files, strip)
     log.info("indexed %d file members in %d archive(s); nothing extracted", count, len(containers))
-    return {"kind": "index", "containers": [os.path.abspath(c) for c in containers], "members": count, "strip": strip}
+    return {
+        "kind": "index",
+        "containers": [os.path.abspath(c) for c in containers],
+        "members": count,
+        "strip": strip,
+        "folders": top_folders([m.path for m in members if m.is_folder], strip),
+    }
+
+
+def top_folders(folders: list[str], strip: str) -> list[str]:
+    """The class folders an unpacked copy would have, from the archive's folder members: ImageFolder
+    makes each a class, so one without images must stop the run here as it would there."""
+    tops = {folder[len(strip) :].split("/", 1)[0] for folder in folders if (folder + "/").startswith(strip)}
+    return sorted(top for top in tops if top)
 
 
 def tree_root(extracted: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import shutil
 import stat
 import tarfile
 import zipfile
@@ -49,6 +50,23 @@ def test_archive_source_gives_the_folder_result(
     result = convert_in_tmp(archive)
     result.run.check()
     same_dataset(LMDBDataset(result.lmdb), LMDBDataset(converted.lmdb))
+
+
+@pytest.mark.parametrize("kind", ["tar", "zip"])
+def test_empty_class_folder_in_an_archive_stops_as_imagefolder_would(
+    image_tree: Path, tmp_path: Path, convert_in_tmp, kind: str
+) -> None:
+    # ImageFolder over the unpacked tree makes the empty folder a class and raises; read in place,
+    # the archive's folder members must give the same answer, not a dataset with a class less.
+    tree = tmp_path / "tree"
+    shutil.copytree(image_tree, tree)
+    (tree / "zz_empty").mkdir()
+    archive = tmp_path / f"train.{kind}"
+    make_zip(tree, archive) if kind == "zip" else make_tar(tree, archive, "w")
+    result = convert_in_tmp(archive)
+    assert result.run.returncode != 0
+    assert "found no valid file for the classes zz_empty" in result.run.output
+    assert not result.lmdb.exists()
 
 
 def test_archive_listing_accepts_what_imagefolder_accepts() -> None:
