@@ -14,6 +14,7 @@ import signal
 import subprocess
 import tarfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import lmdb
@@ -123,24 +124,35 @@ def tree_archive(image_tree: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     return archive
 
 
+@dataclass(frozen=True)
+class CleanRun:
+    lmdb: Path
+    seconds: float  # wall time of the uninterrupted run, to place the timed kills inside one
+
+
 @pytest.fixture(scope="module")
-def clean_run(tree_archive: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def clean_run(tree_archive: Path, tmp_path_factory: pytest.TempPathFactory) -> CleanRun:
     workdir = tmp_path_factory.mktemp("clean")
     write_config(workdir, {"train": {"source": str(tree_archive), "shards": SHARDS}})
+    started = time.monotonic()
     run_snakemake(workdir, "--configfile", str(workdir / "config.yaml")).check()
-    return workdir / "results" / "train.lmdb"
+    return CleanRun(workdir / "results" / "train.lmdb", time.monotonic() - started)
 
 
-@pytest.mark.parametrize("moment", [*HOLD_POINTS, "after 2.0 s", "after 5.0 s"])
+#: Kills without a hold point, at a fraction of a clean run's wall time: wherever they land.
+TIMED_KILLS = ["at 30% of a run", "at 70% of a run"]
+
+
+@pytest.mark.parametrize("moment", [*HOLD_POINTS, *TIMED_KILLS])
 def test_sigkill_then_same_command_finishes_identically(
-    moment: str, tree_archive: Path, clean_run: Path, tmp_path: Path
+    moment: str, tree_archive: Path, clean_run: CleanRun, tmp_path: Path
 ) -> None:
     write_config(tmp_path, {"train": {"source": str(tree_archive), "shards": SHARDS}})
-    if moment.startswith("after"):
+    if moment in TIMED_KILLS:
         process, _ = start(tmp_path)
-        time.sleep(float(moment.split()[1]))
+        time.sleep(clean_run.seconds * int(moment.split()[1].rstrip("%")) / 100)
         if process.poll() is not None:
-            pytest.fail("the run finished before the kill; make the dataset bigger")
+            pytest.fail(f"the run finished before the kill {moment} ({clean_run.seconds:.1f} s)")
     else:
         process, marker = start(tmp_path, hold=moment)
         wait_for(marker, process)
@@ -148,7 +160,7 @@ def test_sigkill_then_same_command_finishes_identically(
     assert_nothing_incomplete_at_final_paths(tmp_path)
 
     run_snakemake(tmp_path, "--configfile", str(tmp_path / "config.yaml")).check()
-    assert_same_dataset(tmp_path / "results" / "train.lmdb", clean_run)
+    assert_same_dataset(tmp_path / "results" / "train.lmdb", clean_run.lmdb)
     assert_no_leftovers(tmp_path)
 
 
