@@ -222,13 +222,21 @@ def header(results: R, plot: str) -> list[str]:
 
 
 def rerun_note(results: R) -> list[str]:
-    rerun = results.get("rerun")
-    if not rerun:
+    """Which sections were measured again after the full run, each with its latest measurement."""
+    reruns = results.get("reruns", [])
+    latest: dict[str, int] = {}
+    for number, rerun in enumerate(reruns):
+        latest.update(dict.fromkeys(rerun["sections"], number))
+    if not latest:
         return []
-    names = ", ".join(rerun["sections"])
+    parts = []
+    for number, rerun in enumerate(reruns):
+        names = sorted(name for name, last in latest.items() if last == number)
+        if names:
+            parts.append(f"{', '.join(names)} on {rerun['date']} ({fmt(rerun['seconds'] / 60, 1)} minutes)")
     return [
-        f"Sections {names} were measured again on {rerun['date']} ({fmt(rerun['seconds'] / 60, 1)} minutes, "
-        "`--sections`), after product changes; the other sections are from the run above.",
+        f"Measured again with `--sections`, after product changes: {'; '.join(parts)}. The other sections are "
+        "from the run above.",
         "",
     ]
 
