@@ -93,6 +93,7 @@ def index_archives(
             members.extend(index_zip(container, number))
         else:
             members.extend(index_tar(container, number))
+    members = [Member(relative_name(m.path), m.location) for m in members]
     files = [m for m in members if not m.is_folder]
     strip = wrapper_prefix([m.path for m in files]) if layout != "ilsvrc-val" else ""
     count = write_members(os.path.join(building, MEMBERS), files, strip)
@@ -104,6 +105,13 @@ def index_archives(
         "strip": strip,
         "folders": top_folders([m.path for m in members if m.is_folder], strip),
     }
+
+
+def relative_name(path: str) -> str:
+    """``./cls/x.jpg`` (``tar -C tree .``) as ``cls/x.jpg``: the path an unpacked copy has under its root."""
+    while path.startswith("./"):
+        path = path[2:]
+    return "" if path == "." else path
 
 
 def top_folders(folders: list[str], strip: str) -> list[str]:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from torchvision.datasets import ImageFolder
 
 from conftest import Converted
 from dataset import LMDBDataset
@@ -50,6 +51,20 @@ def test_archive_source_gives_the_folder_result(
     result = convert_in_tmp(archive)
     result.run.check()
     same_dataset(LMDBDataset(result.lmdb), LMDBDataset(converted.lmdb))
+
+
+def test_tar_of_a_folders_contents_with_a_file_at_its_root(tree_copy: Path, tmp_path: Path, convert_in_tmp) -> None:
+    # `tar cf train.tar -C train .` names members ./cls/x.JPEG; a README beside the class folders
+    # keeps the ./ from being a wrapper folder to strip, yet "." is no class
+    (tree_copy / "README.txt").write_text("about this dataset")
+    archive = tmp_path / "train.tar"
+    with tarfile.open(archive, "w") as tar:
+        tar.add(tree_copy, arcname=".")
+    result = convert_in_tmp(archive)
+    result.run.check()
+    folder = ImageFolder(str(tree_copy))
+    ds = LMDBDataset(result.lmdb)
+    assert ds.classes == folder.classes and ds.targets == folder.targets
 
 
 @pytest.mark.parametrize("kind", ["tar", "zip"])
