@@ -12,7 +12,8 @@ rule merge:
         f"{WORK}/benchmarks/merge/{{split}}.tsv"
     conda:
         "../envs/imagefolder-lmdb.yaml"
-    threads: 1
+    # a reading thread checks passed-through images ahead of the writer (scripts/merge.py)
+    threads: 2
     resources:
         mem_mb=2000,
         runtime=120,

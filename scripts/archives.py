@@ -14,6 +14,7 @@ import os
 import re
 import stat
 import tarfile
+import threading
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -183,13 +184,18 @@ def index_zip(archive: str, container: int = 0) -> Iterator[Member]:
 
 
 class MemberReader:
-    """Reads files and archive members for one shard, keeping each container open once."""
+    """Reads files and archive members for one shard, keeping each container open once.
+
+    Safe to share between threads (the merge reads ahead with a few): a tar is read with
+    ``os.pread`` on one shared descriptor, and each thread gets its own handle on a zip.
+    """
 
     def __init__(self, root: str, containers: list[str]) -> None:
         self.root = root
         self.containers = containers
         self._fds: dict[int, int] = {}
-        self._zips: dict[int, zipfile.ZipFile] = {}
+        self._zips: dict[tuple[int, int], zipfile.ZipFile] = {}  # (thread, container)
+        self._opening = threading.Lock()
 
     def read(self, path: str, location: dict[str, Any] | None) -> bytes:
         if location is None:
@@ -212,10 +218,7 @@ class MemberReader:
         return f"{container} member {path}"
 
     def _pread(self, container: int, offset: int, size: int) -> bytes:
-        fd = self._fds.get(container)
-        if fd is None:
-            fd = self._fds[container] = os.open(self.containers[container], os.O_RDONLY)
-        data = os.pread(fd, size, offset)
+        data = os.pread(self._fd(container), size, offset)
         if len(data) != size:
             raise DamagedArchiveError(
                 f"{self.containers[container]}: {size} bytes expected at offset {offset}, {len(data)} read; "
@@ -223,19 +226,31 @@ class MemberReader:
             )
         return data
 
+    def _fd(self, container: int) -> int:
+        fd = self._fds.get(container)
+        if fd is None:
+            with self._opening:
+                fd = self._fds.get(container)
+                if fd is None:
+                    fd = self._fds[container] = os.open(self.containers[container], os.O_RDONLY)
+        return fd
+
     def _zip(self, container: int) -> zipfile.ZipFile:
-        zf = self._zips.get(container)
+        key = (threading.get_ident(), container)
+        zf = self._zips.get(key)
         if zf is None:
-            zf = self._zips[container] = zipfile.ZipFile(self.containers[container])
+            with self._opening:
+                zf = self._zips[key] = zipfile.ZipFile(self.containers[container])
         return zf
 
     def close(self) -> None:
-        for fd in self._fds.values():
-            os.close(fd)
-        for zf in self._zips.values():
-            zf.close()
-        self._fds.clear()
-        self._zips.clear()
+        with self._opening:
+            for fd in self._fds.values():
+                os.close(fd)
+            for zf in self._zips.values():
+                zf.close()
+            self._fds.clear()
+            self._zips.clear()
 
 
 # --------------------------------------------------------------------------------------------------

@@ -14,12 +14,15 @@ import signal
 import subprocess
 import tarfile
 import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import lmdb
 import pytest
 
+import merge
 from conftest import BIN, REPO, Converted, run_snakemake, write_config
 from dataset import META_KEYS, LMDBDataset, close_all_envs
 
@@ -284,3 +287,26 @@ def test_source_changed_between_encode_and_merge_is_named(tree_copy: Path, tmp_p
     run_snakemake(tmp_path, "--configfile", str(config)).check()
     ds = LMDBDataset(tmp_path / "results" / "train.lmdb")
     assert ds.get_bytes(len(ds) - 1) == other.read_bytes()
+
+
+def test_merge_reads_ahead_in_order_and_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The merge's reading threads may finish out of order and must not run ahead without bound:
+    records still reach the writer in index order, with at most READ_AHEAD_BYTES in flight."""
+    monkeypatch.setattr(merge, "READ_AHEAD_BYTES", 10)  # three 4-byte images in flight at most
+    submitted: list[int] = []
+
+    def slow_when_even(number: int) -> bytes:
+        time.sleep(0.01 if number % 2 == 0 else 0.0)  # odd reads overtake even ones
+        return number.to_bytes(2, "big")
+
+    with ThreadPoolExecutor(4) as pool:
+
+        def values() -> Iterator[merge.Pending]:
+            for number in range(40):
+                submitted.append(number)
+                yield 4, pool.submit(slow_when_even, number)
+
+        for written, data in enumerate(merge.in_order(values())):
+            assert int.from_bytes(data, "big") == written
+            assert len(submitted) - written <= 3
+    assert len(submitted) == 40
