@@ -65,7 +65,7 @@ class Plan:
 def make_plan(images: int, quick: bool) -> Plan:
     if quick:
         return Plan(True, images, 10, 2 * CORES, 2, 3, 200, 3, 200, (4, 1024), 10_000, 1, 200)
-    return Plan(False, images, 100, 2 * CORES, 3, 5, 1000, 5, 1000, (4, 1024, 4096), 100_000, 2, 1000)
+    return Plan(False, images, 100, 2 * CORES, 3, 5, 1000, 5, 1000, (4, 1024, 4096), 100_000, 3, 1000)
 
 
 def log(message: str) -> None:
