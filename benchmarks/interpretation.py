@@ -165,8 +165,9 @@ MISS_CAUSES = {
     "4. DataLoader": "two workers on two cores shared with other jobs: the ratio follows the machine's other "
     "load from run to run (the main process only collates)",
     "7. archives": "unpacking, one core per split, costs about as much per image as the whole conversion on "
-    "two cores, so streaming saves a little under half of the extract routes' time; with more cores the "
-    "conversion gets cheaper per image and the unpacking does not (section 7)",
+    "two cores, so streaming saves about half of the extract routes' time, and the run-to-run noise decides "
+    "which side of 2x a figure lands; with more cores the conversion gets cheaper per image and the unpacking "
+    "does not (section 7 models 16 cores from the jobs' own times)",
 }
 
 
@@ -192,6 +193,8 @@ def summary_lines(results: R) -> list[str]:
         "- the merge, the serial part of every conversion, spent its time in the kernel re-faulting heap pages "
         "that glibc gave back after each batch: the writer keeps freed memory for reuse (`mallopt` in "
         "`LMDBWriter.__init__`, section 2);",
+        "- the merge read and CRC-checked each passed-through image on the thread that writes: a second thread "
+        "now does that ahead of the writer (section 2);",
         "- the full decode check decodes JPEGs kept as they are at DCT scale 1/8: the whole entropy-coded stream is "
         "still decoded, the full-size pixel work is skipped (section 1);",
         "- the reader resolved `os.path.realpath` on every read: now once per path (section 4).",
@@ -290,9 +293,17 @@ def merge_notes(results: R) -> list[str]:
         "in the profile). The writer now raises both thresholds (`mallopt` through ctypes in "
         "`LMDBWriter.__init__`, a no-op off glibc), so the heap keeps one batch's memory for the next: peak "
         f"memory stays bounded by the batch. Before that change: {times(BEFORE['merge_vs_plain'])} the plain "
-        f"write ({BEFORE['date']}); now {times(ratio(mb_s['merge'], mb_s['plain_write']))}. The plain write, "
-        "py-lmdb with default allocator settings, still pays that cost, and the shared disk moves single "
-        "writes a lot (the range of the repeats above).",
+        f"write ({BEFORE['date']}). The re-read and the CRC check (`os.pread` and `zlib.crc32` release the GIL) "
+        "now run on a second thread, at most 64 MB ahead of the writer: 1.27x before that (2026-11-30 16:47), "
+        f"now {times(ratio(mb_s['merge'], mb_s['plain_write']))}. The plain write, py-lmdb with default "
+        "allocator settings, still pays the allocator's cost.",
+        "What moves single writes so much here (the range of the repeats above) is this virtual machine: it "
+        "hands memory that the guest has freed back to its host, and touching such memory again is slow. "
+        "Measured with `dd` of 2 GB into the page cache: 4.9 s on memory freed 40 s before, 0.38 s when the "
+        "previous file's pages had just been freed. Every contender writes 2.2 GB of new file pages, so its "
+        "time depends on how recently the contender before it freed its own: a profile of a slow merge spent "
+        "79 % of its samples in the kernel copying into new page-cache pages. At ImageNet scale the page cache "
+        "turns over constantly and reuses its own pages, so the fast case is the one that counts there.",
         "The source is in the page cache here. At ImageNet scale the merge reads the passed-through images from "
         "disk a second time (encode read them first), so the source disk bounds it as well; the write-once "
         "design trades that read for not writing the bytes to parts and reading them back.",

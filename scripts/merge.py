@@ -78,6 +78,8 @@ def merge(
     progress: dict[str, Any],
     threads: int = 2,
 ) -> int:
+    """Write every shard's records, renumbered in order, to ``output``; returns the record count.
+    ``threads``: the writer plus ``threads - 1`` (at least one) threads reading ahead."""
     reports = [read_json(path) for path in report_paths]
     header = read_manifest_header(manifest)
     check_reports_cover(reports, header.count)
@@ -85,10 +87,11 @@ def merge(
     stored_bytes = sum(sum(report["stored_bytes"]) for report in reports)
     log.info("merging %d parts: %d records, %.1f MB", len(part_paths), expected, stored_bytes / 1e6)
 
-    reader = MemberReader(header.root, header.containers)
     manifest_rows = read_manifest(manifest)  # one pass: shards are contiguous and in order
     next_index = 0
+    # left in reverse order: the reading threads finish before the source reader closes
     with (
+        contextlib.closing(MemberReader(header.root, header.containers)) as reader,
         atomic_lmdb(output, expected_bytes=stored_bytes + 2048 * expected) as writer,
         tqdm(total=expected, desc="merge", unit="img", **progress) as bar,
         ThreadPoolExecutor(max(1, threads - 1), thread_name_prefix="merge-read") as readers,
@@ -103,7 +106,6 @@ def merge(
         writer.flush()
         if writer.records != expected:
             raise MergeError(f"{output}: {writer.records} records written, the shard reports list {expected}")
-    reader.close()
     log.info("merged %d records into %s", next_index, output)
     return next_index
 
