@@ -108,6 +108,16 @@ def write_archive(tree: Path, archive: Path, per_class_tars: bool) -> None:
             inner.unlink()
 
 
+def log_tails(logs: Path, lines: int = 15) -> str:
+    """The last ``lines`` lines of every non-empty rule log under ``logs``."""
+    tails = []
+    for log in sorted(logs.rglob("*.log")):
+        text = log.read_text(errors="replace").splitlines()
+        if text:
+            tails.append(f"--- {log.relative_to(logs)}\n" + "\n".join(text[-lines:]))
+    return "\n".join(tails) or f"(no rule log under {logs})"
+
+
 def measure(
     source: Path, layout: str, shards: int, workdir: Path, until: list[str]
 ) -> tuple[dict[str, RulePeak], float]:
@@ -147,7 +157,8 @@ def measure(
             peaks[rule].seconds.append(time.monotonic() - start)
         time.sleep(POLL_SECONDS)
     if snakemake.returncode != 0:
-        raise SystemExit(f"snakemake failed (exit {snakemake.returncode}); see {workdir}/work/logs")
+        # the scratch folder is deleted on exit: show the rule logs now
+        raise SystemExit(f"snakemake failed (exit {snakemake.returncode}):\n{log_tails(workdir / 'work' / 'logs')}")
     return peaks, time.monotonic() - started
 
 

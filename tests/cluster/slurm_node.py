@@ -33,7 +33,8 @@ PROGRAMS = ("munged", "slurmctld", "slurmd", "sbatch", "srun", "squeue", "scance
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #: Jobs stay visible to squeue this long after they end (the plugin's status source, and the tests').
 MIN_JOB_AGE_SECONDS = 3600
-#: Node memory the profile's requests need: encode_shard asks 2000 MB × attempt, three attempts.
+#: Node memory the profile's requests need: up to 4000 MB for a first attempt (extract, merge, …)
+#: and room for a retried job.
 MIN_NODE_MEMORY_MB = 6000
 
 
