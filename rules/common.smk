@@ -1,6 +1,8 @@
 # Config validation and the helpers every rule file uses.
 import fcntl
 import glob
+import hashlib
+import json
 import os
 import shutil
 import sys
@@ -121,6 +123,24 @@ def part_files(pattern: str):
         return expand(pattern, split=wildcards.split, shard=shard_ids(wildcards.split))
 
     return files
+
+
+def folder_stamp(wildcards) -> str | None:
+    """A folder source's modification times, top level: a param, so that extract reruns when a
+    file is added to or removed from a class folder (that changes the class folder's time;
+    Snakemake compares a folder input by the folder's own time only). None for an archive.
+    """
+    source = split_config(wildcards)["source"]
+    if not os.path.isdir(source):
+        return None
+    stamps = [("", os.stat(source).st_mtime_ns)]
+    with os.scandir(source) as entries:
+        for entry in entries:
+            try:
+                stamps.append((entry.name, entry.stat().st_mtime_ns))
+            except OSError:  # a dangling link: the listing will name it
+                stamps.append((entry.name, -1))
+    return hashlib.sha256(json.dumps(sorted(stamps)).encode()).hexdigest()[:16]
 
 
 def label_files(wildcards) -> list[str]:

@@ -19,5 +19,6 @@ rule extract:
         layout=lambda wildcards: split_config(wildcards)["layout"],
         extract=lambda wildcards: split_config(wildcards)["extract"],
         md5=lambda wildcards: split_config(wildcards)["md5"],
+        folder_stamp=folder_stamp,
     script:
         "../scripts/extract.py"

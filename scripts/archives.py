@@ -13,9 +13,11 @@ import logging
 import os
 import re
 import stat
+import struct
 import tarfile
 import threading
 import zipfile
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -31,6 +33,13 @@ TAR_BLOCK = 512
 TAR_END_MARKER = 2 * TAR_BLOCK
 PLAIN_TAR_SUFFIXES = (".tar",)
 ZIP_SUFFIXES = (".zip",)
+#: Finder's "Compress" puts every file's resource fork under this top folder of the zip. macOS's own
+#: unzip applies them and leaves no such folder, so it is packing metadata, never part of the tree.
+MACOS_METADATA_FOLDER = "__MACOSX"
+#: General-purpose flag bit 11: the member name is UTF-8 (otherwise zipfile reads it as cp437).
+ZIP_UTF8_NAME_FLAG = 0x800
+#: Info-ZIP's "Unicode Path" extra field: the UTF-8 name, for a header name in another encoding.
+ZIP_UNICODE_PATH_FIELD = 0x7075
 
 
 class UnsafeArchiveError(ValueError):
@@ -39,6 +48,58 @@ class UnsafeArchiveError(ValueError):
 
 class DamagedArchiveError(ValueError):
     """A truncated or unreadable archive; the message names it."""
+
+
+def relative_name(path: str) -> str:
+    """``./cls/x.jpg`` (``tar -C tree .``) as ``cls/x.jpg``: the path an unpacked copy has under its root."""
+    while path.startswith("./"):
+        path = path[2:]
+    return "" if path == "." else path
+
+
+def is_macos_metadata(path: str) -> bool:
+    """True for ``__MACOSX`` and everything under it (``path`` relative to the archive's root)."""
+    return relative_name(path).split("/", 1)[0] == MACOS_METADATA_FOLDER
+
+
+def zip_member_name(info: zipfile.ZipInfo) -> str:
+    """The member's name as ``unzip`` writes it, where zipfile's own reading would garble it.
+
+    Without the UTF-8 flag zipfile decodes a name as cp437, but Info-ZIP's ``zip`` (Linux, macOS)
+    stores the system's encoding, UTF-8 today, unflagged, and adds the UTF-8 name in a Unicode
+    Path field where the name is not ASCII. Tried in that order: that field, UTF-8, cp437.
+    """
+    if info.flag_bits & ZIP_UTF8_NAME_FLAG:
+        return info.filename
+    raw = info.filename.encode("cp437")  # cp437 maps every byte: this is the stored name
+    unicode_path = zip_unicode_path(info.extra, raw)
+    if unicode_path is not None:
+        return unicode_path
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return info.filename
+
+
+def zip_unicode_path(extra: bytes, raw_name: bytes) -> str | None:
+    """The UTF-8 name of a Unicode Path extra field, if there is one written for ``raw_name``."""
+    position = 0
+    while position + 4 <= len(extra):
+        tag, size = struct.unpack_from("<HH", extra, position)
+        body = extra[position + 4 : position + 4 + size]
+        position += 4 + size
+        # version 1, then the CRC-32 of the header name it stands for (a stale field is ignored)
+        if (
+            tag == ZIP_UNICODE_PATH_FIELD
+            and len(body) > 5
+            and body[0] == 1
+            and struct.unpack_from("<I", body, 1)[0] == zlib.crc32(raw_name)
+        ):
+            try:
+                return body[5:].decode("utf-8")
+            except UnicodeDecodeError:
+                return None
+    return None
 
 
 def unsafe_name_reason(name: str) -> str | None:
@@ -55,7 +116,10 @@ def tar_member_problem(member: tarfile.TarInfo, links_allowed: bool) -> str | No
     reason = unsafe_name_reason(member.name)
     if reason is None and (member.issym() or member.islnk()):
         if not links_allowed:
-            reason = f"link ({member.linkname}): archives are read in place, links cannot be followed"
+            reason = (
+                f"link ({member.linkname}): archives are read in place, links cannot be followed; pack it "
+                "with `tar -h` (--dereference) or set extract: true for this split"
+            )
         elif unsafe_name_reason(member.linkname) is not None:
             reason = f"link pointing outside the archive ({member.linkname})"
     if reason is None and not (member.isfile() or member.isdir() or member.issym() or member.islnk()):
@@ -76,7 +140,7 @@ def check_tar_members(archive: str, members: list[tarfile.TarInfo], links_allowe
 
 def check_zip_members(archive: str, infos: list[zipfile.ZipInfo]) -> None:
     for info in infos:
-        reason = unsafe_name_reason(info.filename)
+        reason = unsafe_name_reason(info.filename) or unsafe_name_reason(zip_member_name(info))
         file_type = stat.S_IFMT(info.external_attr >> 16)  # 0 when the zip did not record one
         if reason is None and file_type == stat.S_IFLNK:
             reason = "symbolic link"
@@ -172,10 +236,11 @@ def index_zip(archive: str, container: int = 0) -> Iterator[Member]:
         raise DamagedArchiveError(f"{archive}: not a readable zip ({exc}); download or copy it again") from exc
     check_zip_members(archive, infos)
     for info in infos:
+        name = zip_member_name(info)
         if info.is_dir():
-            yield Member(info.filename.rstrip("/"), None)
-        else:
-            yield Member(info.filename, {"zip": container, "member": info.filename, "size": info.file_size})
+            yield Member(name.rstrip("/"), None)
+        else:  # read back by zipfile's name for it
+            yield Member(name, {"zip": container, "member": info.filename, "size": info.file_size})
 
 
 # --------------------------------------------------------------------------------------------------
@@ -258,33 +323,42 @@ class MemberReader:
 # --------------------------------------------------------------------------------------------------
 
 
-def extract_tar(archive: str, destination: str) -> int:
-    """Unpack a (possibly compressed) tar into ``destination``; returns the number of members."""
+def extract_tar(archive: str, destination: str, whole: bool = False) -> tuple[int, list[str]]:
+    """Unpack a (possibly compressed) tar into ``destination``; returns the number of members
+    unpacked and the ``__MACOSX`` ones left out (none if ``whole``: a class tar, whose members
+    are all inside its class)."""
     with tarfile.open(archive, mode="r:*") as tar:
         members = tar.getmembers()
         check_tar_members(archive, members, links_allowed=True)
+        left_out = [] if whole else [m.name for m in members if is_macos_metadata(m.name)]
+        members = [m for m in members if whole or not is_macos_metadata(m.name)]
         # filter="data" is the second line of defence: it refuses anything the check missed
         # (links resolving outside, absolute link targets) and drops unsafe permission bits.
         try:
             tar.extractall(destination, members=members, filter="data")
         except tarfile.FilterError as exc:
             raise UnsafeArchiveError(f"{archive}: refused member: {exc}. Nothing usable was extracted.") from exc
-    return len(members)
+    return len(members), left_out
 
 
-def extract_zip(archive: str, destination: str) -> int:
+def extract_zip(archive: str, destination: str) -> tuple[int, list[str]]:
+    """Unpack a zip into ``destination`` under the names ``unzip`` gives; returns the number of
+    members unpacked and the ``__MACOSX`` ones left out."""
     with zipfile.ZipFile(archive) as zf:
         infos = zf.infolist()
         check_zip_members(archive, infos)
-        zf.extractall(destination)
-    return len(infos)
+        for info in infos:
+            info.filename = zip_member_name(info)  # zipfile checks the stored name, orig_filename
+        members = [info for info in infos if not is_macos_metadata(info.filename)]
+        zf.extractall(destination, members=members)
+    return len(members), [info.filename for info in infos if is_macos_metadata(info.filename)]
 
 
 def extract_nested_tars(destination: str) -> None:
     """Unpack every ``*.tar`` directly inside ``destination`` into a folder of its name."""
     for entry in sorted(os.scandir(destination), key=lambda e: e.name):
         if entry.is_file() and entry.name.endswith(".tar"):
-            extract_tar(entry.path, os.path.join(destination, entry.name[: -len(".tar")]))
+            extract_tar(entry.path, os.path.join(destination, entry.name[: -len(".tar")]), whole=True)
             os.remove(entry.path)
 
 

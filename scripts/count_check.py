@@ -23,9 +23,11 @@ from tqdm import tqdm
 
 from ilsvrc import devkit_classes, val_labels
 from workflow_io import (
+    IMAGE_EXTENSIONS,
     ManifestHeader,
     Sample,
     hold_point,
+    is_image,
     progress_kwargs,
     read_json,
     run_rule,
@@ -54,16 +56,6 @@ class Listing:
     containers: list[str] = field(default_factory=list)
 
 
-#: ImageFolder's accepted extensions (torchvision.datasets.folder.IMG_EXTENSIONS), copied so that
-#: listing an archive does not import torch (~4 s per job here); tests keep the two equal.
-IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
-
-
-def is_image(path: str) -> bool:
-    """torchvision's ``has_file_allowed_extension(path, IMG_EXTENSIONS)``."""
-    return path.lower().endswith(IMAGE_EXTENSIONS)
-
-
 def no_image_error(where: str, empty: Iterable[str]) -> CountMismatchError:
     return CountMismatchError(
         f"{where}: found no valid file for the classes {', '.join(sorted(empty))}. Every class folder needs at "
@@ -89,7 +81,7 @@ def scan_folder(root: str, progress: dict[str, Any]) -> Listing:
     try:
         found = make_dataset(root, class_to_idx, is_valid_file=accept)
     except FileNotFoundError as exc:
-        raise CountMismatchError(f"{root}: {exc} Remove empty class folders or add their images.") from exc
+        raise CountMismatchError(f"{root}: {str(exc).strip()} Remove empty class folders or add their images.") from exc
     finally:
         counter.close()
     ignored.extend(entry.name for entry in os.scandir(root) if not entry.is_dir())
@@ -181,7 +173,12 @@ def list_source(description: dict[str, Any], devkit: str | None, csv: str | None
         listing.containers = description["containers"]
         return listing
     root = description["root"]
-    listing = label_val(flat_files(root), devkit, csv) if layout == "ilsvrc-val" else scan_folder(root, progress)
+    try:
+        listing = label_val(flat_files(root), devkit, csv) if layout == "ilsvrc-val" else scan_folder(root, progress)
+    except CountMismatchError as exc:
+        if description["kind"] == "extracted":  # name the user's archive, not only our unpacked copy
+            raise CountMismatchError(f"{description['source']}, unpacked into {exc}") from exc
+        raise
     listing.root = root
     return listing
 
@@ -232,6 +229,7 @@ def count_check(
     description["source_dir"] = source_dir
     log.info("listing %s (%s, layout %s)", description["source"], description["kind"], description["layout"])
     listing = list_source(description, devkit, val_csv, progress)
+    listing.ignored = sorted([*listing.ignored, *description.get("set_aside", [])])
     log.info(
         "%d images in %d classes; %d files ignored", len(listing.samples), len(listing.classes), len(listing.ignored)
     )

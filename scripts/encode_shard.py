@@ -17,7 +17,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from PIL import Image
+from PIL import Image, UnidentifiedImageError
 from tqdm import tqdm
 
 from archives import MemberReader
@@ -151,10 +151,35 @@ def read_and_encode(reader: MemberReader, sample: Sample, settings: EncodeSettin
     """Encoded image and source size of one sample; BadImageError names the file."""
     try:
         data = reader.read(sample.path, sample.location)
+        if not data:
+            raise ValueError("an empty file (0 bytes)")
         return encode_image(data, settings), len(data)
     except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
         where = reader.describe(sample.path, sample.location)
-        raise BadImageError(f"{where}: {type(exc).__name__}: {exc}{likely_cause(sample.path)}") from exc
+        raise BadImageError(f"{where}: {what_went_wrong(exc)}{likely_cause(sample.path)}") from exc
+
+
+def what_went_wrong(exc: Exception) -> str:
+    """The reason, in words (Pillow's own names an in-memory buffer, not the file)."""
+    if isinstance(exc, UnidentifiedImageError):
+        return "not an image Pillow can read (an unknown format, or damaged from its first bytes)"
+    if isinstance(exc, FileNotFoundError):
+        return (
+            "listed when the source was indexed but gone now: the source changed since. Run the same "
+            "command with --forcerun extract to list it again"
+        )
+    if type(exc) is ValueError:  # ours
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+def how_to_go_on(sample: Sample) -> str:
+    in_archive = sample.location is not None and "file" not in sample.location
+    fix = "Pack the archive again without it (or fixed)" if in_archive else "Fix or remove this file"
+    return (
+        f"{fix} and run the same command again, or set encode.on_error: skip to leave bad images out "
+        "(they are listed in the report)."
+    )
 
 
 def likely_cause(path: str) -> str:
@@ -227,10 +252,7 @@ def encode_shard(
                 encoded, size = read_and_encode(reader, sample, settings)
             except BadImageError as exc:
                 if settings.on_error == "fail":
-                    raise BadImageError(
-                        f"{exc}\nFix or remove this file and run the same command again, or set "
-                        "encode.on_error: skip to leave bad images out (they are listed in the report)."
-                    ) from exc
+                    raise BadImageError(f"{exc}\n{how_to_go_on(sample)}") from exc
                 log.warning("skipped %s", exc)
                 report.skipped.append({"index": sample.index, "path": sample.path, "reason": str(exc)})
                 continue

@@ -7,6 +7,13 @@
   the archive. No per-image file is written.
 - A ``.tar.gz``/``.tgz``, or any archive with ``extract: true``, is unpacked into ``tree/``.
 
+The image tree's root is where an unpacked copy's ImageFolder root would be: wrapper folders around
+the class folders (``train/cls/x.jpg``) are stripped, judged by the image files alone (a
+``.DS_Store`` or README beside the class folders does not make the wrapper a class). Members that
+are not part of the tree are set aside and reported, never dropped silently: Finder's ``__MACOSX/``,
+the earlier copy of a member stored twice (``tar rf`` appends; unpacking keeps the last), files
+beside a stripped wrapper.
+
 Either way every member is checked first: absolute paths, ``..``, links pointing outside, devices
 are refused, naming the archive and the member. The output folder is built under a temporary
 name and renamed into place when whole.
@@ -15,7 +22,7 @@ name and renamed into place when whole.
 import json
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, TextIO
 
 from archives import (
@@ -27,10 +34,21 @@ from archives import (
     index_tar,
     index_tar_of_tars,
     index_zip,
+    is_macos_metadata,
     is_plain_tar,
     is_zip,
+    relative_name,
 )
-from workflow_io import hold_point, progress_kwargs, publish, remove_path, run_rule, temporary_path, write_json_atomic
+from workflow_io import (
+    hold_point,
+    is_image,
+    progress_kwargs,
+    publish,
+    remove_path,
+    run_rule,
+    temporary_path,
+    write_json_atomic,
+)
 
 log = logging.getLogger("imagefolder_lmdb.extract")
 
@@ -45,10 +63,10 @@ def describe_folder(source: str) -> dict[str, Any]:
 
 
 def wrapper_prefix(paths: list[str]) -> str:
-    """The folders every member is wrapped in (``train/`` in ``train/cls/x.jpg``), to strip.
+    """The folders every image is wrapped in (``train/`` in ``train/cls/x.jpg``), to strip.
 
-    Descends while all paths share one top folder that holds no files of its own, as the
-    extracted tree's root is found for unpacked archives (see ``tree_root``).
+    ``paths``: the image files only. Descends while they all share one top folder that holds none
+    of them directly (one that does is the only class).
     """
     prefix = ""
     while True:
@@ -57,7 +75,7 @@ def wrapper_prefix(paths: list[str]) -> str:
         if len(tops) != 1 or any("/" not in r for r in rest):
             return prefix
         top = tops.pop()
-        if any(r.count("/") == 1 for r in rest):  # files directly in `top`: it is a class folder
+        if any(r.count("/") == 1 for r in rest):  # images directly in `top`: it is a class folder
             return prefix
         prefix += top + "/"
 
@@ -93,25 +111,45 @@ def index_archives(
             members.extend(index_zip(container, number))
         else:
             members.extend(index_tar(container, number))
-    members = [Member(relative_name(m.path), m.location) for m in members]
+    members, set_aside = tree_members([Member(relative_name(m.path), m.location) for m in members])
     files = [m for m in members if not m.is_folder]
-    strip = wrapper_prefix([m.path for m in files]) if layout != "ilsvrc-val" else ""
+    strip = wrapper_prefix([m.path for m in files if is_image(m.path)]) if layout != "ilsvrc-val" else ""
+    set_aside += [f"{m.path} (beside the image tree {strip})" for m in files if not m.path.startswith(strip)]
+    files = [m for m in files if m.path.startswith(strip)]
     count = write_members(os.path.join(building, MEMBERS), files, strip)
     log.info("indexed %d file members in %d archive(s); nothing extracted", count, len(containers))
+    report_set_aside(set_aside)
     return {
         "kind": "index",
         "containers": [os.path.abspath(c) for c in containers],
         "members": count,
         "strip": strip,
+        "set_aside": set_aside,
         "folders": top_folders([m.path for m in members if m.is_folder], strip),
     }
 
 
-def relative_name(path: str) -> str:
-    """``./cls/x.jpg`` (``tar -C tree .``) as ``cls/x.jpg``: the path an unpacked copy has under its root."""
-    while path.startswith("./"):
-        path = path[2:]
-    return "" if path == "." else path
+def tree_members(members: list[Member]) -> tuple[list[Member], list[str]]:
+    """The members an unpacked copy's tree holds, and why each other one is set aside: one entry
+    per path, the last (``tar rf`` appends a second copy; unpacking overwrites the first), and
+    nothing under ``__MACOSX/``."""
+    kept: dict[str, Member] = {}
+    set_aside = []
+    for member in members:
+        if is_macos_metadata(member.path):
+            if not member.is_folder:
+                set_aside.append(f"{member.path} (macOS metadata, not part of the tree)")
+            continue
+        if member.path in kept and not member.is_folder:
+            set_aside.append(f"{member.path} (stored twice: the later copy is used, as unpacking would)")
+        kept.pop(member.path, None)  # the later copy takes the later place, as in the archive
+        kept[member.path] = member
+    return list(kept.values()), set_aside
+
+
+def report_set_aside(set_aside: list[str]) -> None:
+    if set_aside:
+        log.warning("%d archive members set aside (listed in counts.json), e.g. %s", len(set_aside), set_aside[0])
 
 
 def top_folders(folders: list[str], strip: str) -> list[str]:
@@ -121,28 +159,35 @@ def top_folders(folders: list[str], strip: str) -> list[str]:
     return sorted(top for top in tops if top)
 
 
-def tree_root(extracted: str) -> str:
-    """Archives often wrap the tree in one top folder (``train/cls/x.jpg``): descend into it."""
-    root = extracted
-    while True:
-        entries = [e for e in os.scandir(root) if not e.name.startswith(".")]
-        if len(entries) == 1 and entries[0].is_dir() and not any(e.is_file() for e in os.scandir(entries[0].path)):
-            root = entries[0].path
-        else:
-            return root
+def tree_root(extracted: str, is_member: Callable[[str], bool] = is_image) -> str:
+    """The unpacked tree's root: below the wrapper folders of the files ``is_member`` picks (the
+    images; the class tars of ILSVRC's train tar), as ``wrapper_prefix`` finds them in place."""
+    paths = [
+        os.path.relpath(os.path.join(folder, name), extracted).replace(os.sep, "/")
+        for folder, _, names in os.walk(extracted, followlinks=True)
+        for name in names
+        if is_member(name)
+    ]
+    return os.path.join(extracted, wrapper_prefix(paths)).rstrip("/")
+
+
+def is_class_tar(name: str) -> bool:
+    return name.endswith(".tar")
 
 
 def unpack_archive(source: str, layout: str, building: str, output: str) -> dict[str, Any]:
     """Unpack ``source`` into ``building/tree``; paths in the description are the final ones."""
     log.info("extracting %s", source)
     tree = os.path.join(building, TREE)
-    members = (extract_zip if is_zip(source) else extract_tar)(source, tree)
+    members, left_out = (extract_zip if is_zip(source) else extract_tar)(source, tree)
     if layout == "ilsvrc-train":
-        extract_nested_tars(tree_root(tree))
+        extract_nested_tars(tree_root(tree, is_class_tar))
     root = tree if layout == "ilsvrc-val" else tree_root(tree)
     final_root = os.path.join(output, os.path.relpath(root, building))
     log.info("extracted %d members; the image tree will be at %s", members, final_root)
-    return {"kind": "extracted", "root": os.path.abspath(final_root), "members": members}
+    set_aside = [f"{name} (macOS metadata, not part of the tree)" for name in left_out]
+    report_set_aside(set_aside)
+    return {"kind": "extracted", "root": os.path.abspath(final_root), "members": members, "set_aside": set_aside}
 
 
 def class_tars(folder: str) -> list[str]:

@@ -11,6 +11,12 @@ import os
 from typing import Any
 
 
+def counted(number: int, noun: str) -> str:
+    """``1 class``, ``2 classes``."""
+    plural = noun + ("es" if noun.endswith("s") else "s")
+    return f"{number:,} {noun if number == 1 else plural}"
+
+
 def job_seconds(work: str, rule: str, split: str) -> float:
     """Wall-clock seconds the jobs of ``rule`` took for ``split`` (from Snakemake's benchmark files)."""
     pattern = os.path.join(work, "benchmarks", rule, f"{split}.tsv")
@@ -44,11 +50,12 @@ def split_summary(name: str, results: str, work: str) -> list[str]:
     storage = ", ".join(f"{reason} {count}" for reason, count in report["storage"].items())
     status = "verified" if report["ok"] else "VERIFY FAILED"
     return [
-        f"{name}: {report['images']} images, {report['classes']} classes, {status} "
+        f"{name}: {counted(report['images'], 'image')}, {counted(report['classes'], 'class')}, {status} "
         f"({report['checked']['records']} records checked)",
         f"  bytes: {report['stored_bytes'] / 1e6:.1f} MB stored from {report['source_bytes'] / 1e6:.1f} MB source "
         f"({report['stored_to_source_ratio']}x)",
         f"  stored: {storage}; skipped: {len(report['skipped'])}",
+        *(f"  warning: {warning}" for warning in report.get("warnings", [])),
         speed_line(report, work, name),
         f"  outputs: {os.path.join(results, name + '.lmdb')}, {report_path}, "
         f"{os.path.join(results, name + '.contact.png')}",

@@ -111,7 +111,8 @@ def verify(
             "format": f"{document['format']} v{document['version']}",
             "images": len(ds),
             "classes": len(ds.classes),
-            "class_counts": {ds.classes[k]: v for k, v in sorted(Counter(ds.targets).items())},
+            "class_counts": class_counts(ds),
+            "warnings": empty_class_warnings(ds),
             "file_bytes": os.path.getsize(path) if os.path.isfile(path) else None,
             "source": document["source"],
             "source_bytes": stats["source_bytes"],
@@ -134,6 +135,20 @@ def verify(
     return report, ds, indices
 
 
+def class_counts(ds: LMDBReader) -> dict[str, int]:
+    counts = Counter(ds.targets)
+    return {name: counts.get(label, 0) for label, name in enumerate(ds.classes)}
+
+
+def empty_class_warnings(ds: LMDBReader) -> list[str]:
+    """Classes left without a record (every image skipped as bad): their label never occurs."""
+    return [
+        f"class {name!r} has no images: all of its files were skipped as bad (see skipped)"
+        for name, count in class_counts(ds).items()
+        if count == 0
+    ]
+
+
 def fit_into_cell(image: Image.Image) -> Image.Image:
     image = image.copy()
     image.thumbnail((CELL, CELL))
@@ -141,8 +156,9 @@ def fit_into_cell(image: Image.Image) -> Image.Image:
 
 
 def contact_sheet(ds: LMDBReader | None, indices: list[int], output: str) -> None:
-    """A grid of the sampled images, each labelled ``index: class``."""
-    shown = indices[:MAX_SHEET_IMAGES]
+    """A grid of the sampled images, each labelled ``index: class`` (a random few of them when
+    every record was checked)."""
+    shown = indices if len(indices) <= MAX_SHEET_IMAGES else sorted(random.Random(0).sample(indices, MAX_SHEET_IMAGES))
     columns = max(1, min(8, len(shown)))
     rows = max(1, -(-len(shown) // columns))
     sheet = Image.new("RGB", (columns * CELL, rows * (CELL + LABEL_HEIGHT)), "white")

@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 import shutil
 import stat
 import tarfile
 import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
 import pytest
 from torchvision.datasets import ImageFolder
 
-from conftest import Converted
+from conftest import Converted, run_snakemake, write_config
 from dataset import LMDBDataset
 
 
@@ -185,3 +187,134 @@ def test_unsafe_zip_is_refused(tmp_path: Path, convert_in_tmp, member: str, file
     assert f"refused member {member!r}: {reason}" in result.run.output
     assert not (tmp_path / "escape.JPEG").exists()
     assert not list((tmp_path / "run").rglob("*.JPEG")), "nothing was extracted"
+
+
+# --------------------------------------------------------------------------------------------------
+# Archives as real people pack them: Mac leftovers, non-ASCII names, members appended twice.
+# --------------------------------------------------------------------------------------------------
+
+#: What macOS writes for .DS_Store and AppleDouble ("._name") files: not images, whatever their name.
+DS_STORE = b"\x00\x00\x00\x01Bud1" + bytes(64)
+APPLE_DOUBLE = b"\x00\x05\x16\x07\x00\x02\x00\x00Mac OS X        " + bytes(64)
+
+
+def pack(tree: Path, archive: Path, wrapper: str = "train", extra: dict[str, bytes] | None = None) -> Path:
+    """``tree`` under ``wrapper/`` as a .tar, .tar.gz or .zip (by name), plus ``extra`` members."""
+    images = sorted(p for p in tree.rglob("*") if p.is_file())
+    files = {f"{wrapper}/{p.relative_to(tree).as_posix()}": p.read_bytes() for p in images}
+    files.update(extra or {})
+    if archive.suffix == ".zip":
+        with zipfile.ZipFile(archive, "w") as zf:
+            for name, data in files.items():
+                zf.writestr(name, data)
+    else:
+        with tarfile.open(archive, "w:gz" if archive.name.endswith(".gz") else "w") as tar:
+            for name, data in files.items():
+                add_member(tar, name, data)
+    return archive
+
+
+def convert_split(tmp_path: Path, source: Path, **split: object) -> Converted:
+    """``source`` converted with extra split settings (``extract``, ``layout``, ...)."""
+    workdir = tmp_path / "run"
+    workdir.mkdir()
+    config = write_config(workdir, {"train": {"source": str(source), "shards": 2, **split}})
+    return Converted(
+        workdir, source, workdir / "results" / "train.lmdb", run_snakemake(workdir, "--configfile", str(config))
+    )
+
+
+def assert_like_imagefolder(result: Converted, tree: Path) -> LMDBDataset:
+    result.run.check()
+    folder, ds = ImageFolder(str(tree)), LMDBDataset(result.lmdb)
+    assert ds.classes == folder.classes and ds.class_to_idx == folder.class_to_idx
+    assert [path for path, _ in ds.samples] == [Path(p).relative_to(tree).as_posix() for p, _ in folder.samples]
+    assert ds.targets == folder.targets
+    return ds
+
+
+def ignored_files(result: Converted) -> list[str]:
+    return json.loads((result.workdir / "work" / "train" / "counts.json").read_text())["ignored_examples"]
+
+
+@pytest.mark.parametrize("kind", ["tar", "tar.gz", "zip"])
+def test_mac_files_beside_the_class_folders_leave_the_wrapper_a_wrapper(
+    image_tree: Path, tmp_path: Path, kind: str
+) -> None:
+    # A Mac leaves .DS_Store beside the class folders (and "._train" beside the wrapper): they are
+    # no images, so they must not make the wrapper folder the only class.
+    archive = pack(image_tree, tmp_path / f"train.{kind}", extra={"train/.DS_Store": DS_STORE, "._train": APPLE_DOUBLE})
+    assert_like_imagefolder(convert_split(tmp_path, archive), image_tree)
+
+
+@pytest.mark.parametrize("extract", [False, True])
+def test_finder_zip_macosx_folder_is_set_aside_and_listed(image_tree: Path, tmp_path: Path, extract: bool) -> None:
+    # Finder's "Compress" stores every resource fork under __MACOSX/; macOS's unzip never makes it
+    # a folder of the tree, so it is no class: left out, and listed in the counts report.
+    first = sorted(image_tree.rglob("*.JPEG"))[0].relative_to(image_tree).as_posix()
+    forks = {"__MACOSX/._train": APPLE_DOUBLE, f"__MACOSX/train/{first.replace('/', '/._')}": APPLE_DOUBLE}
+    archive = pack(image_tree, tmp_path / "train.zip", extra=forks)
+    result = convert_split(tmp_path, archive, extract=extract)
+    assert_like_imagefolder(result, image_tree)
+    assert {f"{name} (macOS metadata, not part of the tree)" for name in forks} <= set(ignored_files(result))
+
+
+def clear_utf8_flags(archive: Path) -> None:
+    """Clear the UTF-8 name flag (bit 11) in every local and central header: what Info-ZIP's zip
+    writes on Linux, the names' UTF-8 bytes unflagged."""
+    data = bytearray(archive.read_bytes())
+    with zipfile.ZipFile(archive) as zf:
+        local_headers = [info.header_offset for info in zf.infolist()]
+        central = zf.start_dir
+    for offset in local_headers:
+        data[offset + 7] &= ~0x08
+    while data[central : central + 4] == b"PK\x01\x02":
+        data[central + 9] &= ~0x08
+        name, extra, comment = (int.from_bytes(data[central + k : central + k + 2], "little") for k in (28, 30, 32))
+        central += 46 + name + extra + comment
+    archive.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("extract", [False, True])
+def test_zip_with_unflagged_utf8_names_keeps_its_class_names(image_tree: Path, tmp_path: Path, extract: bool) -> None:
+    # Read as cp437 (zipfile's default) "Öl" and "àpfel" come out garbled and in the other order:
+    # every label would be swapped.
+    tree = tmp_path / "tree"
+    images = sorted(image_tree.rglob("*.JPEG"))
+    for number, image in enumerate(images[:12]):
+        target = tree / ("Öl" if number % 2 else "àpfel") / f"bild {number}.JPEG"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(image, target)
+    archive = pack(tree, tmp_path / "train.zip", wrapper="Bilder")
+    clear_utf8_flags(archive)
+    with zipfile.ZipFile(archive) as zf:
+        assert not any(info.flag_bits & 0x800 for info in zf.infolist()) and "├" in zf.namelist()[-1]
+    ds = assert_like_imagefolder(convert_split(tmp_path, archive, extract=extract), tree)
+    assert ds.classes == ["Öl", "àpfel"]
+
+
+def test_zip_unicode_path_field_names_a_non_utf8_member() -> None:
+    # Info-ZIP stores a name in the system's code page plus its UTF-8 form in a 0x7075 field.
+    from archives import zip_member_name
+
+    stored = "Ölfass.jpg".encode("cp850")
+    field = b"\x01" + zlib.crc32(stored).to_bytes(4, "little") + "Ölfass.jpg".encode()
+    info = zipfile.ZipInfo(stored.decode("cp437"))
+    info.extra = (0x7075).to_bytes(2, "little") + len(field).to_bytes(2, "little") + field
+    assert zip_member_name(info) == "Ölfass.jpg"
+    info.extra = b""  # no field and not UTF-8: zipfile's cp437 reading stays
+    assert zip_member_name(info) == stored.decode("cp437")
+
+
+def test_member_appended_twice_is_read_as_unpacking_leaves_it(image_tree: Path, tmp_path: Path) -> None:
+    # `tar rf` appends a second copy of a member; tar xf keeps the later one, ImageFolder sees one file.
+    images = sorted(image_tree.rglob("*.JPEG"))
+    replaced = images[0].relative_to(image_tree).as_posix()
+    archive = pack(image_tree, tmp_path / "train.tar")
+    with tarfile.open(archive, "a") as tar:
+        add_member(tar, f"train/{replaced}", images[1].read_bytes())
+    result = convert_split(tmp_path, archive)
+    ds = assert_like_imagefolder(result, image_tree)
+    index = [path for path, _ in ds.samples].index(replaced)
+    assert ds.get_bytes(index) == images[1].read_bytes()
+    assert f"train/{replaced} (stored twice: the later copy is used, as unpacking would)" in ignored_files(result)

@@ -83,3 +83,20 @@ def test_no_config_file_explains_how_to_run(tmp_path: Path) -> None:
     run = run_snakemake(tmp_path)
     assert run.returncode != 0
     assert "--configfile config/demo.yaml" in run.output
+
+
+def test_files_that_are_no_images_are_named_in_words(tree_copy: Path, convert_in_tmp) -> None:
+    # A class whose every file is bad ends up with no record: its label never occurs, so say so.
+    bad_class = tree_copy / "zz_bad"
+    bad_class.mkdir()
+    (bad_class / "empty.jpg").write_bytes(b"")
+    (bad_class / "notes.jpg").write_text("not a picture")
+    result = convert_in_tmp(tree_copy, encode={"on_error": "skip"})
+    result.run.check()
+    report = json.loads(result.verify_report.read_text())
+    reasons = {Path(entry["path"]).name: entry["reason"] for entry in report["skipped"]}
+    assert reasons["empty.jpg"].endswith("an empty file (0 bytes)")
+    assert "not an image Pillow can read" in reasons["notes.jpg"] and "BytesIO" not in reasons["notes.jpg"]
+    assert report["class_counts"]["zz_bad"] == 0
+    assert report["warnings"] == ["class 'zz_bad' has no images: all of its files were skipped as bad (see skipped)"]
+    assert "warning: class 'zz_bad' has no images" in result.run.output

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import lmdb
 import pytest
+from torchvision.datasets import ImageFolder
 
 import merge
 from conftest import BIN, REPO, Converted, run_snakemake, write_config
@@ -202,6 +203,23 @@ def test_failed_shard_is_the_only_thing_rerun(tree_copy: Path, tmp_path: Path) -
     assert encode == [f"encode_shard:split=train, shard={missing.pop()}"]
     downstream = sorted(job for job in jobs if not job.startswith("encode_shard"))
     assert downstream == ["all", "merge", "report_split", "verify", "write_meta"]
+
+
+def test_files_added_to_or_removed_from_a_class_folder_are_seen(tree_copy: Path, tmp_path: Path) -> None:
+    # Snakemake compares a folder input by the folder's own time, which a file added to or removed
+    # from a class folder leaves alone: the workflow must still list the source again.
+    config = write_config(tmp_path, {"train": {"source": str(tree_copy), "shards": SHARDS}})
+    run_snakemake(tmp_path, "--configfile", str(config)).check()
+    images = sorted(tree_copy.rglob("*.JPEG"))
+    images[3].unlink()
+    shutil.copy(images[0], images[-1].with_name("zz_added.JPEG"))
+
+    rerun = run_snakemake(tmp_path, "--configfile", str(config)).check()
+    assert "extract" in executed_jobs(rerun.output)
+    folder, ds = ImageFolder(str(tree_copy)), LMDBDataset(tmp_path / "results" / "train.lmdb")
+    assert [path for path, _ in ds.samples] == [Path(p).relative_to(tree_copy).as_posix() for p, _ in folder.samples]
+    assert ds.targets == folder.targets
+    assert "Nothing to be done" in run_snakemake(tmp_path, "--configfile", str(config)).check().output
 
 
 @pytest.mark.parametrize(("shards", "cores"), [(1, 1), (7, 2), (16, 1), (16, 2)])
