@@ -6,8 +6,8 @@ Policy (``encode.reencode``):
   ``convert("RGB")``, then JPEG at ``encode.quality``.
 - ``always``: every image is re-encoded; ``never``: every readable image is stored as it is.
 ``encode.max_side`` shrinks larger images (re-encoding them). Every image is checked first
-(``encode.check``); a bad one stops the shard naming the file, or with ``on_error: skip`` is
-left out and listed in the shard report.
+(``encode.check``). Bad ones fail the shard once it has checked all of its images, naming every
+one, or with ``on_error: skip`` are left out and listed in the shard report.
 """
 
 import io
@@ -37,6 +37,8 @@ from workflow_io import (
 
 log = logging.getLogger("imagefolder_lmdb.encode_shard")
 
+#: How many bad images a failing shard names in its error (the log has every one).
+LISTED_BAD_IMAGES = 20
 JPEG_EOI = b"\xff\xd9"
 #: Bytes at the end of a JPEG searched for its end-of-image marker (cameras pad after it).
 EOI_WINDOW = 4096
@@ -173,9 +175,20 @@ def what_went_wrong(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+def bad_images_message(bad: list[dict[str, Any]], how_to_go_on: str) -> str:
+    listed = "\n".join(f"  {entry['reason']}" for entry in bad[:LISTED_BAD_IMAGES])
+    more = f"\n  ... and {len(bad) - LISTED_BAD_IMAGES} more" if len(bad) > LISTED_BAD_IMAGES else ""
+    noun = "bad image" if len(bad) == 1 else "bad images"
+    return f"{len(bad)} {noun} in this shard:\n{listed}{more}\n{how_to_go_on}"
+
+
 def how_to_go_on(sample: Sample) -> str:
     in_archive = sample.location is not None and "file" not in sample.location
-    fix = "Pack the archive again without it (or fixed)" if in_archive else "Fix or remove this file"
+    fix = (
+        "Pack the archive again without the members named (or with them fixed)"
+        if in_archive
+        else "Fix or remove the files named"
+    )
     return (
         f"{fix} and run the same command again, or set encode.on_error: skip to leave bad images out "
         "(they are listed in the report)."
@@ -241,6 +254,7 @@ def encode_shard(
     expected = sum(source_size(reader, s) for s in read_manifest(manifest_path, start, stop))
     if settings.reencode != "always" and settings.max_side is None:
         expected //= 8
+    advice = ""  # what to do about the bad images, once one is found
     with atomic_lmdb(part_path, expected_bytes=expected) as writer:
         samples = read_manifest(manifest_path, start, stop)
         for position, sample in enumerate(
@@ -251,14 +265,16 @@ def encode_shard(
             try:
                 encoded, size = read_and_encode(reader, sample, settings)
             except BadImageError as exc:
-                if settings.on_error == "fail":
-                    raise BadImageError(f"{exc}\n{how_to_go_on(sample)}") from exc
-                log.warning("skipped %s", exc)
+                log.warning("%s %s", "bad image:" if settings.on_error == "fail" else "skipped", exc)
                 report.skipped.append({"index": sample.index, "path": sample.path, "reason": str(exc)})
+                advice = how_to_go_on(sample)
                 continue
             if kept_in_part(encoded.storage):
                 writer.append(record_key(sample.index), encoded.value)
             report.add(sample.index, encoded, size)
+        if report.skipped and settings.on_error == "fail":
+            # raised after checking the whole shard, so that one round of fixes covers all of it
+            raise BadImageError(bad_images_message(report.skipped, advice))
     reader.close()
     write_json_atomic(report_path, report.as_json())
     log.info("stored %d images, skipped %d", len(report.index), len(report.skipped))

@@ -27,6 +27,19 @@ def test_truncated_jpeg_stops_its_shard_naming_the_file(tree_copy: Path, convert
     assert not result.lmdb.exists()
 
 
+def test_a_failing_shard_names_every_bad_image_in_it(tree_copy: Path, convert_in_tmp) -> None:
+    # one round of fixes must be enough: the shard checks all of its images before it fails
+    images = sorted(tree_copy.glob("*/*.JPEG"))
+    victims = [images[5], images[30]]
+    for victim in victims:
+        victim.write_text("not a picture")
+    result = convert_in_tmp(tree_copy, shards=1)
+    assert result.run.returncode != 0
+    assert "2 bad images in this shard" in result.run.output
+    assert all(str(victim) in result.run.output for victim in victims)
+    assert "Fix or remove the files named and run the same command again" in result.run.output
+
+
 def test_macos_metadata_file_is_named_as_such(tree_copy: Path, convert_in_tmp) -> None:
     class_folder = next(p for p in sorted(tree_copy.iterdir()) if p.is_dir())
     metadata = class_folder / "._photo.JPEG"  # what macOS leaves beside photo.JPEG in a tar
