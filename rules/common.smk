@@ -1,8 +1,6 @@
 # Config validation and the helpers every rule file uses.
 import fcntl
 import glob
-import hashlib
-import json
 import os
 import shutil
 import sys
@@ -125,22 +123,24 @@ def part_files(pattern: str):
     return files
 
 
+def scripts_importable() -> None:
+    """Let this file import helpers from scripts/ (the rule scripts get it from Snakemake)."""
+    scripts = os.path.join(workflow.basedir, "scripts")
+    if scripts not in sys.path:
+        sys.path.insert(0, scripts)
+
+
 def folder_stamp(wildcards) -> str | None:
-    """A folder source's modification times, top level: a param, so that extract reruns when a
-    file is added to or removed from a class folder (that changes the class folder's time;
-    Snakemake compares a folder input by the folder's own time only). None for an archive.
+    """Rule extract's param that changes when a folder source's class folders gain or lose
+    files (see scripts/source_stamp.py); None for an archive, whose own time shows a change.
     """
     source = split_config(wildcards)["source"]
     if not os.path.isdir(source):
         return None
-    stamps = [("", os.stat(source).st_mtime_ns)]
-    with os.scandir(source) as entries:
-        for entry in entries:
-            try:
-                stamps.append((entry.name, entry.stat().st_mtime_ns))
-            except OSError:  # a dangling link: the listing will name it
-                stamps.append((entry.name, -1))
-    return hashlib.sha256(json.dumps(sorted(stamps)).encode()).hexdigest()[:16]
+    scripts_importable()
+    from source_stamp import listing_stamp
+
+    return listing_stamp(source)
 
 
 def label_files(wildcards) -> list[str]:
@@ -180,7 +180,7 @@ def encode_settings() -> dict:
 
 def print_summary(config: dict) -> None:
     """After a successful run: per split, what was stored and where the outputs are."""
-    sys.path.insert(0, os.path.join(workflow.basedir, "scripts"))
+    scripts_importable()
     from summary import summary_lines
 
     for line in summary_lines(config, time.time() - RUN_STARTED):

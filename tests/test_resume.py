@@ -194,7 +194,9 @@ def test_failed_shard_is_the_only_thing_rerun(tree_copy: Path, tmp_path: Path) -
     reports = sorted((tmp_path / "work" / "train" / "parts").glob("*.json"))
     assert len(reports) == SHARDS - 1, "every other shard finished"
 
-    victim.write_bytes(original)
+    fixed = victim.with_name("fixed.tmp")  # fixed the way editors save: a new file renamed over it
+    fixed.write_bytes(original)
+    fixed.replace(victim)
     rerun = run_snakemake(tmp_path, "--configfile", str(config)).check()
     jobs = executed_jobs(rerun.output)
     encode = [job for job in jobs if job.startswith("encode_shard")]
@@ -220,6 +222,30 @@ def test_files_added_to_or_removed_from_a_class_folder_are_seen(tree_copy: Path,
     assert [path for path, _ in ds.samples] == [Path(p).relative_to(tree_copy).as_posix() for p, _ in folder.samples]
     assert ds.targets == folder.targets
     assert "Nothing to be done" in run_snakemake(tmp_path, "--configfile", str(config)).check().output
+
+
+def test_listing_stamp_follows_names_not_times(tmp_path: Path) -> None:
+    from source_stamp import listing_stamp
+
+    source, cache = tmp_path / "source", tmp_path / "stamps.json"
+    (source / "cat").mkdir(parents=True)
+    (source / "cat" / "a.jpg").write_bytes(b"a")
+    (source / "n01.tar").write_bytes(b"tar")
+    old = time.time() - 60  # settled: the listing gets cached
+    os.utime(source / "cat", (old, old))
+    first = listing_stamp(str(source), str(cache))
+    assert json.loads(cache.read_text()), "the settled folder's listing is cached"
+
+    (source / "cat" / "b.tmp").write_bytes(b"a2")
+    (source / "cat" / "b.tmp").replace(source / "cat" / "a.jpg")  # same names, new folder time
+    assert listing_stamp(str(source), str(cache)) == first
+    (source / "cat" / "b.jpg").write_bytes(b"b")
+    added = listing_stamp(str(source), str(cache))
+    assert added != first
+    (source / "cat" / "b.jpg").unlink()
+    assert listing_stamp(str(source), str(cache)) == first
+    (source / "n01.tar").write_bytes(b"another tar")  # a class tar replaced under its name
+    assert listing_stamp(str(source), str(cache)) != first
 
 
 @pytest.mark.parametrize(("shards", "cores"), [(1, 1), (7, 2), (16, 1), (16, 2)])

@@ -1,0 +1,83 @@
+"""The listing stamp of a folder source, a param of rule extract: a file added to or removed from a
+class folder changes it, so Snakemake lists the source again. Snakemake itself compares a folder
+input by the folder's own modification time, which such a change leaves alone.
+
+A class folder is listed (names only) when its modification time differs from the one cached in
+``.snakemake/``, so a run stats ~1,000 folders rather than listing 1.28M files; a file replaced
+under the same name (``mv fixed.jpg bad.jpg``) changes the time but not the stamp, and only the
+failed shard reruns.
+"""
+
+import hashlib
+import json
+import os
+import stat
+import time
+from typing import Any
+
+CACHE = os.path.join(".snakemake", "imagefolder-lmdb.listing-stamps.json")
+#: A folder changed this recently may change again within its time's resolution (1-2 s on some
+#: filesystems) without its time moving: such a listing is used but not cached.
+SETTLE_SECONDS = 2.0
+
+
+def listing_stamp(source: str, cache_path: str = CACHE) -> str:
+    """A digest of the names in each class folder of ``source`` and of the files beside them
+    (with size and time: a class tar replaced under its name is a different source)."""
+    cache = read_cache(cache_path)
+    entries: list[list[Any]] = []
+    cached_any = False
+    with os.scandir(source) as scan:
+        for entry in sorted(scan, key=lambda e: e.name):
+            try:
+                info = entry.stat()
+            except OSError:  # a dangling link: the listing names it
+                entries.append([entry.name, "unreadable"])
+                continue
+            if not stat.S_ISDIR(info.st_mode):
+                entries.append([entry.name, info.st_size, info.st_mtime_ns])
+                continue
+            key = os.path.abspath(entry.path)
+            cached = cache.get(key)
+            if cached is not None and cached[0] == info.st_mtime_ns:
+                names = cached[1]
+            else:
+                names = names_digest(entry.path)
+                if time.time() - info.st_mtime > SETTLE_SECONDS:
+                    cache[key] = [info.st_mtime_ns, names]
+                    cached_any = True
+            entries.append([entry.name, names])
+    if cached_any:
+        write_cache(cache_path, cache)
+    return digest(json.dumps(entries, ensure_ascii=False))
+
+
+def names_digest(folder: str) -> str:
+    with os.scandir(folder) as scan:
+        return digest("\n".join(sorted(entry.name for entry in scan)))
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+
+def read_cache(path: str) -> dict[str, list[Any]]:
+    try:
+        with open(path, encoding="utf-8") as stream:
+            cache = json.load(stream)
+    except (OSError, ValueError):
+        return {}
+    return cache if isinstance(cache, dict) else {}
+
+
+def write_cache(path: str, cache: dict[str, list[Any]]) -> None:
+    """Replace the cache whole; losing it (a race with another process) only costs a listing."""
+    temporary = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        with open(temporary, "w", encoding="utf-8") as stream:
+            json.dump(cache, stream, ensure_ascii=False)
+        os.replace(temporary, path)
+    except OSError:
+        if os.path.exists(temporary):
+            os.remove(temporary)
