@@ -173,7 +173,11 @@ def list_tar(archive: str, fileobj: Any = None) -> list[tarfile.TarInfo]:
         with tarfile.open(archive if fileobj is None else None, mode="r:", fileobj=fileobj) as tar:
             return tar.getmembers()
     except tarfile.ReadError as exc:
-        raise DamagedArchiveError(f"{archive}: not a readable uncompressed tar ({exc})") from exc
+        # a cut inside a member's data ends tarfile's listing with "unexpected end of data"
+        raise DamagedArchiveError(
+            f"{archive}: cannot be read as an uncompressed tar ({exc}): it is truncated or damaged. "
+            "Download or copy it again."
+        ) from exc
 
 
 def check_tar_complete(archive: str, members: list[tarfile.TarInfo], size: int, where: str = "") -> None:

@@ -67,7 +67,10 @@ def scan_folder(root: str, progress: dict[str, Any]) -> Listing:
     """torchvision's own scan of an ImageFolder tree (with a file counter: 1.28M files take a while)."""
     from torchvision.datasets.folder import find_classes, make_dataset  # imports torch: only for folders
 
-    classes, class_to_idx = find_classes(root)
+    try:
+        classes, class_to_idx = find_classes(root)
+    except FileNotFoundError as exc:
+        raise CountMismatchError(f"{str(exc).strip()} {no_class_folder_hint(root)}") from exc
     ignored: list[str] = []
     counter = tqdm(desc=f"scan {root}", unit="file", **progress)
 
@@ -90,6 +93,17 @@ def scan_folder(root: str, progress: dict[str, Any]) -> Listing:
         for index, (path, label) in enumerate(found)
     ]
     return Listing(classes, samples, sorted(ignored), root=root)
+
+
+def no_class_folder_hint(root: str) -> str:
+    names = [entry.name for entry in os.scandir(root) if entry.is_file()]
+    if any(name.endswith(".tar") for name in names):
+        return "It holds .tar files: a folder of ILSVRC2012 class tars needs layout: ilsvrc-train."
+    if any(is_image(name) for name in names):
+        return (
+            "Its images lie loose: ImageFolder needs one subfolder per class (flat ILSVRC2012 val: layout: ilsvrc-val)."
+        )
+    return "ImageFolder needs one subfolder per class."
 
 
 def walk_order(path: str) -> tuple[str, str]:
@@ -133,7 +147,7 @@ def label_val(entries: list[tuple[str, dict[str, Any] | None]], devkit: str | No
     images, ignored = [], []
     for path, location in entries:
         name = path.rsplit("/", 1)[-1]
-        if not is_image(name):
+        if not is_image(name) or name.startswith("._"):  # "._": macOS metadata beside each file
             ignored.append(path)
             continue
         images.append((class_to_idx[labels.wnid(name)], name, location))
@@ -150,14 +164,15 @@ def read_members(source_dir: str) -> list[tuple[str, dict[str, Any]]]:
         return [tuple(json.loads(line)) for line in stream]  # type: ignore[misc]
 
 
-def flat_files(root: str) -> list[tuple[str, dict[str, Any]]]:
-    names = sorted(entry.name for entry in os.scandir(root) if entry.is_file())
-    if not names and any(entry.is_dir() for entry in os.scandir(root)):
-        raise CountMismatchError(
-            f"{root}: no files, only folders. A validation set already sorted into class folders is an "
-            "ImageFolder: use layout: imagefolder for it."
-        )
-    return [(name, {"file": name}) for name in names]
+def val_files(root: str) -> list[tuple[str, dict[str, Any]]]:
+    """Every file under ``root``, in subfolders too: a validation image is labelled by its file
+    name, wherever it is (a wrapper folder, or class folders a sorting script began to make)."""
+    paths = sorted(
+        os.path.relpath(os.path.join(folder, name), root).replace(os.sep, "/")
+        for folder, _, names in os.walk(root, followlinks=True)
+        for name in names
+    )
+    return [(path, {"file": path}) for path in paths]
 
 
 def list_source(description: dict[str, Any], devkit: str | None, csv: str | None, progress: dict[str, Any]) -> Listing:
@@ -174,13 +189,22 @@ def list_source(description: dict[str, Any], devkit: str | None, csv: str | None
         return listing
     root = description["root"]
     try:
-        listing = label_val(flat_files(root), devkit, csv) if layout == "ilsvrc-val" else scan_folder(root, progress)
+        listing = label_val(val_files(root), devkit, csv) if layout == "ilsvrc-val" else scan_folder(root, progress)
     except CountMismatchError as exc:
         if description["kind"] == "extracted":  # name the user's archive, not only our unpacked copy
             raise CountMismatchError(f"{description['source']}, unpacked into {exc}") from exc
         raise
     listing.root = root
     return listing
+
+
+def no_images_message(description: dict[str, Any]) -> str:
+    source, layout = description["source"], description["layout"]
+    expected = "ILSVRC2012_val_NNNNNNNN.JPEG files" if layout == "ilsvrc-val" else "images in class folders"
+    return (
+        f"{source}: no images found (layout {layout} expects {expected}). Check splits.<name>.source; "
+        "for Kaggle's download, unzip it and point at ILSVRC/Data/CLS-LOC/train or .../val."
+    )
 
 
 def per_class_counts(listing: Listing) -> dict[str, int]:
@@ -247,6 +271,8 @@ def count_check(
         "expected_images": expected_images,
         "expected_classes": expected_classes,
     }
+    if not listing.samples:
+        raise CountMismatchError(no_images_message(description))
     problems = mismatches(listing, expected_images, expected_classes)
     if description["layout"] == "ilsvrc-train":
         problems += missing_classes(listing, devkit)

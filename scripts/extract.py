@@ -190,6 +190,18 @@ def unpack_archive(source: str, layout: str, building: str, output: str) -> dict
     return {"kind": "extracted", "root": os.path.abspath(final_root), "members": members, "set_aside": set_aside}
 
 
+def check_no_class_folders(source: str, tars: list[str]) -> None:
+    """Class tars and class folders side by side: an unpacking that stopped halfway. Read as tars
+    only, the unpacked classes would be lost; read as a tree, the packed ones."""
+    folders = sorted(e.name for e in os.scandir(source) if e.is_dir() and not e.name.startswith("."))
+    if folders:
+        raise ValueError(
+            f"{source} holds {len(tars)} class tars and {len(folders)} class folders ({folders[0]}, ...): "
+            "an unpacking that stopped halfway? Unpack the remaining tars into folders of their names "
+            "(then it is an ImageFolder tree: layout imagefolder), or give ILSVRC2012_img_train.tar itself."
+        )
+
+
 def class_tars(folder: str) -> list[str]:
     return sorted(e.path for e in os.scandir(folder) if e.is_file() and e.name.endswith(".tar"))
 
@@ -199,6 +211,7 @@ def describe(source: str, layout: str, extract_tree: bool, building: str, output
         tars = class_tars(source) if layout == "ilsvrc-train" else []
         if not tars:
             return describe_folder(source)
+        check_no_class_folders(source, tars)
         if extract_tree:
             raise ValueError(f"{source}: extract: true is not supported for a folder of class tars; unpack them")
         return index_archives(tars, layout, building, progress, per_class_tars=True)

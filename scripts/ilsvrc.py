@@ -10,16 +10,19 @@ not in name order, like the official one) is labelled right. torchvision's
 md5 and saves a pickle, so the devkit is read here with the same scipy call torchvision uses.
 """
 
+import contextlib
 import csv
 import os
 import re
 import tarfile
 import tempfile
+import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from archives import check_tar_members
 
-VAL_NAME = re.compile(r"ILSVRC2012_val_(\d{8})\.(JPEG|jpeg|jpg|JPG|png|PNG)$")
+VAL_NAME = re.compile(r"^ILSVRC2012_val_(\d{8})\.(JPEG|jpeg|jpg|JPG|png|PNG)$")
 DEVKIT_META = "data/meta.mat"
 DEVKIT_GROUND_TRUTH = "data/ILSVRC2012_validation_ground_truth.txt"
 
@@ -65,8 +68,22 @@ def read_devkit_member(devkit: str, suffix: str, into: str) -> str:
     return os.path.join(into, members[0].name)
 
 
+@contextlib.contextmanager
+def devkit_errors(devkit: str) -> Iterator[None]:
+    """A devkit that cannot be read is named, with what to do, instead of a bare library error."""
+    try:
+        yield
+    except LabelError:
+        raise
+    except (OSError, EOFError, tarfile.TarError, zlib.error, ValueError, KeyError, IndexError) as exc:
+        raise LabelError(
+            f"{devkit}: cannot be read as ILSVRC2012_devkit_t12.tar.gz ({type(exc).__name__}: {exc}). "
+            "Give the devkit's .tar.gz as it was downloaded, or download it again if it is damaged."
+        ) from exc
+
+
 def labels_from_devkit(devkit: str) -> ValLabels:
-    with tempfile.TemporaryDirectory() as scratch:
+    with devkit_errors(devkit), tempfile.TemporaryDirectory() as scratch:
         id_to_wnid = parse_meta_mat(read_devkit_member(devkit, DEVKIT_META, scratch))
         with open(read_devkit_member(devkit, DEVKIT_GROUND_TRUTH, scratch), encoding="ascii") as stream:
             ids = [int(line) for line in stream if line.strip()]
@@ -101,5 +118,5 @@ def val_labels(devkit: str | None, solution_csv: str | None) -> ValLabels:
 
 def devkit_classes(devkit: str) -> list[str]:
     """The 1,000 WNIDs, sorted: what a complete train split must hold."""
-    with tempfile.TemporaryDirectory() as scratch:
+    with devkit_errors(devkit), tempfile.TemporaryDirectory() as scratch:
         return sorted(parse_meta_mat(read_devkit_member(devkit, DEVKIT_META, scratch)).values())

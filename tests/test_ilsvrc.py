@@ -18,7 +18,7 @@ from torchvision.datasets import ImageFolder
 from conftest import REPO, convert, run_snakemake, write_config
 from dataset import LMDBDataset, close_all_envs
 from make_images import class_names, make_images
-from test_resume import assert_same_dataset
+from test_resume import assert_same_dataset, records_and_meta
 
 CLASSES = 5
 TRAIN_IMAGES = 40
@@ -210,13 +210,19 @@ def test_kaggle_solution_csv_labels_like_the_devkit(ilsvrc: Ilsvrc, streamed: Pa
     assert_same_dataset(tmp_path / "run" / "results" / "val.lmdb", streamed / "results" / "val.lmdb")
 
 
-def test_truncated_train_tar_is_named(ilsvrc: Ilsvrc, tmp_path: Path) -> None:
-    truncated = tmp_path / "ILSVRC2012_img_train.tar"
+@pytest.mark.parametrize("kept", [0.33, 0.5, 0.67, 0.9])
+def test_truncated_train_tar_is_named(ilsvrc: Ilsvrc, tmp_path: Path, kept: float) -> None:
+    # a download cut anywhere: inside a member's data (most cuts) or between members
+    truncated = tmp_path / "cut" / "ILSVRC2012_img_train.tar"
+    truncated.parent.mkdir()
     data = ilsvrc.train_tar.read_bytes()
-    truncated.write_bytes(data[: len(data) * 2 // 3])
+    truncated.write_bytes(data[: int(len(data) * kept)])
     result = convert(tmp_path / "run", truncated, layout="ilsvrc-train")
     assert result.run.returncode != 0
-    assert str(truncated) in result.run.output and "truncated" in result.run.output
+    assert f"{truncated}: " in result.run.output or f"{truncated} is truncated" in result.run.output
+    assert (
+        "truncated" in result.run.output.replace(str(tmp_path), "") and "Download or copy it again" in result.run.output
+    )
 
 
 def test_missing_class_tar_is_named(ilsvrc: Ilsvrc, tmp_path: Path) -> None:
@@ -269,3 +275,81 @@ def test_shipped_imagenet_config_is_valid(ilsvrc: Ilsvrc, tmp_path: Path) -> Non
     config.write_text(text)
     run = run_snakemake(tmp_path, "-n", "--configfile", str(config)).check()
     assert run.output.count("rule encode_shard:") == 16 + 2
+
+
+def val_members(ilsvrc: Ilsvrc) -> dict[str, bytes]:
+    with tarfile.open(ilsvrc.val_tar) as tar:
+        return {m.name: tar.extractfile(m).read() for m in tar.getmembers()}  # type: ignore[union-attr]
+
+
+def test_val_folder_partly_sorted_is_labelled_by_file_name(ilsvrc: Ilsvrc, streamed: Path, tmp_path: Path) -> None:
+    # valprep.sh stopped halfway: some images already in <wnid>/ folders, the rest still flat, and a
+    # Mac's "._" files beside them; every image is labelled by its number, wherever it lies
+    folder = tmp_path / "val"
+    for position, (name, data) in enumerate(sorted(val_members(ilsvrc).items())):
+        number = int(name.split("_")[-1].split(".")[0])
+        target = folder / ilsvrc.ground_truth[number] / name if position % 2 else folder / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    (folder / "._ILSVRC2012_val_00000001.JPEG").write_bytes(b"\x00\x05\x16\x07" + bytes(60))
+    run_ilsvrc(tmp_path / "run", {"val": {**ilsvrc_splits(ilsvrc)["val"], "source": str(folder)}})
+    items, meta = records_and_meta(tmp_path / "run" / "results" / "val.lmdb")
+    streamed_items, streamed_meta = records_and_meta(streamed / "results" / "val.lmdb")
+    assert items == streamed_items
+    assert meta["source"].pop("ignored_files") == 1, "the ._ file, listed"
+    streamed_meta["source"].pop("ignored_files")
+    assert meta == streamed_meta
+
+
+def test_val_tar_gz_with_a_wrapper_folder_unpacks_like_it_streams(
+    ilsvrc: Ilsvrc, streamed: Path, tmp_path: Path
+) -> None:
+    archive = tmp_path / "val.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        for name, data in val_members(ilsvrc).items():
+            add_bytes(tar, f"val/{name}", data)
+    run_ilsvrc(tmp_path / "run", {"val": {**ilsvrc_splits(ilsvrc)["val"], "source": str(archive)}})
+    close_all_envs()
+    assert_same_dataset(tmp_path / "run" / "results" / "val.lmdb", streamed / "results" / "val.lmdb")
+
+
+def test_val_source_without_images_stops(ilsvrc: Ilsvrc, tmp_path: Path) -> None:
+    folder = tmp_path / "val"
+    folder.mkdir()
+    (folder / "readme.txt").write_text("the images are elsewhere")
+    workdir = tmp_path / "run"
+    workdir.mkdir()
+    config = write_config(workdir, {"val": {**ilsvrc_splits(ilsvrc)["val"], "source": str(folder)}})
+    result = run_snakemake(workdir, "--configfile", str(config))
+    assert result.returncode != 0
+    assert f"{folder}: no images found (layout ilsvrc-val" in result.output
+    assert not (workdir / "results" / "val.lmdb").exists()
+
+
+def test_half_unpacked_folder_of_class_tars_is_refused(ilsvrc: Ilsvrc, tmp_path: Path) -> None:
+    # extracting the class tars one by one and stopping halfway: read as tars only, the unpacked
+    # classes would be lost without a word
+    folder = tmp_path / "train"
+    folder.mkdir()
+    with tarfile.open(ilsvrc.train_tar) as outer:
+        outer.extractall(folder, filter="data")
+    first = sorted(folder.glob("*.tar"))[0]
+    with tarfile.open(first) as inner:
+        inner.extractall(folder / first.stem, filter="data")
+    first.unlink()
+    result = convert(tmp_path / "run", folder, layout="ilsvrc-train")
+    assert result.run.returncode != 0
+    assert f"{folder} holds {CLASSES - 1} class tars and 1 class folders" in result.run.output
+    assert "stopped halfway" in result.run.output
+
+
+def test_damaged_devkit_is_named(ilsvrc: Ilsvrc, tmp_path: Path) -> None:
+    devkit = tmp_path / "ILSVRC2012_devkit_t12.tar.gz"
+    devkit.write_bytes(ilsvrc.devkit.read_bytes()[:300])
+    workdir = tmp_path / "run"
+    workdir.mkdir()
+    config = write_config(workdir, {"val": {**ilsvrc_splits(ilsvrc)["val"], "devkit": str(devkit)}})
+    result = run_snakemake(workdir, "--configfile", str(config))
+    assert result.returncode != 0
+    assert f"{devkit}: cannot be read as ILSVRC2012_devkit_t12.tar.gz" in result.output
+    assert "download it again" in result.output
