@@ -22,6 +22,7 @@ name and renamed into place when whole.
 import json
 import logging
 import os
+import sys
 from collections.abc import Callable, Iterable
 from typing import Any, TextIO
 
@@ -236,7 +237,10 @@ def extract(source: str, output: str, layout: str, extract_tree: bool, progress:
 
 def check_checksums(paths: list[str], progress: dict[str, Any]) -> None:
     for path in paths:
-        log.info("%s", check_official_md5(path, progress))
+        outcome = check_official_md5(path, progress)
+        log.info("%s", outcome)
+        if "not checked" in outcome:  # md5: true was asked for: say so where the user looks
+            print(f"WARNING: {outcome}", file=sys.__stderr__, flush=True)
 
 
 def main(smk: Any, stream: TextIO) -> None:

@@ -29,6 +29,15 @@ def job_seconds(work: str, rule: str, split: str) -> float:
     return total
 
 
+def ignored_line(report: dict[str, Any], work: str, split: str) -> list[str]:
+    """Files of the source that are no image ImageFolder takes, or not part of the tree (a
+    ``.DS_Store``, ``__MACOSX/``): left out by design, and still never silently."""
+    ignored = report["source"].get("ignored_files", 0)
+    if not ignored:
+        return []
+    return [f"  not images: {counted(ignored, 'file')} left out, listed in {os.path.join(work, split, 'counts.json')}"]
+
+
 def speed_line(report: dict[str, Any], work: str, split: str) -> str:
     encode = job_seconds(work, "encode_shard", split)
     rules = ("extract", "count_check", "encode_shard", "merge", "write_meta", "verify")
@@ -55,6 +64,7 @@ def split_summary(name: str, results: str, work: str) -> list[str]:
         f"  bytes: {report['stored_bytes'] / 1e6:.1f} MB stored from {report['source_bytes'] / 1e6:.1f} MB source "
         f"({report['stored_to_source_ratio']}x)",
         f"  stored: {storage}; skipped: {len(report['skipped'])}",
+        *ignored_line(report, work, name),
         *(f"  warning: {warning}" for warning in report.get("warnings", [])),
         speed_line(report, work, name),
         f"  outputs: {os.path.join(results, name + '.lmdb')}, {report_path}, "

@@ -257,6 +257,7 @@ def test_finder_zip_macosx_folder_is_set_aside_and_listed(image_tree: Path, tmp_
     result = convert_split(tmp_path, archive, extract=extract)
     assert_like_imagefolder(result, image_tree)
     assert {f"{name} (macOS metadata, not part of the tree)" for name in forks} <= set(ignored_files(result))
+    assert "not images: 2 files left out, listed in work/train/counts.json" in result.run.output
 
 
 def clear_utf8_flags(archive: Path) -> None:
