@@ -172,6 +172,17 @@ def tree_root(extracted: str, is_member: Callable[[str], bool] = is_image) -> st
     return os.path.join(extracted, wrapper_prefix(paths)).rstrip("/")
 
 
+def files_beside(tree: str, root: str) -> list[str]:
+    """Files unpacked outside the image root, as the index route lists them: ``<path> (beside the
+    image tree <wrapper>/)``."""
+    wrapper = os.path.relpath(root, tree).replace(os.sep, "/") + "/"
+    beside = []
+    for folder, folders, names in os.walk(tree):
+        folders[:] = [name for name in folders if os.path.join(folder, name) != root]
+        beside += [os.path.relpath(os.path.join(folder, name), tree).replace(os.sep, "/") for name in names]
+    return [f"{path} (beside the image tree {wrapper})" for path in sorted(beside)] if root != tree else []
+
+
 def is_class_tar(name: str) -> bool:
     return name.endswith(".tar")
 
@@ -187,6 +198,7 @@ def unpack_archive(source: str, layout: str, building: str, output: str) -> dict
     final_root = os.path.join(output, os.path.relpath(root, building))
     log.info("extracted %d members; the image tree will be at %s", members, final_root)
     set_aside = [f"{name} (macOS metadata, not part of the tree)" for name in left_out]
+    set_aside += files_beside(tree, root)
     report_set_aside(set_aside)
     return {"kind": "extracted", "root": os.path.abspath(final_root), "members": members, "set_aside": set_aside}
 

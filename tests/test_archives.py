@@ -244,7 +244,9 @@ def test_mac_files_beside_the_class_folders_leave_the_wrapper_a_wrapper(
     # A Mac leaves .DS_Store beside the class folders (and "._train" beside the wrapper): they are
     # no images, so they must not make the wrapper folder the only class.
     archive = pack(image_tree, tmp_path / f"train.{kind}", extra={"train/.DS_Store": DS_STORE, "._train": APPLE_DOUBLE})
-    assert_like_imagefolder(convert_split(tmp_path, archive), image_tree)
+    result = convert_split(tmp_path, archive)
+    assert_like_imagefolder(result, image_tree)
+    assert sorted(ignored_files(result)) == [".DS_Store", "._train (beside the image tree train/)"], "unpacked or not"
 
 
 @pytest.mark.parametrize("extract", [False, True])
