@@ -15,7 +15,7 @@ import pytest
 import scipy.io
 from torchvision.datasets import ImageFolder
 
-from conftest import REPO, convert, run_snakemake, write_config
+from conftest import REPO, Run, convert, run_snakemake, write_config
 from dataset import LMDBDataset, close_all_envs
 from make_images import class_names, make_images
 from test_resume import assert_same_dataset, records_and_meta
@@ -313,17 +313,21 @@ def test_val_tar_gz_with_a_wrapper_folder_unpacks_like_it_streams(
     assert_same_dataset(tmp_path / "run" / "results" / "val.lmdb", streamed / "results" / "val.lmdb")
 
 
+def convert_val(ilsvrc: Ilsvrc, workdir: Path, **changes: str) -> Run:
+    """The val split with ``changes`` to its settings, converted in ``workdir`` (not checked)."""
+    workdir.mkdir(parents=True)
+    config = write_config(workdir, {"val": {**ilsvrc_splits(ilsvrc)["val"], **changes}})
+    return run_snakemake(workdir, "--configfile", str(config))
+
+
 def test_val_source_without_images_stops(ilsvrc: Ilsvrc, tmp_path: Path) -> None:
     folder = tmp_path / "val"
     folder.mkdir()
     (folder / "readme.txt").write_text("the images are elsewhere")
-    workdir = tmp_path / "run"
-    workdir.mkdir()
-    config = write_config(workdir, {"val": {**ilsvrc_splits(ilsvrc)["val"], "source": str(folder)}})
-    result = run_snakemake(workdir, "--configfile", str(config))
+    result = convert_val(ilsvrc, tmp_path / "run", source=str(folder))
     assert result.returncode != 0
     assert f"{folder}: no images found (layout ilsvrc-val" in result.output
-    assert not (workdir / "results" / "val.lmdb").exists()
+    assert not (tmp_path / "run" / "results" / "val.lmdb").exists()
 
 
 def test_half_unpacked_folder_of_class_tars_is_refused(ilsvrc: Ilsvrc, tmp_path: Path) -> None:
@@ -346,10 +350,7 @@ def test_half_unpacked_folder_of_class_tars_is_refused(ilsvrc: Ilsvrc, tmp_path:
 def test_damaged_devkit_is_named(ilsvrc: Ilsvrc, tmp_path: Path) -> None:
     devkit = tmp_path / "ILSVRC2012_devkit_t12.tar.gz"
     devkit.write_bytes(ilsvrc.devkit.read_bytes()[:300])
-    workdir = tmp_path / "run"
-    workdir.mkdir()
-    config = write_config(workdir, {"val": {**ilsvrc_splits(ilsvrc)["val"], "devkit": str(devkit)}})
-    result = run_snakemake(workdir, "--configfile", str(config))
+    result = convert_val(ilsvrc, tmp_path / "run", devkit=str(devkit))
     assert result.returncode != 0
     assert f"{devkit}: cannot be read as ILSVRC2012_devkit_t12.tar.gz" in result.output
     assert "download it again" in result.output
