@@ -155,10 +155,16 @@ def fit_into_cell(image: Image.Image) -> Image.Image:
     return image
 
 
+def sheet_indices(indices: list[int], seed: int = 0) -> list[int]:
+    """The checked records to show: all of a sample, a random few when every record was checked."""
+    if len(indices) <= MAX_SHEET_IMAGES:
+        return indices
+    return sorted(random.Random(seed).sample(indices, MAX_SHEET_IMAGES))
+
+
 def contact_sheet(ds: LMDBReader | None, indices: list[int], output: str) -> None:
-    """A grid of the sampled images, each labelled ``index: class`` (a random few of them when
-    every record was checked)."""
-    shown = indices if len(indices) <= MAX_SHEET_IMAGES else sorted(random.Random(0).sample(indices, MAX_SHEET_IMAGES))
+    """A grid of the sampled images, each labelled ``index: class``."""
+    shown = sheet_indices(indices)
     columns = max(1, min(8, len(shown)))
     rows = max(1, -(-len(shown) // columns))
     sheet = Image.new("RGB", (columns * CELL, rows * (CELL + LABEL_HEIGHT)), "white")

@@ -249,13 +249,15 @@ def test_mac_files_beside_the_class_folders_leave_the_wrapper_a_wrapper(
     assert sorted(ignored_files(result)) == [".DS_Store", "._train (beside the image tree train/)"], "unpacked or not"
 
 
-@pytest.mark.parametrize("extract", [False, True])
-def test_finder_zip_macosx_folder_is_set_aside_and_listed(image_tree: Path, tmp_path: Path, extract: bool) -> None:
+@pytest.mark.parametrize(("kind", "extract"), [("zip", False), ("zip", True), ("tar.gz", True)])
+def test_finder_zip_macosx_folder_is_set_aside_and_listed(
+    image_tree: Path, tmp_path: Path, kind: str, extract: bool
+) -> None:
     # Finder's "Compress" stores every resource fork under __MACOSX/; macOS's unzip never makes it
     # a folder of the tree, so it is no class: left out, and listed in the counts report.
     first = sorted(image_tree.rglob("*.JPEG"))[0].relative_to(image_tree).as_posix()
     forks = {"__MACOSX/._train": APPLE_DOUBLE, f"__MACOSX/train/{first.replace('/', '/._')}": APPLE_DOUBLE}
-    archive = pack(image_tree, tmp_path / "train.zip", extra=forks)
+    archive = pack(image_tree, tmp_path / f"train.{kind}", extra=forks)  # a zip unpacked and packed again
     result = convert_split(tmp_path, archive, extract=extract)
     assert_like_imagefolder(result, image_tree)
     assert {f"{name} (macOS metadata, not part of the tree)" for name in forks} <= set(ignored_files(result))

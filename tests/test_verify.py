@@ -83,3 +83,12 @@ def test_verify_refuses_what_is_not_a_dataset(tmp_path: Path, content: bytes | N
     lines = result.stdout.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"FAIL {path}")
     assert "Traceback" not in result.stderr
+
+
+def test_contact_sheet_of_a_full_check_shows_records_from_everywhere() -> None:
+    from verify import MAX_SHEET_IMAGES, sheet_indices
+
+    assert sheet_indices([3, 1, 4]) == [3, 1, 4]
+    shown = sheet_indices(list(range(10_000)))
+    assert len(shown) == MAX_SHEET_IMAGES == len(set(shown)) and shown == sorted(shown)
+    assert max(shown) > 5_000, "not just the first records"
