@@ -30,6 +30,7 @@ from workflow_io import (
     is_image,
     progress_kwargs,
     read_json,
+    relative_files,
     run_rule,
     write_json_atomic,
     write_manifest,
@@ -167,12 +168,7 @@ def read_members(source_dir: str) -> list[tuple[str, dict[str, Any]]]:
 def val_files(root: str) -> list[tuple[str, dict[str, Any]]]:
     """Every file under ``root``, in subfolders too: a validation image is labelled by its file
     name, wherever it is (a wrapper folder, or class folders a sorting script began to make)."""
-    paths = sorted(
-        os.path.relpath(os.path.join(folder, name), root).replace(os.sep, "/")
-        for folder, _, names in os.walk(root, followlinks=True)
-        for name in names
-    )
-    return [(path, {"file": path}) for path in paths]
+    return [(path, {"file": path}) for path in sorted(relative_files(root))]
 
 
 def list_source(description: dict[str, Any], devkit: str | None, csv: str | None, progress: dict[str, Any]) -> Listing:

@@ -45,6 +45,7 @@ from workflow_io import (
     is_image,
     progress_kwargs,
     publish,
+    relative_files,
     remove_path,
     run_rule,
     temporary_path,
@@ -163,12 +164,7 @@ def top_folders(folders: list[str], strip: str) -> list[str]:
 def tree_root(extracted: str, is_member: Callable[[str], bool] = is_image) -> str:
     """The unpacked tree's root: below the wrapper folders of the files ``is_member`` picks (the
     images; the class tars of ILSVRC's train tar), as ``wrapper_prefix`` finds them in place."""
-    paths = [
-        os.path.relpath(os.path.join(folder, name), extracted).replace(os.sep, "/")
-        for folder, _, names in os.walk(extracted, followlinks=True)
-        for name in names
-        if is_member(name)
-    ]
+    paths = [path for path in relative_files(extracted) if is_member(path.rsplit("/", 1)[-1])]
     return os.path.join(extracted, wrapper_prefix(paths)).rstrip("/")
 
 

@@ -199,6 +199,14 @@ def is_image(path: str) -> bool:
     return path.lower().endswith(IMAGE_EXTENSIONS)
 
 
+def relative_files(root: str) -> Iterator[str]:
+    """Every file under ``root`` (links followed, as ImageFolder's scan does), as a "/"-separated
+    path relative to it."""
+    for folder, _, names in os.walk(root, followlinks=True):
+        for name in names:
+            yield os.path.relpath(os.path.join(folder, name), root).replace(os.sep, "/")
+
+
 def read_manifest_header(path: str) -> ManifestHeader:
     with open(path, encoding="utf-8") as stream:
         return ManifestHeader(**json.loads(stream.readline()))
