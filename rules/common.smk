@@ -69,6 +69,32 @@ def check_labels(name: str, split: dict) -> None:
 check_config(config)
 
 
+def scripts_importable() -> None:
+    """Let this file import helpers from scripts/ (the rule scripts get it from Snakemake)."""
+    scripts = os.path.join(workflow.basedir, "scripts")
+    if scripts not in sys.path:
+        sys.path.insert(0, scripts)
+
+
+def configured_classes(config: dict) -> tuple[list[str] | None, str | None]:
+    """The config's ``classes:`` (a list, or a file with one per line): sorted names and origin."""
+    if config["classes"] is None:
+        return None, None
+    scripts_importable()
+    from class_list import ClassListError, configured_names
+
+    try:
+        return configured_names(config["classes"])
+    except ClassListError as exc:
+        raise WorkflowError(str(exc)) from exc
+
+
+CLASSES, CLASSES_ORIGIN = configured_classes(config)
+SHARING = [name for name, split in config["splits"].items() if split["share_classes"]]
+#: The split whose classes every sharing split uses, when the config lists none.
+CLASSES_FROM = SHARING[0] if SHARING and CLASSES is None else None
+
+
 def clear_stale_snakemake_locks():
     """Let the same command resume after a kill -9 or a power cut.
 
@@ -123,13 +149,6 @@ def part_files(pattern: str):
     return files
 
 
-def scripts_importable() -> None:
-    """Let this file import helpers from scripts/ (the rule scripts get it from Snakemake)."""
-    scripts = os.path.join(workflow.basedir, "scripts")
-    if scripts not in sys.path:
-        sys.path.insert(0, scripts)
-
-
 def folder_stamp(wildcards) -> str | None:
     """Rule extract's param that changes when a folder source's class folders gain or lose
     files (see scripts/source_stamp.py); None for an archive, whose own time shows a change.
@@ -141,6 +160,38 @@ def folder_stamp(wildcards) -> str | None:
     from source_stamp import listing_stamp
 
     return listing_stamp(source)
+
+
+def shares_classes(split: str) -> bool:
+    return config["splits"][split]["share_classes"]
+
+
+def wanted_classes(wildcards) -> list[str] | None:
+    """The config's class list for a split that shares it (extract reads only those classes)."""
+    return CLASSES if shares_classes(wildcards.split) else None
+
+
+def class_list(wildcards) -> dict:
+    """Rule count_check's param: the class list's names when the config gives them, and its
+    origin in words (the summary and the verify report show it)."""
+    split = wildcards.split
+    if not shares_classes(split):
+        return {"names": None, "origin": "this split's own (share_classes: false)"}
+    if CLASSES is not None:
+        return {"names": CLASSES, "origin": CLASSES_ORIGIN}
+    if split != CLASSES_FROM:
+        return {"names": None, "origin": f"shared from {CLASSES_FROM}"}
+    others = [name for name in SHARING if name != split]
+    shared = f", shared with {', '.join(others)}" if others else ""
+    return {"names": None, "origin": f"from this split's source{shared}"}
+
+
+def shared_class_manifest(wildcards) -> list[str]:
+    """The first split's manifest, whose classes a later sharing split takes (none otherwise)."""
+    split = wildcards.split
+    if not shares_classes(split) or CLASSES is not None or split == CLASSES_FROM:
+        return []
+    return [f"{WORK}/{CLASSES_FROM}/manifest.jsonl"]
 
 
 def label_files(wildcards) -> list[str]:

@@ -3,6 +3,7 @@ rule count_check:
     input:
         source=f"{WORK}/{{split}}/source",
         labels=label_files,
+        shared_classes=shared_class_manifest,
     output:
         manifest=f"{WORK}/{{split}}/manifest.jsonl",
         counts=f"{WORK}/{{split}}/counts.json",
@@ -21,5 +22,6 @@ rule count_check:
         val_labels=lambda wildcards: split_config(wildcards)["val_labels"],
         expected_images=lambda wildcards: split_config(wildcards)["expected_images"],
         expected_classes=lambda wildcards: split_config(wildcards)["expected_classes"],
+        class_list=class_list,
     script:
         "../scripts/count_check.py"

@@ -20,5 +20,6 @@ rule extract:
         extract=lambda wildcards: split_config(wildcards)["extract"],
         md5=lambda wildcards: split_config(wildcards)["md5"],
         folder_stamp=folder_stamp,
+        classes=wanted_classes,
     script:
         "../scripts/extract.py"

@@ -203,32 +203,46 @@ def index_tar(archive: str, container: int = 0) -> Iterator[Member]:
             yield Member(member.name.rstrip("/"), None)
 
 
-def index_tar_of_tars(archive: str, container: int = 0, progress: dict[str, Any] | None = None) -> Iterator[Member]:
-    """File members of every inner ``*.tar`` of ``archive``, located in the outer file.
-
-    ILSVRC2012_img_train.tar holds one uncompressed tar per class: an inner member's bytes sit at
-    (inner tar's data offset + member's offset inside it) of the outer file.
-    """
+def class_tars_in(archive: str) -> list[tarfile.TarInfo]:
+    """The per-class ``*.tar`` members of a tar of class tars (ILSVRC2012_img_train.tar), checked."""
     outer_members = list_tar(archive)
     check_tar_members(archive, outer_members, links_allowed=False)
     check_tar_complete(archive, outer_members, os.path.getsize(archive))
     inner_tars = [m for m in outer_members if m.isfile()]
+    for inner in inner_tars:
+        if not inner.name.endswith(".tar"):
+            raise DamagedArchiveError(
+                f"{archive}: member {inner.name!r} is not a .tar; a tar of per-class tars "
+                "(ILSVRC2012_img_train.tar) is expected for layout ilsvrc-train"
+            )
+    return inner_tars
+
+
+def class_of_tar(member: tarfile.TarInfo) -> str:
+    """The class folder a class tar unpacks to: its name without ``.tar``."""
+    return member.name.removesuffix(".tar")
+
+
+def index_tar_of_tars(
+    archive: str, inner_tars: list[tarfile.TarInfo], container: int = 0, progress: dict[str, Any] | None = None
+) -> Iterator[Member]:
+    """File members of the class tars ``inner_tars`` of ``archive``, located in the outer file.
+
+    ILSVRC2012_img_train.tar holds one uncompressed tar per class: an inner member's bytes sit at
+    (inner tar's data offset + member's offset inside it) of the outer file. Only the tars given
+    are opened (a class subset reads only its own).
+    """
     with tarfile.open(archive, mode="r:") as outer:
         for inner in tqdm(inner_tars, desc=f"index {os.path.basename(archive)}", unit="tar", **(progress or {})):
-            if not inner.name.endswith(".tar"):
-                raise DamagedArchiveError(
-                    f"{archive}: member {inner.name!r} is not a .tar; a tar of per-class tars "
-                    "(ILSVRC2012_img_train.tar) is expected for layout ilsvrc-train"
-                )
             where = f" (member {inner.name})"
-            yield Member(inner.name.removesuffix(".tar"), None)  # the class folder, even if its tar is empty
+            yield Member(class_of_tar(inner), None)  # the class folder, even if its tar is empty
             members = list_tar(f"{archive}:{inner.name}", fileobj=outer.extractfile(inner))
             check_tar_members(f"{archive}:{inner.name}", members, links_allowed=False)
             check_tar_complete(archive, members, inner.size, where)
             for member in members:
                 if member.isfile():
                     offset = inner.offset_data + member.offset_data
-                    path = f"{inner.name.removesuffix('.tar')}/{member.name}"  # the class folder
+                    path = f"{class_of_tar(inner)}/{member.name}"  # the class folder
                     yield Member(path, {"tar": container, "offset": offset, "size": member.size})
 
 

@@ -23,12 +23,14 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Callable, Iterable
-from typing import Any, TextIO
+from collections.abc import Callable, Collection, Iterable
+from typing import Any, TextIO, TypeVar
 
 from archives import (
     Member,
     check_official_md5,
+    class_of_tar,
+    class_tars_in,
     extract_nested_tars,
     extract_tar,
     extract_zip,
@@ -53,6 +55,8 @@ from workflow_io import (
 )
 
 log = logging.getLogger("imagefolder_lmdb.extract")
+
+T = TypeVar("T")
 
 TREE = "tree"
 DESCRIPTION = "source.json"
@@ -92,27 +96,56 @@ def write_members(path: str, members: Iterable[Member], strip: str) -> int:
     return count
 
 
-def index_archives(
-    containers: list[str], layout: str, building: str, progress: dict[str, Any], per_class_tars: bool = False
-) -> dict[str, Any]:
-    """Index archive members in place; writes ``members.jsonl`` into ``building``.
+def within_class_list(items: list[T], class_of: Callable[[T], str], wanted: Collection[str] | None) -> list[T]:
+    """The ``items`` (class tars) whose class is in ``wanted`` (all when there is no list)."""
+    return [item for item in items if wanted is None or class_of(item) in wanted]
 
-    ``per_class_tars``: the containers are ``<class>.tar`` files whose members are that class's
-    images (ILSVRC2012_img_train.tar unpacked one level).
-    """
+
+def container_members(
+    containers: list[str], layout: str, progress: dict[str, Any], per_class_tars: bool, wanted: Collection[str] | None
+) -> tuple[list[Member], list[str]]:
+    """Every member of the archives, and the classes whose tars were left unopened (outside
+    ``wanted``)."""
     members: list[Member] = []
+    unread: list[str] = []
     for number, container in enumerate(containers):
         log.info("indexing %s", container)
         if per_class_tars:
-            name = os.path.basename(container).removesuffix(".tar")
+            name = tar_class(container)
             members.append(Member(name, None))  # the class folder, even if its tar is empty
             members.extend(Member(f"{name}/{m.path}", m.location) for m in index_tar(container, number))
         elif layout == "ilsvrc-train":
-            members.extend(index_tar_of_tars(container, number, progress))
+            inner = class_tars_in(container)
+            kept = within_class_list(inner, class_of_tar, wanted)
+            unread += [class_of_tar(m) for m in inner if m not in kept]
+            members.extend(index_tar_of_tars(container, kept, number, progress))
         elif is_zip(container):
             members.extend(index_zip(container, number))
         else:
             members.extend(index_tar(container, number))
+    return members, unread
+
+
+def index_archives(
+    containers: list[str],
+    layout: str,
+    building: str,
+    progress: dict[str, Any],
+    per_class_tars: bool = False,
+    wanted: Collection[str] | None = None,
+) -> dict[str, Any]:
+    """Index archive members in place; writes ``members.jsonl`` into ``building``.
+
+    ``per_class_tars``: the containers are ``<class>.tar`` files whose members are that class's
+    images (ILSVRC2012_img_train.tar unpacked one level). ``wanted``: the configured class list;
+    class tars of other classes are never opened, and are listed as unread.
+    """
+    unread: list[str] = []
+    if per_class_tars:
+        kept = within_class_list(containers, tar_class, wanted)
+        unread, containers = [tar_class(c) for c in containers if c not in kept], kept
+    members, unread_inside = container_members(containers, layout, progress, per_class_tars, wanted)
+    unread += unread_inside
     members, set_aside = tree_members([Member(relative_name(m.path), m.location) for m in members])
     files = [m for m in members if not m.is_folder]
     strip = wrapper_prefix([m.path for m in files if is_image(m.path)]) if layout != "ilsvrc-val" else ""
@@ -120,6 +153,8 @@ def index_archives(
     files = [m for m in files if m.path.startswith(strip)]
     count = write_members(os.path.join(building, MEMBERS), files, strip)
     log.info("indexed %d file members in %d archive(s); nothing extracted", count, len(containers))
+    if unread:
+        log.info("%d class tars outside the class list left unread, e.g. %s", len(unread), unread[0])
     report_set_aside(set_aside)
     return {
         "kind": "index",
@@ -128,7 +163,13 @@ def index_archives(
         "strip": strip,
         "set_aside": set_aside,
         "folders": top_folders([m.path for m in members if m.is_folder], strip),
+        "unread_classes": sorted(unread),
     }
+
+
+def tar_class(path: str) -> str:
+    """The class of a ``<class>.tar`` file in a folder of class tars."""
+    return os.path.basename(path).removesuffix(".tar")
 
 
 def tree_members(members: list[Member]) -> tuple[list[Member], list[str]]:
@@ -215,7 +256,15 @@ def class_tars(folder: str) -> list[str]:
     return sorted(e.path for e in os.scandir(folder) if e.is_file() and e.name.endswith(".tar"))
 
 
-def describe(source: str, layout: str, extract_tree: bool, building: str, output: str, progress: dict) -> dict:
+def describe(
+    source: str,
+    layout: str,
+    extract_tree: bool,
+    building: str,
+    output: str,
+    progress: dict,
+    wanted: Collection[str] | None = None,
+) -> dict:
     if os.path.isdir(source):
         tars = class_tars(source) if layout == "ilsvrc-train" else []
         if not tars:
@@ -223,18 +272,26 @@ def describe(source: str, layout: str, extract_tree: bool, building: str, output
         check_no_class_folders(source, tars)
         if extract_tree:
             raise ValueError(f"{source}: extract: true is not supported for a folder of class tars; unpack them")
-        return index_archives(tars, layout, building, progress, per_class_tars=True)
+        return index_archives(tars, layout, building, progress, per_class_tars=True, wanted=wanted)
     if not extract_tree and (is_plain_tar(source) or is_zip(source)):
-        return index_archives([source], layout, building, progress)
+        return index_archives([source], layout, building, progress, wanted=wanted)
     return unpack_archive(source, layout, building, output)
 
 
-def extract(source: str, output: str, layout: str, extract_tree: bool, progress: dict[str, Any]) -> dict[str, Any]:
-    """Build ``output`` under a temporary name and rename it into place when whole."""
+def extract(
+    source: str,
+    output: str,
+    layout: str,
+    extract_tree: bool,
+    progress: dict[str, Any],
+    wanted: Collection[str] | None = None,
+) -> dict[str, Any]:
+    """Build ``output`` under a temporary name and rename it into place when whole. ``wanted``:
+    the configured class list, whose other classes' tars are never opened."""
     building = temporary_path(output)
     remove_path(building)
     os.makedirs(building)
-    description = describe(source, layout, extract_tree, building, output, progress)
+    description = describe(source, layout, extract_tree, building, output, progress, wanted)
     description.update(source=os.path.abspath(source), layout=layout)
     write_json_atomic(os.path.join(building, DESCRIPTION), description)
     hold_point("extract")
@@ -255,7 +312,9 @@ def main(smk: Any, stream: TextIO) -> None:
     progress = progress_kwargs(stream)
     if smk.params.md5:
         check_checksums([smk.input.source, *smk.input.labels], progress)
-    extract(smk.input.source, smk.output[0], smk.params.layout, smk.params.extract, progress)
+    classes = smk.params.classes
+    wanted = frozenset(classes) if classes is not None else None
+    extract(smk.input.source, smk.output[0], smk.params.layout, smk.params.extract, progress, wanted)
 
 
 if __name__ == "__main__":

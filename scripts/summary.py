@@ -38,6 +38,22 @@ def ignored_line(report: dict[str, Any], work: str, split: str) -> list[str]:
     return [f"  not images: {counted(ignored, 'file')} left out, listed in {os.path.join(work, split, 'counts.json')}"]
 
 
+def class_list_line(report: dict[str, Any], work: str, split: str) -> list[str]:
+    """Where the split's class list came from, and the images set aside for lying outside it."""
+    class_list = report.get("class_list")
+    if not class_list:
+        return []
+    line = f"  classes: {class_list['origin']}"
+    images, unread = class_list.get("images_outside", 0), class_list.get("classes_unread", 0)
+    if images:
+        line += f"; {counted(images, 'image')} of {counted(class_list['classes_outside'], 'other class')} set aside"
+    if unread:
+        line += f"; {counted(unread, 'other class')} not read"
+    if images or unread:
+        line += f" (listed in {os.path.join(work, split, 'counts.json')})"
+    return [line]
+
+
 def speed_line(report: dict[str, Any], work: str, split: str) -> str:
     encode = job_seconds(work, "encode_shard", split)
     rules = ("extract", "count_check", "encode_shard", "merge", "write_meta", "verify")
@@ -64,6 +80,7 @@ def split_summary(name: str, results: str, work: str) -> list[str]:
         f"  bytes: {report['stored_bytes'] / 1e6:.1f} MB stored from {report['source_bytes'] / 1e6:.1f} MB source "
         f"({report['stored_to_source_ratio']}x)",
         f"  stored: {storage}; skipped: {len(report['skipped'])}",
+        *class_list_line(report, work, name),
         *ignored_line(report, work, name),
         *(f"  warning: {warning}" for warning in report.get("warnings", [])),
         speed_line(report, work, name),

@@ -115,6 +115,7 @@ def verify(
             "warnings": empty_class_warnings(ds),
             "file_bytes": os.path.getsize(path) if os.path.isfile(path) else None,
             "source": document["source"],
+            "class_list": document.get("class_list"),  # files before class lists shared: none
             "source_bytes": stats["source_bytes"],
             "stored_bytes": stats["stored_bytes"],
             "stored_to_source_ratio": round(stats["stored_bytes"] / stats["source_bytes"], 4)
@@ -141,9 +142,14 @@ def class_counts(ds: LMDBReader) -> dict[str, int]:
 
 
 def empty_class_warnings(ds: LMDBReader) -> list[str]:
-    """Classes left without a record (every image skipped as bad): their label never occurs."""
+    """Classes without a record: every image skipped as bad, or none in this split's source (a
+    class of the shared class list that this split lacks). Their label never occurs."""
+    skipped = {entry["path"].split("/", 1)[0] for entry in ds.meta_document["stats"]["skipped"]}
+    origin = ds.meta_document.get("class_list", {}).get("origin", "")
     return [
         f"class {name!r} has no images: all of its files were skipped as bad (see skipped)"
+        if name in skipped
+        else f"class {name!r} has no images in this split (it is in the class list, {origin})"
         for name, count in class_counts(ds).items()
         if count == 0
     ]

@@ -40,6 +40,17 @@ def concatenated(reports: list[dict[str, Any]], column: str) -> list[Any]:
     return [value for report in reports for value in report[column]]
 
 
+def class_list_entry(counts: dict[str, Any]) -> dict[str, Any]:
+    """Where the classes came from and what lay outside them (count_check's counts report)."""
+    outside = counts["outside_class_list"]
+    return {
+        "origin": counts["class_list"]["origin"],
+        "images_outside": outside["images"],
+        "classes_outside": outside["classes"],
+        "classes_unread": outside["unread_classes"],
+    }
+
+
 def build_meta(
     manifest_path: str, counts: dict[str, Any], reports: list[dict[str, Any]], encode: dict[str, Any]
 ) -> Meta:
@@ -63,6 +74,7 @@ def build_meta(
             "classes": len(header.classes),
             "ignored_files": counts["ignored_files"],
         },
+        "class_list": class_list_entry(counts),
         "stats": {
             "source_bytes": int(sum(concatenated(reports, "source_bytes"))),
             "stored_bytes": int(sum(concatenated(reports, "stored_bytes"))),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import random
 import tarfile
 from dataclasses import dataclass
@@ -261,9 +262,10 @@ def test_folder_of_class_tars_reads_like_the_outer_tar(ilsvrc: Ilsvrc, streamed:
     assert_same_dataset(tmp_path / "run" / "results" / "train.lmdb", streamed / "results" / "train.lmdb")
 
 
-def test_shipped_imagenet_config_is_valid(ilsvrc: Ilsvrc, tmp_path: Path) -> None:
-    """config/imagenet.yaml with its three paths pointed at the generated archives plans the run."""
-    text = (REPO / "config" / "imagenet.yaml").read_text()
+@pytest.mark.parametrize(("name", "shards"), [("imagenet.yaml", 16 + 2), ("imagenet100.yaml", 4 + 1)])
+def test_shipped_imagenet_config_is_valid(ilsvrc: Ilsvrc, tmp_path: Path, name: str, shards: int) -> None:
+    """A shipped ImageNet config with its three paths pointed at the generated archives plans the run."""
+    text = (REPO / "config" / name).read_text().replace("config/imagenet100.txt", str(REPO / "config/imagenet100.txt"))
     for official, generated in [
         ("/data/imagenet/ILSVRC2012_img_train.tar", ilsvrc.train_tar),
         ("/data/imagenet/ILSVRC2012_img_val.tar", ilsvrc.val_tar),
@@ -271,10 +273,10 @@ def test_shipped_imagenet_config_is_valid(ilsvrc: Ilsvrc, tmp_path: Path) -> Non
     ]:
         assert official in text
         text = text.replace(official, str(generated))
-    config = tmp_path / "imagenet.yaml"
+    config = tmp_path / name
     config.write_text(text)
     run = run_snakemake(tmp_path, "-n", "--configfile", str(config)).check()
-    assert run.output.count("rule encode_shard:") == 16 + 2
+    assert run.output.count("rule encode_shard:") == shards
 
 
 def val_members(ilsvrc: Ilsvrc) -> dict[str, bytes]:
@@ -354,3 +356,116 @@ def test_damaged_devkit_is_named(ilsvrc: Ilsvrc, tmp_path: Path) -> None:
     assert result.returncode != 0
     assert f"{devkit}: cannot be read as ILSVRC2012_devkit_t12.tar.gz" in result.output
     assert "download it again" in result.output
+
+
+@dataclass
+class SubsetIlsvrc:
+    """The official layout cut to 10 classes: a tar of 10 class tars beside the val tar of a
+    1,000-class devkit, most of whose images belong to the 990 classes train lacks."""
+
+    train_tar: Path
+    val_tar: Path
+    devkit: Path
+    train_wnids: list[str]
+    ground_truth: dict[int, str]
+
+
+SUBSET_TRAIN_CLASSES = 10
+SUBSET_VAL_IMAGES = 40
+
+
+def thousand_wnids(train_wnids: list[str]) -> list[str]:
+    """The train classes plus 990 other distinct WNIDs, as the devkit lists 1,000."""
+    others = (f"n{n:08d}" for n in range(20_000_000, 30_000_000, 7919))
+    return sorted([*train_wnids, *[w for w, _ in zip(others, range(1000 - len(train_wnids)), strict=False)]])
+
+
+@pytest.fixture(scope="module")
+def ilsvrc_10(tmp_path_factory: pytest.TempPathFactory) -> SubsetIlsvrc:
+    base = tmp_path_factory.mktemp("ilsvrc10")
+    make_images(str(base / "train_tree"), images=30, classes=SUBSET_TRAIN_CLASSES, seed=8, workers=2)
+    train_wnids = sorted(p.name for p in (base / "train_tree").iterdir())
+    make_train_tar(base / "train_tree", base / "ILSVRC2012_img_train.tar")
+    wnids = thousand_wnids(train_wnids)
+    id_to_wnid = {i + 1: wnid for i, wnid in enumerate(reversed(wnids))}
+    wnid_to_id = {wnid: i for i, wnid in id_to_wnid.items()}
+    rng = random.Random(9)
+    # a quarter of val in train's classes, the rest spread over the other 990
+    ids = [
+        wnid_to_id[rng.choice(train_wnids)] if n % 4 == 0 else wnid_to_id[rng.choice(wnids)]
+        for n in range(SUBSET_VAL_IMAGES)
+    ]
+    make_devkit(base / "ILSVRC2012_devkit_t12.tar.gz", id_to_wnid, ids, base)
+    make_images(str(base / "val_pool"), images=SUBSET_VAL_IMAGES, classes=1, seed=10, first_index=700, workers=2)
+    val_images = sorted((base / "val_pool").rglob("*.*"))
+    make_val_tar(val_images, base / "ILSVRC2012_img_val.tar", keep=list(range(1, SUBSET_VAL_IMAGES + 1)))
+    ground_truth = {n: id_to_wnid[i] for n, i in enumerate(ids, start=1)}
+    return SubsetIlsvrc(
+        base / "ILSVRC2012_img_train.tar",
+        base / "ILSVRC2012_img_val.tar",
+        base / "ILSVRC2012_devkit_t12.tar.gz",
+        train_wnids,
+        ground_truth,
+    )
+
+
+def subset_splits(data: SubsetIlsvrc, train_tar: Path | None = None) -> dict[str, dict[str, object]]:
+    return {
+        "train": {"source": str(train_tar or data.train_tar), "layout": "ilsvrc-train", "shards": 2},
+        "val": {"source": str(data.val_tar), "layout": "ilsvrc-val", "devkit": str(data.devkit), "shards": 2},
+    }
+
+
+def test_ten_class_train_and_the_official_val_share_one_class_list(ilsvrc_10: SubsetIlsvrc, tmp_path: Path) -> None:
+    run_ilsvrc(tmp_path, subset_splits(ilsvrc_10))
+    train = LMDBDataset(tmp_path / "results" / "train.lmdb")
+    val = LMDBDataset(tmp_path / "results" / "val.lmdb")
+    assert train.classes == ilsvrc_10.train_wnids
+    assert val.class_to_idx == train.class_to_idx
+    in_train = {n: w for n, w in ilsvrc_10.ground_truth.items() if w in train.class_to_idx}
+    assert 0 < len(in_train) < SUBSET_VAL_IMAGES, "the fixture must hold val images of both kinds"
+    assert len(val) == len(in_train)
+    assert_val_labels_match_ground_truth(val, ilsvrc_10.ground_truth)
+    outside = json.loads((tmp_path / "work" / "val" / "counts.json").read_text())["outside_class_list"]
+    assert outside["images"] == SUBSET_VAL_IMAGES - len(in_train)
+    assert sum(outside["per_class"].values()) == outside["images"]
+    assert not set(outside["per_class"]) & set(train.classes)
+    report = json.loads((tmp_path / "results" / "val.verify.json").read_text())
+    assert report["class_list"]["origin"] == "shared from train"
+    assert report["class_list"]["images_outside"] == outside["images"]
+
+
+def train_tar_with_unreadable_classes(data: SubsetIlsvrc, keep: list[str], path: Path) -> Path:
+    """The train tar with every class tar outside ``keep`` replaced by bytes that are no tar: a
+    run that opened one would fail on it."""
+    with tarfile.open(data.train_tar) as source, tarfile.open(path, "w") as out:
+        for member in source.getmembers():
+            data_bytes = source.extractfile(member).read()
+            if member.name.removesuffix(".tar") not in keep:
+                data_bytes = b"\x00garbage, not a tar\x00" * (len(data_bytes) // 20 + 1)
+            add_bytes(out, member.name, data_bytes)
+    return path
+
+
+def test_classes_key_converts_three_class_tars_and_never_opens_the_others(
+    ilsvrc_10: SubsetIlsvrc, tmp_path: Path
+) -> None:
+    chosen = [ilsvrc_10.train_wnids[i] for i in (7, 2, 5)]
+    train_tar = train_tar_with_unreadable_classes(ilsvrc_10, chosen, tmp_path / "ILSVRC2012_img_train.tar")
+    workdir = tmp_path / "run"
+    workdir.mkdir()
+    config = write_config(workdir, subset_splits(ilsvrc_10, train_tar), classes=chosen)
+    run_snakemake(workdir, "--configfile", str(config)).check()
+    train = LMDBDataset(workdir / "results" / "train.lmdb")
+    val = LMDBDataset(workdir / "results" / "val.lmdb")
+    assert train.classes == val.classes == sorted(chosen)
+    assert set(train.targets) == {0, 1, 2}
+    assert_val_labels_match_ground_truth(val, ilsvrc_10.ground_truth)
+    assert len(val) == sum(w in chosen for w in ilsvrc_10.ground_truth.values())
+    counts = json.loads((workdir / "work" / "train" / "counts.json").read_text())
+    assert counts["outside_class_list"]["unread_classes"] == SUBSET_TRAIN_CLASSES - 3
+
+    config = write_config(workdir, subset_splits(ilsvrc_10, train_tar), classes=[*chosen, "n99999999"])
+    run = run_snakemake(workdir, "--configfile", str(config))
+    assert run.returncode != 0
+    assert "names 1 class(es) the source does not hold: n99999999" in run.output

@@ -1,0 +1,105 @@
+"""The class list a split is converted with: by default one list that every split shares.
+
+ImageFolder gives each folder the classes it finds, so a val folder that lacks one class (or the
+ILSVRC2012 val tar labelled with the devkit's 1,000 classes beside a 100-class train) gets other
+indices for the same class names: a model is then scored against wrong labels. Here every split
+of a config shares one list, from the config's ``classes:`` key (a list, or a text file with one
+name per line) or else from the first split listed; a split may opt out with
+``share_classes: false``. Index = position in the sorted list, as ImageFolder gives on a tree
+holding exactly those class folders. Images of classes outside the list are set aside and
+counted, never stored under another class's index.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class ClassListError(ValueError):
+    """The configured class list is unusable, or names a class the source lacks."""
+
+
+@dataclass
+class ClassList:
+    """The classes a split is stored with (sorted: index = position) and where they came from."""
+
+    names: list[str]
+    origin: str  # "from config/imagenet100.txt", "shared from train", ...
+    explicit: bool  # from the config's classes: key, so every name must be in the source
+    index: dict[str, int] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.index = {name: i for i, name in enumerate(self.names)}
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.index
+
+
+@dataclass
+class OutsideClasses:
+    """What a split's source holds beyond its class list: set aside, counted, and listed."""
+
+    images: Counter[str] = field(default_factory=Counter)  # class name -> images set aside
+    unread: list[str] = field(default_factory=list)  # classes whose folder or tar was never opened
+
+    def add(self, name: str, images: int) -> None:
+        if images:  # a class folder without images outside the list loses nothing
+            self.images[name] += images
+
+    def report(self, examples: int = 50) -> dict[str, Any]:
+        """The counts.json entry."""
+        return {
+            "images": sum(self.images.values()),
+            "classes": len(self.images),
+            "per_class": dict(sorted(self.images.items())),
+            "unread_classes": len(self.unread),
+            "unread_examples": sorted(self.unread)[:examples],
+        }
+
+
+def read_class_file(path: str) -> list[str]:
+    """Class names from a text file: one per line; blank lines and ``#`` comments ignored."""
+    try:
+        with open(path, encoding="utf-8") as stream:
+            lines = [line.split("#", 1)[0].strip() for line in stream]
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ClassListError(f"config key classes: cannot read {path!r} ({exc})") from exc
+    return [line for line in lines if line]
+
+
+def configured_names(value: str | list[str], where: str = "config key classes") -> tuple[list[str], str]:
+    """The sorted names of a ``classes:`` value (a list, or a file's path) and their origin text."""
+    if isinstance(value, str):
+        names, origin = read_class_file(value), f"from {value}"
+        where = f"{where} ({value})"
+    else:
+        names, origin = [str(name) for name in value], "from the config's classes: list"
+    check_names(names, where)
+    return sorted(names), origin
+
+
+def check_names(names: list[str], where: str) -> None:
+    """A class list must be non-empty, hold each name once, and hold names a folder can have."""
+    if not names:
+        raise ClassListError(f"{where}: the class list is empty")
+    twice = sorted(name for name, count in Counter(names).items() if count > 1)
+    if twice:
+        raise ClassListError(f"{where}: listed more than once: {', '.join(twice[:10])}")
+    odd = [name for name in names if "/" in name or "\\" in name or name in (".", "..")]
+    if odd:
+        raise ClassListError(f"{where}: not a class folder name: {odd[0]!r}")
+
+
+def missing_from_source(class_list: ClassList, found: Iterable[str], source: str) -> ClassListError | None:
+    """For a list from the config: the error naming the classes ``source`` does not hold."""
+    missing = sorted(set(class_list.names) - set(found))
+    if not class_list.explicit or not missing:
+        return None
+    shown = ", ".join(missing[:20]) + (f" and {len(missing) - 20} more" if len(missing) > 20 else "")
+    return ClassListError(
+        f"{source}: the class list ({class_list.origin}) names {len(missing)} class(es) the source does not "
+        f"hold: {shown}. Correct the list, or point the split at a source that has them."
+    )
