@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import string
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ import matplotlib.pyplot as plt
 from interpretation import (
     IMAGENET_IMAGES,
     R,
+    cold_targets,
     fmt,
     imagenet_seconds,
     notes,
@@ -49,6 +51,22 @@ READER_NAMES = {
     "cold_lmdb_get_bytes": "cold page cache: LMDBDataset `get_bytes(i)`",
     "cold_file_open_read": "cold page cache: file open + read",
 }
+COLD_NAMES = {
+    "files": "files: `open` + `read`, one at a time",
+    "get_bytes": '`LMDBDataset(decode="bytes").get_bytes(i)`, one at a time',
+    "getitems": '`__getitems__`, batches of {batch}, `decode="bytes"`',
+    "txn_get": "reference: py-lmdb `txn.get`, `readahead=False` (the reader before issue 14)",
+    "txn_get_readahead": "reference: py-lmdb `txn.get`, `readahead=True`",
+    "loader_imagefolder": "torchvision ImageFolder",
+    "loader_lmdb": "LMDBDataset",
+}
+COLD_METHODS = {
+    "drop_caches": "`sync; echo 3 > /proc/sys/vm/drop_caches` (root: file data, directory entries and inodes)",
+    "fadvise": "`posix_fadvise(POSIX_FADV_DONTNEED)` on the LMDB and on every image file after a `sync` (no root "
+    "needed; file data only: the tree's directory entries and inodes stay cached, which favours the files)",
+}
+#: The section's text, with placeholders for this run's figures.
+COLD_TEMPLATE = Path(__file__).with_name("cold_reads.md")
 ROUTE_NAMES = {
     "stream": "streaming (default: read in place)",
     "extract": "`extract: true` (workflow unpacks first)",
@@ -194,6 +212,56 @@ def archive_table(archives: R) -> list[str]:
     return lines
 
 
+def cold_rows(cold: R, keys: tuple[str, ...], unit: str, reference: str) -> list[str]:
+    lines = [
+        f"| {'contender' if unit == 'reads/s' else 'DataLoader over'} | cold {unit} | cold, each repeat | "
+        f"**cold vs {reference}** | warm {unit} | warm vs {reference} |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for key in keys:
+        c, w = cold["cold"][key], cold["warm"][key]
+        repeats = ", ".join(fmt(run) for run in c["runs"])
+        name = COLD_NAMES[key].format(batch=cold["sizes"]["batch"])
+        lines.append(
+            f"| {name} | {fmt(c['img_s'])} | {repeats} | **{times(c['ratio'])}** | {fmt(w['img_s'])} | "
+            f"{times(w['ratio'])} |"
+        )
+    return lines
+
+
+def cold_table(cold: R) -> list[str]:
+    """Section 8: benchmarks/cold_reads.md with this run's tables and figures."""
+    sizes, reader, cached = cold["sizes"], cold["reader"], cold["still_cached_after_emptying"]
+    state = "uncommitted changes" if reader["modified"] else "as committed"
+    located = reader.get("located_records")
+    located_text = "no record locations in this format" if located is None else f"{located:,} of {cold['images']:,}"
+    target_rows = ["| target | measured | goal | |", "| --- | ---: | ---: | --- |"]
+    target_rows += [t.row() for t in cold_targets(cold)]
+    text = string.Template(COLD_TEMPLATE.read_text()).substitute(
+        images=f"{cold['images']:,}",
+        image_kb=fmt(cold["image_bytes"] / cold["images"] / 1e3),
+        lmdb_mb=fmt(cold["lmdb_bytes"] / 1e6),
+        reads=f"{cold['reads']:,}",
+        seed=cold["seed"],
+        repeats=sizes["repeats"],
+        method=COLD_METHODS[cold["method"]],
+        cached_lmdb=f"{100 * cached['lmdb']:.1f} %",
+        cached_files=f"{100 * cached['files']:.1f} %",
+        reader=f"blob {reader['dataset_py_blob']} (HEAD {reader['head']}, {state})",
+        located=located_text,
+        reads_table="\n".join(
+            cold_rows(cold, ("files", "get_bytes", "getitems", "txn_get", "txn_get_readahead"), "reads/s", "files")
+        ),
+        loader_images=f"{sizes['loader_images']:,}",
+        loader_batches=sizes["loader_images"] // sizes["loader_batch"],
+        loader_batch=sizes["loader_batch"],
+        workers=sizes["loader_workers"],
+        loader_table="\n".join(cold_rows(cold, ("loader_imagefolder", "loader_lmdb"), "img/s", "ImageFolder")),
+        targets_table="\n".join(target_rows),
+    )
+    return text.rstrip("\n").split("\n")
+
+
 # --------------------------------------------------------------------------------------------------
 # The document.
 # --------------------------------------------------------------------------------------------------
@@ -255,6 +323,7 @@ PARTS: list[tuple[str, str, str, Callable[[R], list[str]]]] = [
     ("memory", "memory", "## 5. Peak memory per rule", memory_table),
     ("scale", "scale", "## 6. Scale and fixed costs", scale_table),
     ("archives", "archives", "## 7. ILSVRC2012 archives: streaming vs extract-then-convert (issue 4)", archive_table),
+    ("cold", "cold", "## 8. Cold reads: LMDB vs plain files, page cache emptied (issue 14)", cold_table),
 ]
 
 
@@ -286,12 +355,16 @@ def reproduce(results: R) -> list[str]:
         ".venv/bin/python benchmarks/run.py --quick   # 400 images, fewer repeats (report: benchmarks/out/)",
         f".venv/bin/python benchmarks/run.py {invocation(results)}   # the run above",
         ".venv/bin/python benchmarks/run.py --sections convert reader   # some sections only",
+        ".venv/bin/python benchmarks/run.py --sections cold --cold-method fadvise   # section 8 only, without root",
         "```",
         "",
         "Needs `matplotlib` (requirements-dev.txt) and about 3x the data size free on disk. Generated images are "
         "cached in `benchmarks/out/data/` (a smaller size reuses a larger cached tree through hard links); raw "
         "figures, every repeat, are in `benchmarks/out/results.json`, and `--report-only` rewrites this file from "
-        "them. Cold-cache reads need root (`/proc/sys/vm/drop_caches`) and are skipped otherwise. Snakemake is "
+        "them; a `--sections` run with no such results to add to writes `benchmarks/out/BENCHMARKS.partial.md`. "
+        "Section 4's cold-cache reads need root (`/proc/sys/vm/drop_caches`) and are skipped otherwise; "
+        "section 8 empties the cache with `drop_caches` as root, else (or with `--cold-method fadvise`) with "
+        "`posix_fadvise`, and records which. Snakemake is "
         "started with `SLURM_CONF` pointing at an empty file, so the SLURM plugin's `scontrol` probe cannot add "
         "seconds to every start when a test cluster on the machine is half stopped. Nothing here asserts timings; "
         "`make test` does not run it.",

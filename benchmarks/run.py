@@ -3,9 +3,12 @@
     .venv/bin/python benchmarks/run.py                  # 20,000 images (N = 10,000 and 2N = 20,000)
     .venv/bin/python benchmarks/run.py --quick          # a few hundred images, to try it out
     .venv/bin/python benchmarks/run.py --report-only    # rewrite BENCHMARKS.md from the last results
+    .venv/bin/python benchmarks/run.py --sections cold  # only section 8, cold reads (issue 14)
 
 Generated data is cached in benchmarks/out/data/ (ignored by git); raw figures go to
-benchmarks/out/results.json, the report to BENCHMARKS.md and benchmarks/benchmarks.png.
+benchmarks/out/results.json, the report to BENCHMARKS.md and benchmarks/benchmarks.png. A
+``--sections`` run with no full run's results of the same sizes to add to writes its report to
+benchmarks/out/BENCHMARKS.partial.md instead, so the committed figures stay whole.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))  # dataset.py, merge.py: measured as the workflow runs them
 
 import bench_archives  # noqa: E402
+import bench_cold  # noqa: E402
 import bench_convert  # noqa: E402
 import bench_data  # noqa: E402
 import bench_memory  # noqa: E402
@@ -40,7 +44,9 @@ def results_path(quick: bool) -> Path:
     return OUT / ("results.quick.json" if quick else "results.json")
 
 
-SECTIONS = ("convert", "memory", "merge", "reader", "scale", "archives")
+SECTIONS = ("convert", "memory", "merge", "reader", "scale", "archives", "cold")
+#: Sections that make their own data rather than use the 2N / N trees.
+OWN_DATA = frozenset({"cold"})
 
 
 @dataclass(frozen=True)
@@ -127,6 +133,13 @@ def archives_section(plan: Plan, trees: dict[str, Path]) -> dict[str, Any]:
     return bench_archives.measure_archives(sets, plan.shards, plan.archive_repeats)
 
 
+def cold_section(plan: Plan, method: str) -> dict[str, Any]:
+    sizes = bench_cold.make_sizes(plan.quick, plan.classes, plan.shards)
+    log(f"cold: {sizes.images} images, cache emptied with {method}")
+    tree = bench_data.image_tree(sizes.images, sizes.classes)
+    return bench_cold.measure_cold(tree, sizes, method)
+
+
 def machine() -> dict[str, Any]:
     return {
         "cores": os.cpu_count(),
@@ -146,12 +159,12 @@ def previous_results(plan: Plan, sections: list[str]) -> dict[str, Any] | None:
     return previous if previous.get("plan") == json.loads(json.dumps(asdict(plan))) else None
 
 
-def run(plan: Plan, sections: list[str]) -> dict[str, Any]:
+def run(plan: Plan, sections: list[str], cold_method: str) -> dict[str, Any]:
     OUT.mkdir(parents=True, exist_ok=True)
     previous = previous_results(plan, sections)
     results: dict[str, Any] = previous or {"plan": asdict(plan), "machine": machine()}
     start = time.perf_counter()
-    trees = prepare_data(plan)
+    trees = prepare_data(plan) if set(sections) - OWN_DATA else {}
     if "convert" in sections:
         run_section("convert", results, convert_section, plan, trees)
     if "memory" in sections:
@@ -168,6 +181,8 @@ def run(plan: Plan, sections: list[str]) -> dict[str, Any]:
         run_section("scale", results, scale_section, plan, trees)
     if "archives" in sections:
         run_section("archives", results, archives_section, plan, trees)
+    if "cold" in sections:
+        run_section("cold", results, cold_section, plan, cold_method)
     seconds = time.perf_counter() - start
     if previous is None:
         results["total_seconds"] = seconds
@@ -190,19 +205,32 @@ def main() -> None:
         action="store_true",
         help="rewrite the report from the last results (with --quick: of the last quick run)",
     )
+    parser.add_argument(
+        "--cold-method",
+        choices=bench_cold.METHODS,
+        default=bench_cold.default_method(),
+        help="how section 8 empties the page cache (default: drop_caches as root, else fadvise)",
+    )
     args = parser.parse_args()
     quick = args.quick
+    # some sections with no full run's results to join: a report of those alone
+    partial = False
     if args.report_only:
         results = json.loads(results_path(quick).read_text())
     else:
         plan = make_plan(args.images or (400 if quick else 20000), quick)
-        results = run(plan, args.sections)
-    # a quick try-out must not overwrite the committed figures
+        partial = set(args.sections) != set(SECTIONS) and previous_results(plan, args.sections) is None
+        results = run(plan, args.sections, args.cold_method)
+    # a quick try-out, or a partial run, must not overwrite the committed figures
     markdown, plot = (
         (OUT / "BENCHMARKS.quick.md", OUT / "benchmarks.quick.png")
         if quick
+        else (OUT / "BENCHMARKS.partial.md", OUT / "benchmarks.partial.png")
+        if partial
         else (REPO / "BENCHMARKS.md", REPO / "benchmarks" / "benchmarks.png")
     )
+    if partial and not quick:
+        log(f"no full results of these sizes in {results_path(quick)} to add to: BENCHMARKS.md is left as it is")
     report.write_report(results, markdown, plot)
     log(f"wrote {markdown} and {plot}")
 
