@@ -7,6 +7,7 @@
 
 
 include: "rules/common.smk"
+include: "rules/resume.smk"
 include: "rules/extract.smk"
 include: "rules/count_check.smk"
 include: "rules/encode_shard.smk"

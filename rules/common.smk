@@ -1,8 +1,6 @@
-# Config validation and the helpers every rule file uses.
-import fcntl
-import glob
+# Config validation, every file's path (scripts/run_paths.py) and the input functions the rule
+# files use. Stale locks and leftovers of killed runs: rules/resume.smk.
 import os
-import shutil
 import sys
 import time
 
@@ -95,35 +93,12 @@ SHARING = [name for name, split in config["splits"].items() if split["share_clas
 CLASSES_FROM = SHARING[0] if SHARING and CLASSES is None else None
 
 
-def clear_stale_snakemake_locks():
-    """Let the same command resume after a kill -9 or a power cut.
+scripts_importable()
+from run_paths import SHARD, RunPaths
 
-    Snakemake's lock is a plain file that a killed run leaves behind, and the next run then
-    refuses to start. Every controller of this workflow holds an exclusive flock on a file in
-    .snakemake/ while it lives; the kernel drops it when the process dies, however it dies. So
-    whoever obtains it knows that no other controller is running here, and that any Snakemake
-    lock present is stale. Whoever does not obtain it touches nothing: Snakemake's own lock then
-    keeps two live runs apart.
-    """
-    if not workflow.is_main_process:  # cluster job steps run with --nolock
-        return None
-    os.makedirs(".snakemake", exist_ok=True)
-    handle = open(".snakemake/imagefolder-lmdb.controller.lock", "w")
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.close()
-        return None
-    if os.path.isdir(".snakemake/locks"):
-        shutil.rmtree(".snakemake/locks")
-    return handle
-
-
-CONTROLLER_LOCK = clear_stale_snakemake_locks()  # held open until this process exits
-
-RESULTS = config["results"]
-WORK = config["work"]
-LOGS = f"{WORK}/logs"
+PATHS = RunPaths(
+    config["results"], config["work"]
+)  # every file's path: scripts/run_paths.py
 SPLITS = list(config["splits"])
 
 
@@ -191,7 +166,7 @@ def shared_class_manifest(wildcards) -> list[str]:
     split = wildcards.split
     if not shares_classes(split) or CLASSES is not None or split == CLASSES_FROM:
         return []
-    return [f"{WORK}/{CLASSES_FROM}/manifest.jsonl"]
+    return [PATHS.manifest(CLASSES_FROM)]
 
 
 def label_files(wildcards) -> list[str]:
@@ -201,27 +176,18 @@ def label_files(wildcards) -> list[str]:
 
 
 def final_outputs() -> list[str]:
-    return expand(
-        [
-            f"{RESULTS}/{{split}}.lmdb",
-            f"{RESULTS}/{{split}}.verify.json",
-            f"{RESULTS}/{{split}}.contact.png",
-            f"{RESULTS}/{{split}}.classes.png",
-            f"{RESULTS}/{{split}}.benchmarks.tsv",
-        ],
-        split=SPLITS,
-    )
+    return [path for split in SPLITS for path in PATHS.final_outputs(split)]
 
 
 def benchmark_files(wildcards) -> list[str]:
     """Snakemake's benchmark record of every job of a split (the report tabulates them)."""
     per_split = [
-        f"{WORK}/benchmarks/{rule}/{wildcards.split}.tsv"
+        PATHS.benchmark(rule, wildcards.split)
         for rule in ("extract", "count_check", "merge", "write_meta", "verify")
     ]
-    return per_split + part_files(
-        f"{WORK}/benchmarks/encode_shard/{{split}}/{{shard}}.tsv"
-    )(wildcards)
+    return per_split + part_files(PATHS.benchmark("encode_shard", shard=SHARD))(
+        wildcards
+    )
 
 
 def encode_settings() -> dict:
@@ -236,31 +202,3 @@ def print_summary(config: dict) -> None:
 
     for line in summary_lines(config, time.time() - RUN_STARTED):
         print(line)
-
-
-def remove_leftovers(config: dict) -> None:
-    """After success, delete what a killed run can leave behind and no later run would.
-
-    temp() parts and merged files survive a SIGKILL that lands while Snakemake deletes them, and
-    once their consumer is complete Snakemake never looks at them again; *.incomplete files are
-    the temporaries of killed jobs. Only a run that is the sole controller here cleans up.
-    """
-    if CONTROLLER_LOCK is None:
-        return
-    # --notemp: the user asked to keep temp() files
-    keep_temp = workflow.storage_settings.notemp
-    for split in SPLITS:
-        final = f"{RESULTS}/{split}.lmdb"
-        if not os.path.exists(final):
-            continue
-        finished = os.path.getmtime(final)
-        stale = glob.glob(f"{WORK}/{split}/parts/*.lmdb") + glob.glob(
-            f"{WORK}/{split}/merged.lmdb"
-        )
-        for path in [] if keep_temp else stale:
-            if os.path.getmtime(path) <= finished:
-                os.remove(path)
-        for path in glob.glob(
-            f"{WORK}/{split}/**/*.incomplete*", recursive=True
-        ) + glob.glob(f"{RESULTS}/{split}.*.incomplete*"):
-            shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)

@@ -1,16 +1,16 @@
 rule count_check:
     """Scan the source as torchvision's ImageFolder does; write the manifest; check the counts."""
     input:
-        source=f"{WORK}/{{split}}/source",
+        source=PATHS.source(),
         labels=label_files,
         shared_classes=shared_class_manifest,
     output:
-        manifest=f"{WORK}/{{split}}/manifest.jsonl",
-        counts=f"{WORK}/{{split}}/counts.json",
+        manifest=PATHS.manifest(),
+        counts=PATHS.counts(),
     log:
-        f"{LOGS}/count_check/{{split}}.log",
+        PATHS.log("count_check"),
     benchmark:
-        f"{WORK}/benchmarks/count_check/{{split}}.tsv"
+        PATHS.benchmark("count_check")
     conda:
         "../envs/imagefolder-lmdb.yaml"
     threads: 1

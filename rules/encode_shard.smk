@@ -1,14 +1,14 @@
 rule encode_shard:
     """Check and encode one contiguous slice of the manifest into a part LMDB."""
     input:
-        manifest=f"{WORK}/{{split}}/manifest.jsonl",
+        manifest=PATHS.manifest(),
     output:
-        part=temp(f"{WORK}/{{split}}/parts/{{shard}}.lmdb"),
-        report=f"{WORK}/{{split}}/parts/{{shard}}.json",
+        part=temp(PATHS.part()),
+        report=PATHS.part_report(),
     log:
-        f"{LOGS}/encode_shard/{{split}}/{{shard}}.log",
+        PATHS.log("encode_shard", shard=SHARD),
     benchmark:
-        f"{WORK}/benchmarks/encode_shard/{{split}}/{{shard}}.tsv"
+        PATHS.benchmark("encode_shard", shard=SHARD)
     conda:
         "../envs/imagefolder-lmdb.yaml"
     threads: 1

@@ -4,11 +4,11 @@ rule extract:
         source=lambda wildcards: split_config(wildcards)["source"],
         labels=label_files,
     output:
-        directory(f"{WORK}/{{split}}/source"),
+        directory(PATHS.source()),
     log:
-        f"{LOGS}/extract/{{split}}.log",
+        PATHS.log("extract"),
     benchmark:
-        f"{WORK}/benchmarks/extract/{{split}}.tsv"
+        PATHS.benchmark("extract")
     conda:
         "../envs/imagefolder-lmdb.yaml"
     threads: 1

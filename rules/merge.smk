@@ -1,15 +1,15 @@
 rule merge:
     """Append every part, in index order, to one LMDB; renumber around skipped images."""
     input:
-        parts=part_files(f"{WORK}/{{split}}/parts/{{shard}}.lmdb"),
-        reports=part_files(f"{WORK}/{{split}}/parts/{{shard}}.json"),
-        manifest=f"{WORK}/{{split}}/manifest.jsonl",
+        parts=part_files(PATHS.part()),
+        reports=part_files(PATHS.part_report()),
+        manifest=PATHS.manifest(),
     output:
-        temp(f"{WORK}/{{split}}/merged.lmdb"),
+        temp(PATHS.merged()),
     log:
-        f"{LOGS}/merge/{{split}}.log",
+        PATHS.log("merge"),
     benchmark:
-        f"{WORK}/benchmarks/merge/{{split}}.tsv"
+        PATHS.benchmark("merge")
     conda:
         "../envs/imagefolder-lmdb.yaml"
     # a reading thread checks passed-through images ahead of the writer (scripts/merge.py)

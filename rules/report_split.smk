@@ -1,23 +1,23 @@
 rule report_split:
     """Class-count histogram and the table of every job's benchmark record, for --report."""
     input:
-        verify=f"{RESULTS}/{{split}}.verify.json",
+        verify=PATHS.verify_report(),
         benchmarks=benchmark_files,
     output:
         histogram=report(
-            f"{RESULTS}/{{split}}.classes.png",
+            PATHS.class_histogram(),
             caption="../report/classes.rst",
             category="{split}",
             labels={"figure": "images per class"},
         ),
         benchmarks=report(
-            f"{RESULTS}/{{split}}.benchmarks.tsv",
+            PATHS.benchmark_table(),
             caption="../report/benchmarks.rst",
             category="{split}",
             labels={"figure": "job benchmarks"},
         ),
     log:
-        f"{LOGS}/report_split/{{split}}.log",
+        PATHS.log("report_split"),
     conda:
         "../envs/imagefolder-lmdb.yaml"
     threads: 1
@@ -25,6 +25,6 @@ rule report_split:
         mem_mb=1000,
         runtime=10,
     params:
-        work=WORK,
+        benchmarks=PATHS.benchmarks(),
     script:
         "../scripts/report_split.py"

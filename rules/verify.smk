@@ -1,24 +1,24 @@
 rule verify:
     """Open the result with the reader, check it, decode a sample, draw a contact sheet."""
     input:
-        f"{RESULTS}/{{split}}.lmdb",
+        PATHS.dataset(),
     output:
         report=report(
-            f"{RESULTS}/{{split}}.verify.json",
+            PATHS.verify_report(),
             caption="../report/verify.rst",
             category="{split}",
             labels={"figure": "verify report"},
         ),
         contact=report(
-            f"{RESULTS}/{{split}}.contact.png",
+            PATHS.contact_sheet(),
             caption="../report/contact.rst",
             category="{split}",
             labels={"figure": "contact sheet"},
         ),
     log:
-        f"{LOGS}/verify/{{split}}.log",
+        PATHS.log("verify"),
     benchmark:
-        f"{WORK}/benchmarks/verify/{{split}}.tsv"
+        PATHS.benchmark("verify")
     conda:
         "../envs/imagefolder-lmdb.yaml"
     threads: 1

@@ -1,16 +1,16 @@
 rule write_meta:
     """Store classes, labels, paths, sizes and checksums; place the finished file."""
     input:
-        merged=f"{WORK}/{{split}}/merged.lmdb",
-        manifest=f"{WORK}/{{split}}/manifest.jsonl",
-        counts=f"{WORK}/{{split}}/counts.json",
-        reports=part_files(f"{WORK}/{{split}}/parts/{{shard}}.json"),
+        merged=PATHS.merged(),
+        manifest=PATHS.manifest(),
+        counts=PATHS.counts(),
+        reports=part_files(PATHS.part_report()),
     output:
-        f"{RESULTS}/{{split}}.lmdb",
+        PATHS.dataset(),
     log:
-        f"{LOGS}/write_meta/{{split}}.log",
+        PATHS.log("write_meta"),
     benchmark:
-        f"{WORK}/benchmarks/write_meta/{{split}}.tsv"
+        PATHS.benchmark("write_meta")
     conda:
         "../envs/imagefolder-lmdb.yaml"
     threads: 1

@@ -44,11 +44,11 @@ def class_histogram(class_counts: dict[str, int], output: str, title: str) -> No
     os.replace(temporary, output)
 
 
-def benchmark_table(records: list[str], output: str, work: str) -> None:
-    """One row per job: which job, then Snakemake's benchmark columns."""
+def benchmark_table(records: list[str], output: str, benchmarks: str) -> None:
+    """One row per job: which job (its record's path under ``benchmarks``), then Snakemake's columns."""
     rows: list[dict[str, Any]] = []
     for path in sorted(records):
-        job = os.path.relpath(path, os.path.join(work, "benchmarks")).removesuffix(".tsv")
+        job = os.path.relpath(path, benchmarks).removesuffix(".tsv")
         with open(path, newline="", encoding="utf-8") as stream:
             rows.extend({"job": job, **row} for row in csv.DictReader(stream, delimiter="\t"))
     fields = ["job"] + [f for f in (rows[0].keys() if rows else []) if f != "job"]
@@ -64,7 +64,7 @@ def main(smk: Any, stream: TextIO) -> None:
     with open(smk.input.verify, encoding="utf-8") as report:
         class_counts = json.load(report)["class_counts"]
     class_histogram(class_counts, smk.output.histogram, smk.wildcards.split)
-    benchmark_table(list(smk.input.benchmarks), smk.output.benchmarks, smk.params.work)
+    benchmark_table(list(smk.input.benchmarks), smk.output.benchmarks, smk.params.benchmarks)
 
 
 if __name__ == "__main__":

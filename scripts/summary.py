@@ -10,6 +10,8 @@ import json
 import os
 from typing import Any
 
+from run_paths import RunPaths
+
 
 def counted(number: int, noun: str) -> str:
     """``1 class``, ``2 classes``."""
@@ -17,11 +19,9 @@ def counted(number: int, noun: str) -> str:
     return f"{number:,} {noun if number == 1 else plural}"
 
 
-def job_seconds(work: str, rule: str, split: str) -> float:
+def job_seconds(paths: RunPaths, rule: str, split: str) -> float:
     """Wall-clock seconds the jobs of ``rule`` took for ``split`` (from Snakemake's benchmark files)."""
-    pattern = os.path.join(work, "benchmarks", rule, f"{split}.tsv")
-    if rule == "encode_shard":
-        pattern = os.path.join(work, "benchmarks", rule, split, "*.tsv")
+    pattern = paths.benchmark(rule, split, shard="*" if rule == "encode_shard" else None)
     total = 0.0
     for path in glob.glob(pattern):
         with open(path, newline="", encoding="utf-8") as stream:
@@ -29,16 +29,16 @@ def job_seconds(work: str, rule: str, split: str) -> float:
     return total
 
 
-def ignored_line(report: dict[str, Any], work: str, split: str) -> list[str]:
+def ignored_line(report: dict[str, Any], paths: RunPaths, split: str) -> list[str]:
     """Files of the source that are no image ImageFolder takes, or not part of the tree (a
     ``.DS_Store``, ``__MACOSX/``): left out by design, and still never silently."""
     ignored = report["source"].get("ignored_files", 0)
     if not ignored:
         return []
-    return [f"  not images: {counted(ignored, 'file')} left out, listed in {os.path.join(work, split, 'counts.json')}"]
+    return [f"  not images: {counted(ignored, 'file')} left out, listed in {paths.counts(split)}"]
 
 
-def class_list_line(report: dict[str, Any], work: str, split: str) -> list[str]:
+def class_list_line(report: dict[str, Any], paths: RunPaths, split: str) -> list[str]:
     """Where the split's class list came from, and the images set aside for lying outside it."""
     class_list = report.get("class_list")
     if not class_list:
@@ -50,14 +50,14 @@ def class_list_line(report: dict[str, Any], work: str, split: str) -> list[str]:
     if unread:
         line += f"; {counted(unread, 'other class')} not read"
     if images or unread:
-        line += f" (listed in {os.path.join(work, split, 'counts.json')})"
+        line += f" (listed in {paths.counts(split)})"
     return [line]
 
 
-def speed_line(report: dict[str, Any], work: str, split: str) -> str:
-    encode = job_seconds(work, "encode_shard", split)
+def speed_line(report: dict[str, Any], paths: RunPaths, split: str) -> str:
+    encode = job_seconds(paths, "encode_shard", split)
     rules = ("extract", "count_check", "encode_shard", "merge", "write_meta", "verify")
-    total = sum(job_seconds(work, rule, split) for rule in rules)
+    total = sum(job_seconds(paths, rule, split) for rule in rules)
     if encode <= 0:
         return "  time: no job records"
     return (
@@ -66,8 +66,8 @@ def speed_line(report: dict[str, Any], work: str, split: str) -> str:
     )
 
 
-def split_summary(name: str, results: str, work: str) -> list[str]:
-    report_path = os.path.join(results, f"{name}.verify.json")
+def split_summary(name: str, paths: RunPaths) -> list[str]:
+    report_path = paths.verify_report(name)
     if not os.path.exists(report_path):
         return [f"{name}: not built in this run"]
     with open(report_path, encoding="utf-8") as stream:
@@ -80,17 +80,17 @@ def split_summary(name: str, results: str, work: str) -> list[str]:
         f"  bytes: {report['stored_bytes'] / 1e6:.1f} MB stored from {report['source_bytes'] / 1e6:.1f} MB source "
         f"({report['stored_to_source_ratio']}x)",
         f"  stored: {storage}; skipped: {len(report['skipped'])}",
-        *class_list_line(report, work, name),
-        *ignored_line(report, work, name),
+        *class_list_line(report, paths, name),
+        *ignored_line(report, paths, name),
         *(f"  warning: {warning}" for warning in report.get("warnings", [])),
-        speed_line(report, work, name),
-        f"  outputs: {os.path.join(results, name + '.lmdb')}, {report_path}, "
-        f"{os.path.join(results, name + '.contact.png')}",
+        speed_line(report, paths, name),
+        f"  outputs: {paths.dataset(name)}, {report_path}, {paths.contact_sheet(name)}",
     ]
 
 
 def summary_lines(config: dict[str, Any], elapsed_seconds: float | None = None) -> list[str]:
     lines = ["", "Summary" + (f" (this run: {elapsed_seconds:.0f} s)" if elapsed_seconds is not None else "")]
+    paths = RunPaths(config["results"], config["work"])
     for name in config["splits"]:
-        lines.extend(split_summary(name, config["results"], config["work"]))
+        lines.extend(split_summary(name, paths))
     return lines
