@@ -9,7 +9,7 @@ The input is the layout of the widely copied folder2lmdb recipe (Efficient-PyTor
 read with dataset.py's restricted legacy unpickler (bytes, integers and lists only; any other global
 named in the file is refused), so converting an untrusted file runs no code from it.
 
-Images are stored as the workflow stores them (scripts/encode_shard.py): valid RGB JPEGs byte for
+Images are stored as the workflow stores them (scripts/image_policy.py): valid RGB JPEGs byte for
 byte, anything else re-encoded as ImageFolder's loader would see it. The file has no class names:
 ``--classes`` gives one name per line (line k names label k), otherwise classes are named by label
 number, ``"0"``, ``"1"``, ... Each record's relative path is ``<class>/<legacy key>``.
@@ -32,7 +32,6 @@ from typing import Any
 
 import lmdb
 import numpy as np
-from PIL import Image
 
 from dataset import (
     FORMAT_ID,
@@ -48,7 +47,7 @@ from dataset import (
     open_env_readonly,
     record_key,
 )
-from encode_shard import Encoded, EncodeSettings, encode_image
+from image_policy import UNUSABLE_IMAGE, Encoded, EncodeSettings, encode_image
 from workflow_io import atomic_lmdb
 
 TOOL = "imagefolder-lmdb-convert-legacy"
@@ -131,7 +130,7 @@ def convert_records(
             image, label = legacy_record(txn.get(key), what)
             try:
                 encoded = encode_image(image, settings)
-            except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
+            except UNUSABLE_IMAGE as exc:
                 if settings.on_error == "fail":
                     raise ConvertError(
                         f"{what}: the image is unusable ({type(exc).__name__}: {exc}); "
