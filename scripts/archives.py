@@ -19,11 +19,12 @@ import threading
 import zipfile
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
 from tqdm import tqdm
+
+from work_files import FileLocation, Location, Member, TarLocation, ZipLocation
 
 log = logging.getLogger("imagefolder_lmdb.archives")
 
@@ -155,18 +156,6 @@ def check_zip_members(archive: str, infos: list[zipfile.ZipInfo]) -> None:
 # --------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Member:
-    """A file inside an archive: its path there and where its bytes are; or a folder (no location)."""
-
-    path: str  # "/"-separated, as stored (for a tar of tars: "<inner tar name without .tar>/member")
-    location: dict[str, Any] | None  # {"tar": 0, "offset": o, "size": s}, {"zip": 0, "member": name}; None: folder
-
-    @property
-    def is_folder(self) -> bool:
-        return self.location is None
-
-
 def list_tar(archive: str, fileobj: Any = None) -> list[tarfile.TarInfo]:
     """All members of an uncompressed tar, with a clear error when it is damaged."""
     try:
@@ -198,7 +187,7 @@ def index_tar(archive: str, container: int = 0) -> Iterator[Member]:
     check_tar_complete(archive, members, os.path.getsize(archive))
     for member in members:
         if member.isfile():
-            yield Member(member.name, {"tar": container, "offset": member.offset_data, "size": member.size})
+            yield Member(member.name, TarLocation(container, member.offset_data, member.size))
         elif member.isdir():
             yield Member(member.name.rstrip("/"), None)
 
@@ -243,7 +232,7 @@ def index_tar_of_tars(
                 if member.isfile():
                     offset = inner.offset_data + member.offset_data
                     path = f"{class_of_tar(inner)}/{member.name}"  # the class folder
-                    yield Member(path, {"tar": container, "offset": offset, "size": member.size})
+                    yield Member(path, TarLocation(container, offset, member.size))
 
 
 def index_zip(archive: str, container: int = 0) -> Iterator[Member]:
@@ -258,7 +247,7 @@ def index_zip(archive: str, container: int = 0) -> Iterator[Member]:
         if info.is_dir():
             yield Member(name.rstrip("/"), None)
         else:  # read back by zipfile's name for it
-            yield Member(name, {"zip": container, "member": info.filename, "size": info.file_size})
+            yield Member(name, ZipLocation(container, info.filename, info.file_size))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -280,25 +269,25 @@ class MemberReader:
         self._zips: dict[tuple[int, int], zipfile.ZipFile] = {}  # (thread, container)
         self._opening = threading.Lock()
 
-    def read(self, path: str, location: dict[str, Any] | None) -> bytes:
-        if location is None:
-            with open(os.path.join(self.root, path), "rb") as stream:
-                return stream.read()
-        if "file" in location:
-            with open(os.path.join(self.root, location["file"]), "rb") as stream:
-                return stream.read()
-        if "tar" in location:
-            return self._pread(location["tar"], location["offset"], location["size"])
-        return self._zip(location["zip"]).read(location["member"])
+    def read(self, path: str, location: Location) -> bytes:
+        if isinstance(location, TarLocation):
+            return self._pread(location.tar, location.offset, location.size)
+        if isinstance(location, ZipLocation):
+            return self._zip(location.zip).read(location.member)
+        with open(self.file_path(path, location), "rb") as stream:
+            return stream.read()
 
-    def describe(self, path: str, location: dict[str, Any] | None) -> str:
+    def file_path(self, path: str, location: FileLocation | None) -> str:
+        """The file of a sample that lies in a folder (its own path, or where a val image lies)."""
+        return os.path.join(self.root, location.file if location is not None else path)
+
+    def describe(self, path: str, location: Location) -> str:
         """Where an image comes from, for error messages."""
-        if location is None:
-            return os.path.join(self.root, path)
-        if "file" in location:
-            return os.path.join(self.root, location["file"])
-        container = self.containers[location.get("tar", location.get("zip", 0))]
-        return f"{container} member {path}"
+        if isinstance(location, TarLocation):
+            return f"{self.containers[location.tar]} member {path}"
+        if isinstance(location, ZipLocation):
+            return f"{self.containers[location.zip]} member {path}"
+        return self.file_path(path, location)
 
     def _pread(self, container: int, offset: int, size: int) -> bytes:
         data = os.pread(self._fd(container), size, offset)

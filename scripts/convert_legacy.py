@@ -21,11 +21,9 @@ one-line summary, or 1 with the reason.
 from __future__ import annotations
 
 import argparse
-import datetime
 import os
 import sys
 import zlib
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -35,9 +33,7 @@ import numpy as np
 
 from dataset import (
     FORMAT_ID,
-    FORMAT_VERSION,
     META_KEYS,
-    STORAGE_REASONS,
     FormatError,
     Meta,
     encode_meta,
@@ -48,6 +44,7 @@ from dataset import (
     record_key,
 )
 from image_policy import UNUSABLE_IMAGE, Encoded, EncodeSettings, encode_image
+from meta_document import build_document, checked
 from workflow_io import atomic_lmdb
 
 TOOL = "imagefolder-lmdb-convert-legacy"
@@ -144,37 +141,28 @@ def convert_records(
 
 
 def build_meta(columns: Columns, classes: list[str], source: str, images: int, settings: EncodeSettings) -> Meta:
-    storage = np.array(columns.storage, dtype=np.uint8)
-    document = {
-        "format": FORMAT_ID,
-        "version": FORMAT_VERSION,
-        "length": len(columns.labels),
-        "classes": classes,
-        "class_to_idx": {name: i for i, name in enumerate(classes)},
-        "settings": {"encode": asdict(settings)},
-        "source": {
+    document = build_document(
+        classes=classes,
+        storage=columns.storage,
+        settings={"encode": asdict(settings)},
+        source={
             "path": os.path.abspath(source),
             "layout": LAYOUT,
             "images": images,
             "classes": len(classes),
             "ignored_files": 0,
         },
-        "stats": {
-            "source_bytes": int(sum(columns.source_bytes)),
-            "stored_bytes": int(sum(columns.stored_bytes)),
-            "storage": {STORAGE_REASONS[code]: n for code, n in sorted(Counter(storage.tolist()).items())},
-            "skipped": columns.skipped,
-        },
-        "storage_reasons": {str(code): reason for code, reason in STORAGE_REASONS.items()},
-        "tool": {"name": TOOL, "version": TOOL_VERSION},
-        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-    }
+        source_bytes=sum(columns.source_bytes),
+        stored_bytes=sum(columns.stored_bytes),
+        skipped=columns.skipped,
+        tool={"name": TOOL, "version": TOOL_VERSION},
+    )
     return Meta(
-        document=document,
+        document=checked(document),
         labels=np.array(columns.labels, dtype=np.int32),
         sizes=np.array(columns.sizes, dtype=np.uint32).reshape(-1, 2),
         crc32=np.array(columns.crc32, dtype=np.uint32),
-        storage=storage,
+        storage=np.array(columns.storage, dtype=np.uint8),
         source_bytes=np.array(columns.source_bytes, dtype=np.uint64),
         paths=[f"{classes[label]}/{key}" for label, key in zip(columns.labels, columns.keys, strict=True)],
     )

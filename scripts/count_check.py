@@ -14,7 +14,6 @@ Every split shares one class list by default (scripts/class_list.py): labels ind
 images of classes outside it are set aside and counted, never stored under another index.
 """
 
-import json
 import logging
 import os
 from collections import defaultdict
@@ -26,20 +25,20 @@ from tqdm import tqdm
 
 from class_list import ClassList, OutsideClasses, missing_from_source
 from ilsvrc import devkit_classes, val_labels
-from workflow_io import (
-    IMAGE_EXTENSIONS,
+from work_files import (
+    CountsReport,
+    FileLocation,
+    Location,
     ManifestHeader,
     Sample,
-    hold_point,
-    is_image,
-    progress_kwargs,
-    read_json,
+    SourceDescription,
     read_manifest_header,
-    relative_files,
-    run_rule,
-    write_json_atomic,
+    read_members,
+    read_source_description,
+    write_counts,
     write_manifest,
 )
+from workflow_io import IMAGE_EXTENSIONS, hold_point, is_image, progress_kwargs, relative_files, run_rule
 
 log = logging.getLogger("imagefolder_lmdb.count_check")
 
@@ -129,12 +128,12 @@ def walk_order(path: str) -> tuple[str, str]:
 
 
 def order_members(
-    entries: list[tuple[str, dict[str, Any]]], where: str, folders: Iterable[str] = (), wanted: ClassList | None = None
+    entries: list[tuple[str, Location]], where: str, folders: Iterable[str] = (), wanted: ClassList | None = None
 ) -> Listing:
     """ImageFolder's rules applied to archive member paths, without unpacking anything.
     ``folders``: the archive's top folders, classes even where they hold no file; classes outside
     ``wanted`` are counted, not listed."""
-    by_class: dict[str, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
+    by_class: dict[str, list[tuple[str, Location]]] = defaultdict(list)
     for folder in folders:
         by_class[folder] = []
     ignored = []
@@ -163,7 +162,7 @@ def order_members(
 
 
 def label_val(
-    entries: list[tuple[str, dict[str, Any] | None]],
+    entries: list[tuple[str, Location]],
     devkit: str | None,
     csv: str | None,
     wanted: ClassList | None = None,
@@ -192,53 +191,49 @@ def label_val(
     return Listing(classes, samples, sorted(ignored), outside=outside)
 
 
-def read_members(source_dir: str) -> list[tuple[str, dict[str, Any]]]:
-    with open(os.path.join(source_dir, "members.jsonl"), encoding="utf-8") as stream:
-        return [tuple(json.loads(line)) for line in stream]  # type: ignore[misc]
-
-
-def val_files(root: str) -> list[tuple[str, dict[str, Any]]]:
+def val_files(root: str) -> list[tuple[str, Location]]:
     """Every file under ``root``, in subfolders too: a validation image is labelled by its file
     name, wherever it is (a wrapper folder, or class folders a sorting script began to make)."""
-    return [(path, {"file": path}) for path in sorted(relative_files(root))]
+    return [(path, FileLocation(path)) for path in sorted(relative_files(root))]
 
 
 def list_source(
-    description: dict[str, Any],
+    description: SourceDescription,
+    source_dir: str,
     devkit: str | None,
     csv: str | None,
     progress: dict[str, Any],
     wanted: ClassList | None = None,
 ) -> Listing:
     """The listing for any kind of source the extract rule prepared, within ``wanted`` if given."""
-    layout, source_dir = description["layout"], description["source_dir"]
-    if description["kind"] == "index":
+    if description.kind == "index":
         entries = read_members(source_dir)
         listing = (
             label_val(entries, devkit, csv, wanted)
-            if layout == "ilsvrc-val"
-            else order_members(entries, description["source"], description.get("folders", []), wanted)
+            if description.layout == "ilsvrc-val"
+            else order_members(entries, description.source, description.folders, wanted)
         )
-        listing.containers = description["containers"]
-        listing.outside.unread += description.get("unread_classes", [])
+        listing.containers = description.containers
+        listing.outside.unread += description.unread_classes
         return listing
-    root = description["root"]
+    root = description.root
+    assert root is not None, "a folder or unpacked source has a root"
     try:
         listing = (
             label_val(val_files(root), devkit, csv, wanted)
-            if layout == "ilsvrc-val"
+            if description.layout == "ilsvrc-val"
             else scan_folder(root, progress, wanted)
         )
     except CountMismatchError as exc:
-        if description["kind"] == "extracted":  # name the user's archive, not only our unpacked copy
-            raise CountMismatchError(f"{description['source']}, unpacked into {exc}") from exc
+        if description.kind == "extracted":  # name the user's archive, not only our unpacked copy
+            raise CountMismatchError(f"{description.source}, unpacked into {exc}") from exc
         raise
     listing.root = root
     return listing
 
 
-def no_images_message(description: dict[str, Any], listing: Listing, class_list: ClassList) -> str:
-    source, layout = description["source"], description["layout"]
+def no_images_message(description: SourceDescription, listing: Listing, class_list: ClassList) -> str:
+    source, layout = description.source, description.layout
     outside = sum(listing.outside.images.values()) + len(listing.outside.unread)
     if outside:
         return (
@@ -321,24 +316,24 @@ def class_list_of(param: dict[str, Any], shared_manifest: str | None) -> ClassLi
 
 
 def counts_report(
-    description: dict[str, Any], listing: Listing, class_list: ClassList, expected: tuple[int | None, int | None]
-) -> dict[str, Any]:
+    description: SourceDescription, listing: Listing, class_list: ClassList, expected: tuple[int | None, int | None]
+) -> CountsReport:
     per_class = per_class_counts(listing)
-    return {
-        "source": description["source"],
-        "kind": description["kind"],
-        "layout": description["layout"],
-        "images": len(listing.samples),
-        "classes": len(listing.classes),
-        "per_class": per_class,
-        "empty_classes": [name for name, count in per_class.items() if count == 0],
-        "class_list": {"origin": class_list.origin, "classes": len(class_list.names)},
-        "outside_class_list": listing.outside.report(LISTED_IGNORED),
-        "ignored_files": len(listing.ignored),
-        "ignored_examples": listing.ignored[:LISTED_IGNORED],
-        "expected_images": expected[0],
-        "expected_classes": expected[1],
-    }
+    return CountsReport(
+        source=description.source,
+        kind=description.kind,
+        layout=description.layout,
+        images=len(listing.samples),
+        classes=len(listing.classes),
+        per_class=per_class,
+        empty_classes=[name for name, count in per_class.items() if count == 0],
+        class_list={"origin": class_list.origin, "classes": len(class_list.names)},
+        outside_class_list=listing.outside.report(LISTED_IGNORED),
+        ignored_files=len(listing.ignored),
+        ignored_examples=listing.ignored[:LISTED_IGNORED],
+        expected_images=expected[0],
+        expected_classes=expected[1],
+    )
 
 
 def count_check(
@@ -352,18 +347,17 @@ def count_check(
     progress: dict[str, Any] | None = None,
     class_list: dict[str, Any] | None = None,
     shared_manifest: str | None = None,
-) -> dict[str, Any]:
+) -> CountsReport:
     progress = progress or {}
     class_list = class_list or {"names": None, "origin": "from this split's source"}
-    description = read_json(os.path.join(source_dir, "source.json"))
-    description["source_dir"] = source_dir
-    log.info("listing %s (%s, layout %s)", description["source"], description["kind"], description["layout"])
+    description = read_source_description(source_dir)
+    log.info("listing %s (%s, layout %s)", description.source, description.kind, description.layout)
     wanted = class_list_of(class_list, shared_manifest)
-    listing = list_source(description, devkit, val_csv, progress, wanted)
-    listing.ignored = sorted([*listing.ignored, *description.get("set_aside", [])])
+    listing = list_source(description, source_dir, devkit, val_csv, progress, wanted)
+    listing.ignored = sorted([*listing.ignored, *description.set_aside])
     held = list(listing.classes)
     log.info("%d images in %d classes; %d files ignored", len(listing.samples), len(held), len(listing.ignored))
-    if wanted is not None and (error := missing_from_source(wanted, held, description["source"])):
+    if wanted is not None and (error := missing_from_source(wanted, held, description.source)):
         raise error
     classes = wanted or ClassList(held, class_list["origin"], explicit=False)
     listing = onto_class_list(listing, classes)
@@ -371,11 +365,11 @@ def count_check(
     if not listing.samples:
         raise CountMismatchError(no_images_message(description, listing, classes))
     problems = mismatches(listing, held, classes, expected_images, expected_classes)
-    if description["layout"] == "ilsvrc-train":
+    if description.layout == "ilsvrc-train":
         problems += devkit_problems(held, classes, wanted is None, devkit)
     if problems:
         raise CountMismatchError(
-            f"{description['source']}: " + "; ".join(problems) + ". Check that the source is complete "
+            f"{description.source}: " + "; ".join(problems) + ". Check that the source is complete "
             "(an interrupted download or copy?) or correct splits.<name>.expected_* in the config."
         )
     header = ManifestHeader(
@@ -383,7 +377,7 @@ def count_check(
     )
     write_manifest(manifest_path, header, listing.samples)
     hold_point("count_check")  # the manifest is in place, the counts report not yet
-    write_json_atomic(counts_path, report)
+    write_counts(counts_path, report)
     return report
 
 

@@ -9,7 +9,6 @@ the part; merge copies the others from the source.
 import logging
 import os
 import zlib
-from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from tqdm import tqdm
@@ -25,18 +24,17 @@ from image_policy import (
     likely_cause,
     what_went_wrong,
 )
-from workflow_io import (
+from work_files import (
     Sample,
-    atomic_lmdb,
-    hold_point,
-    kept_in_part,
-    progress_kwargs,
+    ShardReport,
+    TarLocation,
+    ZipLocation,
+    location_size,
     read_manifest,
     read_manifest_header,
-    run_rule,
-    shard_range,
-    write_json_atomic,
+    write_shard_report,
 )
+from workflow_io import atomic_lmdb, hold_point, kept_in_part, progress_kwargs, run_rule, shard_range
 
 log = logging.getLogger("imagefolder_lmdb.encode_shard")
 
@@ -67,7 +65,7 @@ def bad_images_message(bad: list[dict[str, Any]], how_to_go_on: str) -> str:
 
 
 def how_to_go_on(sample: Sample) -> str:
-    in_archive = sample.location is not None and "file" not in sample.location
+    in_archive = isinstance(sample.location, TarLocation | ZipLocation)
     fix = (
         "Pack the archive again without the members named (or with them fixed)"
         if in_archive
@@ -77,36 +75,6 @@ def how_to_go_on(sample: Sample) -> str:
         f"{fix} and run the same command again, or set encode.on_error: skip to leave bad images out "
         "(they are listed in the report)."
     )
-
-
-@dataclass
-class ShardReport:
-    """What one shard stored: per-record columns, skipped images and their reasons."""
-
-    shard: int
-    shards: int
-    start: int
-    stop: int
-    index: list[int] = field(default_factory=list)
-    width: list[int] = field(default_factory=list)
-    height: list[int] = field(default_factory=list)
-    crc32: list[int] = field(default_factory=list)
-    storage: list[int] = field(default_factory=list)
-    source_bytes: list[int] = field(default_factory=list)
-    stored_bytes: list[int] = field(default_factory=list)
-    skipped: list[dict[str, Any]] = field(default_factory=list)
-
-    def add(self, index: int, encoded: Encoded, source_size: int) -> None:
-        self.index.append(index)
-        self.width.append(encoded.width)
-        self.height.append(encoded.height)
-        self.crc32.append(zlib.crc32(encoded.value))
-        self.storage.append(encoded.storage)
-        self.source_bytes.append(source_size)
-        self.stored_bytes.append(len(encoded.value))
-
-    def as_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 def encode_shard(
@@ -146,23 +114,31 @@ def encode_shard(
                 continue
             if kept_in_part(encoded.storage):
                 writer.append(record_key(sample.index), encoded.value)
-            report.add(sample.index, encoded, size)
+            report.add(
+                sample.index,
+                encoded.width,
+                encoded.height,
+                zlib.crc32(encoded.value),
+                encoded.storage,
+                size,
+                len(encoded.value),
+            )
         if report.skipped and settings.on_error == "fail":
             # raised after checking the whole shard, so that one round of fixes covers all of it
             raise BadImageError(bad_images_message(report.skipped, advice))
     reader.close()
-    write_json_atomic(report_path, report.as_json())
+    write_shard_report(report_path, report)
     log.info("stored %d images, skipped %d", len(report.index), len(report.skipped))
     return report
 
 
 def source_size(reader: MemberReader, sample: Sample) -> int:
     """Bytes of a sample's source, 0 if it cannot be found (that is reported when it is read)."""
-    if sample.location is not None and "size" in sample.location:
-        return int(sample.location["size"])
-    path = os.path.join(reader.root, (sample.location or {}).get("file", sample.path))
+    recorded = location_size(sample.location)
+    if recorded is not None:
+        return recorded
     try:
-        return os.path.getsize(path)
+        return os.path.getsize(reader.file_path(sample.path, sample.location))  # type: ignore[arg-type]
     except OSError:
         return 0
 

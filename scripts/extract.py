@@ -19,15 +19,13 @@ are refused, naming the archive and the member. The output folder is built under
 name and renamed into place when whole.
 """
 
-import json
 import logging
 import os
 import sys
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection
 from typing import Any, TextIO, TypeVar
 
 from archives import (
-    Member,
     check_official_md5,
     class_of_tar,
     class_tars_in,
@@ -42,6 +40,7 @@ from archives import (
     is_zip,
     relative_name,
 )
+from work_files import Member, SourceDescription, write_members, write_source_description
 from workflow_io import (
     hold_point,
     is_image,
@@ -51,7 +50,6 @@ from workflow_io import (
     remove_path,
     run_rule,
     temporary_path,
-    write_json_atomic,
 )
 
 log = logging.getLogger("imagefolder_lmdb.extract")
@@ -59,13 +57,11 @@ log = logging.getLogger("imagefolder_lmdb.extract")
 T = TypeVar("T")
 
 TREE = "tree"
-DESCRIPTION = "source.json"
-MEMBERS = "members.jsonl"
 
 
-def describe_folder(source: str) -> dict[str, Any]:
+def describe_folder(source: str, layout: str) -> SourceDescription:
     log.info("source %s is a folder: used in place, nothing to extract", source)
-    return {"kind": "folder", "root": os.path.abspath(source), "source": os.path.abspath(source)}
+    return SourceDescription("folder", os.path.abspath(source), layout, root=os.path.abspath(source))
 
 
 def wrapper_prefix(paths: list[str]) -> str:
@@ -84,16 +80,6 @@ def wrapper_prefix(paths: list[str]) -> str:
         if any(r.count("/") == 1 for r in rest):  # images directly in `top`: it is a class folder
             return prefix
         prefix += top + "/"
-
-
-def write_members(path: str, members: Iterable[Member], strip: str) -> int:
-    count = 0
-    with open(path, "w", encoding="utf-8") as stream:
-        for member in members:
-            stream.write(json.dumps([member.path[len(strip) :], member.location], ensure_ascii=False))
-            stream.write("\n")
-            count += 1
-    return count
 
 
 def within_class_list(items: list[T], class_of: Callable[[T], str], wanted: Collection[str] | None) -> list[T]:
@@ -127,13 +113,14 @@ def container_members(
 
 
 def index_archives(
+    source: str,
     containers: list[str],
     layout: str,
     building: str,
     progress: dict[str, Any],
     per_class_tars: bool = False,
     wanted: Collection[str] | None = None,
-) -> dict[str, Any]:
+) -> SourceDescription:
     """Index archive members in place; writes ``members.jsonl`` into ``building``.
 
     ``per_class_tars``: the containers are ``<class>.tar`` files whose members are that class's
@@ -151,20 +138,22 @@ def index_archives(
     strip = wrapper_prefix([m.path for m in files if is_image(m.path)]) if layout != "ilsvrc-val" else ""
     set_aside += [f"{m.path} (beside the image tree {strip})" for m in files if not m.path.startswith(strip)]
     files = [m for m in files if m.path.startswith(strip)]
-    count = write_members(os.path.join(building, MEMBERS), files, strip)
+    count = write_members(building, files, strip)
     log.info("indexed %d file members in %d archive(s); nothing extracted", count, len(containers))
     if unread:
         log.info("%d class tars outside the class list left unread, e.g. %s", len(unread), unread[0])
     report_set_aside(set_aside)
-    return {
-        "kind": "index",
-        "containers": [os.path.abspath(c) for c in containers],
-        "members": count,
-        "strip": strip,
-        "set_aside": set_aside,
-        "folders": top_folders([m.path for m in members if m.is_folder], strip),
-        "unread_classes": sorted(unread),
-    }
+    return SourceDescription(
+        "index",
+        os.path.abspath(source),
+        layout,
+        containers=[os.path.abspath(c) for c in containers],
+        members=count,
+        strip=strip,
+        folders=top_folders([m.path for m in members if m.is_folder], strip),
+        set_aside=set_aside,
+        unread_classes=sorted(unread),
+    )
 
 
 def tar_class(path: str) -> str:
@@ -224,7 +213,7 @@ def is_class_tar(name: str) -> bool:
     return name.endswith(".tar")
 
 
-def unpack_archive(source: str, layout: str, building: str, output: str) -> dict[str, Any]:
+def unpack_archive(source: str, layout: str, building: str, output: str) -> SourceDescription:
     """Unpack ``source`` into ``building/tree``; paths in the description are the final ones."""
     log.info("extracting %s", source)
     tree = os.path.join(building, TREE)
@@ -237,7 +226,14 @@ def unpack_archive(source: str, layout: str, building: str, output: str) -> dict
     set_aside = [f"{name} (macOS metadata, not part of the tree)" for name in left_out]
     set_aside += files_beside(tree, root)
     report_set_aside(set_aside)
-    return {"kind": "extracted", "root": os.path.abspath(final_root), "members": members, "set_aside": set_aside}
+    return SourceDescription(
+        "extracted",
+        os.path.abspath(source),
+        layout,
+        root=os.path.abspath(final_root),
+        members=members,
+        set_aside=set_aside,
+    )
 
 
 def check_no_class_folders(source: str, tars: list[str]) -> None:
@@ -264,17 +260,17 @@ def describe(
     output: str,
     progress: dict,
     wanted: Collection[str] | None = None,
-) -> dict:
+) -> SourceDescription:
     if os.path.isdir(source):
         tars = class_tars(source) if layout == "ilsvrc-train" else []
         if not tars:
-            return describe_folder(source)
+            return describe_folder(source, layout)
         check_no_class_folders(source, tars)
         if extract_tree:
             raise ValueError(f"{source}: extract: true is not supported for a folder of class tars; unpack them")
-        return index_archives(tars, layout, building, progress, per_class_tars=True, wanted=wanted)
+        return index_archives(source, tars, layout, building, progress, per_class_tars=True, wanted=wanted)
     if not extract_tree and (is_plain_tar(source) or is_zip(source)):
-        return index_archives([source], layout, building, progress, wanted=wanted)
+        return index_archives(source, [source], layout, building, progress, wanted=wanted)
     return unpack_archive(source, layout, building, output)
 
 
@@ -285,15 +281,14 @@ def extract(
     extract_tree: bool,
     progress: dict[str, Any],
     wanted: Collection[str] | None = None,
-) -> dict[str, Any]:
+) -> SourceDescription:
     """Build ``output`` under a temporary name and rename it into place when whole. ``wanted``:
     the configured class list, whose other classes' tars are never opened."""
     building = temporary_path(output)
     remove_path(building)
     os.makedirs(building)
     description = describe(source, layout, extract_tree, building, output, progress, wanted)
-    description.update(source=os.path.abspath(source), layout=layout)
-    write_json_atomic(os.path.join(building, DESCRIPTION), description)
+    write_source_description(building, description)
     hold_point("extract")
     remove_path(output)
     publish(building, output)

@@ -28,17 +28,14 @@ from tqdm import tqdm
 
 from archives import MemberReader
 from dataset import record_key
+from work_files import Sample, ShardReport, kept_indices, read_manifest, read_manifest_header, read_shard_report
 from workflow_io import (
-    Sample,
     atomic_lmdb,
     count_records,
     hold_point,
     kept_in_part,
     open_lmdb_readonly,
     progress_kwargs,
-    read_json,
-    read_manifest,
-    read_manifest_header,
     run_rule,
 )
 
@@ -55,17 +52,17 @@ class MergeError(RuntimeError):
     """A part or a source does not hold what the shard report says."""
 
 
-def check_reports_cover(reports: list[dict[str, Any]], count: int) -> None:
+def check_reports_cover(reports: list[ShardReport], count: int) -> None:
     """The shard reports must account for every manifest image exactly once, stored or skipped."""
     position = 0
     for report in reports:
-        accounted = len(report["index"]) + len(report["skipped"])
-        if report["start"] != position or accounted != report["stop"] - report["start"]:
+        accounted = len(report.index) + len(report.skipped)
+        if report.start != position or accounted != report.stop - report.start:
             raise MergeError(
-                f"shard {report['shard']} report covers images {report['start']}..{report['stop'] - 1} "
+                f"shard {report.shard} report covers images {report.start}..{report.stop - 1} "
                 f"with {accounted} entries; expected to start at {position}. Delete {WORK_HINT} and rerun."
             )
-        position = report["stop"]
+        position = report.stop
     if position != count:
         raise MergeError(f"the shard reports cover {position} images, the manifest lists {count}")
 
@@ -80,11 +77,11 @@ def merge(
 ) -> int:
     """Write every shard's records, renumbered in order, to ``output``; returns the record count.
     ``threads``: the writer plus ``threads - 1`` (at least one) threads reading ahead."""
-    reports = [read_json(path) for path in report_paths]
+    reports = [read_shard_report(path) for path in report_paths]
     header = read_manifest_header(manifest)
     check_reports_cover(reports, header.count)
-    expected = sum(len(report["index"]) for report in reports)
-    stored_bytes = sum(sum(report["stored_bytes"]) for report in reports)
+    expected = len(kept_indices(reports))
+    stored_bytes = sum(sum(report.stored_bytes) for report in reports)
     log.info("merging %d parts: %d records, %.1f MB", len(part_paths), expected, stored_bytes / 1e6)
 
     manifest_rows = read_manifest(manifest)  # one pass: shards are contiguous and in order
@@ -98,10 +95,10 @@ def merge(
         cyclic_gc_paused(),
     ):
         for part_path, report_path, report in zip(part_paths, report_paths, reports, strict=True):
-            rows = itertools.islice(manifest_rows, report["stop"] - report["start"])
+            rows = itertools.islice(manifest_rows, report.stop - report.start)
             shard = ShardInput(part_path, report_path, report, {sample.index: sample for sample in rows})
             next_index = append_shard(writer, shard, reader, readers, next_index)
-            bar.update(len(report["index"]))
+            bar.update(len(report.index))
             hold_point("merge")
         writer.flush()
         if writer.records != expected:
@@ -116,7 +113,7 @@ class ShardInput:
 
     part_path: str
     report_path: str
-    report: dict[str, Any]
+    report: ShardReport
     samples: dict[int, Sample]
 
 
@@ -136,7 +133,7 @@ def append_shard(
 ) -> int:
     """Append one shard's records renumbered from ``first_index``; returns the next free index."""
     report = shard.report
-    in_part = [i for i, code in zip(report["index"], report["storage"], strict=True) if kept_in_part(code)]
+    in_part = [i for i, code in zip(report.index, report.storage, strict=True) if kept_in_part(code)]
     env = open_lmdb_readonly(shard.part_path)
     try:
         if count_records(env) != len(in_part):
@@ -164,9 +161,7 @@ def shard_values(shard: ShardInput, txn: Any, reader: MemberReader, readers: Thr
     reading threads."""
     report = shard.report
     part_records = iter(txn.cursor())
-    for index, code, crc, size in zip(
-        report["index"], report["storage"], report["crc32"], report["stored_bytes"], strict=True
-    ):
+    for index, code, crc, size in zip(report.index, report.storage, report.crc32, report.stored_bytes, strict=True):
         if kept_in_part(code):
             key, value = next(part_records)
             if bytes(key) != record_key(index):

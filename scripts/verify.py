@@ -27,6 +27,7 @@ from PIL import Image, ImageDraw, ImageFont
 from tqdm import tqdm
 
 from dataset import META_KEYS, FormatError, LMDBReader, record_key, shared_env
+from meta_document import document_problems
 from workflow_io import hold_point, run_rule
 
 log = logging.getLogger("imagefolder_lmdb.verify")
@@ -50,12 +51,7 @@ def structure_problems(ds: LMDBReader) -> list[str]:
             problems.append(f"records 0 or {n - 1} missing: keys are not 0..{n - 1}")
     if any(not 0 <= t < len(ds.classes) for t in ds.targets):
         problems.append("labels outside the class range")
-    source_images, skipped = document["source"]["images"], len(document["stats"]["skipped"])
-    if n != source_images - skipped:
-        problems.append(f"{n} records, but the source had {source_images} images and {skipped} were skipped")
-    if ds.class_to_idx != document.get("class_to_idx", ds.class_to_idx):
-        problems.append("class_to_idx in the meta disagrees with the class list")
-    return problems
+    return problems + document_problems(document)
 
 
 def check_record(ds: LMDBReader, index: int) -> str | None:

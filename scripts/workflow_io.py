@@ -1,4 +1,5 @@
-"""Helpers shared by the rule scripts: logging, atomic outputs, the manifest, LMDB writing.
+"""Helpers shared by the rule scripts: logging, atomic outputs, LMDB writing (the files the rules
+pass to each other: scripts/work_files.py).
 
 Every output a script makes goes through here, so "a final path only ever holds a complete file"
 is implemented once: write under a temporary name in the same folder, flush to disk, rename.
@@ -15,8 +16,7 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
 import lmdb
@@ -150,45 +150,6 @@ def read_json(path: str) -> Any:
         return json.load(stream)
 
 
-# --------------------------------------------------------------------------------------------------
-# The manifest: what count_check found, one JSON line per image, in ImageFolder order.
-# --------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class ManifestHeader:
-    root: str  # folder the relative paths (or "file" locations) are under
-    classes: list[str]
-    count: int
-    containers: list[str] = field(default_factory=list)  # archives that "tar"/"zip" locations name
-
-
-@dataclass
-class Sample:
-    index: int
-    label: int
-    path: str  # the ImageFolder relative path "class/file.ext", "/"-separated
-    #: Where the bytes are when not at root/path: {"file": relative path under root},
-    #: {"tar": container, "offset": o, "size": s} or {"zip": container, "member": name, "size": s}.
-    location: dict[str, Any] | None = None
-
-
-def write_manifest(path: str, header: ManifestHeader, samples: Iterable[Sample]) -> None:
-    """First line: the header object; then ``[index, label, path(, location)]`` per image (JSON,
-    so any character a file name can hold survives)."""
-    temporary = temporary_path(path)
-    with open(temporary, "w", encoding="utf-8") as stream:
-        json.dump(header.__dict__, stream, ensure_ascii=False)
-        stream.write("\n")
-        for sample in samples:
-            row: list[Any] = [sample.index, sample.label, sample.path]
-            if sample.location is not None:
-                row.append(sample.location)
-            stream.write(json.dumps(row, ensure_ascii=False))
-            stream.write("\n")
-    publish(temporary, path)
-
-
 #: ImageFolder's accepted extensions (torchvision.datasets.folder.IMG_EXTENSIONS), copied so that
 #: listing an archive does not import torch (~4 s per job here); tests keep the two equal.
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
@@ -205,23 +166,6 @@ def relative_files(root: str) -> Iterator[str]:
     for folder, _, names in os.walk(root, followlinks=True):
         for name in names:
             yield os.path.relpath(os.path.join(folder, name), root).replace(os.sep, "/")
-
-
-def read_manifest_header(path: str) -> ManifestHeader:
-    with open(path, encoding="utf-8") as stream:
-        return ManifestHeader(**json.loads(stream.readline()))
-
-
-def read_manifest(path: str, start: int = 0, stop: int | None = None) -> Iterator[Sample]:
-    """Samples ``start <= index < stop``, parsing only those lines (shards read a slice)."""
-    with open(path, encoding="utf-8") as stream:
-        stream.readline()
-        for line_number, line in enumerate(stream):
-            if line_number < start:
-                continue
-            if stop is not None and line_number >= stop:
-                break
-            yield Sample(*json.loads(line))
 
 
 #: Storage codes whose stored value is the source file itself. encode_shard checks those images but

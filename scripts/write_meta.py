@@ -16,6 +16,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from dataset import FORMAT_ID, FORMAT_VERSION, STORAGE_REASONS, Meta, encode_meta
+from work_files import read_manifest, read_manifest_header
 from workflow_io import (
     LMDBWriter,
     count_records,
@@ -23,8 +24,6 @@ from workflow_io import (
     open_lmdb_readonly,
     publish,
     read_json,
-    read_manifest,
-    read_manifest_header,
     remove_path,
     run_rule,
     temporary_path,

@@ -1,0 +1,82 @@
+"""The meta JSON document of a dataset (docs/FORMAT.md, ``meta/json``): one builder, one validator.
+
+write_meta and convert_legacy build their documents here, so both carry the same keys; verify and
+both writers check a document with :func:`document_problems`. The binary arrays beside it and the
+key layout belong to scripts/dataset.py, the format's owner.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from dataset import FORMAT_ID, FORMAT_VERSION, STORAGE_REASONS
+
+
+class MetaDocumentError(ValueError):
+    """A document that disagrees with itself; the writer stops rather than store it."""
+
+
+def storage_counts(storage: Sequence[int]) -> dict[str, int]:
+    """How many records were stored for each reason (``{"passthrough": n, ...}``)."""
+    return {STORAGE_REASONS[code]: n for code, n in sorted(Counter(storage).items())}
+
+
+def build_document(
+    *,
+    classes: list[str],
+    storage: Sequence[int],
+    settings: dict[str, Any],
+    source: dict[str, Any],
+    source_bytes: int,
+    stored_bytes: int,
+    skipped: list[dict[str, Any]],
+    tool: dict[str, str],
+    **extra: Any,
+) -> dict[str, Any]:
+    """The document for ``len(storage)`` records. ``source``: where they came from (path, images,
+    classes, ignored_files, ...); ``extra``: further top-level entries (e.g. ``class_list``)."""
+    return {
+        "format": FORMAT_ID,
+        "version": FORMAT_VERSION,
+        "length": len(storage),
+        "classes": classes,
+        "class_to_idx": {name: i for i, name in enumerate(classes)},
+        "settings": settings,
+        "source": source,
+        "stats": {
+            "source_bytes": int(source_bytes),
+            "stored_bytes": int(stored_bytes),
+            "storage": storage_counts(storage),
+            "skipped": skipped,
+        },
+        "storage_reasons": {str(code): reason for code, reason in STORAGE_REASONS.items()},
+        "tool": tool,
+        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        **extra,
+    }
+
+
+def document_problems(document: dict[str, Any]) -> list[str]:
+    """What in a document disagrees with itself (an empty list for a sound one)."""
+    problems = []
+    n, expected_index = document["length"], {name: i for i, name in enumerate(document["classes"])}
+    if document.get("class_to_idx", expected_index) != expected_index:
+        problems.append("class_to_idx in the meta disagrees with the class list")
+    stored = sum(document["stats"]["storage"].values())
+    if stored != n:
+        problems.append(f"the storage counts add up to {stored} records, the meta describes {n}")
+    source_images, skipped = document["source"]["images"], len(document["stats"]["skipped"])
+    if n != source_images - skipped:
+        problems.append(f"{n} records, but the source had {source_images} images and {skipped} were skipped")
+    return problems
+
+
+def checked(document: dict[str, Any]) -> dict[str, Any]:
+    """``document``, after :func:`document_problems` found nothing (writers call this)."""
+    problems = document_problems(document)
+    if problems:
+        raise MetaDocumentError("the meta to be written disagrees with itself: " + "; ".join(problems))
+    return document
