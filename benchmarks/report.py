@@ -1,9 +1,15 @@
-"""BENCHMARKS.md and its plot, from the results run.py collected (benchmarks/out/results.json)."""
+"""BENCHMARKS.md and its plot, from the results run.py collected (benchmarks/out/results.json).
+
+This module draws the tables and the plot and puts the document together: the opening, the targets,
+the summary, each section's table and notes, how to reproduce. The words are templates under
+benchmarks/templates/ (prose.py fills them in): document.md for the frame, cold.md for section 8,
+which is one template with its tables. The targets and the summary come from interpretation.py,
+the notes under the other sections' tables from notes.py.
+"""
 
 from __future__ import annotations
 
 import math
-import string
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,13 +19,13 @@ import matplotlib
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt
 
+import prose
 from interpretation import (
     IMAGENET_IMAGES,
     R,
     cold_targets,
     fmt,
     imagenet_seconds,
-    notes,
     ratio,
     section,
     summary_lines,
@@ -27,6 +33,7 @@ from interpretation import (
     times,
     warm,
 )
+from notes import notes
 
 CONTENDER_NAMES = {
     "workflow": "workflow, `check: decode` (default)",
@@ -60,13 +67,6 @@ COLD_NAMES = {
     "loader_imagefolder": "torchvision ImageFolder",
     "loader_lmdb": "LMDBDataset",
 }
-COLD_METHODS = {
-    "drop_caches": "`sync; echo 3 > /proc/sys/vm/drop_caches` (root: file data, directory entries and inodes)",
-    "fadvise": "`posix_fadvise(POSIX_FADV_DONTNEED)` on the LMDB and on every image file after a `sync` (no root "
-    "needed; file data only: the tree's directory entries and inodes stay cached, which favours the files)",
-}
-#: The section's text, with placeholders for this run's figures.
-COLD_TEMPLATE = Path(__file__).with_name("cold_reads.md")
 ROUTE_NAMES = {
     "stream": "streaming (default: read in place)",
     "extract": "`extract: true` (workflow unpacks first)",
@@ -75,6 +75,7 @@ ROUTE_NAMES = {
 
 
 def median_of(values: list[float]) -> float:
+    """The median of ``values``."""
     values = sorted(values)
     middle = len(values) // 2
     return values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
@@ -86,6 +87,7 @@ def median_of(values: list[float]) -> float:
 
 
 def convert_table(convert: R) -> list[str]:
+    """Section 1: each contender's times and rates at N and 2N, and the decode limit."""
     c, limit = convert["contenders"], convert["limit"]
     base = c["baseline"]["marginal_img_s"]
     lines = [
@@ -112,6 +114,7 @@ def convert_table(convert: R) -> list[str]:
 
 
 def merge_table(merge: R) -> list[str]:
+    """Section 2: the merge, a plain LMDB write and ``cp``, in MB/s."""
     mb_s, megabytes = merge["mb_s"], merge["bytes"] / 1e6
     lines = [
         f"{merge['records']:,} records, {megabytes:,.0f} MB; medians of {len(merge['seconds']['merge'])}, and the "
@@ -129,6 +132,7 @@ def merge_table(merge: R) -> list[str]:
 
 
 def size_table(convert: R) -> list[str]:
+    """Section 3: the bytes of the source tree and of each output."""
     source = convert["source_bytes_large"]
     lines = ["| | bytes | vs source |", "| --- | ---: | ---: |", f"| source tree (2N images) | {source:,} | 1.000x |"]
     for key in ("workflow", "baseline"):
@@ -138,6 +142,7 @@ def size_table(convert: R) -> list[str]:
 
 
 def reader_table(reader: R) -> list[str]:
+    """Section 4: random-index reads of each contender, in img/s."""
     lines = [
         f"{reader['reads']:,} random indices (cold: up to 1,000), medians.",
         "",
@@ -152,6 +157,7 @@ def reader_table(reader: R) -> list[str]:
 
 
 def memory_table(memory: R) -> list[str]:
+    """Section 5: each rule's peak and own memory at N and 2N."""
     n_small, n_large = memory["n_small"], memory["n_large"]
     lines = [
         f"| rule | peak RSS at N = {n_small:,} (MB) | at 2N = {n_large:,} | own (anon) memory at N | at 2N | "
@@ -169,6 +175,7 @@ def memory_table(memory: R) -> list[str]:
 
 
 def scale_table(scale: R) -> list[str]:
+    """Section 6: planning, listing and import times."""
     lines = ["| what | seconds |", "| --- | ---: |"]
     for shards, row in scale["dry_run"].items():
         lines.append(f"| `snakemake -n`, {int(shards):,} shards | {fmt(row['seconds'], 1)} |")
@@ -190,6 +197,7 @@ def scale_table(scale: R) -> list[str]:
 
 
 def archive_table(archives: R) -> list[str]:
+    """Section 7: each archive route's times, rates and projection to ImageNet."""
     images = archives["images"]
     stream_seconds = archives["routes"]["stream"]["seconds"]["large"]
     stream_imagenet = imagenet_seconds(archives, "stream")
@@ -213,6 +221,7 @@ def archive_table(archives: R) -> list[str]:
 
 
 def cold_rows(cold: R, keys: tuple[str, ...], unit: str, reference: str) -> list[str]:
+    """A section 8 table: cold and warm rates of ``keys``, each against ``reference``."""
     lines = [
         f"| {'contender' if unit == 'reads/s' else 'DataLoader over'} | cold {unit} | cold, each repeat | "
         f"**cold vs {reference}** | warm {unit} | warm vs {reference} |",
@@ -229,26 +238,26 @@ def cold_rows(cold: R, keys: tuple[str, ...], unit: str, reference: str) -> list
     return lines
 
 
-def cold_table(cold: R) -> list[str]:
-    """Section 8: benchmarks/cold_reads.md with this run's tables and figures."""
-    sizes, reader, cached = cold["sizes"], cold["reader"], cold["still_cached_after_emptying"]
-    state = "uncommitted changes" if reader["modified"] else "as committed"
-    located = reader.get("located_records")
-    located_text = "no record locations in this format" if located is None else f"{located:,} of {cold['images']:,}"
+def cold_section(cold: R) -> list[str]:
+    """Section 8: templates/cold.md with this run's tables and figures."""
+    sizes, cached = cold["sizes"], cold["still_cached_after_emptying"]
     target_rows = ["| target | measured | goal | |", "| --- | ---: | ---: | --- |"]
     target_rows += [t.row() for t in cold_targets(cold)]
-    text = string.Template(COLD_TEMPLATE.read_text()).substitute(
+    text = prose.fill(
+        "cold",
+        "section",
+        keep_lines=True,
         images=f"{cold['images']:,}",
         image_kb=fmt(cold["image_bytes"] / cold["images"] / 1e3),
         lmdb_mb=fmt(cold["lmdb_bytes"] / 1e6),
         reads=f"{cold['reads']:,}",
         seed=cold["seed"],
         repeats=sizes["repeats"],
-        method=COLD_METHODS[cold["method"]],
+        method=prose.fill("cold", f"method_{cold['method']}"),
         cached_lmdb=f"{100 * cached['lmdb']:.1f} %",
         cached_files=f"{100 * cached['files']:.1f} %",
-        reader=f"blob {reader['dataset_py_blob']} (HEAD {reader['head']}, {state})",
-        located=located_text,
+        reader=measured_reader(cold["reader"]),
+        located=located_records(cold),
         reads_table="\n".join(
             cold_rows(cold, ("files", "get_bytes", "getitems", "txn_get", "txn_get_readahead"), "reads/s", "files")
         ),
@@ -262,31 +271,42 @@ def cold_table(cold: R) -> list[str]:
     return text.rstrip("\n").split("\n")
 
 
+def measured_reader(reader: R) -> str:
+    """Which scripts/dataset.py section 8 measured: its blob, HEAD, and whether it was committed."""
+    state = prose.fill("cold", "modified" if reader["modified"] else "committed")
+    return prose.fill("cold", "reader", blob=reader["dataset_py_blob"], head=reader["head"], state=state)
+
+
+def located_records(cold: R) -> str:
+    """How many of section 8's records have a recorded file offset, or that the format has none."""
+    located = cold["reader"].get("located_records")
+    if located is None:
+        return prose.fill("cold", "not_located")
+    return prose.fill("cold", "located", located=f"{located:,}", images=f"{cold['images']:,}")
+
+
 # --------------------------------------------------------------------------------------------------
 # The document.
 # --------------------------------------------------------------------------------------------------
 
 
 def header(results: R, plot: str) -> list[str]:
+    """The title, what was measured on what machine, the sections measured again, the plot."""
     plan, host = results["plan"], results["machine"]
-    minutes = results.get("total_seconds", 0) / 60
-    return [
-        "# Benchmarks",
-        "",
-        f"Measured {host['date']} on the project's development machine ({host['cores']} cores, shared with other "
-        f"engineers' test runs: load average {fmt(host['load_average_at_start'][0], 1)} at the start, "
-        f"{fmt(host.get('load_average_at_end', [math.nan])[0], 1)} at the end), in one invocation of "
-        f"`benchmarks/run.py {invocation(results)}` that took {fmt(minutes, 1)} minutes. Data: "
-        f"{plan['images']:,} generated ImageNet-like JPEGs in {plan['classes']} classes (`benchmarks/make_images.py`: "
-        "~110 KB, ~480x400, quality 90, with one PNG named .JPEG, one CMYK, one grayscale JPEG and one RGBA PNG); "
-        "N is half of them. Contenders run side by side in rotating order, repeated; figures are medians and every "
-        "target is a ratio from this same run. Workflow runs: the snakemake CLI, `--cores 2`, "
-        f"{plan['shards']} shards.",
-        "",
-        *rerun_note(results),
-        f"![benchmarks]({plot})",
-        "",
-    ]
+    intro = prose.fill(
+        "document",
+        "intro",
+        date=host["date"],
+        cores=host["cores"],
+        load_start=fmt(host["load_average_at_start"][0], 1),
+        load_end=fmt(host.get("load_average_at_end", [math.nan])[0], 1),
+        invocation=invocation(results),
+        minutes=fmt(results.get("total_seconds", 0) / 60, 1),
+        images=f"{plan['images']:,}",
+        classes=plan["classes"],
+        shards=plan["shards"],
+    )
+    return ["# Benchmarks", "", intro, "", *rerun_note(results), f"![benchmarks]({plot})", ""]
 
 
 def rerun_note(results: R) -> list[str]:
@@ -301,15 +321,15 @@ def rerun_note(results: R) -> list[str]:
     for number, rerun in enumerate(reruns):
         names = sorted(name for name, last in latest.items() if last == number)
         if names:
-            parts.append(f"{', '.join(names)} on {rerun['date']} ({fmt(rerun['seconds'] / 60, 1)} minutes)")
-    return [
-        f"Measured again with `--sections`, after product changes: {'; '.join(parts)}. The other sections are "
-        "from the run above.",
-        "",
-    ]
+            minutes = fmt(rerun["seconds"] / 60, 1)
+            parts.append(
+                prose.fill("document", "rerun", sections=", ".join(names), date=rerun["date"], minutes=minutes)
+            )
+    return [prose.fill("document", "reruns", reruns="; ".join(parts)), ""]
 
 
 def target_lines(results: R) -> list[str]:
+    """The targets table."""
     lines = ["## Targets", "", "| target | measured | goal | |", "| --- | ---: | ---: | --- |"]
     lines += [t.row() for t in targets(results)]
     return [*lines, ""]
@@ -323,11 +343,12 @@ PARTS: list[tuple[str, str, str, Callable[[R], list[str]]]] = [
     ("memory", "memory", "## 5. Peak memory per rule", memory_table),
     ("scale", "scale", "## 6. Scale and fixed costs", scale_table),
     ("archives", "archives", "## 7. ILSVRC2012 archives: streaming vs extract-then-convert (issue 4)", archive_table),
-    ("cold", "cold", "## 8. Cold reads: LMDB vs plain files, page cache emptied (issue 14)", cold_table),
+    ("cold", "cold", "## 8. Cold reads: LMDB vs plain files, page cache emptied (issue 14)", cold_section),
 ]
 
 
 def body(results: R) -> list[str]:
+    """Every section: its title, then its table and notes, or why it was not measured."""
     lines: list[str] = []
     for part, name, title, table in PARTS:
         data = section(results, name)
@@ -335,44 +356,26 @@ def body(results: R) -> list[str]:
         if data is None:
             entry = results.get(name)
             error = entry.get("error", "not run") if isinstance(entry, dict) else "not run"
-            lines += [f"Not measured in this run: {error}", ""]
+            lines += [prose.fill("document", "not_measured", error=error), ""]
             continue
         lines += [*table(data), "", *notes(part, results)]
     return lines
 
 
 def invocation(results: R) -> str:
+    """The arguments of run.py that made these results."""
     plan = results["plan"]
     return "--quick" if plan["quick"] else f"--images {plan['images']}"
 
 
 def reproduce(results: R) -> list[str]:
-    return [
-        "## How to reproduce",
-        "",
-        "```bash",
-        "make bench                                   # = .venv/bin/python benchmarks/run.py (20,000 images)",
-        ".venv/bin/python benchmarks/run.py --quick   # 400 images, fewer repeats (report: benchmarks/out/)",
-        f".venv/bin/python benchmarks/run.py {invocation(results)}   # the run above",
-        ".venv/bin/python benchmarks/run.py --sections convert reader   # some sections only",
-        ".venv/bin/python benchmarks/run.py --sections cold --cold-method fadvise   # section 8 only, without root",
-        "```",
-        "",
-        "Needs `matplotlib` (requirements-dev.txt) and about 3x the data size free on disk. Generated images are "
-        "cached in `benchmarks/out/data/` (a smaller size reuses a larger cached tree through hard links); raw "
-        "figures, every repeat, are in `benchmarks/out/results.json`, and `--report-only` rewrites this file from "
-        "them; a `--sections` run with no such results to add to writes `benchmarks/out/BENCHMARKS.partial.md`. "
-        "Section 4's cold-cache reads need root (`/proc/sys/vm/drop_caches`) and are skipped otherwise; "
-        "section 8 empties the cache with `drop_caches` as root, else (or with `--cold-method fadvise`) with "
-        "`posix_fadvise`, and records which. Snakemake is "
-        "started with `SLURM_CONF` pointing at an empty file, so the SLURM plugin's `scontrol` probe cannot add "
-        "seconds to every start when a test cluster on the machine is half stopped. Nothing here asserts timings; "
-        "`make test` does not run it.",
-        "",
-    ]
+    """How to run the benchmark, this run's invocation among the commands."""
+    text = prose.fill("document", "reproduce", invocation=invocation(results))
+    return ["## How to reproduce", "", *text.split("\n"), ""]
 
 
 def write_report(results: R, markdown: Path, plot: Path) -> None:
+    """Write the document to ``markdown`` and its plot to ``plot``."""
     link = plot.relative_to(markdown.parent).as_posix() if plot.is_relative_to(markdown.parent) else str(plot)
     lines = [
         *header(results, link),
@@ -391,6 +394,7 @@ def write_report(results: R, markdown: Path, plot: Path) -> None:
 
 
 def bars(axis: Any, title: str, unit: str, values: dict[str, float | None]) -> None:
+    """One panel of the plot: a horizontal bar per measured value."""
     shown = {k: v for k, v in values.items() if v is not None and not math.isnan(v) and v > 0}
     axis.barh(list(shown), list(shown.values()), color="tab:blue")
     axis.invert_yaxis()
@@ -402,6 +406,7 @@ def bars(axis: Any, title: str, unit: str, values: dict[str, float | None]) -> N
 
 
 def draw(results: R, path: Path) -> None:
+    """The plot: conversion, merge, reader and archive figures."""
     figure, axes = plt.subplots(2, 2, figsize=(14, 8))
     convert, merge, archives = section(results, "convert"), section(results, "merge"), section(results, "archives")
     if convert:
