@@ -31,6 +31,7 @@ from typing import Any
 import lmdb
 import numpy as np
 
+from add_locations import add_locations
 from dataset import (
     FORMAT_ID,
     META_KEYS,
@@ -179,7 +180,10 @@ def convert(source: str, output: str, settings: EncodeSettings, classes_path: st
             columns = convert_records(env, source, keys, settings, writer.append)
             classes = read_classes(classes_path, columns.labels)
             meta = build_meta(columns, classes, source, len(keys), settings)
-            writer.put_many(encode_meta(meta))
+            values = encode_meta(meta)
+            del values[META_KEYS["locations"]]  # add_locations stores the real ones
+            writer.put_many(values)
+            add_locations(writer.env, writer.path)
     finally:
         env.close()
     return meta

@@ -19,6 +19,7 @@ import operator
 import os
 import pickle
 import threading
+import time
 import warnings
 import zlib
 from collections.abc import Callable, Iterator, Sequence
@@ -40,16 +41,20 @@ __all__ = [
     "DECODE_CHOICES",
     "FORMAT_ID",
     "FORMAT_VERSION",
+    "LOCATION_DTYPE",
     "META_KEYS",
     "STORAGE_CODES",
     "STORAGE_REASONS",
     "FormatError",
     "LMDBDataset",
+    "LocationsWarning",
     "Meta",
     "ReadersFullError",
     "close_all_envs",
     "decode_meta",
+    "encode_document",
     "encode_meta",
+    "encoded_tensor_decode",
     "is_legacy_pickle_lmdb",
     "legacy_keys",
     "legacy_record",
@@ -57,6 +62,7 @@ __all__ = [
     "pil_decode",
     "record_key",
     "shared_env",
+    "shared_fd",
     "tensor_decode",
 ]
 
@@ -81,7 +87,14 @@ META_KEYS = {
     "storage": b"meta/storage",  # uint8, how each record was stored (STORAGE_REASONS)
     "source_bytes": b"meta/source_bytes",  # uint64 little-endian size of each source file
     "paths": b"meta/paths",  # UTF-8 relative paths, each followed by one NUL byte
+    "locations": b"meta/locations",  # LOCATION_DTYPE per record; optional (older files lack it)
 }
+
+#: Where each record's value lies in the file: byte offset and length, so that a reader can fetch
+#: it with one pread instead of LMDB's page-by-page faults. Offset 0 means "not located, read
+#: through LMDB". Valid only for the file whose LMDB transaction id meta/json records under
+#: "locations" (a compacting copy rewrites every page); see LMDBReader and scripts/add_locations.py.
+LOCATION_DTYPE = np.dtype([("offset", "<u8"), ("length", "<u4")])
 
 #: How a record's bytes came to be. Code 0 is the only one whose value equals the source file.
 STORAGE_REASONS: dict[int, str] = {
@@ -128,6 +141,7 @@ class Meta:
     storage: np.ndarray  # uint8[n]
     source_bytes: np.ndarray  # uint64[n]
     paths: list[str]  # n relative paths, "class/file.ext"
+    locations: np.ndarray | None = None  # LOCATION_DTYPE[n], None where the file has none
 
     @property
     def length(self) -> int:
@@ -159,8 +173,20 @@ def encode_meta(meta: Meta) -> dict[bytes, bytes]:
     if any("\0" in p for p in meta.paths):
         raise ValueError("a relative path contains a NUL byte")
     values[META_KEYS["paths"]] = "".join(p + "\0" for p in meta.paths).encode("utf-8")
-    values[META_KEYS["json"]] = json.dumps(meta.document, sort_keys=True, indent=1).encode("utf-8")
+    # Without known locations the array says "none located": every file written from here on has
+    # the key, and scripts/add_locations.py fills it in.
+    locations = np.zeros(n, LOCATION_DTYPE) if meta.locations is None else meta.locations
+    locations = np.ascontiguousarray(locations, dtype=LOCATION_DTYPE)
+    if locations.shape != (n,):
+        raise ValueError(f"meta array 'locations' has shape {locations.shape}, expected ({n},)")
+    values[META_KEYS["locations"]] = locations.tobytes()
+    values[META_KEYS["json"]] = encode_document(meta.document)
     return values
+
+
+def encode_document(document: dict[str, Any]) -> bytes:
+    """The stored form of the meta JSON document (sorted keys, so equal documents are equal bytes)."""
+    return json.dumps(document, sort_keys=True, indent=1).encode("utf-8")
 
 
 def _array(txn: lmdb.Transaction, name: str) -> np.ndarray:
@@ -168,6 +194,17 @@ def _array(txn: lmdb.Transaction, name: str) -> np.ndarray:
     if raw is None:
         raise FormatError(f"meta key {META_KEYS[name].decode()} is missing")
     return np.frombuffer(bytes(raw), dtype=_ARRAY_DTYPES[name])
+
+
+def _locations(txn: lmdb.Transaction, where: str) -> np.ndarray | None:
+    raw = txn.get(META_KEYS["locations"])
+    if raw is None:
+        return None  # written before record locations existed: read through LMDB
+    if len(raw) % LOCATION_DTYPE.itemsize:
+        raise FormatError(
+            f"{where}: meta/locations is damaged; `python scripts/add_locations.py {where}` writes it again"
+        )
+    return np.frombuffer(bytes(raw), dtype=LOCATION_DTYPE)
 
 
 def decode_meta(txn: lmdb.Transaction, where: str) -> Meta:
@@ -196,6 +233,7 @@ def decode_meta(txn: lmdb.Transaction, where: str) -> Meta:
             storage=_array(txn, "storage"),
             source_bytes=_array(txn, "source_bytes"),
             paths=bytes(txn.get(META_KEYS["paths"], b"")).decode("utf-8").split("\0")[:-1],
+            locations=_locations(txn, where),
         )
     except FormatError as exc:
         raise FormatError(f"{where}: {exc}; the file is damaged, convert it again") from exc
@@ -203,6 +241,11 @@ def decode_meta(txn: lmdb.Transaction, where: str) -> Meta:
     for name in ("labels", "sizes", "crc32", "storage", "source_bytes", "paths"):
         if len(getattr(meta, name)) != n:
             raise FormatError(f"{where}: meta {name} has {len(getattr(meta, name))} entries, expected {n}")
+    if meta.locations is not None and len(meta.locations) != n:
+        raise FormatError(
+            f"{where}: meta locations has {len(meta.locations)} entries, expected {n}; "
+            f"`python scripts/add_locations.py {where}` writes them again"
+        )
     return meta
 
 
@@ -306,6 +349,8 @@ def open_env_readonly(path: str, max_readers: int | None = None, lock: bool = Fa
 # "already open" state. So environments live in one per-process table shared by every dataset
 # instance, and the table is emptied right before any fork: the parent reopens lazily afterwards
 # and the child opens its own. Under spawn/forkserver the child starts with an empty table anyway.
+# The plain file descriptors that the fast path preads from live beside them and follow the same
+# rules, so a child never shares a descriptor it did not open.
 
 
 @dataclass(frozen=True)
@@ -316,6 +361,8 @@ class _EnvOptions:
 
 _ENVS: dict[str, tuple[lmdb.Environment, _EnvOptions]] = {}
 _ENVS_LOCK = threading.Lock()
+#: file key -> (read-only descriptor, (st_dev, st_ino) of the file it reads)
+_FDS: dict[str, tuple[int, tuple[int, int]]] = {}
 
 
 @functools.lru_cache(maxsize=64)
@@ -345,6 +392,21 @@ def shared_env(path: str, lock: bool = False, max_readers: int | None = None) ->
     return env
 
 
+def shared_fd(path: str) -> tuple[int, tuple[int, int]]:
+    """This process's read-only descriptor of ``path``, opened on first use, and the identity
+    ``(st_dev, st_ino)`` of the file it reads (record locations are only valid for that file)."""
+    key = _env_key(path)
+    entry = _FDS.get(key)
+    if entry is None:
+        with _ENVS_LOCK:
+            entry = _FDS.get(key)
+            if entry is None:
+                fd = os.open(path, os.O_RDONLY)
+                info = os.fstat(fd)
+                entry = _FDS[key] = (fd, (info.st_dev, info.st_ino))
+    return entry
+
+
 def close_all_envs() -> None:
     """Close every dataset file this process has open; datasets reopen them when next read.
     Runs by itself before each fork; call it after replacing a file that was open."""
@@ -352,12 +414,16 @@ def close_all_envs() -> None:
         for env, _ in _ENVS.values():
             env.close()
         _ENVS.clear()
+        for fd, _ in _FDS.values():
+            os.close(fd)
+        _FDS.clear()
 
 
 def _forget_envs_in_child() -> None:
-    # The child's copies were closed before the fork; start from a clean table and a fresh lock.
+    # The child's copies were closed before the fork; start from clean tables and a fresh lock.
     global _ENVS_LOCK
     _ENVS.clear()
+    _FDS.clear()
     _ENVS_LOCK = threading.Lock()
 
 
@@ -410,11 +476,18 @@ def tensor_decode(data: bytes | memoryview, jpeg: bool = True) -> torch.Tensor:
         return pil_to_chw(pil_decode(data))
     import torch
 
-    decode_jpeg, rgb = _torchvision_jpeg()
     with warnings.catch_warnings():
         # LMDB's mapped memory is read-only, which torch warns about once; the decoder only reads it.
         warnings.filterwarnings("ignore", message="The given buffer is not writable", category=UserWarning)
         encoded = torch.frombuffer(data, dtype=torch.uint8)
+    return encoded_tensor_decode(encoded, jpeg=True)
+
+
+def encoded_tensor_decode(encoded: torch.Tensor, jpeg: bool = True) -> torch.Tensor:
+    """``tensor_decode`` of stored bytes already held in a uint8 tensor (the fast path reads into one)."""
+    if not jpeg:
+        return pil_to_chw(pil_decode(memoryview(encoded.numpy())))
+    decode_jpeg, rgb = _torchvision_jpeg()
     return decode_jpeg(encoded, mode=rgb)
 
 
@@ -515,6 +588,140 @@ def legacy_record(value: bytes | memoryview | None, what: str) -> tuple[bytes, i
 
 
 # --------------------------------------------------------------------------------------------------
+# The fast path: one pread per record, at the file offset recorded in meta/locations.
+# --------------------------------------------------------------------------------------------------
+# py-lmdb touches every 4 KB page of a value before returning it, and on a cold cache each touch
+# is a synchronous read of its own. With the offsets the writer recorded, a record is one read,
+# and a batch's ranges are all requested from the kernel before the first is read, so the disk
+# (or the network filesystem) sees one deep queue. The offsets are trusted only after checking,
+# when the file is opened, that they were taken for this very file (LMDBReader._load_locations).
+
+_CAN_PREAD = hasattr(os, "pread")
+_CAN_ADVISE = hasattr(os, "posix_fadvise")
+_CAN_PREADV = hasattr(os, "preadv")
+_CAN_PROBE = _CAN_PREADV and hasattr(os, "RWF_NOWAIT")
+#: How many located records are compared byte for byte with LMDB's view when a file is opened.
+SPOT_CHECKS = 8
+
+
+class LocationsWarning(UserWarning):
+    """A file's recorded record locations do not fit it, so it is read through LMDB instead."""
+
+
+def _read_into(fd: int, buffer: memoryview, offset: int, done: int = 0) -> None:
+    """Fill ``buffer`` from file offset ``offset`` on, however many reads that takes."""
+    while done < len(buffer):
+        if _CAN_PREADV:
+            got = os.preadv(fd, [buffer[done:]], offset + done)
+        else:  # pragma: no cover - platforms without preadv: one copy more
+            chunk = os.pread(fd, len(buffer) - done, offset + done)
+            buffer[done : done + len(chunk)], got = chunk, len(chunk)
+        if got == 0:
+            raise FormatError("a record ends past the end of the file: the file is truncated")
+        done += got
+
+
+def _pread(fd: int, length: int, offset: int) -> bytes:
+    """``length`` bytes at ``offset``: one read, except at the end of the file or past the
+    kernel's cap on a single read (2 GiB on Linux)."""
+    data = os.pread(fd, length, offset)
+    if len(data) == length:
+        return data
+    buffer = bytearray(length)
+    buffer[: len(data)] = data
+    _read_into(fd, memoryview(buffer), offset, done=len(data))
+    return bytes(buffer)
+
+
+def _pread_tensor(fd: int, length: int, offset: int) -> torch.Tensor:
+    """The bytes at ``offset`` read straight into a new uint8 tensor's own memory: no extra copy."""
+    import torch
+
+    encoded = torch.empty(length, dtype=torch.uint8)
+    _read_into(fd, memoryview(encoded.numpy()), offset)
+    return encoded
+
+
+def _fetch(fd: int, offset: int, length: int, decode: str) -> bytes | torch.Tensor:
+    """A located record's bytes: into a tensor's own memory for decode="tensor", else bytes."""
+    return _pread_tensor(fd, length, offset) if decode == "tensor" else _pread(fd, length, offset)
+
+
+#: A read slower than this, plus the time to copy its bytes into fresh memory, may have waited for
+#: the disk; a one-byte probe of the next record then decides. Generous, so that cached reads rarely
+#: pay for a probe: a batch that is cold from its first record on is caught before any read anyway.
+_SLOW_READ_SECONDS = 50e-6
+_COPY_BYTES_PER_SECOND = 2e9
+_PROBE = bytearray(1)  # the probe's byte is thrown away, so threads may share it
+
+
+def _slow(seconds: float, length: int) -> bool:
+    return seconds > _SLOW_READ_SECONDS + length / _COPY_BYTES_PER_SECOND
+
+
+def _cached(fd: int, offset: int) -> bool:
+    """Whether the byte at ``offset`` is in the page cache: a read that may not wait (Linux)."""
+    try:
+        os.preadv(fd, [_PROBE], offset, os.RWF_NOWAIT)
+    except OSError:  # BlockingIOError: not cached; any other: no such probe here, assume cold
+        return False
+    return True
+
+
+def _hint_rest(fd: int, offsets: list[int], lengths: list[int], start: int = 0) -> bool:
+    """If the first located record of ``offsets[start:]`` is not cached, the batch is cold: ask for
+    all of those at once (posix_fadvise WILLNEED). Returns whether nothing is left to hint."""
+    upcoming = next((offset for offset in offsets[start:] if offset), None)
+    if upcoming is None:
+        return True
+    if _CAN_PROBE and _cached(fd, upcoming):
+        return False  # cached after all (a slow read on a busy machine): asking would only cost time
+    for offset, length in zip(offsets[start:], lengths[start:], strict=True):
+        if offset:
+            os.posix_fadvise(fd, offset, length, os.POSIX_FADV_WILLNEED)
+    return True
+
+
+def spot_check_indices(offsets: np.ndarray, count: int = SPOT_CHECKS) -> list[int]:
+    """Located records spread evenly over the file, first and last included: deterministic, so
+    every process checks the same ones."""
+    located = np.flatnonzero(offsets)
+    if not located.size:
+        return []
+    picks = np.unique(np.linspace(0, located.size - 1, count).round().astype(np.int64))
+    return located[picks].tolist()
+
+
+def locations_problem(path: str, fd: int, env: lmdb.Environment, txn: lmdb.Transaction, meta: Meta) -> str | None:
+    """Why ``meta.locations`` cannot be used to read the file at ``path`` (open as ``fd`` too), or
+    None if they can.
+
+    They must have been taken at the file's current LMDB transaction (a compacting copy restarts
+    at 1 and renumbers pages; a plain copy keeps both), stay inside the file, and give LMDB's bytes
+    for a spread of records. Reads through the offsets happen first, so LMDB's reads are warm.
+    """
+    assert meta.locations is not None
+    recorded = meta.document.get("locations")
+    txnid = env.info()["last_txnid"]
+    taken = recorded.get("txnid") if isinstance(recorded, dict) else None
+    if taken != txnid:
+        return (
+            f"its record locations were taken at LMDB transaction {taken}, but the file is at "
+            f"transaction {txnid}: it was rewritten since, for instance by a compacting copy (mdb_copy -c)"
+        )
+    offsets, lengths = meta.locations["offset"], meta.locations["length"]
+    located = offsets != 0
+    if located.any() and int((offsets[located] + lengths[located]).max()) > os.fstat(fd).st_size:
+        return "its record locations point past the end of the file"
+    for index in spot_check_indices(offsets):
+        through_offset = _pread(fd, int(lengths[index]), int(offsets[index]))
+        stored = txn.get(record_key(index))
+        if stored is None or through_offset != bytes(stored):
+            return f"record {index}'s bytes at its recorded location differ from the record LMDB holds"
+    return None
+
+
+# --------------------------------------------------------------------------------------------------
 # The Dataset.
 # --------------------------------------------------------------------------------------------------
 
@@ -532,19 +739,31 @@ class LMDBReader:
 
     ``decode`` chooses what ``transform`` receives (and what a sample holds without one):
       - ``"pil"`` (default): an RGB ``PIL.Image``, exactly as ImageFolder's loader makes it;
-      - ``"tensor"``: a uint8 ``(3, H, W)`` RGB tensor from torchvision's ``decode_jpeg``, read
-        straight from LMDB's memory (no copy of the JPEG), for transforms v2. Values stored as-is
+      - ``"tensor"``: a uint8 ``(3, H, W)`` RGB tensor from torchvision's ``decode_jpeg``, the JPEG
+        read straight into a tensor (no extra copy of it), for transforms v2. Values stored as-is
         (PNG, BMP, ...) go through Pillow. Pixel-equal to ``"pil"`` with the pinned torchvision
         0.29.1 and Pillow 13 (both libjpeg-turbo; tests check it); other builds may differ slightly;
       - ``"bytes"``: the stored bytes (a JPEG unless stored as-is), e.g. for GPU decoding.
 
-    Batches: ``__getitems__(indices)`` reads a whole batch in one LMDB transaction; DataLoader
-    calls it by itself whenever it batches, and ``torch.utils.data.Subset(ds, indices)`` passes
-    its batches through to it. ``DistributedSampler`` works as with any map-style dataset.
+    Reads: files written by the workflow record where each record lies in the file
+    (``meta/locations``), so a record is one ``os.pread`` (``reads_by_offset``), also on a cold
+    cache or a network filesystem, where LMDB's memory map faults in one 4 KB page at a time. They
+    are checked when the file is opened (its LMDB transaction id, and a spread of records compared
+    with LMDB's bytes); a file they do not fit (e.g. a compacting ``mdb_copy -c``) is read through
+    LMDB with a one-time LocationsWarning, as are older files without them, silently, and every
+    file opened with ``lock=True``. ``scripts/add_locations.py FILE`` records them in a file.
 
-    Processes: the file is opened lazily in each process that reads it (one environment per file
-    and process, closed before every fork), so the dataset pickles cleanly and works with
-    DataLoader workers under fork, spawn and forkserver, also after the parent has read samples.
+    Batches: ``__getitems__(indices)`` reads a batch together: when its records are not in the
+    page cache, the kernel is asked for all of them at once (``posix_fadvise(WILLNEED)``), so their
+    reads queue up together instead of one after the other; records not located are read in one
+    LMDB transaction. DataLoader calls it by itself whenever it batches, and
+    ``torch.utils.data.Subset(ds, indices)`` passes its batches through to it.
+    ``DistributedSampler`` works as with any map-style dataset.
+
+    Processes: the file is opened lazily in each process that reads it (one environment and one
+    descriptor per file and process, closed before every fork), so the dataset pickles cleanly and
+    works with DataLoader workers under fork, spawn and forkserver, also after the parent has read
+    samples.
 
     ``lock=False`` (default) opens without LMDB's lock file: nothing is created beside the data,
     read-only filesystems work, and LMDB keeps no reader table, so there is no reader limit and
@@ -603,6 +822,7 @@ class LMDBReader:
                 self._load_legacy(txn)
                 return
             meta = decode_meta(txn, self.path)
+            self._load_locations(meta, txn)
         self.meta_document: dict[str, Any] = meta.document
         self.classes: list[str] = meta.classes
         self.class_to_idx: dict[str, int] = {name: i for i, name in enumerate(self.classes)}
@@ -612,6 +832,33 @@ class LMDBReader:
         self.image_sizes: np.ndarray | None = meta.sizes  # (width, height) of each stored image
         self.checksums: np.ndarray | None = meta.crc32  # CRC-32 of each stored value
         self.storage_codes: np.ndarray | None = meta.storage  # see STORAGE_REASONS
+
+    def _load_locations(self, meta: Meta, txn: lmdb.Transaction) -> None:
+        """Use the recorded record locations if they fit this file (locations_problem), else warn
+        once and read through LMDB. Files without them (older ones) read through LMDB silently."""
+        self._offsets: np.ndarray | None = None  # uint64 per record, 0 = read through LMDB
+        self._lengths: np.ndarray | None = None  # uint32 per record
+        self._file_id: tuple[int, int] | None = None  # (st_dev, st_ino) the offsets belong to
+        # lock=True asks for LMDB's reader protocol, which protects a read from a concurrent writer;
+        # reads by offset assume, as lock=False does, that the file does not change while it is read.
+        unusable = self.lock or not _CAN_PREAD or os.path.isdir(self.path)
+        if unusable or meta.locations is None or "locations" not in meta.document:
+            return
+        problem = locations_problem(self.path, shared_fd(self.path)[0], self._env(), txn, meta)
+        if problem is not None:
+            warnings.warn(
+                f"{self.path}: {problem}. It is read through LMDB, which gives the same bytes but is "
+                f"slower on a cold cache; `python scripts/add_locations.py {self.path}` records the "
+                "locations of this copy.",
+                LocationsWarning,
+                stacklevel=4,
+            )
+            return
+        if not meta.locations["offset"].any():
+            return  # every record is inline in a leaf that holds meta (a tiny dataset): LMDB it is
+        self._offsets = np.ascontiguousarray(meta.locations["offset"])
+        self._lengths = np.ascontiguousarray(meta.locations["length"])
+        self._file_id = shared_fd(self.path)[1]
 
     def _load_legacy(self, txn: lmdb.Transaction) -> None:
         """LEGACY (allow_pickle=True): index a folder2lmdb file; reads every record for its label."""
@@ -625,6 +872,7 @@ class LMDBReader:
         self.samples = [(key.decode("utf-8", "backslashreplace"), t) for key, t in zip(keys, targets, strict=True)]
         self.imgs = self.samples
         self.image_sizes = self.checksums = self.storage_codes = None
+        self._offsets = self._lengths = self._file_id = None
 
     def _legacy_what(self, key: bytes) -> str:
         return f"{self.path}: legacy record {key.decode('utf-8', 'backslashreplace')!r}"
@@ -677,8 +925,75 @@ class LMDBReader:
         assert self.storage_codes is not None
         return data, self.targets[index], int(self.storage_codes[index]) != _STORED_AS_IS
 
+    @property
+    def reads_by_offset(self) -> bool:
+        """Whether records are read with one pread each at their recorded file offsets (the fast
+        path), rather than through LMDB's memory map."""
+        return self._offsets is not None
+
+    def _located_fd(self) -> int | None:
+        """The descriptor to pread from, or None (offsets off) when the path now names another
+        file than the one the offsets were checked for (replaced, then close_all_envs())."""
+        fd, identity = shared_fd(self.path)
+        if identity == self._file_id:
+            return fd
+        warnings.warn(
+            f"{self.path} was replaced by another file since it was opened; it is read through LMDB",
+            LocationsWarning,
+            stacklevel=4,
+        )
+        self._offsets = self._lengths = self._file_id = None
+        return None
+
+    def _decode_read(self, data: bytes | torch.Tensor, index: int, decode: str) -> Any:
+        """Record ``index``'s bytes as read by offset (a tensor for decode="tensor"), decoded."""
+        if decode == "tensor":
+            assert self.storage_codes is not None
+            return encoded_tensor_decode(data, jpeg=int(self.storage_codes[index]) != _STORED_AS_IS)
+        return pil_decode(data) if decode == "pil" else data
+
     def _read_batch(self, positions: list[int], decode: str) -> list[tuple[Any, int]]:
-        """Decoded images and labels of ``positions``, all from one transaction.
+        """Decoded images and labels of ``positions``: one pread each where the records are
+        located, the rest in one LMDB transaction.
+
+        When a record about to be read is not in the page cache (a one-byte probe, made before the
+        first read and after any slow one), the remaining ranges of the batch are requested all at
+        once (posix_fadvise WILLNEED), so that they load in parallel while this one decodes.
+        Cached batches are not hinted: asking for ranges already cached costs time and buys nothing."""
+        fd = self._located_fd() if self._offsets is not None else None
+        if fd is None:
+            return self._read_batch_lmdb(positions, decode)
+        assert self._offsets is not None and self._lengths is not None
+        if len(positions) == 1:  # get_bytes, ds[i]: spare them the array indexing below
+            index = positions[0]
+            offset = self._offsets.item(index)
+            if not offset:
+                return self._read_batch_lmdb(positions, decode)
+            data = _fetch(fd, offset, self._lengths.item(index), decode)
+            return [(self._decode_read(data, index, decode), self.targets[index])]
+        offsets, lengths = self._offsets[positions].tolist(), self._lengths[positions].tolist()
+        # Not yet hinted; a batch whose first record is not cached is hinted before any read.
+        hint = _CAN_ADVISE and not _hint_rest(fd, offsets, lengths)
+        batch: list[Any] = []
+        unlocated: list[int] = []
+        for slot, (index, offset, length) in enumerate(zip(positions, offsets, lengths, strict=True)):
+            if not offset:
+                batch.append(None)
+                unlocated.append(slot)
+                continue
+            started = time.perf_counter()
+            data = _fetch(fd, offset, length, decode)
+            if hint and _slow(time.perf_counter() - started, length):
+                hint = not _hint_rest(fd, offsets, lengths, start=slot + 1)
+            batch.append((self._decode_read(data, index, decode), self.targets[index]))
+        if unlocated:
+            through_lmdb = self._read_batch_lmdb([positions[slot] for slot in unlocated], decode)
+            for slot, sample in zip(unlocated, through_lmdb, strict=True):
+                batch[slot] = sample
+        return batch
+
+    def _read_batch_lmdb(self, positions: list[int], decode: str) -> list[tuple[Any, int]]:
+        """Decoded images and labels of ``positions``, all from one LMDB transaction.
 
         Decoding happens while the transaction is alive, straight from LMDB's buffers, so each
         stored value is copied or decoded exactly once and no buffer outlives its transaction.
@@ -700,10 +1015,10 @@ class LMDBReader:
         return image, target
 
     def __getitems__(self, indices: Sequence[int]) -> list[tuple[Any, Any]]:
-        """Samples ``[(image, target), ...]`` of ``indices``, read in one LMDB transaction.
+        """Samples ``[(image, target), ...]`` of ``indices``, read together (see _read_batch).
 
         DataLoader's batched fetch calls this instead of ``__getitem__`` once per sample; the list
-        it returns goes to ``collate_fn``. Transforms run after the transaction has ended."""
+        it returns goes to ``collate_fn``. Transforms run after every record has been read."""
         positions = [self._check_index(index) for index in indices]
         return [self._finish(image, target) for image, target in self._read_batch(positions, self.decode)]
 
@@ -716,7 +1031,13 @@ class LMDBReader:
 
     def get_bytes(self, index: int) -> bytes:
         """The stored image bytes of record ``index`` (a JPEG unless stored-as-is)."""
-        return self._read_batch([self._check_index(index)], "bytes")[0][0]
+        index = self._check_index(index)
+        offset = self._offsets.item(index) if self._offsets is not None else 0
+        fd = self._located_fd() if offset else None
+        if fd is not None:  # the common case, kept short: raw reads are where per-call overhead shows
+            assert self._lengths is not None
+            return _pread(fd, self._lengths.item(index), offset)
+        return self._read_batch([index], "bytes")[0][0]
 
     # -- what the meta knows, without decoding ----------------------------------------------------
 

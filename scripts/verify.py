@@ -44,9 +44,10 @@ def structure_problems(ds: LMDBReader) -> list[str]:
     n = len(ds)
     document = ds.meta_document
     with shared_env(ds.path).begin() as txn:
+        meta_keys = sum(txn.get(key) is not None for key in META_KEYS.values())  # older files: fewer
         entries = txn.stat()["entries"]
-        if entries != n + len(META_KEYS):
-            problems.append(f"{entries - len(META_KEYS)} records stored, the meta describes {n}")
+        if entries != n + meta_keys:
+            problems.append(f"{entries - meta_keys} records stored, the meta describes {n}")
         if n and (txn.get(record_key(0)) is None or txn.get(record_key(n - 1)) is None):
             problems.append(f"records 0 or {n - 1} missing: keys are not 0..{n - 1}")
     if any(not 0 <= t < len(ds.classes) for t in ds.targets):

@@ -2,20 +2,24 @@
 in the merged LMDB and place it at its final path.
 
 The merged file is hard-linked (copied across filesystems) to a temporary name beside the final
-path, the meta goes in with one transaction, and only then is it renamed into place: a reader
-never meets a final file without meta. Passed-through image bytes are not copied again.
+path, the meta goes in with one transaction, then where each record lies (add_locations: a walk
+of the B-tree and one more transaction), and only then is it renamed into place: a reader never
+meets a final file without meta. Passed-through image bytes are not copied again.
 """
 
 import datetime
+import json
 import logging
 import os
 import shutil
 from collections import Counter
 from typing import Any, TextIO
 
+import lmdb
 import numpy as np
 
-from dataset import FORMAT_ID, FORMAT_VERSION, STORAGE_REASONS, Meta, encode_meta
+from add_locations import add_locations, current_locations
+from dataset import FORMAT_ID, FORMAT_VERSION, META_KEYS, STORAGE_REASONS, Meta, encode_meta
 from work_files import read_manifest, read_manifest_header
 from workflow_io import (
     LMDBWriter,
@@ -104,6 +108,24 @@ def link_or_copy(source: str, destination: str) -> None:
         shutil.copyfile(source, destination)
 
 
+def same_meta_stored(env: lmdb.Environment, values: dict[bytes, bytes]) -> bool:
+    """Whether the file already holds exactly this meta, apart from its creation time and record
+    locations: the merged file is hard-linked, so an attempt killed after its meta transaction
+    wrote into it. Not writing it again keeps the LMDB transaction id, which the record locations
+    are tied to, the same as in an uninterrupted run, and so the whole file."""
+    with env.begin() as txn:
+        if any(txn.get(key) != value for key, value in values.items() if key != META_KEYS["json"]):
+            return False
+        stored = txn.get(META_KEYS["json"])
+    if stored is None:
+        return False
+    volatile = ("created", "locations")
+    document, wanted = json.loads(stored), json.loads(values[META_KEYS["json"]])
+    return {k: v for k, v in document.items() if k not in volatile} == {
+        k: v for k, v in wanted.items() if k not in volatile
+    }
+
+
 def write_meta(
     merged: str, manifest: str, counts_path: str, report_paths: list[str], output: str, encode: dict[str, Any]
 ) -> Meta:
@@ -116,12 +138,15 @@ def write_meta(
         raise RuntimeError(f"{merged} holds {records} records, the meta describes {meta.length}")
 
     values = encode_meta(meta)
+    del values[META_KEYS["locations"]]  # an all-zero placeholder; add_locations stores the real ones
     temporary = temporary_path(output)
     os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
     link_or_copy(merged, temporary)
     try:
         writer = LMDBWriter(temporary, expected_bytes=os.path.getsize(temporary) + sum(map(len, values.values())))
-        writer.put_many(values)
+        if not same_meta_stored(writer.env, values):
+            writer.put_many(values)
+        located = current_locations(writer.env, temporary) or add_locations(writer.env, temporary)
         writer.close()
         hold_point("write_meta")  # complete, but not yet at its final path
     except BaseException:
@@ -129,11 +154,12 @@ def write_meta(
         raise
     publish(temporary, output)
     log.info(
-        "%s: %d images, %d classes, %d skipped",
+        "%s: %d images, %d classes, %d skipped, %d located for one-read access",
         output,
         meta.length,
         len(meta.classes),
         len(meta.document["stats"]["skipped"]),
+        located.located,
     )
     return meta
 

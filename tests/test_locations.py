@@ -1,0 +1,492 @@
+"""Record locations (meta/locations): every record read by offset is byte-equal to what LMDB holds,
+for every shape of B-tree, and a file the offsets do not fit is detected and read through LMDB.
+
+Most datasets here are written directly with the workflow's writer (LMDBWriter + encode_meta +
+add_locations, as write_meta does), which takes milliseconds; one test goes through snakemake.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+import warnings
+import zlib
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+import lmdb
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+import add_locations as add_locations_module
+import dataset
+import lmdb_pages
+import write_meta
+from add_locations import add_locations, add_locations_to_file
+from conftest import REPO, Converted
+from dataset import (
+    LOCATION_DTYPE,
+    META_KEYS,
+    STORAGE_CODES,
+    LMDBDataset,
+    LMDBReader,
+    LocationsWarning,
+    Meta,
+    close_all_envs,
+    encode_meta,
+    record_key,
+)
+from workflow_io import LMDBWriter
+
+pytestmark = pytest.mark.filterwarnings("ignore:The image decoding and encoding capabilities:DeprecationWarning")
+
+
+@pytest.fixture(autouse=True)
+def _close_envs() -> Iterator[None]:
+    """Each test opens its files afresh (py-lmdb opens a path once per process)."""
+    close_all_envs()
+    yield
+    close_all_envs()
+
+
+def random_values(sizes: Sequence[int], seed: int = 0) -> list[bytes]:
+    rng = np.random.default_rng(seed)
+    return [rng.integers(0, 256, size, dtype=np.uint8).tobytes() for size in sizes]
+
+
+def meta_for(values: Sequence[bytes], storage: Sequence[int] | None = None) -> Meta:
+    n = len(values)
+    return Meta(
+        document={"format": "imagefolder-lmdb", "version": 1, "length": n, "classes": ["a", "b"]},
+        labels=np.arange(n) % 2,
+        sizes=np.ones((n, 2)),
+        crc32=np.array([zlib.crc32(v) for v in values], dtype=np.uint32),
+        storage=np.full(n, STORAGE_CODES["stored-as-is"]) if storage is None else np.asarray(storage),
+        source_bytes=np.array([len(v) for v in values]),
+        paths=[f"{'ab'[i % 2]}/{i}.bin" for i in range(n)],
+    )
+
+
+def write_dataset(
+    path: Path, values: Sequence[bytes], storage: Sequence[int] | None = None, locate: bool = True
+) -> None:
+    """A dataset as write_meta writes it; ``locate=False``: as the previous version wrote it."""
+    writer = LMDBWriter(str(path), expected_bytes=sum(map(len, values)) + (1 << 20))
+    for index, value in enumerate(values):
+        writer.append(record_key(index), value)
+    meta_values = encode_meta(meta_for(values, storage))
+    del meta_values[META_KEYS["locations"]]
+    writer.put_many(meta_values)
+    if locate:
+        add_locations(writer.env, str(path))
+    writer.close()
+
+
+def stored_records(path: Path) -> tuple[dict[int, bytes], np.ndarray | None, dict]:
+    """Every record as LMDB returns it, the raw locations array and the JSON document."""
+    close_all_envs()  # py-lmdb opens a path once per process; datasets reopen theirs when next read
+    with lmdb.open(str(path), subdir=False, readonly=True, lock=False) as env, env.begin() as txn:
+        document = json.loads(txn.get(META_KEYS["json"]))
+        raw = txn.get(META_KEYS["locations"])
+        records = {i: bytes(txn.get(record_key(i))) for i in range(document["length"])}
+    locations = None if raw is None else np.frombuffer(raw, dtype=LOCATION_DTYPE)
+    return records, locations, document
+
+
+def assert_offsets_give_lmdb_bytes(path: Path) -> int:
+    """Every located record's bytes at its offset equal LMDB's; returns how many are located."""
+    records, locations, document = stored_records(path)
+    assert locations is not None and len(locations) == len(records)
+    located = 0
+    with open(path, "rb") as stream:
+        for index, value in records.items():
+            offset, length = int(locations[index]["offset"]), int(locations[index]["length"])
+            if offset:
+                assert os.pread(stream.fileno(), length, offset) == value, index
+                located += 1
+    assert document["locations"]["located"] == located
+    return located
+
+
+def assert_reader_reads_every_record(path: Path, by_offset: bool) -> LMDBReader:
+    records, _, _ = stored_records(path)
+    ds = LMDBReader(path, decode="bytes")
+    assert ds.reads_by_offset is by_offset
+    assert [ds.get_bytes(i) for i in range(len(ds))] == list(records.values())
+    assert [data for data, _ in ds.__getitems__(list(range(len(ds))))] == list(records.values())
+    return ds
+
+
+# -- every shape of tree ------------------------------------------------------------------------------
+
+
+def test_values_inside_leaf_pages(tmp_path: Path) -> None:
+    sizes = np.random.default_rng(1).integers(100, 1001, 2000).tolist()
+    write_dataset(tmp_path / "d.lmdb", random_values(sizes))
+    walk = lmdb_pages.walk(tmp_path / "d.lmdb")
+    assert walk.records.inline.all(), "these values are small enough to sit in leaf pages"
+    located = assert_offsets_give_lmdb_bytes(tmp_path / "d.lmdb")
+    # only the records sharing a leaf page with meta keys are left to LMDB: at most a page's worth
+    assert 2000 - 4096 // 100 <= located < 2000
+    assert_reader_reads_every_record(tmp_path / "d.lmdb", by_offset=True)
+
+
+def test_values_over_a_megabyte(tmp_path: Path) -> None:
+    values = random_values([1_500_000, 3_000_017, 5, 2_000_000, 1 << 20])
+    write_dataset(tmp_path / "d.lmdb", values)
+    records = lmdb_pages.walk(tmp_path / "d.lmdb").records
+    assert not records.inline[[0, 1, 3, 4]].any() and records.inline[2]
+    assert assert_offsets_give_lmdb_bytes(tmp_path / "d.lmdb") >= 4
+    assert_reader_reads_every_record(tmp_path / "d.lmdb", by_offset=True)
+
+
+def jpeg_bytes(seed: int, size: tuple[int, int] = (120, 90), mode: str = "RGB") -> bytes:
+    pixels = np.random.default_rng(seed).integers(0, 256, (size[1], size[0], len(mode)), dtype=np.uint8)
+    buffer = io.BytesIO()
+    Image.fromarray(pixels.squeeze(), mode).save(buffer, format="JPEG", quality=90)
+    return buffer.getvalue()
+
+
+def png_bytes(seed: int, size: tuple[int, int] = (100, 80)) -> bytes:
+    pixels = np.random.default_rng(seed).integers(0, 256, (size[1], size[0], 4), dtype=np.uint8)
+    buffer = io.BytesIO()
+    Image.fromarray(pixels, "RGBA").save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def test_reencoded_and_stored_as_is_records_decode_alike_both_ways(tmp_path: Path) -> None:
+    values = [jpeg_bytes(0), jpeg_bytes(1, (600, 500)), png_bytes(2), jpeg_bytes(3, (700, 400)), png_bytes(4)]
+    codes = [STORAGE_CODES[c] for c in ("passthrough", "reencoded:cmyk", "stored-as-is", "reencoded:always")]
+    codes.append(STORAGE_CODES["stored-as-is"])
+    write_dataset(tmp_path / "d.lmdb", values, storage=codes)
+    assert assert_offsets_give_lmdb_bytes(tmp_path / "d.lmdb") >= 3
+    for decode in ("tensor", "pil", "bytes"):
+        fast = LMDBDataset(tmp_path / "d.lmdb", decode=decode)
+        slow = LMDBDataset(tmp_path / "d.lmdb", decode=decode)
+        slow._offsets = None  # the LMDB path, as for a file without locations
+        assert fast.reads_by_offset and not slow.reads_by_offset
+        both = zip(fast.__getitems__(range(5)), slow.__getitems__(range(5)), strict=True)
+        for (got, target), (want, want_target) in both:
+            assert target == want_target
+            if decode == "tensor":
+                assert got.dtype == torch.uint8 and got.shape[0] == 3 and torch.equal(got, want)
+            elif decode == "pil":
+                assert got.mode == "RGB" and np.array_equal(np.asarray(got), np.asarray(want))
+            else:
+                assert type(got) is bytes and got == want
+
+
+@pytest.mark.parametrize("size", [80_000, 10])
+def test_one_record(tmp_path: Path, size: int) -> None:
+    write_dataset(tmp_path / "d.lmdb", random_values([size]))
+    located = assert_offsets_give_lmdb_bytes(tmp_path / "d.lmdb")
+    # a tiny value shares the only leaf with the meta keys, so it is left to LMDB
+    assert located == (1 if size > 4096 else 0)
+    assert_reader_reads_every_record(tmp_path / "d.lmdb", by_offset=bool(located))
+
+
+def test_a_hundred_thousand_tiny_records_in_a_deep_tree(tmp_path: Path) -> None:
+    values = [b"%d" % (i * 7919) for i in range(100_000)]
+    write_dataset(tmp_path / "d.lmdb", values)
+    with lmdb.open(str(tmp_path / "d.lmdb"), subdir=False, readonly=True, lock=False) as env:
+        assert env.stat()["depth"] >= 3
+    assert assert_offsets_give_lmdb_bytes(tmp_path / "d.lmdb") >= 100_000 - 4096 // 8
+    assert_reader_reads_every_record(tmp_path / "d.lmdb", by_offset=True)
+
+
+def test_a_batch_mixing_located_and_unlocated_records_opens_one_transaction(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    values = random_values([50_000, 3_000, 20, 30, 40])  # the small ones share the meta leaf
+    write_dataset(tmp_path / "d.lmdb", values)
+    ds = LMDBReader(tmp_path / "d.lmdb", decode="bytes")
+    assert ds._offsets is not None and (ds._offsets[:2] != 0).all() and not ds._offsets[2:].any()
+    opened = []
+    original = LMDBReader._transaction
+    monkeypatch.setattr(LMDBReader, "_transaction", lambda self: opened.append(1) or original(self))
+    order = [4, 0, 2, 1, 3, 0]
+    assert [data for data, _ in ds.__getitems__(order)] == [values[i] for i in order]
+    assert len(opened) == 1
+
+
+def every_key_and_value(path: Path) -> dict[bytes, bytes]:
+    close_all_envs()
+    with lmdb.open(str(path), subdir=False, readonly=True, lock=False) as env, env.begin() as txn:
+        return {bytes(key): bytes(value) for key, value in txn.cursor()}
+
+
+def test_locations_are_deterministic(tmp_path: Path) -> None:
+    values = random_values([70_000, 500, 90_000, 3] * 10)
+    write_dataset(tmp_path / "a.lmdb", values)
+    write_dataset(tmp_path / "b.lmdb", values)
+    assert every_key_and_value(tmp_path / "a.lmdb") == every_key_and_value(tmp_path / "b.lmdb")
+
+
+@pytest.mark.parametrize("cached", [False, True])
+def test_a_cold_batch_is_hinted_at_once_and_a_cached_one_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cached: bool
+) -> None:
+    values = random_values([60_000, 90_000, 45_000] * 4)
+    write_dataset(tmp_path / "d.lmdb", values)
+    ds = LMDBReader(tmp_path / "d.lmdb", decode="bytes")
+    hinted: list[tuple[int, int]] = []
+    monkeypatch.setattr(dataset, "_cached", lambda fd, offset: cached)
+    monkeypatch.setattr(os, "posix_fadvise", lambda fd, offset, length, advice: hinted.append((offset, length)))
+    order = [5, 0, 11, 3]
+    assert [data for data, _ in ds.__getitems__(order)] == [values[i] for i in order]
+    expected = [(ds._offsets.item(i), ds._lengths.item(i)) for i in order]
+    assert hinted == ([] if cached else expected)
+
+
+def test_the_page_cache_probe(tmp_path: Path) -> None:
+    write_dataset(tmp_path / "d.lmdb", random_values([60_000, 90_000]))
+    offset = int(stored_records(tmp_path / "d.lmdb")[1]["offset"][1])
+    fd = os.open(tmp_path / "d.lmdb", os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        if dataset._cached(fd, offset):
+            pytest.skip("this filesystem keeps its pages cached (tmpfs?) or cannot probe")
+        os.pread(fd, 100, offset)
+        assert dataset._cached(fd, offset)
+    finally:
+        os.close(fd)
+
+
+# -- never a wrong byte ---------------------------------------------------------------------------------
+
+
+def test_a_compacted_copy_is_detected_and_read_through_lmdb(tmp_path: Path) -> None:
+    values = random_values([60_000, 250, 120_000, 7_000] * 20)
+    write_dataset(tmp_path / "d.lmdb", values)
+    with lmdb.open(str(tmp_path / "d.lmdb"), subdir=False, readonly=True, lock=False) as env:
+        env.copy(str(tmp_path / "compact.lmdb"), compact=True)
+    with pytest.warns(LocationsWarning, match=r"compact.*transaction 1.*add_locations\.py"):
+        assert_reader_reads_every_record(tmp_path / "compact.lmdb", by_offset=False)
+    _, locations, _ = stored_records(tmp_path / "compact.lmdb")
+    fd = os.open(tmp_path / "compact.lmdb", os.O_RDONLY)
+    try:
+        located = np.flatnonzero(locations["offset"])
+        moved = [os.pread(fd, int(locations[i]["length"]), int(locations[i]["offset"])) != values[i] for i in located]
+    finally:
+        os.close(fd)
+    assert any(moved), "the compacted copy really moved records: trusting the offsets would read wrong bytes"
+
+
+def test_a_plain_copy_keeps_the_fast_path(tmp_path: Path) -> None:
+    values = random_values([60_000, 250] * 10)
+    write_dataset(tmp_path / "d.lmdb", values)
+    shutil.copyfile(tmp_path / "d.lmdb", tmp_path / "copy.lmdb")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LocationsWarning)
+        assert_reader_reads_every_record(tmp_path / "copy.lmdb", by_offset=True)
+
+
+def rewrite_locations(path: Path, change: Callable[[np.ndarray], np.ndarray]) -> None:
+    """Store ``change(locations)`` with a txnid that matches: what a buggy writer would leave."""
+    with lmdb.open(str(path), subdir=False, lock=False, map_size=1 << 30) as env, env.begin(write=True) as txn:
+        locations = np.frombuffer(txn.get(META_KEYS["locations"]), dtype=LOCATION_DTYPE).copy()
+        document = json.loads(txn.get(META_KEYS["json"]))
+        document["locations"]["txnid"] = txn.id()
+        txn.put(META_KEYS["locations"], change(locations).tobytes())
+        txn.put(META_KEYS["json"], dataset.encode_document(document))
+
+
+def shifted(locations: np.ndarray) -> np.ndarray:
+    located = locations["offset"] != 0
+    locations["offset"][located] += 4096  # as if every page had moved by one
+    return locations
+
+
+def past_the_end(locations: np.ndarray) -> np.ndarray:
+    locations["offset"][-1] = 1 << 40
+    return locations
+
+
+@pytest.mark.parametrize(("change", "reason"), [(shifted, "differ from the record"), (past_the_end, "past the end")])
+def test_offsets_that_do_not_fit_are_caught_when_opened(
+    tmp_path: Path, change: Callable[[np.ndarray], np.ndarray], reason: str
+) -> None:
+    values = random_values([60_000, 90_000, 45_000] * 10)
+    write_dataset(tmp_path / "d.lmdb", values)
+    rewrite_locations(tmp_path / "d.lmdb", change)
+    with pytest.warns(LocationsWarning, match=reason):
+        assert_reader_reads_every_record(tmp_path / "d.lmdb", by_offset=False)
+
+
+def test_a_file_replaced_under_an_open_dataset_is_not_read_by_its_old_offsets(tmp_path: Path) -> None:
+    values = random_values([60_000, 90_000, 45_000] * 10)
+    write_dataset(tmp_path / "d.lmdb", values)
+    ds = LMDBReader(tmp_path / "d.lmdb", decode="bytes")
+    assert ds.get_bytes(0) == values[0] and ds.reads_by_offset
+    dataset.shared_env(str(tmp_path / "d.lmdb")).copy(str(tmp_path / "compact.lmdb"), compact=True)
+    close_all_envs()
+    os.replace(tmp_path / "compact.lmdb", tmp_path / "d.lmdb")
+    with pytest.warns(LocationsWarning, match="replaced"):
+        assert [ds.get_bytes(i) for i in range(len(values))] == values
+    assert not ds.reads_by_offset
+
+
+def test_lock_true_reads_through_lmdb(tmp_path: Path) -> None:
+    write_dataset(tmp_path / "d.lmdb", random_values([60_000, 90_000]))
+    ds = LMDBReader(tmp_path / "d.lmdb", decode="bytes", lock=True)
+    assert not ds.reads_by_offset and ds.get_bytes(1) == stored_records(tmp_path / "d.lmdb")[0][1]
+
+
+def test_check_crc_reads_by_offset(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    values = random_values([60_000, 90_000, 45_000])
+    write_dataset(tmp_path / "d.lmdb", values)
+    ds = LMDBReader(tmp_path / "d.lmdb")
+    read = []
+    original = dataset._pread
+    monkeypatch.setattr(
+        dataset, "_pread", lambda fd, length, offset: read.append(offset) or original(fd, length, offset)
+    )
+    assert all(ds.check_crc(i) for i in range(3))
+    assert read == ds._offsets.tolist(), "verify and check_crc read what training reads"
+
+
+# -- older files --------------------------------------------------------------------------------------
+
+
+def run_add_locations(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, str(REPO / "scripts" / "add_locations.py"), *map(str, args)]
+    return subprocess.run(command, capture_output=True, text=True, timeout=300, check=False, cwd=Path("/"))
+
+
+def samples(path: Path) -> list[tuple[bytes, np.ndarray, int]]:
+    raw, pil = LMDBDataset(path, decode="bytes"), LMDBDataset(path)
+    return [(raw.get_bytes(i), np.asarray(pil[i][0]), pil[i][1]) for i in range(len(raw))]
+
+
+def test_a_file_of_the_previous_version_reads_as_before_until_located(tmp_path: Path) -> None:
+    path = tmp_path / "old.lmdb"
+    values = [jpeg_bytes(i, (300 + 40 * i, 200)) for i in range(6)] + [png_bytes(6, (4, 4)), png_bytes(7, (5, 3))]
+    write_dataset(path, values, storage=[0] * 6 + [8, 8], locate=False)
+    assert stored_records(path)[1] is None, "the previous version wrote no meta/locations"
+    before_walk = lmdb_pages.walk(path).records
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LocationsWarning)  # no offsets is not a problem to warn about
+        assert_reader_reads_every_record(path, by_offset=False)
+        before = samples(path)
+    close_all_envs()
+
+    result = run_add_locations(path)
+    assert result.returncode == 0, result.stderr
+    assert f"OK {path}: 6 of 8 records located" in result.stdout
+
+    assert_offsets_give_lmdb_bytes(path)
+    after_walk = lmdb_pages.walk(path).records
+    overflow = ~before_walk.inline
+    assert np.array_equal(after_walk.offset[overflow], before_walk.offset[overflow]), "no record was rewritten"
+    assert_reader_reads_every_record(path, by_offset=True)
+    after = samples(path)
+    assert len(after) == len(before)
+    for (raw, pixels, target), (raw_before, pixels_before, target_before) in zip(after, before, strict=True):
+        assert raw == raw_before and target == target_before and np.array_equal(pixels, pixels_before)
+
+
+def test_add_locations_again_after_a_compacting_copy(tmp_path: Path) -> None:
+    values = random_values([60_000, 250, 120_000] * 5)
+    write_dataset(tmp_path / "d.lmdb", values)
+    with lmdb.open(str(tmp_path / "d.lmdb"), subdir=False, readonly=True, lock=False) as env:
+        env.copy(str(tmp_path / "compact.lmdb"), compact=True)
+    located, written = add_locations_to_file(str(tmp_path / "compact.lmdb"))
+    assert written and located.records == 15 and located.located >= 10
+    assert_offsets_give_lmdb_bytes(tmp_path / "compact.lmdb")
+    assert_reader_reads_every_record(tmp_path / "compact.lmdb", by_offset=True)
+    before = every_key_and_value(tmp_path / "compact.lmdb")
+    result = run_add_locations(tmp_path / "compact.lmdb")
+    assert result.returncode == 0 and "recorded already, nothing written" in result.stdout
+    assert f"LMDB transaction {located.txnid};" in result.stdout
+    assert every_key_and_value(tmp_path / "compact.lmdb") == before
+
+
+def test_a_rerun_after_an_interrupted_write_meta_leaves_the_file_as_it_was(tmp_path: Path) -> None:
+    """write_meta writes into a hard link of the merged file: a rerun after a kill meets the meta
+    and locations of the killed attempt, and must not add transactions (the locations' identity)."""
+    values = random_values([60_000, 250, 120_000] * 5)
+    write_dataset(tmp_path / "d.lmdb", values)
+    before, txnid = every_key_and_value(tmp_path / "d.lmdb"), stored_records(tmp_path / "d.lmdb")[2]["locations"]
+    meta = meta_for(values)
+    meta.document["created"] = "a later attempt"
+    again = encode_meta(meta)
+    del again[META_KEYS["locations"]]
+    writer = LMDBWriter(str(tmp_path / "d.lmdb"), expected_bytes=1 << 20)
+    assert write_meta.same_meta_stored(writer.env, again)
+    assert add_locations_module.current_locations(writer.env, str(tmp_path / "d.lmdb")) is not None
+    meta.labels = meta.labels + 1  # a different meta is written again, and located again
+    changed = encode_meta(meta)
+    del changed[META_KEYS["locations"]]
+    assert not write_meta.same_meta_stored(writer.env, changed)
+    writer.close()
+    assert every_key_and_value(tmp_path / "d.lmdb") == before
+    assert stored_records(tmp_path / "d.lmdb")[2]["locations"] == txnid
+
+
+def write_legacy(path: Path, items: list[tuple[bytes, int]]) -> None:
+    with lmdb.open(str(path), subdir=False, map_size=1 << 28) as env, env.begin(write=True) as txn:
+        for index, item in enumerate(items):
+            txn.put(str(index).encode(), pickle.dumps(item))
+        txn.put(b"__len__", pickle.dumps(len(items)))
+
+
+def test_a_legacy_pickle_file_reads_as_before_and_is_refused_by_the_command(tmp_path: Path) -> None:
+    items = [(jpeg_bytes(i), i % 3) for i in range(12)]
+    write_legacy(tmp_path / "legacy.lmdb", items)
+    ds = LMDBReader(tmp_path / "legacy.lmdb", decode="bytes", allow_pickle=True)
+    assert ds.is_legacy and not ds.reads_by_offset
+    assert [ds[i] for i in range(12)] == items
+    close_all_envs()
+    result = run_add_locations(tmp_path / "legacy.lmdb", tmp_path / "missing.lmdb")
+    assert result.returncode == 1
+    assert "FAIL" in result.stderr and "legacy" in result.stderr and "missing.lmdb: no such file" in result.stderr
+
+
+def test_command_line_help() -> None:
+    result = run_add_locations("--help")
+    assert result.returncode == 0 and "FILE.lmdb" in result.stdout and "docs/FORMAT.md" in result.stdout
+
+
+# -- the page walker refuses what it does not know ------------------------------------------------------
+
+
+def test_the_walker_refuses_what_it_does_not_know(tmp_path: Path) -> None:
+    (tmp_path / "not.lmdb").write_bytes(b"\xff\xd8 not a database" * 1000)
+    with pytest.raises(ValueError, match="not an LMDB file"):
+        lmdb_pages.walk(tmp_path / "not.lmdb")
+
+    with lmdb.open(str(tmp_path / "dup.lmdb"), subdir=False, max_dbs=2) as env:
+        db = env.open_db(b"dups", dupsort=True)
+        with env.begin(write=True) as txn:
+            txn.put(b"k", b"1", db=db)
+            txn.put(b"k", b"2", db=db)
+    with pytest.raises(ValueError, match="sub-database"):
+        lmdb_pages.walk(tmp_path / "dup.lmdb")
+
+    write_dataset(tmp_path / "d.lmdb", random_values([300] * 2000))
+    leaf = int(lmdb_pages.walk(tmp_path / "d.lmdb").records.leaf[0])
+    with open(tmp_path / "d.lmdb", "r+b") as stream:
+        stream.seek(leaf * 4096)
+        stream.write((leaf + 1).to_bytes(8, "little"))  # the page now claims another number
+    with pytest.raises(ValueError, match=f"page {leaf} says it is page {leaf + 1}"):
+        lmdb_pages.walk(tmp_path / "d.lmdb")
+
+
+# -- through the real workflow ----------------------------------------------------------------------------
+
+
+def test_the_workflow_output_is_located_and_reads_right(converted: Converted) -> None:
+    path = converted.lmdb
+    records, _, document = stored_records(path)
+    with lmdb.open(str(path), subdir=False, readonly=True, lock=False) as env:
+        assert document["locations"]["txnid"] == env.info()["last_txnid"]
+    assert assert_offsets_give_lmdb_bytes(path) == len(records), "ImageNet-sized JPEGs are all on overflow pages"
+    ds = assert_reader_reads_every_record(path, by_offset=True)
+    assert all(ds.check_crc(i) for i in range(len(ds)))
