@@ -150,24 +150,6 @@ def read_json(path: str) -> Any:
         return json.load(stream)
 
 
-#: ImageFolder's accepted extensions (torchvision.datasets.folder.IMG_EXTENSIONS), copied so that
-#: listing an archive does not import torch (~4 s per job here); tests keep the two equal.
-IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
-
-
-def is_image(path: str) -> bool:
-    """torchvision's ``has_file_allowed_extension(path, IMG_EXTENSIONS)``."""
-    return path.lower().endswith(IMAGE_EXTENSIONS)
-
-
-def relative_files(root: str) -> Iterator[str]:
-    """Every file under ``root`` (links followed, as ImageFolder's scan does), as a "/"-separated
-    path relative to it."""
-    for folder, _, names in os.walk(root, followlinks=True):
-        for name in names:
-            yield os.path.relpath(os.path.join(folder, name), root).replace(os.sep, "/")
-
-
 #: Storage codes whose stored value is the source file itself. encode_shard checks those images but
 #: leaves their bytes out of its part; merge copies them from the source, checking each against the
 #: CRC-32 taken when it was checked. So the bulk of a dataset is written once, not twice, and the

@@ -7,27 +7,34 @@ of the B-tree and one more transaction), and only then is it renamed into place:
 meets a final file without meta. Passed-through image bytes are not copied again.
 """
 
-import datetime
 import json
 import logging
 import os
 import shutil
-from collections import Counter
 from typing import Any, TextIO
 
 import lmdb
 import numpy as np
 
 from add_locations import add_locations, current_locations
-from dataset import FORMAT_ID, FORMAT_VERSION, META_KEYS, STORAGE_REASONS, Meta, encode_meta
-from work_files import read_manifest, read_manifest_header
+from dataset import META_KEYS, Meta, encode_meta
+from meta_document import build_document, checked
+from work_files import (
+    CountsReport,
+    ShardReport,
+    column,
+    kept_indices,
+    read_counts,
+    read_manifest,
+    read_manifest_header,
+    read_shard_report,
+)
 from workflow_io import (
     LMDBWriter,
     count_records,
     hold_point,
     open_lmdb_readonly,
     publish,
-    read_json,
     remove_path,
     run_rule,
     temporary_path,
@@ -39,63 +46,46 @@ TOOL = "imagefolder-lmdb-workflow"
 TOOL_VERSION = "1.0.0"
 
 
-def concatenated(reports: list[dict[str, Any]], column: str) -> list[Any]:
-    return [value for report in reports for value in report[column]]
-
-
-def class_list_entry(counts: dict[str, Any]) -> dict[str, Any]:
+def class_list_entry(counts: CountsReport) -> dict[str, Any]:
     """Where the classes came from and what lay outside them (count_check's counts report)."""
-    outside = counts["outside_class_list"]
+    outside = counts.outside_class_list
     return {
-        "origin": counts["class_list"]["origin"],
+        "origin": counts.class_list["origin"],
         "images_outside": outside["images"],
         "classes_outside": outside["classes"],
         "classes_unread": outside["unread_classes"],
     }
 
 
-def build_meta(
-    manifest_path: str, counts: dict[str, Any], reports: list[dict[str, Any]], encode: dict[str, Any]
-) -> Meta:
+def build_meta(manifest_path: str, counts: CountsReport, reports: list[ShardReport], encode: dict[str, Any]) -> Meta:
     header = read_manifest_header(manifest_path)
-    kept = concatenated(reports, "index")
+    kept = kept_indices(reports)
     labels_by_index: dict[int, tuple[int, str]] = {s.index: (s.label, s.path) for s in read_manifest(manifest_path)}
-    labels = np.array([labels_by_index[i][0] for i in kept], dtype=np.int32)
-    paths = [labels_by_index[i][1] for i in kept]
-    storage = np.array(concatenated(reports, "storage"), dtype=np.uint8)
-    skipped = concatenated(reports, "skipped")
-    document = {
-        "format": FORMAT_ID,
-        "version": FORMAT_VERSION,
-        "length": len(kept),
-        "classes": header.classes,
-        "class_to_idx": {name: i for i, name in enumerate(header.classes)},
-        "settings": {"encode": encode},
-        "source": {
-            "path": counts["source"],
+    storage = column(reports, "storage")
+    document = build_document(
+        classes=header.classes,
+        storage=storage,
+        settings={"encode": encode},
+        source={
+            "path": counts.source,
             "images": header.count,
             "classes": len(header.classes),
-            "ignored_files": counts["ignored_files"],
+            "ignored_files": counts.ignored_files,
         },
-        "class_list": class_list_entry(counts),
-        "stats": {
-            "source_bytes": int(sum(concatenated(reports, "source_bytes"))),
-            "stored_bytes": int(sum(concatenated(reports, "stored_bytes"))),
-            "storage": {STORAGE_REASONS[code]: n for code, n in sorted(Counter(storage.tolist()).items())},
-            "skipped": skipped,
-        },
-        "storage_reasons": {str(code): reason for code, reason in STORAGE_REASONS.items()},
-        "tool": {"name": TOOL, "version": TOOL_VERSION},
-        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-    }
+        source_bytes=sum(column(reports, "source_bytes")),
+        stored_bytes=sum(column(reports, "stored_bytes")),
+        skipped=column(reports, "skipped"),
+        tool={"name": TOOL, "version": TOOL_VERSION},
+        class_list=class_list_entry(counts),
+    )
     return Meta(
-        document=document,
-        labels=labels,
-        sizes=np.stack([concatenated(reports, "width"), concatenated(reports, "height")], axis=1).reshape(-1, 2),
-        crc32=np.array(concatenated(reports, "crc32"), dtype=np.uint32),
-        storage=storage,
-        source_bytes=np.array(concatenated(reports, "source_bytes"), dtype=np.uint64),
-        paths=paths,
+        document=checked(document),
+        labels=np.array([labels_by_index[i][0] for i in kept], dtype=np.int32),
+        sizes=np.stack([column(reports, "width"), column(reports, "height")], axis=1).reshape(-1, 2),
+        crc32=np.array(column(reports, "crc32"), dtype=np.uint32),
+        storage=np.array(storage, dtype=np.uint8),
+        source_bytes=np.array(column(reports, "source_bytes"), dtype=np.uint64),
+        paths=[labels_by_index[i][1] for i in kept],
     )
 
 
@@ -129,8 +119,8 @@ def same_meta_stored(env: lmdb.Environment, values: dict[bytes, bytes]) -> bool:
 def write_meta(
     merged: str, manifest: str, counts_path: str, report_paths: list[str], output: str, encode: dict[str, Any]
 ) -> Meta:
-    reports = [read_json(path) for path in report_paths]
-    meta = build_meta(manifest, read_json(counts_path), reports, encode)
+    reports = [read_shard_report(path) for path in report_paths]
+    meta = build_meta(manifest, read_counts(counts_path), reports, encode)
     env = open_lmdb_readonly(merged)
     records = count_records(env)
     env.close()

@@ -87,15 +87,15 @@ def test_empty_class_folder_in_an_archive_stops_as_imagefolder_would(
 
 
 def test_archive_listing_accepts_what_imagefolder_accepts() -> None:
-    # count_check lists archive members with a copy of torchvision's extension list (importing
+    # the sources list archive members with a copy of torchvision's extension list (importing
     # torchvision costs seconds per job): the copy must stay the original.
     from torchvision.datasets.folder import IMG_EXTENSIONS, has_file_allowed_extension
 
-    import count_check
+    from sources import tree
 
-    assert count_check.IMAGE_EXTENSIONS == IMG_EXTENSIONS
+    assert tree.IMAGE_EXTENSIONS == IMG_EXTENSIONS
     names = ["a.JPEG", "b.jpg", "c.Png", "d.webp", "e.TIFF", "f.txt", "g.jpeg.bak", "h", ".jpg", "i.gif"]
-    assert [count_check.is_image(n) for n in names] == [has_file_allowed_extension(n, IMG_EXTENSIONS) for n in names]
+    assert [tree.is_image(n) for n in names] == [has_file_allowed_extension(n, IMG_EXTENSIONS) for n in names]
 
 
 def add_member(tar: tarfile.TarFile, name: str, data: bytes = b"\xff\xd8\xff\xd9", **fields: object) -> None:

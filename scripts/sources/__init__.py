@@ -1,0 +1,106 @@
+"""The kinds of source the workflow reads, behind one interface.
+
+A ``Source`` knows how to make a split's source readable (rule extract: ``prepare``, which writes
+source.json and, for archives read in place, members.jsonl) and how to list its images in
+ImageFolder order with their classes (rule count_check: ``list``). The bytes of each listed image
+are then read by its ``Location`` (scripts/work_files.py) through ``archives.MemberReader``, which
+also says where an image lives in error messages.
+
+    kind        module               what
+    folder      sources/folder.py    a folder used in place (an ImageFolder tree, or flat ILSVRC val)
+    index       sources/archive.py   a .tar, .zip, tar of class tars or folder of class tars, read in place
+    extracted   sources/unpacked.py  a .tar.gz/.tgz, or any archive with extract: true, unpacked
+
+What ImageFolder would see in a tree of paths (classes, order, wrappers, macOS files) is
+sources/tree.py; ILSVRC2012 val labelling is sources/ilsvrc_val.py. To add a source: write a
+``Source`` subclass in a module of its own and add it to ``SOURCES`` (first match wins).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from class_list import ClassList, OutsideClasses
+from work_files import Sample, SourceDescription
+
+
+class CountMismatchError(RuntimeError):
+    """The source does not hold what the config says it should."""
+
+
+@dataclass
+class Listing:
+    """Classes and samples in ImageFolder order, and the files ImageFolder would not take."""
+
+    classes: list[str]
+    samples: list[Sample]
+    ignored: list[str] = field(default_factory=list)
+    root: str = ""
+    containers: list[str] = field(default_factory=list)
+    outside: OutsideClasses = field(default_factory=OutsideClasses)  # classes not in the class list
+
+
+@dataclass(frozen=True)
+class Request:
+    """What rule extract was asked to make readable (a split's config)."""
+
+    source: str
+    layout: str  # imagefolder | ilsvrc-train | ilsvrc-val
+    extract: bool  # unpack archives even where they could be read in place
+    wanted: Collection[str] | None = None  # the config's class list: other class tars stay unread
+    progress: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Labels:
+    """Where ILSVRC2012 val labels come from (one of them, for layout ilsvrc-val)."""
+
+    devkit: str | None = None
+    csv: str | None = None
+
+
+class Source(ABC):
+    """One kind of source: how it is made readable, and how its images are listed."""
+
+    kind: ClassVar[str]  # recorded in source.json, picks the Source again in count_check
+
+    @classmethod
+    @abstractmethod
+    def claims(cls, request: Request) -> bool:
+        """Whether this kind reads ``request.source``."""
+
+    @abstractmethod
+    def prepare(self, request: Request, building: str, output: str) -> SourceDescription:
+        """Rule extract: make the source readable, writing into ``building`` (renamed to
+        ``output`` when whole); the description names final paths."""
+
+    @abstractmethod
+    def list(
+        self, description: SourceDescription, source_dir: str, labels: Labels, progress: dict, wanted: ClassList | None
+    ) -> Listing:
+        """Rule count_check: the images in ImageFolder order, within ``wanted`` if given."""
+
+
+def source_for(request: Request) -> Source:
+    """The kind of source that reads ``request.source`` (rule extract)."""
+    return next(kind for kind in SOURCES if kind.claims(request))()
+
+
+def source_of(description: SourceDescription) -> Source:
+    """The kind of source extract described (rule count_check)."""
+    return next(kind for kind in SOURCES if kind.kind == description.kind)()
+
+
+def _registry() -> list[type[Source]]:
+    from sources.archive import ArchiveSource
+    from sources.folder import FolderSource
+    from sources.unpacked import UnpackedSource
+
+    return [ArchiveSource, FolderSource, UnpackedSource]
+
+
+#: Every kind of source, in the order ``source_for`` asks them (the first that claims a source reads it).
+SOURCES: list[type[Source]] = _registry()

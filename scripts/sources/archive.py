@@ -1,0 +1,164 @@
+"""Source kind ``index``: archives read in place, through an index of their members.
+
+A plain ``.tar`` (also ILSVRC's tar of per-class tars) or a ``.zip``, and a folder of per-class
+tars (ILSVRC2012_img_train.tar unpacked one level): ``members.jsonl`` lists each file member and
+where its bytes are, and the shards read them from the archive. No per-image file is written.
+Every member is checked first (absolute paths, ``..``, links, devices are refused, naming the
+archive and the member). With a class list, the class tars of other classes are never opened.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Collection
+from typing import Any, TypeVar
+
+from archives import (
+    class_of_tar,
+    class_tars_in,
+    index_tar,
+    index_tar_of_tars,
+    index_zip,
+    is_plain_tar,
+    is_zip,
+    relative_name,
+)
+from class_list import ClassList
+from sources import Labels, Listing, Request, Source
+from sources.ilsvrc_val import label_val
+from sources.tree import is_image, order_members, report_set_aside, top_folders, tree_members, wrapper_prefix
+from work_files import Member, SourceDescription, read_members, write_members
+
+log = logging.getLogger("imagefolder_lmdb.sources")
+
+T = TypeVar("T")
+
+
+class ArchiveSource(Source):
+    """Archives read in place: a tar, a zip, a tar of class tars, a folder of class tars."""
+
+    kind = "index"
+
+    @classmethod
+    def claims(cls, request: Request) -> bool:
+        if os.path.isdir(request.source):
+            return request.layout == "ilsvrc-train" and bool(class_tars(request.source))
+        return not request.extract and (is_plain_tar(request.source) or is_zip(request.source))
+
+    def prepare(self, request: Request, building: str, output: str) -> SourceDescription:
+        source, layout = request.source, request.layout
+        if not os.path.isdir(source):
+            return index_archives(source, [source], layout, building, request.progress, wanted=request.wanted)
+        tars = class_tars(source)
+        check_no_class_folders(source, tars)
+        if request.extract:
+            raise ValueError(f"{source}: extract: true is not supported for a folder of class tars; unpack them")
+        return index_archives(source, tars, layout, building, request.progress, True, request.wanted)
+
+    def list(
+        self, description: SourceDescription, source_dir: str, labels: Labels, progress: dict, wanted: ClassList | None
+    ) -> Listing:
+        entries = read_members(source_dir)
+        if description.layout == "ilsvrc-val":
+            listing = label_val(entries, labels.devkit, labels.csv, wanted)
+        else:
+            listing = order_members(entries, description.source, description.folders, wanted)
+        listing.containers = description.containers
+        listing.outside.unread += description.unread_classes
+        return listing
+
+
+def within_class_list(items: list[T], class_of: Callable[[T], str], wanted: Collection[str] | None) -> list[T]:
+    """The ``items`` (class tars) whose class is in ``wanted`` (all when there is no list)."""
+    return [item for item in items if wanted is None or class_of(item) in wanted]
+
+
+def container_members(
+    containers: list[str], layout: str, progress: dict[str, Any], per_class_tars: bool, wanted: Collection[str] | None
+) -> tuple[list[Member], list[str]]:
+    """Every member of the archives, and the classes whose tars were left unopened (outside
+    ``wanted``)."""
+    members: list[Member] = []
+    unread: list[str] = []
+    for number, container in enumerate(containers):
+        log.info("indexing %s", container)
+        if per_class_tars:
+            name = tar_class(container)
+            members.append(Member(name, None))  # the class folder, even if its tar is empty
+            members.extend(Member(f"{name}/{m.path}", m.location) for m in index_tar(container, number))
+        elif layout == "ilsvrc-train":
+            inner = class_tars_in(container)
+            kept = within_class_list(inner, class_of_tar, wanted)
+            unread += [class_of_tar(m) for m in inner if m not in kept]
+            members.extend(index_tar_of_tars(container, kept, number, progress))
+        elif is_zip(container):
+            members.extend(index_zip(container, number))
+        else:
+            members.extend(index_tar(container, number))
+    return members, unread
+
+
+def index_archives(
+    source: str,
+    containers: list[str],
+    layout: str,
+    building: str,
+    progress: dict[str, Any],
+    per_class_tars: bool = False,
+    wanted: Collection[str] | None = None,
+) -> SourceDescription:
+    """Index archive members in place; writes ``members.jsonl`` into ``building``.
+
+    ``per_class_tars``: the containers are ``<class>.tar`` files whose members are that class's
+    images (ILSVRC2012_img_train.tar unpacked one level). ``wanted``: the configured class list;
+    class tars of other classes are never opened, and are listed as unread.
+    """
+    unread: list[str] = []
+    if per_class_tars:
+        kept = within_class_list(containers, tar_class, wanted)
+        unread, containers = [tar_class(c) for c in containers if c not in kept], kept
+    members, unread_inside = container_members(containers, layout, progress, per_class_tars, wanted)
+    unread += unread_inside
+    members, set_aside = tree_members([Member(relative_name(m.path), m.location) for m in members])
+    files = [m for m in members if not m.is_folder]
+    strip = wrapper_prefix([m.path for m in files if is_image(m.path)]) if layout != "ilsvrc-val" else ""
+    set_aside += [f"{m.path} (beside the image tree {strip})" for m in files if not m.path.startswith(strip)]
+    files = [m for m in files if m.path.startswith(strip)]
+    count = write_members(building, files, strip)
+    log.info("indexed %d file members in %d archive(s); nothing extracted", count, len(containers))
+    if unread:
+        log.info("%d class tars outside the class list left unread, e.g. %s", len(unread), unread[0])
+    report_set_aside(set_aside)
+    return SourceDescription(
+        "index",
+        os.path.abspath(source),
+        layout,
+        containers=[os.path.abspath(c) for c in containers],
+        members=count,
+        strip=strip,
+        folders=top_folders([m.path for m in members if m.is_folder], strip),
+        set_aside=set_aside,
+        unread_classes=sorted(unread),
+    )
+
+
+def tar_class(path: str) -> str:
+    """The class of a ``<class>.tar`` file in a folder of class tars."""
+    return os.path.basename(path).removesuffix(".tar")
+
+
+def check_no_class_folders(source: str, tars: list[str]) -> None:
+    """Class tars and class folders side by side: an unpacking that stopped halfway. Read as tars
+    only, the unpacked classes would be lost; read as a tree, the packed ones."""
+    folders = sorted(e.name for e in os.scandir(source) if e.is_dir() and not e.name.startswith("."))
+    if folders:
+        raise ValueError(
+            f"{source} holds {len(tars)} class tars and {len(folders)} class folders ({folders[0]}, ...): "
+            "an unpacking that stopped halfway? Unpack the remaining tars into folders of their names "
+            "(then it is an ImageFolder tree: layout imagefolder), or give ILSVRC2012_img_train.tar itself."
+        )
+
+
+def class_tars(folder: str) -> list[str]:
+    return sorted(e.path for e in os.scandir(folder) if e.is_file() and e.name.endswith(".tar"))

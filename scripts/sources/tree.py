@@ -1,0 +1,207 @@
+"""What torchvision's ImageFolder would see: classes, their order, file order, accepted files.
+
+For a real folder, torchvision itself decides (``find_classes`` + ``make_dataset``); for the
+member paths of an archive read in place, the same rules are applied here (class = first folder,
+``sorted(os.walk)`` order, torchvision's extension test; tests compare the two). Also here: where
+an archive's image tree starts (wrapper folders stripped, judged by the images alone) and which
+members an unpacked copy would not hold (``__MACOSX/``, the earlier copy of a member stored twice).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from tqdm import tqdm
+
+from archives import is_macos_metadata
+from class_list import ClassList, OutsideClasses
+from sources import CountMismatchError, Listing
+from work_files import Location, Member, Sample
+
+log = logging.getLogger("imagefolder_lmdb.sources")
+
+#: ImageFolder's accepted extensions (torchvision.datasets.folder.IMG_EXTENSIONS), copied so that
+#: listing an archive does not import torch (~4 s per job here); tests keep the two equal.
+IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
+
+
+def is_image(path: str) -> bool:
+    """torchvision's ``has_file_allowed_extension(path, IMG_EXTENSIONS)``."""
+    return path.lower().endswith(IMAGE_EXTENSIONS)
+
+
+def relative_files(root: str) -> Iterator[str]:
+    """Every file under ``root`` (links followed, as ImageFolder's scan does), as a "/"-separated
+    path relative to it."""
+    for folder, _, names in os.walk(root, followlinks=True):
+        for name in names:
+            yield os.path.relpath(os.path.join(folder, name), root).replace(os.sep, "/")
+
+
+def no_image_error(where: str, empty: Iterable[str]) -> CountMismatchError:
+    return CountMismatchError(
+        f"{where}: found no valid file for the classes {', '.join(sorted(empty))}. Every class folder needs at "
+        f"least one image ({', '.join(IMAGE_EXTENSIONS)}); remove empty class folders or add their images."
+    )
+
+
+def scan_folder(root: str, progress: dict[str, Any], wanted: ClassList | None = None) -> Listing:
+    """torchvision's own scan of an ImageFolder tree (with a file counter: 1.28M files take a while).
+    Class folders outside ``wanted`` only have their images counted."""
+    from torchvision.datasets.folder import find_classes, make_dataset  # imports torch: only for folders
+
+    try:
+        classes, _ = find_classes(root)
+    except FileNotFoundError as exc:
+        raise CountMismatchError(f"{str(exc).strip()} {no_class_folder_hint(root)}") from exc
+    outside = OutsideClasses()
+    for name in [name for name in classes if wanted is not None and name not in wanted]:
+        # names only, no file opened: the count that says what the class list left out
+        outside.add(name, sum(map(is_image, relative_files(os.path.join(root, name)))))
+    classes = [name for name in classes if wanted is None or name in wanted]
+    if not classes:
+        return Listing([], [], root=root, outside=outside)
+    class_to_idx = {name: i for i, name in enumerate(classes)}
+    ignored: list[str] = []
+    counter = tqdm(desc=f"scan {root}", unit="file", **progress)
+
+    def accept(path: str) -> bool:
+        counter.update()
+        if not is_image(path):
+            ignored.append(os.path.relpath(path, root))
+            return False
+        return True
+
+    try:
+        found = make_dataset(root, class_to_idx, is_valid_file=accept)
+    except FileNotFoundError as exc:
+        raise CountMismatchError(f"{root}: {str(exc).strip()} Remove empty class folders or add their images.") from exc
+    finally:
+        counter.close()
+    ignored.extend(entry.name for entry in os.scandir(root) if not entry.is_dir())
+    samples = [
+        Sample(index, label, os.path.relpath(path, root).replace(os.sep, "/"))
+        for index, (path, label) in enumerate(found)
+    ]
+    return Listing(classes, samples, sorted(ignored), root=root, outside=outside)
+
+
+def no_class_folder_hint(root: str) -> str:
+    names = [entry.name for entry in os.scandir(root) if entry.is_file()]
+    if any(name.endswith(".tar") for name in names):
+        return "It holds .tar files: a folder of ILSVRC2012 class tars needs layout: ilsvrc-train."
+    if any(is_image(name) for name in names):
+        return (
+            "Its images lie loose: ImageFolder needs one subfolder per class (flat ILSVRC2012 val: layout: ilsvrc-val)."
+        )
+    return "ImageFolder needs one subfolder per class."
+
+
+def walk_order(path: str) -> tuple[str, str]:
+    """Sort key of ``sorted(os.walk(...))`` then ``sorted(files)``: the folder, then the name."""
+    folder, _, name = path.rpartition("/")
+    return folder, name
+
+
+def order_members(
+    entries: list[tuple[str, Location]], where: str, folders: Iterable[str] = (), wanted: ClassList | None = None
+) -> Listing:
+    """ImageFolder's rules applied to archive member paths, without unpacking anything.
+    ``folders``: the archive's top folders, classes even where they hold no file; classes outside
+    ``wanted`` are counted, not listed."""
+    by_class: dict[str, list[tuple[str, Location]]] = defaultdict(list)
+    for folder in folders:
+        by_class[folder] = []
+    ignored = []
+    for path, location in entries:
+        if "/" not in path:
+            ignored.append(path)  # a file beside the class folders: not in any class
+            continue
+        by_class[path.split("/", 1)[0]].append((path, location))
+    outside = OutsideClasses()
+    for name in [name for name in by_class if wanted is not None and name not in wanted]:
+        outside.add(name, sum(is_image(path) for path, _ in by_class.pop(name)))
+    classes = sorted(by_class)
+    samples: list[Sample] = []
+    empty = []
+    for label, name in enumerate(classes):
+        files = sorted(by_class[name], key=lambda entry: walk_order(entry[0]))
+        images = [(p, loc) for p, loc in files if is_image(p)]
+        ignored.extend(p for p, _ in files if not is_image(p))
+        if not images:
+            empty.append(name)
+        first = len(samples)
+        samples.extend(Sample(first + i, label, p, loc) for i, (p, loc) in enumerate(images))
+    if empty:
+        raise no_image_error(where, empty)
+    return Listing(classes, samples, sorted(ignored), outside=outside)
+
+
+def wrapper_prefix(paths: list[str]) -> str:
+    """The folders every image is wrapped in (``train/`` in ``train/cls/x.jpg``), to strip.
+
+    ``paths``: the image files only. Descends while they all share one top folder that holds none
+    of them directly (one that does is the only class).
+    """
+    prefix = ""
+    while True:
+        rest = [p[len(prefix) :] for p in paths]
+        tops = {r.split("/", 1)[0] for r in rest}
+        if len(tops) != 1 or any("/" not in r for r in rest):
+            return prefix
+        top = tops.pop()
+        if any(r.count("/") == 1 for r in rest):  # images directly in `top`: it is a class folder
+            return prefix
+        prefix += top + "/"
+
+
+def tree_members(members: list[Member]) -> tuple[list[Member], list[str]]:
+    """The members an unpacked copy's tree holds, and why each other one is set aside: one entry
+    per path, the last (``tar rf`` appends a second copy; unpacking overwrites the first), and
+    nothing under ``__MACOSX/``."""
+    kept: dict[str, Member] = {}
+    set_aside = []
+    for member in members:
+        if is_macos_metadata(member.path):
+            if not member.is_folder:
+                set_aside.append(f"{member.path} (macOS metadata, not part of the tree)")
+            continue
+        if member.path in kept and not member.is_folder:
+            set_aside.append(f"{member.path} (stored twice: the later copy is used, as unpacking would)")
+        kept.pop(member.path, None)  # the later copy takes the later place, as in the archive
+        kept[member.path] = member
+    return list(kept.values()), set_aside
+
+
+def report_set_aside(set_aside: list[str]) -> None:
+    if set_aside:
+        log.warning("%d archive members set aside (listed in counts.json), e.g. %s", len(set_aside), set_aside[0])
+
+
+def top_folders(folders: list[str], strip: str) -> list[str]:
+    """The class folders an unpacked copy would have, from the archive's folder members: ImageFolder
+    makes each a class, so one without images must stop the run here as it would there."""
+    tops = {folder[len(strip) :].split("/", 1)[0] for folder in folders if (folder + "/").startswith(strip)}
+    return sorted(top for top in tops if top)
+
+
+def tree_root(extracted: str, is_member: Callable[[str], bool] = is_image) -> str:
+    """The unpacked tree's root: below the wrapper folders of the files ``is_member`` picks (the
+    images; the class tars of ILSVRC's train tar), as ``wrapper_prefix`` finds them in place."""
+    paths = [path for path in relative_files(extracted) if is_member(path.rsplit("/", 1)[-1])]
+    return os.path.join(extracted, wrapper_prefix(paths)).rstrip("/")
+
+
+def files_beside(tree: str, root: str) -> list[str]:
+    """Files unpacked outside the image root, as the index route lists them: ``<path> (beside the
+    image tree <wrapper>/)``."""
+    wrapper = os.path.relpath(root, tree).replace(os.sep, "/") + "/"
+    beside = []
+    for folder, folders, names in os.walk(tree):
+        folders[:] = [name for name in folders if os.path.join(folder, name) != root]
+        beside += [os.path.relpath(os.path.join(folder, name), tree).replace(os.sep, "/") for name in names]
+    return [f"{path} (beside the image tree {wrapper})" for path in sorted(beside)] if root != tree else []

@@ -1,0 +1,71 @@
+"""Source kind ``extracted``: an archive unpacked into the work folder.
+
+A ``.tar.gz``/``.tgz``, or any archive with ``extract: true``, is unpacked safely (``tarfile``'s
+``filter="data"`` behind our own member checks) into ``tree/`` of the folder extract builds, which
+is renamed into place when whole. The image tree's root is where ImageFolder would be pointed
+after unpacking: wrapper folders are stripped as for archives read in place.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from archives import extract_nested_tars, extract_tar, extract_zip, is_zip
+from class_list import ClassList
+from sources import CountMismatchError, Labels, Listing, Request, Source
+from sources.folder import list_tree
+from sources.tree import files_beside, report_set_aside, tree_root
+from work_files import SourceDescription
+
+log = logging.getLogger("imagefolder_lmdb.sources")
+
+TREE = "tree"
+
+
+class UnpackedSource(Source):
+    """Any other archive: unpacked, then listed as a folder."""
+
+    kind = "extracted"
+
+    @classmethod
+    def claims(cls, request: Request) -> bool:
+        return os.path.isfile(request.source)
+
+    def prepare(self, request: Request, building: str, output: str) -> SourceDescription:
+        return unpack_archive(request.source, request.layout, building, output)
+
+    def list(
+        self, description: SourceDescription, source_dir: str, labels: Labels, progress: dict, wanted: ClassList | None
+    ) -> Listing:
+        try:
+            return list_tree(description, labels, progress, wanted)
+        except CountMismatchError as exc:  # name the user's archive, not only our unpacked copy
+            raise CountMismatchError(f"{description.source}, unpacked into {exc}") from exc
+
+
+def is_class_tar(name: str) -> bool:
+    return name.endswith(".tar")
+
+
+def unpack_archive(source: str, layout: str, building: str, output: str) -> SourceDescription:
+    """Unpack ``source`` into ``building/tree``; paths in the description are the final ones."""
+    log.info("extracting %s", source)
+    tree = os.path.join(building, TREE)
+    members, left_out = (extract_zip if is_zip(source) else extract_tar)(source, tree)
+    if layout == "ilsvrc-train":
+        extract_nested_tars(tree_root(tree, is_class_tar))
+    root = tree if layout == "ilsvrc-val" else tree_root(tree)
+    final_root = os.path.join(output, os.path.relpath(root, building))
+    log.info("extracted %d members; the image tree will be at %s", members, final_root)
+    set_aside = [f"{name} (macOS metadata, not part of the tree)" for name in left_out]
+    set_aside += files_beside(tree, root)
+    report_set_aside(set_aside)
+    return SourceDescription(
+        "extracted",
+        os.path.abspath(source),
+        layout,
+        root=os.path.abspath(final_root),
+        members=members,
+        set_aside=set_aside,
+    )
