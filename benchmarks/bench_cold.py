@@ -43,8 +43,9 @@ from torchvision.transforms import v2
 
 import bench_data
 import dataset  # scripts/dataset.py: run.py puts scripts/ on the path
-from bench_common import OUT, REPO, drop_page_cache, fresh_dir, median, rotated, run_snakemake, timed, write_config
+from bench_common import OUT, REPO, drop_page_cache, fresh_dir, median, rotated, run_snakemake, timed
 from bench_reader import check_same_order
+from support.workflow import write_config
 
 SEED = 14
 METHODS = ("drop_caches", "fadvise")

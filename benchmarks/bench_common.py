@@ -1,7 +1,9 @@
 """Helpers shared by the benchmark sections: paths, timing, alternation, the snakemake CLI.
 
 Timings on a shared machine are noisy, so every section runs its contenders side by side in one
-process, alternating their order from repeat to repeat, and reports medians and ratios.
+process, alternating their order from repeat to repeat, and reports medians and ratios. What the
+benchmarks share with the tests (the image generator, ILSVRC-structured archives, the snakemake
+command and config) is the support package in tests/support, put on the path here.
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-import yaml
-
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
+sys.path.insert(0, str(REPO / "tests"))  # the support package, shared with the tests
+
+from support.workflow import snakemake_command  # noqa: E402
+
 #: Everything the benchmarks write (generated data, runs, raw results); ignored by git.
 OUT = REPO / "benchmarks" / "out"
 CORES = 2
@@ -109,27 +113,9 @@ def snakemake_env() -> dict[str, str]:
     return {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "SLURM_CONF": str(empty_conf)}
 
 
-def write_config(workdir: Path, splits: dict[str, dict[str, Any]], **sections: Any) -> Path:
-    document: dict[str, Any] = {"results": "results", "work": "work", "splits": splits, **sections}
-    path = workdir / "config.yaml"
-    path.write_text(yaml.safe_dump(document, sort_keys=False))
-    return path
-
-
 def run_snakemake(workdir: Path, config: Path, *extra: str, cores: int = CORES) -> float:
     """Run the workflow in ``workdir``; returns wall-clock seconds, raises WorkflowFailed."""
-    command = [
-        str(BIN / "snakemake"),
-        "--snakefile",
-        str(REPO / "Snakefile"),
-        "--directory",
-        str(workdir),
-        "--configfile",
-        str(config),
-        "--cores",
-        str(cores),
-        *extra,
-    ]
+    command = snakemake_command(workdir, "--configfile", str(config), "--cores", str(cores), *extra)
     log = workdir / "snakemake.out"
     with open(log, "w") as stream:
         start = time.perf_counter()

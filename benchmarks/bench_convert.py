@@ -35,9 +35,9 @@ from bench_common import (
     rotated,
     run_snakemake,
     timed,
-    write_config,
 )
 from bench_data import sample_files
+from support.workflow import write_config
 
 WORKFLOWS = {"workflow": {}, "workflow_header": {"encode": {"check": "header"}}}
 CONTENDERS = (*WORKFLOWS, "baseline")

@@ -1,28 +1,25 @@
 """The data the benchmarks run on, generated once and cached under benchmarks/out/data/.
 
-- An ImageNet-like tree of ``images`` JPEGs (make_images.py defaults: ~110 KB, ~480x400, q90),
-  and a tree of its first half made of hard links (same inodes: same bytes, same page cache), so
-  runs at N and 2N images differ only in the image count.
+- An ImageNet-like tree of ``images`` JPEGs (make_images of tests/support/images.py, its defaults:
+  ~110 KB, ~480x400, q90), and a tree of its first half made of hard links (same inodes: same
+  bytes, same page cache), so runs at N and 2N images differ only in the image count.
 - ILSVRC2012-structured archives built from a tree: a tar of per-class tars, a flat val tar
-  (``ILSVRC2012_val_NNNNNNNN.JPEG``, shuffled) and a devkit whose meta.mat scipy writes.
+  (``ILSVRC2012_val_NNNNNNNN.JPEG``, shuffled) and a devkit whose meta.mat scipy writes (the
+  builders are tests/support/ilsvrc.py, shared with the tests).
 - A tree of 100,000 tiny files for the listing benchmark (count_check only lists).
 """
 
 from __future__ import annotations
 
-import io
 import os
 import random
 import shutil
-import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-import scipy.io
-
 from bench_common import OUT
-from make_images import make_images
+from support.ilsvrc import make_devkit, make_train_tar, make_val_tar
+from support.images import make_images
 
 DATA = OUT / "data"
 DONE = ".complete"  # marker: a cached folder is whole only when it holds this file
@@ -130,57 +127,6 @@ class Ilsvrc:
         return self.train_tar.stat().st_size + self.val_tar.stat().st_size
 
 
-def add_bytes(tar: tarfile.TarFile, name: str, data: bytes) -> None:
-    info = tarfile.TarInfo(name)
-    info.size = len(data)
-    tar.addfile(info, io.BytesIO(data))
-
-
-def write_train_tar(tree: Path, path: Path) -> int:
-    """A tar of ``<wnid>.tar`` members, each holding that class's images flat (as the official one)."""
-    count = 0
-    with tarfile.open(path, "w") as outer:
-        for class_dir in sorted(p for p in tree.iterdir() if p.is_dir()):
-            buffer = io.BytesIO()
-            with tarfile.open(fileobj=buffer, mode="w") as inner:
-                for image in sorted(class_dir.iterdir()):
-                    inner.add(image, arcname=image.name)
-                    count += 1
-            add_bytes(outer, f"{class_dir.name}.tar", buffer.getvalue())
-    return count
-
-
-def write_val_tar(images: list[tuple[Path, str]], path: Path) -> dict[int, str]:
-    """Flat, shuffled ``ILSVRC2012_val_NNNNNNNN.JPEG`` members; returns number -> WNID."""
-    truth = {number: wnid for number, (_, wnid) in enumerate(images, start=1)}
-    order = list(truth)
-    random.Random(7).shuffle(order)
-    with tarfile.open(path, "w") as tar:
-        for number in order:
-            tar.add(images[number - 1][0], arcname=f"ILSVRC2012_val_{number:08d}.JPEG")
-    return truth
-
-
-def write_meta_mat(path: Path, id_to_wnid: dict[int, str]) -> None:
-    """The devkit's meta.mat: a struct array of synsets, the leaves (the classes) first."""
-    fields = ["ILSVRC2012_ID", "WNID", "words", "gloss", "num_children", "children", "wordnet_height"]
-    fields.append("num_train_images")
-    synsets = np.zeros((len(id_to_wnid), 1), dtype=[(f, "O") for f in fields])
-    for row, (ilsvrc_id, wnid) in enumerate(sorted(id_to_wnid.items())):
-        synsets[row, 0] = (ilsvrc_id, wnid, f"thing {wnid}", "a gloss", 0, np.zeros(0), 0, 10)
-    scipy.io.savemat(path, {"synsets": synsets})
-
-
-def write_devkit(path: Path, wnids: list[str], truth: dict[int, str], scratch: Path) -> None:
-    id_to_wnid = {i + 1: wnid for i, wnid in enumerate(wnids)}
-    wnid_to_id = {wnid: i for i, wnid in id_to_wnid.items()}
-    write_meta_mat(scratch / "meta.mat", id_to_wnid)
-    ground_truth = "".join(f"{wnid_to_id[truth[n]]}\n" for n in sorted(truth)).encode()
-    with tarfile.open(path, "w:gz") as tar:
-        tar.add(scratch / "meta.mat", arcname="ILSVRC2012_devkit_t12/data/meta.mat")
-        add_bytes(tar, "ILSVRC2012_devkit_t12/data/ILSVRC2012_validation_ground_truth.txt", ground_truth)
-
-
 def ilsvrc_archives(tree: Path, val_every: int = 10) -> Ilsvrc:
     """Official-structure archives of ``tree``: train = every image, val = every ``val_every``-th
     image again under a flat val name, labelled by the devkit (cached)."""
@@ -192,9 +138,11 @@ def ilsvrc_archives(tree: Path, val_every: int = 10) -> Ilsvrc:
         if root.exists():
             shutil.rmtree(root)
         root.mkdir(parents=True)
-        write_train_tar(tree, paths[0])
-        truth = write_val_tar(val, paths[1])
-        write_devkit(paths[2], sorted(p.name for p in tree.iterdir() if p.is_dir()), truth, root)
+        make_train_tar(tree, paths[0])
+        make_val_tar([path for path, _ in val], paths[1], keep=list(range(1, len(val) + 1)))
+        id_to_wnid = dict(enumerate(sorted(p.name for p in tree.iterdir() if p.is_dir()), start=1))
+        wnid_to_id = {wnid: i for i, wnid in id_to_wnid.items()}
+        make_devkit(paths[2], id_to_wnid, [wnid_to_id[wnid] for _, wnid in val], root)
         mark_done(root)
     truth = {number: wnid for number, (_, wnid) in enumerate(val, start=1)}
     return Ilsvrc(*paths, val_ground_truth=truth, train_images=len(files), val_images=len(val))

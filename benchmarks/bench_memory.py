@@ -19,7 +19,8 @@ from typing import Any
 
 import psutil
 
-from bench_common import BIN, OUT, REPO, fresh_dir, read_benchmark_tsvs, snakemake_env, write_config
+from bench_common import OUT, fresh_dir, read_benchmark_tsvs, snakemake_env
+from support.workflow import snakemake_command, write_config
 
 #: Snakemake copies a rule's script to .snakemake/scripts/tmpXXXX.<script name>.py to run it.
 SCRIPT = re.compile(r"\.snakemake/scripts/tmp[^/]*\.(\w+)\.py$")
@@ -58,8 +59,7 @@ def poll(process: subprocess.Popen, peaks: dict[str, dict[str, float]]) -> None:
 def polled_run(tree: Path, shards: int, name: str) -> dict[str, Any]:
     rundir = fresh_dir(OUT / "runs" / f"memory-{name}")
     config = write_config(rundir, {"train": {"source": str(tree), "shards": shards}})
-    command = [str(BIN / "snakemake"), "--snakefile", str(REPO / "Snakefile"), "--directory", str(rundir)]
-    command += ["--configfile", str(config), "--cores", "2"]
+    command = snakemake_command(rundir, "--configfile", str(config), "--cores", "2")
     peaks: dict[str, dict[str, float]] = {}
     with open(rundir / "snakemake.out", "w") as log:
         process = subprocess.Popen(command, cwd=rundir, stdout=log, stderr=subprocess.STDOUT, env=snakemake_env())

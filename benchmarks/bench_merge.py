@@ -26,7 +26,8 @@ from typing import Any
 
 import lmdb
 
-from bench_common import BIN, OUT, REPO, fresh_dir, fsync_file, median, rotated, run_snakemake, write_config
+from bench_common import BIN, OUT, REPO, fresh_dir, fsync_file, median, rotated, run_snakemake
+from support.workflow import write_config
 
 BATCH_BYTES = 64 << 20
 CONTENDERS = ("merge", "plain_write", "cp")

@@ -26,9 +26,11 @@ import psutil
 import pytest
 import yaml
 
-from conftest import BIN, REPO, Converted, make_images, run_snakemake, write_config
 from slurm_node import SLURM_CONF, SingleNodeSlurm, SlurmJob, SlurmUnavailable, client_environment, ensure_installed
-from test_resume import assert_same_dataset
+from support import BIN, REPO
+from support.datasets import assert_same_dataset
+from support.images import make_images
+from support.workflow import Converted, run_snakemake, snakemake_command, write_config
 
 PROFILE = REPO / "profiles" / "slurm"
 RETRIES = int(yaml.safe_load((PROFILE / "config.yaml").read_text())["retries"])
@@ -87,19 +89,17 @@ class Controller:
             "-s",
             "KILL",
             str(SNAKEMAKE_TIMEOUT_SECONDS),
-            str(BIN / "snakemake"),
-            "--snakefile",
-            str(REPO / "Snakefile"),
-            "--directory",
-            str(workdir),
-            "--profile",
-            str(PROFILE),
-            "--configfile",
-            str(config),
-            # The first squeue after 2 s instead of 40 s: these jobs take seconds, not minutes.
-            "--slurm-init-seconds-before-status-checks",
-            "2",
-            *args,
+            *snakemake_command(
+                workdir,
+                "--profile",
+                str(PROFILE),
+                "--configfile",
+                str(config),
+                # The first squeue after 2 s instead of 40 s: these jobs take seconds, not minutes.
+                "--slurm-init-seconds-before-status-checks",
+                "2",
+                *args,
+            ),
         ]
         environment = client_environment()
         environment["PATH"] = f"{BIN}{os.pathsep}{environment['PATH']}"

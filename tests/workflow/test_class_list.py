@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from torchvision.datasets import ImageFolder
 
-from conftest import run_snakemake, write_config
 from dataset import LMDBDataset, close_all_envs
+from support.workflow import run_snakemake, write_config
 
 
 @pytest.fixture

@@ -1,10 +1,9 @@
-"""The reader on its own: DataLoader workers under every start method, batched fetches, decode
-choices, reader limits, pickling, clear refusals."""
+"""The reader on a converted dataset: DataLoader workers under every start method, batched fetches,
+decode choices, reader limits, pickling, clear refusals."""
 
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import pickle
 import shutil
@@ -20,13 +19,13 @@ import lmdb
 import numpy as np
 import pytest
 import torch
-from PIL import Image
 from torch.utils.data import DataLoader, Subset
 from torchvision.transforms import v2
 
 import dataset
-from conftest import Converted
-from dataset import META_KEYS, FormatError, LMDBDataset, ReadersFullError, close_all_envs, record_key, shared_env
+from dataset import META_KEYS, FormatError, LMDBDataset, ReadersFullError, close_all_envs, shared_env
+from support.datasets import pil_as_tensor
+from support.workflow import Converted
 
 #: torchvision 0.29 deprecates its image decoders in favour of TorchCodec and says so on every call.
 pytestmark = pytest.mark.filterwarnings("ignore:The image decoding and encoding capabilities:DeprecationWarning")
@@ -75,21 +74,6 @@ def test_targets_transform_and_index_errors(converted: Converted) -> None:
         ds[len(ds)]
 
 
-def test_refuses_a_file_that_is_not_lmdb(tmp_path: Path) -> None:
-    path = tmp_path / "photo.lmdb"
-    path.write_bytes(b"\xff\xd8 this is not a database" * 500)
-    with pytest.raises(FormatError, match="is not an LMDB file"):
-        LMDBDataset(path)
-
-
-def test_refuses_an_unfinished_conversion(tmp_path: Path) -> None:
-    path = tmp_path / "merged.lmdb"
-    with lmdb.open(str(path), subdir=False, map_size=1 << 20) as env, env.begin(write=True) as txn:
-        txn.put(record_key(0), b"\xff\xd8\xff\xd9")
-    with pytest.raises(FormatError, match=r"did not finish.*Run the same snakemake command"):
-        LMDBDataset(path)
-
-
 def test_refuses_an_unknown_format_version(converted: Converted, tmp_path: Path) -> None:
     path = tmp_path / "future.lmdb"
     shutil.copyfile(converted.lmdb, path)
@@ -101,12 +85,7 @@ def test_refuses_an_unknown_format_version(converted: Converted, tmp_path: Path)
         LMDBDataset(path)
 
 
-def test_refuses_a_missing_file(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError, match="no such file"):
-        LMDBDataset(tmp_path / "absent.lmdb")
-
-
-# -- batched fetches ----------------------------------------------------------------------------------
+# -- batched fetches --------------------------------------------------------------------------------
 
 
 class BatchOnlyDataset(LMDBDataset):
@@ -165,11 +144,7 @@ def test_subset_passes_batches_through(converted: Converted) -> None:
     assert [(data, target) for data, target in got] == [(plain.get_bytes(i), plain.targets[i]) for i in subset.indices]
 
 
-# -- decode choices -----------------------------------------------------------------------------------
-
-
-def pil_as_tensor(image: Image.Image) -> torch.Tensor:
-    return torch.from_numpy(np.array(image)).permute(2, 0, 1)
+# -- decode choices ---------------------------------------------------------------------------------
 
 
 def test_tensor_decode_equals_pil_for_every_jpeg(converted: Converted) -> None:
@@ -186,25 +161,6 @@ def test_tensor_decode_equals_pil_for_every_jpeg(converted: Converted) -> None:
         assert target == want_target
         difference = (image.int() - pil_as_tensor(want).int()).abs().max().item()
         assert difference == 0, f"record {index} ({pil.storage_reason(index)}): decoders differ by {difference}"
-
-
-@pytest.mark.parametrize("subsampling", [0, 1, 2], ids=["4:4:4", "4:2:2", "4:2:0"])
-@pytest.mark.parametrize("progressive", [False, True], ids=["baseline", "progressive"])
-def test_tensor_decode_equals_pil_for_jpeg_variants(subsampling: int, progressive: bool) -> None:
-    pixels = np.random.default_rng(subsampling).integers(0, 256, (9, 7, 3), dtype=np.uint8)
-    image = Image.fromarray(pixels).resize((203, 117), Image.Resampling.BICUBIC)
-    buffer = io.BytesIO()
-    image.save(buffer, format="JPEG", quality=90, subsampling=subsampling, progressive=progressive)
-    data = buffer.getvalue()
-    assert torch.equal(dataset.tensor_decode(data), pil_as_tensor(dataset.pil_decode(data)))
-
-
-def test_stored_as_is_values_decode_to_tensors_through_pillow() -> None:
-    buffer = io.BytesIO()
-    Image.new("P", (5, 3), 7).save(buffer, format="PNG")
-    data = buffer.getvalue()
-    tensor = dataset.tensor_decode(data, jpeg=False)
-    assert tensor.shape == (3, 3, 5) and torch.equal(tensor, pil_as_tensor(dataset.pil_decode(data)))
 
 
 def test_bytes_decode_returns_the_stored_value(converted: Converted) -> None:

@@ -9,8 +9,9 @@ from pathlib import Path
 import numpy as np
 from torchvision.datasets import ImageFolder
 
-from conftest import TREE_CLASSES, TREE_IMAGES, Converted, run_snakemake, write_config
 from dataset import LMDBDataset
+from support.images import TREE_CLASSES, TREE_IMAGES
+from support.workflow import Converted, run_snakemake, write_config
 
 RULES = ("extract", "count_check", "encode_shard", "merge", "write_meta", "verify")
 

@@ -1,36 +1,31 @@
 """Record locations (meta/locations): every record read by offset is byte-equal to what LMDB holds,
 for every shape of B-tree, and a file the offsets do not fit is detected and read through LMDB.
 
-Most datasets here are written directly with the workflow's writer (LMDBWriter + encode_meta +
-add_locations, as write_meta does), which takes milliseconds; one test goes through snakemake.
+The datasets here are written directly with the workflow's writer (LMDBWriter + encode_meta +
+add_locations, as write_meta does), which takes milliseconds; tests/workflow/test_locations.py
+checks the workflow's own output.
 """
 
 from __future__ import annotations
 
-import io
 import json
 import os
-import pickle
 import shutil
-import subprocess
-import sys
 import warnings
 import zlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import lmdb
 import numpy as np
 import pytest
 import torch
-from PIL import Image
 
 import add_locations as add_locations_module
 import dataset
 import lmdb_pages
 import write_meta
 from add_locations import add_locations, add_locations_to_file
-from conftest import REPO, Converted
 from dataset import (
     LOCATION_DTYPE,
     META_KEYS,
@@ -43,17 +38,21 @@ from dataset import (
     encode_meta,
     record_key,
 )
+from support.commands import run_script
+from support.datasets import (
+    assert_offsets_give_lmdb_bytes,
+    assert_reader_reads_every_record,
+    every_key_and_value,
+    stored_records,
+)
+from support.images import jpeg_bytes, png_bytes
+from support.legacy import pickled, write_legacy
 from workflow_io import LMDBWriter
 
-pytestmark = pytest.mark.filterwarnings("ignore:The image decoding and encoding capabilities:DeprecationWarning")
-
-
-@pytest.fixture(autouse=True)
-def _close_envs() -> Iterator[None]:
-    """Each test opens its files afresh (py-lmdb opens a path once per process)."""
-    close_all_envs()
-    yield
-    close_all_envs()
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:The image decoding and encoding capabilities:DeprecationWarning"),
+    pytest.mark.usefixtures("fresh_envs"),  # each test opens its files afresh
+]
 
 
 def random_values(sizes: Sequence[int], seed: int = 0) -> list[bytes]:
@@ -89,42 +88,7 @@ def write_dataset(
     writer.close()
 
 
-def stored_records(path: Path) -> tuple[dict[int, bytes], np.ndarray | None, dict]:
-    """Every record as LMDB returns it, the raw locations array and the JSON document."""
-    close_all_envs()  # py-lmdb opens a path once per process; datasets reopen theirs when next read
-    with lmdb.open(str(path), subdir=False, readonly=True, lock=False) as env, env.begin() as txn:
-        document = json.loads(txn.get(META_KEYS["json"]))
-        raw = txn.get(META_KEYS["locations"])
-        records = {i: bytes(txn.get(record_key(i))) for i in range(document["length"])}
-    locations = None if raw is None else np.frombuffer(raw, dtype=LOCATION_DTYPE)
-    return records, locations, document
-
-
-def assert_offsets_give_lmdb_bytes(path: Path) -> int:
-    """Every located record's bytes at its offset equal LMDB's; returns how many are located."""
-    records, locations, document = stored_records(path)
-    assert locations is not None and len(locations) == len(records)
-    located = 0
-    with open(path, "rb") as stream:
-        for index, value in records.items():
-            offset, length = int(locations[index]["offset"]), int(locations[index]["length"])
-            if offset:
-                assert os.pread(stream.fileno(), length, offset) == value, index
-                located += 1
-    assert document["locations"]["located"] == located
-    return located
-
-
-def assert_reader_reads_every_record(path: Path, by_offset: bool) -> LMDBReader:
-    records, _, _ = stored_records(path)
-    ds = LMDBReader(path, decode="bytes")
-    assert ds.reads_by_offset is by_offset
-    assert [ds.get_bytes(i) for i in range(len(ds))] == list(records.values())
-    assert [data for data, _ in ds.__getitems__(list(range(len(ds))))] == list(records.values())
-    return ds
-
-
-# -- every shape of tree ------------------------------------------------------------------------------
+# -- every shape of tree ----------------------------------------------------------------------------
 
 
 def test_values_inside_leaf_pages(tmp_path: Path) -> None:
@@ -145,20 +109,6 @@ def test_values_over_a_megabyte(tmp_path: Path) -> None:
     assert not records.inline[[0, 1, 3, 4]].any() and records.inline[2]
     assert assert_offsets_give_lmdb_bytes(tmp_path / "d.lmdb") >= 4
     assert_reader_reads_every_record(tmp_path / "d.lmdb", by_offset=True)
-
-
-def jpeg_bytes(seed: int, size: tuple[int, int] = (120, 90), mode: str = "RGB") -> bytes:
-    pixels = np.random.default_rng(seed).integers(0, 256, (size[1], size[0], len(mode)), dtype=np.uint8)
-    buffer = io.BytesIO()
-    Image.fromarray(pixels.squeeze(), mode).save(buffer, format="JPEG", quality=90)
-    return buffer.getvalue()
-
-
-def png_bytes(seed: int, size: tuple[int, int] = (100, 80)) -> bytes:
-    pixels = np.random.default_rng(seed).integers(0, 256, (size[1], size[0], 4), dtype=np.uint8)
-    buffer = io.BytesIO()
-    Image.fromarray(pixels, "RGBA").save(buffer, format="PNG")
-    return buffer.getvalue()
 
 
 def test_reencoded_and_stored_as_is_records_decode_alike_both_ways(tmp_path: Path) -> None:
@@ -216,12 +166,6 @@ def test_a_batch_mixing_located_and_unlocated_records_opens_one_transaction(
     assert len(opened) == 1
 
 
-def every_key_and_value(path: Path) -> dict[bytes, bytes]:
-    close_all_envs()
-    with lmdb.open(str(path), subdir=False, readonly=True, lock=False) as env, env.begin() as txn:
-        return {bytes(key): bytes(value) for key, value in txn.cursor()}
-
-
 def test_locations_are_deterministic(tmp_path: Path) -> None:
     values = random_values([70_000, 500, 90_000, 3] * 10)
     write_dataset(tmp_path / "a.lmdb", values)
@@ -259,7 +203,7 @@ def test_the_page_cache_probe(tmp_path: Path) -> None:
         os.close(fd)
 
 
-# -- never a wrong byte ---------------------------------------------------------------------------------
+# -- never a wrong byte -----------------------------------------------------------------------------
 
 
 def test_a_compacted_copy_is_detected_and_read_through_lmdb(tmp_path: Path) -> None:
@@ -352,12 +296,7 @@ def test_check_crc_reads_by_offset(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert read == ds._offsets.tolist(), "verify and check_crc read what training reads"
 
 
-# -- older files --------------------------------------------------------------------------------------
-
-
-def run_add_locations(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, str(REPO / "scripts" / "add_locations.py"), *map(str, args)]
-    return subprocess.run(command, capture_output=True, text=True, timeout=300, check=False, cwd=Path("/"))
+# -- older files ------------------------------------------------------------------------------------
 
 
 def samples(path: Path) -> list[tuple[bytes, np.ndarray, int]]:
@@ -377,7 +316,7 @@ def test_a_file_of_the_previous_version_reads_as_before_until_located(tmp_path: 
         before = samples(path)
     close_all_envs()
 
-    result = run_add_locations(path)
+    result = run_script("add_locations.py", path)
     assert result.returncode == 0, result.stderr
     assert f"OK {path}: 6 of 8 records located" in result.stdout
 
@@ -402,7 +341,7 @@ def test_add_locations_again_after_a_compacting_copy(tmp_path: Path) -> None:
     assert_offsets_give_lmdb_bytes(tmp_path / "compact.lmdb")
     assert_reader_reads_every_record(tmp_path / "compact.lmdb", by_offset=True)
     before = every_key_and_value(tmp_path / "compact.lmdb")
-    result = run_add_locations(tmp_path / "compact.lmdb")
+    result = run_script("add_locations.py", tmp_path / "compact.lmdb")
     assert result.returncode == 0 and "recorded already, nothing written" in result.stdout
     assert f"LMDB transaction {located.txnid};" in result.stdout
     assert every_key_and_value(tmp_path / "compact.lmdb") == before
@@ -430,31 +369,24 @@ def test_a_rerun_after_an_interrupted_write_meta_leaves_the_file_as_it_was(tmp_p
     assert stored_records(tmp_path / "d.lmdb")[2]["locations"] == txnid
 
 
-def write_legacy(path: Path, items: list[tuple[bytes, int]]) -> None:
-    with lmdb.open(str(path), subdir=False, map_size=1 << 28) as env, env.begin(write=True) as txn:
-        for index, item in enumerate(items):
-            txn.put(str(index).encode(), pickle.dumps(item))
-        txn.put(b"__len__", pickle.dumps(len(items)))
-
-
 def test_a_legacy_pickle_file_reads_as_before_and_is_refused_by_the_command(tmp_path: Path) -> None:
     items = [(jpeg_bytes(i), i % 3) for i in range(12)]
-    write_legacy(tmp_path / "legacy.lmdb", items)
+    write_legacy(tmp_path / "legacy.lmdb", pickled(items), keys=False)
     ds = LMDBReader(tmp_path / "legacy.lmdb", decode="bytes", allow_pickle=True)
     assert ds.is_legacy and not ds.reads_by_offset
     assert [ds[i] for i in range(12)] == items
     close_all_envs()
-    result = run_add_locations(tmp_path / "legacy.lmdb", tmp_path / "missing.lmdb")
+    result = run_script("add_locations.py", tmp_path / "legacy.lmdb", tmp_path / "missing.lmdb")
     assert result.returncode == 1
     assert "FAIL" in result.stderr and "legacy" in result.stderr and "missing.lmdb: no such file" in result.stderr
 
 
 def test_command_line_help() -> None:
-    result = run_add_locations("--help")
+    result = run_script("add_locations.py", "--help")
     assert result.returncode == 0 and "FILE.lmdb" in result.stdout and "docs/FORMAT.md" in result.stdout
 
 
-# -- the page walker refuses what it does not know ------------------------------------------------------
+# -- the page walker refuses what it does not know --------------------------------------------------
 
 
 def test_the_walker_refuses_what_it_does_not_know(tmp_path: Path) -> None:
@@ -477,16 +409,3 @@ def test_the_walker_refuses_what_it_does_not_know(tmp_path: Path) -> None:
         stream.write((leaf + 1).to_bytes(8, "little"))  # the page now claims another number
     with pytest.raises(ValueError, match=f"page {leaf} says it is page {leaf + 1}"):
         lmdb_pages.walk(tmp_path / "d.lmdb")
-
-
-# -- through the real workflow ----------------------------------------------------------------------------
-
-
-def test_the_workflow_output_is_located_and_reads_right(converted: Converted) -> None:
-    path = converted.lmdb
-    records, _, document = stored_records(path)
-    with lmdb.open(str(path), subdir=False, readonly=True, lock=False) as env:
-        assert document["locations"]["txnid"] == env.info()["last_txnid"]
-    assert assert_offsets_give_lmdb_bytes(path) == len(records), "ImageNet-sized JPEGs are all on overflow pages"
-    ds = assert_reader_reads_every_record(path, by_offset=True)
-    assert all(ds.check_crc(i) for i in range(len(ds)))

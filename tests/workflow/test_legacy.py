@@ -1,9 +1,7 @@
 """LEGACY folder2lmdb files (pickled (image bytes, label) values): refused by default without
 unpickling anything, readable with allow_pickle=True, and convertible with convert_legacy.py.
 
-The legacy files are written here the way the folder2lmdb recipe writes them: keys
-``str(index).encode("ascii")`` (not zero-padded), values ``pickle.dumps((image_bytes, label))``,
-plus pickled ``__keys__`` and ``__len__``.
+The legacy files (support/legacy.py) hold records of the converted test set.
 """
 
 from __future__ import annotations
@@ -11,11 +9,7 @@ from __future__ import annotations
 import io
 import os
 import pickle
-import subprocess
-import sys
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import lmdb
 import numpy as np
@@ -23,9 +17,12 @@ import pytest
 import torch
 from PIL import Image
 
-from conftest import REPO, Converted
 from convert_legacy import ConvertError
 from dataset import FormatError, LMDBDataset, close_all_envs
+from support.commands import run_script
+from support.images import png_bytes
+from support.legacy import CreatesAFile, pickled, write_legacy
+from support.workflow import Converted
 
 #: Records of the converted test set put into the legacy files: every third one, so all four
 #: classes occur. With the PNG added that makes 14, more than ten, so that the legacy keys' byte
@@ -33,37 +30,12 @@ from dataset import FormatError, LMDBDataset, close_all_envs
 SOURCE_RECORDS = range(0, 39, 3)
 
 
-def write_legacy(
-    path: Path, values: Sequence[bytes], subdir: bool = False, keys: bool = True, length: bool = True
-) -> None:
-    """A folder2lmdb file holding ``values`` (already pickled) under keys b"0", b"1", ..."""
-    record_keys = [f"{index}".encode("ascii") for index in range(len(values))]
-    with lmdb.open(str(path), subdir=subdir, map_size=1 << 28) as env, env.begin(write=True) as txn:
-        for key, value in zip(record_keys, values, strict=True):
-            txn.put(key, value)
-        if keys:
-            txn.put(b"__keys__", pickle.dumps(record_keys))
-        if length:
-            txn.put(b"__len__", pickle.dumps(len(record_keys)))
-
-
-def png_bytes(seed: int) -> bytes:
-    pixels = np.random.default_rng(seed).integers(0, 256, (24, 40, 4), dtype=np.uint8)
-    buffer = io.BytesIO()
-    Image.fromarray(pixels, "RGBA").save(buffer, format="PNG")
-    return buffer.getvalue()
-
-
 def legacy_items(converted: Converted) -> list[tuple[bytes, int]]:
     """(image bytes, label) pairs: JPEGs from the converted test set, one RGBA PNG, labels 0..3."""
     source = LMDBDataset(converted.lmdb)
     items = [(source.get_bytes(i), source.targets[i]) for i in SOURCE_RECORDS]
-    items.insert(5, (png_bytes(5), 2))
+    items.insert(5, (png_bytes(5, (40, 24)), 2))
     return items
-
-
-def pickled(items: Sequence[tuple[bytes, Any]], protocol: int = pickle.DEFAULT_PROTOCOL) -> list[bytes]:
-    return [pickle.dumps(item, protocol=protocol) for item in items]
 
 
 @pytest.fixture
@@ -73,22 +45,6 @@ def legacy(converted: Converted, tmp_path: Path) -> tuple[Path, list[tuple[bytes
     path = tmp_path / "legacy.lmdb"
     write_legacy(path, pickled(items))
     return path, items
-
-
-class CreatesAFile:
-    """Unpickling this object opens (so creates) ``path`` for writing: what a hostile file does."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-
-    def __reduce__(self) -> tuple[Any, tuple[str, str]]:
-        return (open, (self.path, "w"))
-
-
-def run_script(script: str, *args: str | Path) -> subprocess.CompletedProcess[str]:
-    """A script of scripts/ run with the venv's python from another folder, as a user would."""
-    command = [sys.executable, str(REPO / "scripts" / script), *map(str, args)]
-    return subprocess.run(command, capture_output=True, text=True, timeout=300, check=False, cwd=Path("/"))
 
 
 # -- refusal and safety -----------------------------------------------------------------------------

@@ -10,12 +10,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
-import tarfile
 import time
-from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,67 +19,15 @@ import lmdb
 import pytest
 from torchvision.datasets import ImageFolder
 
-import merge
-from conftest import BIN, REPO, Converted, run_snakemake, write_config
-from dataset import META_KEYS, LMDBDataset, close_all_envs
+from dataset import LMDBDataset, close_all_envs
+from support.archives import make_tar
+from support.datasets import assert_same_dataset
+from support.workflow import Converted, kill_group, run_snakemake, start_snakemake, wait_for_hold, write_config
 
 SHARDS = 8
+
+
 HOLD_POINTS = ["extract", "count_check", "encode_shard:3", "merge", "write_meta", "verify"]
-
-
-def snakemake_command(workdir: Path, *args: str) -> list[str]:
-    return [str(BIN / "snakemake"), "-s", str(REPO / "Snakefile"), "-d", str(workdir), "--cores", "2", *args]
-
-
-def start(workdir: Path, hold: str | None = None) -> tuple[subprocess.Popen, Path]:
-    marker = workdir / "held"
-    marker.unlink(missing_ok=True)
-    environment = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
-    if hold:
-        environment.update(IMAGEFOLDER_LMDB_TEST_HOLD=hold, IMAGEFOLDER_LMDB_TEST_HOLD_MARKER=str(marker))
-    process = subprocess.Popen(
-        snakemake_command(workdir, "--configfile", str(workdir / "config.yaml")),
-        cwd=workdir,
-        env=environment,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,  # its own process group, killed as a whole
-    )
-    return process, marker
-
-
-def wait_for(marker: Path, process: subprocess.Popen, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while not marker.exists():
-        assert process.poll() is None, "snakemake ended before reaching the hold point"
-        assert time.monotonic() < deadline, "hold point not reached in time"
-        time.sleep(0.05)
-
-
-def kill_group(process: subprocess.Popen) -> None:
-    os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
-
-
-def records_and_meta(path: Path) -> tuple[dict[bytes, bytes], dict]:
-    """Every (key, value) of a dataset, and its meta JSON without the creation time and the words
-    that depend on how the config was written (the source's path, the class list's origin)."""
-    close_all_envs()  # a dataset opened earlier in this process would block a second open
-    with lmdb.open(str(path), subdir=False, readonly=True, lock=False) as env, env.begin() as txn:
-        items = {bytes(k): bytes(v) for k, v in txn.cursor()}
-    document = json.loads(items.pop(META_KEYS["json"]))
-    document.pop("created")
-    document["source"].pop("path")
-    document["class_list"].pop("origin")
-    return items, document
-
-
-def assert_same_dataset(a: Path, b: Path) -> None:
-    items_a, meta_a = records_and_meta(a)
-    items_b, meta_b = records_and_meta(b)
-    assert meta_a == meta_b
-    assert items_a.keys() == items_b.keys()
-    assert all(items_a[k] == items_b[k] for k in items_a), "a record or meta array differs"
 
 
 def assert_nothing_incomplete_at_final_paths(workdir: Path) -> None:
@@ -124,10 +68,7 @@ def assert_no_leftovers(workdir: Path) -> None:
 @pytest.fixture(scope="module")
 def tree_archive(image_tree: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The test tree as a tar, so extract does real work that can be interrupted."""
-    archive = tmp_path_factory.mktemp("archive") / "train.tar"
-    with tarfile.open(archive, "w") as tar:
-        tar.add(image_tree, arcname="train")
-    return archive
+    return make_tar(image_tree, tmp_path_factory.mktemp("archive") / "train.tar")
 
 
 @dataclass(frozen=True)
@@ -155,13 +96,13 @@ def test_sigkill_then_same_command_finishes_identically(
 ) -> None:
     write_config(tmp_path, {"train": {"source": str(tree_archive), "shards": SHARDS}})
     if moment in TIMED_KILLS:
-        process, _ = start(tmp_path)
+        process, _ = start_snakemake(tmp_path)
         time.sleep(clean_run.seconds * int(moment.split()[1].rstrip("%")) / 100)
         if process.poll() is not None:
             pytest.fail(f"the run finished before the kill {moment} ({clean_run.seconds:.1f} s)")
     else:
-        process, marker = start(tmp_path, hold=moment)
-        wait_for(marker, process)
+        process, marker = start_snakemake(tmp_path, hold=moment)
+        wait_for_hold(marker, process)
     kill_group(process)
     assert_nothing_incomplete_at_final_paths(tmp_path)
 
@@ -226,30 +167,6 @@ def test_files_added_to_or_removed_from_a_class_folder_are_seen(tree_copy: Path,
     assert "Nothing to be done" in run_snakemake(tmp_path, "--configfile", str(config)).check().output
 
 
-def test_listing_stamp_follows_names_not_times(tmp_path: Path) -> None:
-    from source_stamp import listing_stamp
-
-    source, cache = tmp_path / "source", tmp_path / "stamps.json"
-    (source / "cat").mkdir(parents=True)
-    (source / "cat" / "a.jpg").write_bytes(b"a")
-    (source / "n01.tar").write_bytes(b"tar")
-    old = time.time() - 60  # settled: the listing gets cached
-    os.utime(source / "cat", (old, old))
-    first = listing_stamp(str(source), str(cache))
-    assert json.loads(cache.read_text()), "the settled folder's listing is cached"
-
-    (source / "cat" / "b.tmp").write_bytes(b"a2")
-    (source / "cat" / "b.tmp").replace(source / "cat" / "a.jpg")  # same names, new folder time
-    assert listing_stamp(str(source), str(cache)) == first
-    (source / "cat" / "b.jpg").write_bytes(b"b")
-    added = listing_stamp(str(source), str(cache))
-    assert added != first
-    (source / "cat" / "b.jpg").unlink()
-    assert listing_stamp(str(source), str(cache)) == first
-    (source / "n01.tar").write_bytes(b"another tar")  # a class tar replaced under its name
-    assert listing_stamp(str(source), str(cache)) != first
-
-
 @pytest.mark.parametrize(("shards", "cores"), [(1, 1), (7, 2), (16, 1), (16, 2)])
 def test_same_records_whatever_the_shards_and_cores(
     shards: int, cores: int, image_tree: Path, converted: Converted, tmp_path: Path
@@ -302,9 +219,9 @@ def test_disk_full_fails_cleanly_then_resumes(
 
 def test_second_run_on_the_same_folder_is_refused_while_the_first_lives(image_tree: Path, tmp_path: Path) -> None:
     write_config(tmp_path, {"train": {"source": str(image_tree), "shards": 4}})
-    first, marker = start(tmp_path, hold="encode_shard:1")
+    first, marker = start_snakemake(tmp_path, hold="encode_shard:1")
     try:
-        wait_for(marker, first)
+        wait_for_hold(marker, first)
         second = run_snakemake(tmp_path, "--configfile", str(tmp_path / "config.yaml"))
         assert second.returncode != 0
         assert "cannot be locked" in second.output
@@ -335,29 +252,6 @@ def test_source_changed_between_encode_and_merge_is_named(tree_copy: Path, tmp_p
     assert ds.get_bytes(len(ds) - 1) == other.read_bytes()
 
 
-def test_merge_reads_ahead_in_order_and_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The merge's reading threads may finish out of order and must not run ahead without bound:
-    records still reach the writer in index order, with at most READ_AHEAD_BYTES in flight."""
-    monkeypatch.setattr(merge, "READ_AHEAD_BYTES", 10)  # three 4-byte images in flight at most
-    submitted: list[int] = []
-
-    def slow_when_even(number: int) -> bytes:
-        time.sleep(0.01 if number % 2 == 0 else 0.0)  # odd reads overtake even ones
-        return number.to_bytes(2, "big")
-
-    with ThreadPoolExecutor(4) as pool:
-
-        def values() -> Iterator[merge.Pending]:
-            for number in range(40):
-                submitted.append(number)
-                yield 4, pool.submit(slow_when_even, number)
-
-        for written, data in enumerate(merge.in_order(values())):
-            assert int.from_bytes(data, "big") == written
-            assert len(submitted) - written <= 3
-    assert len(submitted) == 40
-
-
 @pytest.mark.parametrize("moment", ["count_check", "encode_shard:3"])
 def test_class_subset_killed_then_rerun_finishes_identically(
     moment: str, tree_archive: Path, image_tree: Path, tmp_path: Path
@@ -372,8 +266,8 @@ def test_class_subset_killed_then_rerun_finishes_identically(
     killed = tmp_path / "killed"
     killed.mkdir()
     write_config(killed, splits, classes=classes)
-    process, marker = start(killed, hold=moment)
-    wait_for(marker, process)
+    process, marker = start_snakemake(killed, hold=moment)
+    wait_for_hold(marker, process)
     kill_group(process)
     assert_nothing_incomplete_at_final_paths(killed)
     run_snakemake(killed, "--configfile", str(killed / "config.yaml")).check()

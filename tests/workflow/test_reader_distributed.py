@@ -13,8 +13,8 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch.utils.data import DataLoader, DistributedSampler
 
-from conftest import Converted
 from dataset import LMDBDataset
+from support.workflow import Converted
 
 WORLD_SIZE = 2
 

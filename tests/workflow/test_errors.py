@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TREE_IMAGES, run_snakemake, write_config
 from dataset import LMDBDataset
+from support.images import TREE_IMAGES
+from support.workflow import run_snakemake, write_config
 
 
 def truncate_one_jpeg(tree: Path) -> Path:

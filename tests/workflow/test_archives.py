@@ -4,34 +4,20 @@ archives whose members would escape the extraction folder are refused, and nothi
 from __future__ import annotations
 
 import gzip
-import io
 import json
 import shutil
 import stat
 import tarfile
 import zipfile
-import zlib
 from pathlib import Path
 
 import numpy as np
 import pytest
 from torchvision.datasets import ImageFolder
 
-from conftest import Converted, run_snakemake, write_config
 from dataset import LMDBDataset
-
-
-def make_tar(tree: Path, path: Path, mode: str) -> Path:
-    with tarfile.open(path, mode) as tar:
-        tar.add(tree, arcname="train")  # wrapped in one top folder, as archives usually are
-    return path
-
-
-def make_zip(tree: Path, path: Path) -> Path:
-    with zipfile.ZipFile(path, "w") as zf:
-        for file in sorted(tree.rglob("*")):
-            zf.write(file, file.relative_to(tree).as_posix())  # no top folder this time
-    return path
+from support.archives import APPLE_DOUBLE, DS_STORE, add_member, clear_utf8_flags, evil_tar, make_tar, make_zip, pack
+from support.workflow import Converted, run_snakemake, write_config
 
 
 def same_dataset(a: LMDBDataset, b: LMDBDataset) -> None:
@@ -84,36 +70,6 @@ def test_empty_class_folder_in_an_archive_stops_as_imagefolder_would(
     assert result.run.returncode != 0
     assert "found no valid file for the classes zz_empty" in result.run.output
     assert not result.lmdb.exists()
-
-
-def test_archive_listing_accepts_what_imagefolder_accepts() -> None:
-    # the sources list archive members with a copy of torchvision's extension list (importing
-    # torchvision costs seconds per job): the copy must stay the original.
-    from torchvision.datasets.folder import IMG_EXTENSIONS, has_file_allowed_extension
-
-    from sources import tree
-
-    assert tree.IMAGE_EXTENSIONS == IMG_EXTENSIONS
-    names = ["a.JPEG", "b.jpg", "c.Png", "d.webp", "e.TIFF", "f.txt", "g.jpeg.bak", "h", ".jpg", "i.gif"]
-    assert [tree.is_image(n) for n in names] == [has_file_allowed_extension(n, IMG_EXTENSIONS) for n in names]
-
-
-def add_member(tar: tarfile.TarFile, name: str, data: bytes = b"\xff\xd8\xff\xd9", **fields: object) -> None:
-    info = tarfile.TarInfo(name)
-    info.size = len(data)
-    for key, value in fields.items():
-        setattr(info, key, value)
-    tar.addfile(info, io.BytesIO(data) if info.isfile() else None)
-
-
-def evil_tar(path: Path, name: str, **fields: object) -> Path:
-    with tarfile.open(path, "w") as tar:
-        add_member(tar, "cls/good.JPEG")
-        if fields.get("type") == tarfile.SYMTYPE:
-            add_member(tar, name, data=b"", **fields)
-        else:
-            add_member(tar, name, **fields)
-    return path
 
 
 UNSAFE_MEMBERS = [
@@ -193,26 +149,6 @@ def test_unsafe_zip_is_refused(tmp_path: Path, convert_in_tmp, member: str, file
 # Archives as real people pack them: Mac leftovers, non-ASCII names, members appended twice.
 # --------------------------------------------------------------------------------------------------
 
-#: What macOS writes for .DS_Store and AppleDouble ("._name") files: not images, whatever their name.
-DS_STORE = b"\x00\x00\x00\x01Bud1" + bytes(64)
-APPLE_DOUBLE = b"\x00\x05\x16\x07\x00\x02\x00\x00Mac OS X        " + bytes(64)
-
-
-def pack(tree: Path, archive: Path, wrapper: str = "train", extra: dict[str, bytes] | None = None) -> Path:
-    """``tree`` under ``wrapper/`` as a .tar, .tar.gz or .zip (by name), plus ``extra`` members."""
-    images = sorted(p for p in tree.rglob("*") if p.is_file())
-    files = {f"{wrapper}/{p.relative_to(tree).as_posix()}": p.read_bytes() for p in images}
-    files.update(extra or {})
-    if archive.suffix == ".zip":
-        with zipfile.ZipFile(archive, "w") as zf:
-            for name, data in files.items():
-                zf.writestr(name, data)
-    else:
-        with tarfile.open(archive, "w:gz" if archive.name.endswith(".gz") else "w") as tar:
-            for name, data in files.items():
-                add_member(tar, name, data)
-    return archive
-
 
 def convert_split(tmp_path: Path, source: Path, **split: object) -> Converted:
     """``source`` converted with extra split settings (``extract``, ``layout``, ...)."""
@@ -264,22 +200,6 @@ def test_finder_zip_macosx_folder_is_set_aside_and_listed(
     assert "not images: 2 files left out, listed in work/train/counts.json" in result.run.output
 
 
-def clear_utf8_flags(archive: Path) -> None:
-    """Clear the UTF-8 name flag (bit 11) in every local and central header: what Info-ZIP's zip
-    writes on Linux, the names' UTF-8 bytes unflagged."""
-    data = bytearray(archive.read_bytes())
-    with zipfile.ZipFile(archive) as zf:
-        local_headers = [info.header_offset for info in zf.infolist()]
-        central = zf.start_dir
-    for offset in local_headers:
-        data[offset + 7] &= ~0x08
-    while data[central : central + 4] == b"PK\x01\x02":
-        data[central + 9] &= ~0x08
-        name, extra, comment = (int.from_bytes(data[central + k : central + k + 2], "little") for k in (28, 30, 32))
-        central += 46 + name + extra + comment
-    archive.write_bytes(bytes(data))
-
-
 @pytest.mark.parametrize("extract", [False, True])
 def test_zip_with_unflagged_utf8_names_keeps_its_class_names(image_tree: Path, tmp_path: Path, extract: bool) -> None:
     # Read as cp437 (zipfile's default) "Öl" and "àpfel" come out garbled and in the other order:
@@ -296,19 +216,6 @@ def test_zip_with_unflagged_utf8_names_keeps_its_class_names(image_tree: Path, t
         assert not any(info.flag_bits & 0x800 for info in zf.infolist()) and "├" in zf.namelist()[-1]
     ds = assert_like_imagefolder(convert_split(tmp_path, archive, extract=extract), tree)
     assert ds.classes == ["Öl", "àpfel"]
-
-
-def test_zip_unicode_path_field_names_a_non_utf8_member() -> None:
-    # Info-ZIP stores a name in the system's code page plus its UTF-8 form in a 0x7075 field.
-    from archives import zip_member_name
-
-    stored = "Ölfass.jpg".encode("cp850")
-    field = b"\x01" + zlib.crc32(stored).to_bytes(4, "little") + "Ölfass.jpg".encode()
-    info = zipfile.ZipInfo(stored.decode("cp437"))
-    info.extra = (0x7075).to_bytes(2, "little") + len(field).to_bytes(2, "little") + field
-    assert zip_member_name(info) == "Ölfass.jpg"
-    info.extra = b""  # no field and not UTF-8: zipfile's cp437 reading stays
-    assert zip_member_name(info) == stored.decode("cp437")
 
 
 def test_member_appended_twice_is_read_as_unpacking_leaves_it(image_tree: Path, tmp_path: Path) -> None:

@@ -4,25 +4,29 @@ with the official structure, converted in place (no per-image file written) and 
 from __future__ import annotations
 
 import csv
-import io
 import json
 import random
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pytest
-import scipy.io
 from torchvision.datasets import ImageFolder
 
-from conftest import REPO, Run, convert, run_snakemake, write_config
 from dataset import LMDBDataset, close_all_envs
-from make_images import class_names, make_images
-from test_resume import assert_same_dataset, records_and_meta
+from support import REPO
+from support.archives import add_member
+from support.datasets import assert_same_dataset, records_and_meta
+from support.ilsvrc import make_devkit, make_train_tar, make_val_tar
+from support.images import class_names, make_images
+from support.workflow import Run, convert, run_snakemake, write_config
 
 CLASSES = 5
+
+
 TRAIN_IMAGES = 40
+
+
 VAL_IMAGES = 30
 
 
@@ -36,66 +40,12 @@ class Ilsvrc:
     train_tree: Path  # the same images as an ImageFolder tree, for comparison
 
 
-def add_bytes(tar: tarfile.TarFile, name: str, data: bytes) -> None:
-    info = tarfile.TarInfo(name)
-    info.size = len(data)
-    tar.addfile(info, io.BytesIO(data))
-
-
-def make_train_tar(tree: Path, path: Path) -> None:
-    """A tar of per-class tars ``<wnid>.tar``, each holding that class's JPEGs, flat."""
-    with tarfile.open(path, "w") as outer:
-        for class_dir in sorted(tree.iterdir()):
-            buffer = io.BytesIO()
-            with tarfile.open(fileobj=buffer, mode="w") as inner:
-                for image in sorted(class_dir.iterdir(), reverse=True):  # not in name order
-                    inner.add(image, arcname=image.name)
-            add_bytes(outer, f"{class_dir.name}.tar", buffer.getvalue())
-
-
-def make_meta_mat(path: Path, id_to_wnid: dict[int, str]) -> None:
-    """meta.mat as the devkit has it: a struct array of synsets, leaves first, then a parent."""
-    fields = [
-        "ILSVRC2012_ID",
-        "WNID",
-        "words",
-        "gloss",
-        "num_children",
-        "children",
-        "wordnet_height",
-        "num_train_images",
-    ]
-    synsets = np.zeros((len(id_to_wnid) + 1, 1), dtype=[(f, "O") for f in fields])
-    for row, (ilsvrc_id, wnid) in enumerate(sorted(id_to_wnid.items())):
-        synsets[row, 0] = (ilsvrc_id, wnid, f"thing {wnid}, other name", "a gloss", 0, np.zeros(0), 0, 10)
-    children = np.array(sorted(id_to_wnid), dtype=np.uint16)
-    synsets[-1, 0] = (len(id_to_wnid) + 1, "n00000001", "entity", "root", len(children), children, 5, 0)
-    scipy.io.savemat(path, {"synsets": synsets})
-
-
-def make_devkit(path: Path, id_to_wnid: dict[int, str], ground_truth_ids: list[int], scratch: Path) -> None:
-    make_meta_mat(scratch / "meta.mat", id_to_wnid)
-    with tarfile.open(path, "w:gz") as tar:
-        tar.add(scratch / "meta.mat", arcname="ILSVRC2012_devkit_t12/data/meta.mat")
-        text = "".join(f"{i}\n" for i in ground_truth_ids).encode()
-        add_bytes(tar, "ILSVRC2012_devkit_t12/data/ILSVRC2012_validation_ground_truth.txt", text)
-
-
-def make_val_tar(images: list[Path], path: Path, keep: list[int]) -> None:
-    """Flat ``ILSVRC2012_val_NNNNNNNN.JPEG`` members, in shuffled order (as the official tar)."""
-    order = list(keep)
-    random.Random(7).shuffle(order)
-    with tarfile.open(path, "w") as tar:
-        for number in order:
-            tar.add(images[number - 1], arcname=f"ILSVRC2012_val_{number:08d}.JPEG")
-
-
 @pytest.fixture(scope="module")
 def ilsvrc(tmp_path_factory: pytest.TempPathFactory) -> Ilsvrc:
     base = tmp_path_factory.mktemp("ilsvrc")
     wnids = class_names(CLASSES, seed=5)
     make_images(str(base / "train_tree"), images=TRAIN_IMAGES, classes=CLASSES, seed=5, workers=2)
-    make_train_tar(base / "train_tree", base / "ILSVRC2012_img_train.tar")
+    make_train_tar(base / "train_tree", base / "ILSVRC2012_img_train.tar", reverse=True)  # not in name order
 
     make_images(str(base / "val_pool"), images=VAL_IMAGES, classes=1, seed=6, first_index=500, workers=2)
     val_images = sorted((base / "val_pool").rglob("*.*"))
@@ -180,7 +130,7 @@ def test_partial_val_tar_is_labelled_by_file_number(ilsvrc: Ilsvrc, tmp_path: Pa
     partial = tmp_path / "ILSVRC2012_img_val_part.tar"
     with tarfile.open(partial, "w") as tar:
         for name in sorted(members)[::3]:
-            add_bytes(tar, name, members[name])
+            add_member(tar, name, members[name])
     workdir = tmp_path / "run"
     splits = {"val": ilsvrc_splits(ilsvrc, val_tar=partial)["val"]}
     run_ilsvrc(workdir, splits)
@@ -230,7 +180,7 @@ def test_missing_class_tar_is_named(ilsvrc: Ilsvrc, tmp_path: Path) -> None:
     partial = tmp_path / "ILSVRC2012_img_train.tar"
     with tarfile.open(ilsvrc.train_tar) as full, tarfile.open(partial, "w") as tar:
         for member in full.getmembers()[1:]:
-            add_bytes(tar, member.name, full.extractfile(member).read())
+            add_member(tar, member.name, full.extractfile(member).read())
     config = write_config(
         tmp_path, {"train": {"source": str(partial), "layout": "ilsvrc-train", "devkit": str(ilsvrc.devkit)}}
     )
@@ -309,7 +259,7 @@ def test_val_tar_gz_with_a_wrapper_folder_unpacks_like_it_streams(
     archive = tmp_path / "val.tar.gz"
     with tarfile.open(archive, "w:gz") as tar:
         for name, data in val_members(ilsvrc).items():
-            add_bytes(tar, f"val/{name}", data)
+            add_member(tar, f"val/{name}", data)
     run_ilsvrc(tmp_path / "run", {"val": {**ilsvrc_splits(ilsvrc)["val"], "source": str(archive)}})
     close_all_envs()
     assert_same_dataset(tmp_path / "run" / "results" / "val.lmdb", streamed / "results" / "val.lmdb")
@@ -371,6 +321,8 @@ class SubsetIlsvrc:
 
 
 SUBSET_TRAIN_CLASSES = 10
+
+
 SUBSET_VAL_IMAGES = 40
 
 
@@ -385,7 +337,7 @@ def ilsvrc_10(tmp_path_factory: pytest.TempPathFactory) -> SubsetIlsvrc:
     base = tmp_path_factory.mktemp("ilsvrc10")
     make_images(str(base / "train_tree"), images=30, classes=SUBSET_TRAIN_CLASSES, seed=8, workers=2)
     train_wnids = sorted(p.name for p in (base / "train_tree").iterdir())
-    make_train_tar(base / "train_tree", base / "ILSVRC2012_img_train.tar")
+    make_train_tar(base / "train_tree", base / "ILSVRC2012_img_train.tar", reverse=True)
     wnids = thousand_wnids(train_wnids)
     id_to_wnid = {i + 1: wnid for i, wnid in enumerate(reversed(wnids))}
     wnid_to_id = {wnid: i for i, wnid in id_to_wnid.items()}
@@ -443,7 +395,7 @@ def train_tar_with_unreadable_classes(data: SubsetIlsvrc, keep: list[str], path:
             data_bytes = source.extractfile(member).read()
             if member.name.removesuffix(".tar") not in keep:
                 data_bytes = b"\x00garbage, not a tar\x00" * (len(data_bytes) // 20 + 1)
-            add_bytes(out, member.name, data_bytes)
+            add_member(out, member.name, data_bytes)
     return path
 
 

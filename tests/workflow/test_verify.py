@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO, Converted
 from dataset import LMDBDataset, close_all_envs
+from support.commands import run_script
+from support.workflow import Converted
 
 #: A record in the middle of the file, stored byte for byte (checked below).
 DAMAGED = 17
@@ -18,8 +18,7 @@ DAMAGED = 17
 
 def run_verify(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """The verify CLI with the venv's python, from an unrelated working directory."""
-    command = [sys.executable, str(REPO / "scripts" / "verify.py"), str(path), *args]
-    return subprocess.run(command, capture_output=True, text=True, timeout=300, check=False, cwd=Path("/"))
+    return run_script("verify.py", path, *args)
 
 
 @pytest.fixture
@@ -71,24 +70,3 @@ def test_verify_sample_misses_what_it_does_not_check(copied: Path) -> None:
     flip_one_byte_of_record(copied, DAMAGED)
     assert run_verify(copied, "--sample", "0").returncode == 0
     assert run_verify(copied, "--sample", "40").returncode == 1
-
-
-@pytest.mark.parametrize("content", [None, b"\x00" * 4096], ids=["missing", "not-lmdb"])
-def test_verify_refuses_what_is_not_a_dataset(tmp_path: Path, content: bytes | None) -> None:
-    path = tmp_path / "x.lmdb"
-    if content is not None:
-        path.write_bytes(content)
-    result = run_verify(path, "--full")
-    assert result.returncode == 1
-    lines = result.stdout.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"FAIL {path}")
-    assert "Traceback" not in result.stderr
-
-
-def test_contact_sheet_of_a_full_check_shows_records_from_everywhere() -> None:
-    from verify import MAX_SHEET_IMAGES, sheet_indices
-
-    assert sheet_indices([3, 1, 4]) == [3, 1, 4]
-    shown = sheet_indices(list(range(10_000)))
-    assert len(shown) == MAX_SHEET_IMAGES == len(set(shown)) and shown == sorted(shown)
-    assert max(shown) > 5_000, "not just the first records"

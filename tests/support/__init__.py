@@ -1,0 +1,31 @@
+"""What the tests and the benchmarks share: data builders and helpers, no tests.
+
+Importing the package puts scripts/ on ``sys.path`` (the tests import the workflow's modules,
+``dataset`` above all, as the rules do). Tests find it because pytest puts tests/ on the path;
+benchmarks/bench_common.py puts it there for the benchmarks.
+
+- ``support.images``: generated images: ImageNet-like ImageFolder trees (``make_images``, also the
+  command ``benchmarks/make_images.py``), the test tree's size, single JPEG/PNG values.
+- ``support.archives``: tar, tar.gz and zip makers, members of any kind, hostile archives, zips as
+  other tools write them.
+- ``support.ilsvrc``: ILSVRC2012-structured archives: a tar of class tars, the flat val tar, a devkit.
+- ``support.legacy``: folder2lmdb files (pickled values), hostile pickles among them.
+- ``support.workflow``: the snakemake CLI on this repository's workflow: write a config, run it,
+  convert a tree, start a run held at a hook point and kill it.
+- ``support.datasets``: reading results back: every key and value, records and meta compared,
+  record locations checked against LMDB.
+- ``support.commands``: the repository's other commands (scripts/ CLIs, linters) run as a user would.
+- ``support.readme``: the README's runnable blocks.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+#: The venv's bin folder: snakemake, ruff and snakefmt of the interpreter running this.
+BIN = Path(sys.executable).parent
+
+if str(REPO / "scripts") not in sys.path:
+    sys.path.insert(0, str(REPO / "scripts"))

@@ -1,0 +1,81 @@
+"""Archive makers: an ImageFolder tree as a tar, tar.gz or zip, members of any kind (links, devices,
+paths that escape), and archives as other tools leave them (macOS metadata, unflagged UTF-8 names)."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+import zipfile
+from pathlib import Path
+
+#: What macOS writes for .DS_Store and AppleDouble ("._name") files: not images, whatever their name.
+DS_STORE = b"\x00\x00\x00\x01Bud1" + bytes(64)
+APPLE_DOUBLE = b"\x00\x05\x16\x07\x00\x02\x00\x00Mac OS X        " + bytes(64)
+
+
+def make_tar(tree: Path, path: Path, mode: str = "w") -> Path:
+    """``tree`` as a tar (``mode`` "w" or "w:gz"), wrapped in one top folder ``train/``, as
+    archives usually are."""
+    with tarfile.open(path, mode) as tar:
+        tar.add(tree, arcname="train")
+    return path
+
+
+def make_zip(tree: Path, path: Path) -> Path:
+    """``tree`` as a zip, with no top folder."""
+    with zipfile.ZipFile(path, "w") as zf:
+        for file in sorted(tree.rglob("*")):
+            zf.write(file, file.relative_to(tree).as_posix())
+    return path
+
+
+def add_member(tar: tarfile.TarFile, name: str, data: bytes = b"\xff\xd8\xff\xd9", **fields: object) -> None:
+    """One member ``name`` holding ``data``; ``fields`` set other TarInfo attributes (type, linkname)."""
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    for key, value in fields.items():
+        setattr(info, key, value)
+    tar.addfile(info, io.BytesIO(data) if info.isfile() else None)
+
+
+def evil_tar(path: Path, name: str, **fields: object) -> Path:
+    """A tar of one good image ``cls/good.JPEG`` and the member ``name`` with ``fields``."""
+    with tarfile.open(path, "w") as tar:
+        add_member(tar, "cls/good.JPEG")
+        if fields.get("type") == tarfile.SYMTYPE:
+            add_member(tar, name, data=b"", **fields)
+        else:
+            add_member(tar, name, **fields)
+    return path
+
+
+def pack(tree: Path, archive: Path, wrapper: str = "train", extra: dict[str, bytes] | None = None) -> Path:
+    """``tree`` under ``wrapper/`` as a .tar, .tar.gz or .zip (by name), plus ``extra`` members."""
+    images = sorted(p for p in tree.rglob("*") if p.is_file())
+    files = {f"{wrapper}/{p.relative_to(tree).as_posix()}": p.read_bytes() for p in images}
+    files.update(extra or {})
+    if archive.suffix == ".zip":
+        with zipfile.ZipFile(archive, "w") as zf:
+            for name, data in files.items():
+                zf.writestr(name, data)
+    else:
+        with tarfile.open(archive, "w:gz" if archive.name.endswith(".gz") else "w") as tar:
+            for name, data in files.items():
+                add_member(tar, name, data)
+    return archive
+
+
+def clear_utf8_flags(archive: Path) -> None:
+    """Clear the UTF-8 name flag (bit 11) in every local and central header: what Info-ZIP's zip
+    writes on Linux, the names' UTF-8 bytes unflagged."""
+    data = bytearray(archive.read_bytes())
+    with zipfile.ZipFile(archive) as zf:
+        local_headers = [info.header_offset for info in zf.infolist()]
+        central = zf.start_dir
+    for offset in local_headers:
+        data[offset + 7] &= ~0x08
+    while data[central : central + 4] == b"PK\x01\x02":
+        data[central + 9] &= ~0x08
+        name, extra, comment = (int.from_bytes(data[central + k : central + k + 2], "little") for k in (28, 30, 32))
+        central += 46 + name + extra + comment
+    archive.write_bytes(bytes(data))

@@ -1,0 +1,86 @@
+"""Reading a finished dataset back: every key and value as LMDB holds it, records and meta without
+what depends on the run (so that two conversions compare), and record locations (meta/locations)
+checked against LMDB's own answer."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import lmdb
+import numpy as np
+import torch
+from PIL import Image
+
+from dataset import LOCATION_DTYPE, META_KEYS, LMDBReader, close_all_envs, record_key
+
+
+def every_key_and_value(path: Path) -> dict[bytes, bytes]:
+    close_all_envs()  # a dataset opened earlier in this process would block a second open
+    with lmdb.open(str(path), subdir=False, readonly=True, lock=False) as env, env.begin() as txn:
+        return {bytes(key): bytes(value) for key, value in txn.cursor()}
+
+
+def records_and_meta(path: Path) -> tuple[dict[bytes, bytes], dict]:
+    """Every (key, value) of a dataset, and its meta JSON without the creation time and the words
+    that depend on how the config was written (the source's path, the class list's origin)."""
+    items = every_key_and_value(path)
+    document = json.loads(items.pop(META_KEYS["json"]))
+    document.pop("created")
+    document["source"].pop("path")
+    document["class_list"].pop("origin")
+    return items, document
+
+
+def assert_same_dataset(a: Path, b: Path) -> None:
+    items_a, meta_a = records_and_meta(a)
+    items_b, meta_b = records_and_meta(b)
+    assert meta_a == meta_b
+    assert items_a.keys() == items_b.keys()
+    assert all(items_a[k] == items_b[k] for k in items_a), "a record or meta array differs"
+
+
+def pil_as_tensor(image: Image.Image) -> torch.Tensor:
+    """A PIL image as the (channels, height, width) uint8 tensor decode="tensor" gives."""
+    return torch.from_numpy(np.array(image)).permute(2, 0, 1)
+
+
+# --------------------------------------------------------------------------------------------------
+# Record locations.
+# --------------------------------------------------------------------------------------------------
+
+
+def stored_records(path: Path) -> tuple[dict[int, bytes], np.ndarray | None, dict]:
+    """Every record as LMDB returns it, the raw locations array and the JSON document."""
+    close_all_envs()  # py-lmdb opens a path once per process; datasets reopen theirs when next read
+    with lmdb.open(str(path), subdir=False, readonly=True, lock=False) as env, env.begin() as txn:
+        document = json.loads(txn.get(META_KEYS["json"]))
+        raw = txn.get(META_KEYS["locations"])
+        records = {i: bytes(txn.get(record_key(i))) for i in range(document["length"])}
+    locations = None if raw is None else np.frombuffer(raw, dtype=LOCATION_DTYPE)
+    return records, locations, document
+
+
+def assert_offsets_give_lmdb_bytes(path: Path) -> int:
+    """Every located record's bytes at its offset equal LMDB's; returns how many are located."""
+    records, locations, document = stored_records(path)
+    assert locations is not None and len(locations) == len(records)
+    located = 0
+    with open(path, "rb") as stream:
+        for index, value in records.items():
+            offset, length = int(locations[index]["offset"]), int(locations[index]["length"])
+            if offset:
+                assert os.pread(stream.fileno(), length, offset) == value, index
+                located += 1
+    assert document["locations"]["located"] == located
+    return located
+
+
+def assert_reader_reads_every_record(path: Path, by_offset: bool) -> LMDBReader:
+    records, _, _ = stored_records(path)
+    ds = LMDBReader(path, decode="bytes")
+    assert ds.reads_by_offset is by_offset
+    assert [ds.get_bytes(i) for i in range(len(ds))] == list(records.values())
+    assert [data for data, _ in ds.__getitems__(list(range(len(ds))))] == list(records.values())
+    return ds

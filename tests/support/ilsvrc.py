@@ -1,0 +1,69 @@
+"""ILSVRC2012-structured archives, as downloaded: a tar of per-class tars, the flat shuffled val tar
+and a devkit (meta.mat written by scipy, the validation ground truth)."""
+
+from __future__ import annotations
+
+import io
+import random
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import scipy.io
+
+from support.archives import add_member
+
+
+def make_train_tar(tree: Path, path: Path, reverse: bool = False) -> int:
+    """A tar of ``<wnid>.tar`` members (ILSVRC2012_img_train.tar), each holding that class's images
+    flat, in name order or, with ``reverse``, not; returns the image count."""
+    count = 0
+    with tarfile.open(path, "w") as outer:
+        for class_dir in sorted(p for p in tree.iterdir() if p.is_dir()):
+            buffer = io.BytesIO()
+            with tarfile.open(fileobj=buffer, mode="w") as inner:
+                for image in sorted(class_dir.iterdir(), reverse=reverse):
+                    inner.add(image, arcname=image.name)
+                    count += 1
+            add_member(outer, f"{class_dir.name}.tar", buffer.getvalue())
+    return count
+
+
+def make_meta_mat(path: Path, id_to_wnid: dict[int, str]) -> None:
+    """meta.mat as the devkit has it: a struct array of synsets, leaves first, then a parent."""
+    fields = [
+        "ILSVRC2012_ID",
+        "WNID",
+        "words",
+        "gloss",
+        "num_children",
+        "children",
+        "wordnet_height",
+        "num_train_images",
+    ]
+    synsets = np.zeros((len(id_to_wnid) + 1, 1), dtype=[(f, "O") for f in fields])
+    for row, (ilsvrc_id, wnid) in enumerate(sorted(id_to_wnid.items())):
+        synsets[row, 0] = (ilsvrc_id, wnid, f"thing {wnid}, other name", "a gloss", 0, np.zeros(0), 0, 10)
+    children = np.array(sorted(id_to_wnid), dtype=np.uint16)
+    synsets[-1, 0] = (len(id_to_wnid) + 1, "n00000001", "entity", "root", len(children), children, 5, 0)
+    scipy.io.savemat(path, {"synsets": synsets})
+
+
+def make_devkit(path: Path, id_to_wnid: dict[int, str], ground_truth_ids: list[int], scratch: Path) -> None:
+    """ILSVRC2012_devkit_t12.tar.gz: meta.mat (written in ``scratch`` first) and the ground truth,
+    one ILSVRC2012_ID per val image in image-number order."""
+    make_meta_mat(scratch / "meta.mat", id_to_wnid)
+    with tarfile.open(path, "w:gz") as tar:
+        tar.add(scratch / "meta.mat", arcname="ILSVRC2012_devkit_t12/data/meta.mat")
+        text = "".join(f"{i}\n" for i in ground_truth_ids).encode()
+        add_member(tar, "ILSVRC2012_devkit_t12/data/ILSVRC2012_validation_ground_truth.txt", text)
+
+
+def make_val_tar(images: list[Path], path: Path, keep: list[int]) -> None:
+    """Flat ``ILSVRC2012_val_NNNNNNNN.JPEG`` members, in shuffled order (as the official tar):
+    image number ``n`` of ``keep`` is the file ``images[n - 1]``."""
+    order = list(keep)
+    random.Random(7).shuffle(order)
+    with tarfile.open(path, "w") as tar:
+        for number in order:
+            tar.add(images[number - 1], arcname=f"ILSVRC2012_val_{number:08d}.JPEG")

@@ -1,0 +1,119 @@
+"""The real snakemake CLI on this repository's Snakefile: a config written into a folder, a run in
+it (finished, or started and held at a script's hook point, then killed as a power cut would)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from support import BIN, REPO
+
+
+def snakemake_command(workdir: Path, *args: str) -> list[str]:
+    """The venv's snakemake on this repository's workflow, in ``workdir``, with ``args``."""
+    return [str(BIN / "snakemake"), "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir), *args]
+
+
+def snakemake_environment() -> dict[str, str]:
+    """This environment with the venv's bin first on PATH, as after activating the venv."""
+    return {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+
+
+def write_config(workdir: Path, splits: dict[str, dict[str, Any]], **sections: Any) -> Path:
+    """Write ``workdir/config.yaml``; returns its path."""
+    document: dict[str, Any] = {"results": "results", "work": "work", "splits": splits, **sections}
+    path = workdir / "config.yaml"
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    return path
+
+
+@dataclass
+class Run:
+    """A finished snakemake invocation."""
+
+    returncode: int
+    output: str  # stdout and stderr together, as a user sees them
+
+    def check(self) -> Run:
+        assert self.returncode == 0, f"snakemake failed:\n{self.output[-6000:]}"
+        return self
+
+
+def run_snakemake(workdir: Path, *args: str, timeout: int = 600) -> Run:
+    """Run the real snakemake CLI on this repository's workflow, in ``workdir``."""
+    command = snakemake_command(workdir, *args)
+    if not any(a.startswith("--cores") or a == "-n" or a.startswith("--dry") for a in args):
+        command += ["--cores", "2"]
+    completed = subprocess.run(
+        command, cwd=workdir, capture_output=True, text=True, timeout=timeout, env=snakemake_environment(), check=False
+    )
+    return Run(completed.returncode, completed.stdout + completed.stderr)
+
+
+@dataclass
+class Converted:
+    workdir: Path
+    source: Path
+    lmdb: Path
+    run: Run
+
+    @property
+    def verify_report(self) -> Path:
+        return self.lmdb.with_suffix(".verify.json")
+
+
+def convert(
+    workdir: Path, source: Path, split: str = "train", shards: int = 3, layout: str = "imagefolder", **sections: Any
+) -> Converted:
+    """``source`` converted as one split in ``workdir`` (not checked: see ``.run``)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    config = write_config(workdir, {split: {"source": str(source), "shards": shards, "layout": layout}}, **sections)
+    run = run_snakemake(workdir, "--configfile", str(config))
+    return Converted(workdir, source, workdir / "results" / f"{split}.lmdb", run)
+
+
+# --------------------------------------------------------------------------------------------------
+# Runs held at a hook point and killed. The scripts' test hook (IMAGEFOLDER_LMDB_TEST_HOLD): a
+# script reaching the named point writes the marker file and parks there.
+# --------------------------------------------------------------------------------------------------
+
+
+def start_snakemake(workdir: Path, hold: str | None = None) -> tuple[subprocess.Popen, Path]:
+    """snakemake on ``workdir/config.yaml`` in the background, in its own process group; with
+    ``hold``, the script reaching that point (e.g. "merge", "encode_shard:3") parks there."""
+    marker = workdir / "held"
+    marker.unlink(missing_ok=True)
+    environment = snakemake_environment()
+    if hold:
+        environment.update(IMAGEFOLDER_LMDB_TEST_HOLD=hold, IMAGEFOLDER_LMDB_TEST_HOLD_MARKER=str(marker))
+    process = subprocess.Popen(
+        snakemake_command(workdir, "--cores", "2", "--configfile", str(workdir / "config.yaml")),
+        cwd=workdir,
+        env=environment,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # its own process group, killed as a whole
+    )
+    return process, marker
+
+
+def wait_for_hold(marker: Path, process: subprocess.Popen, timeout: float = 120) -> None:
+    """Return once the held script has written ``marker``."""
+    deadline = time.monotonic() + timeout
+    while not marker.exists():
+        assert process.poll() is None, "snakemake ended before reaching the hold point"
+        assert time.monotonic() < deadline, "hold point not reached in time"
+        time.sleep(0.05)
+
+
+def kill_group(process: subprocess.Popen) -> None:
+    """SIGKILL snakemake and its jobs together, as a power cut or the OOM killer would."""
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()

@@ -1,0 +1,47 @@
+"""The README stays true: every block marked ``<!-- runnable -->`` runs, in a copy of the repository,
+as a new user would type it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from support import BIN, REPO
+from support.readme import runnable_blocks
+
+
+@pytest.fixture(scope="module")
+def checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The repository's files as a commit of the working tree would hold them: tracked files that
+    still exist and files git does not ignore, so that an uncommitted change is what runs (mtimes
+    kept, so make sees .venv as up to date); and .venv."""
+    copy = tmp_path_factory.mktemp("checkout") / "repo"
+    listing = ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
+    files = subprocess.run(listing, cwd=REPO, capture_output=True, check=True).stdout
+    for name in sorted(set(filter(None, files.decode().split("\0")))):
+        if not (REPO / name).is_file():  # deleted in the working tree, not yet in the index
+            continue
+        target = copy / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / name, target)
+    os.symlink(BIN.parent, copy / ".venv")
+    return copy
+
+
+def run_block(kind: str, code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    command = ["bash", "-euo", "pipefail", "-c", code] if kind == "bash" else [sys.executable, "-c", code]
+    environment = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=900, env=environment, check=False)
+
+
+def test_runnable_blocks_run_in_order(checkout: Path) -> None:
+    for number, (kind, code) in enumerate(runnable_blocks()):
+        result = run_block(kind, code, checkout)
+        assert result.returncode == 0, (
+            f"README block {number} ({kind}) failed:\n{code}\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+        )
