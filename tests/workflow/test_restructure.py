@@ -1,0 +1,76 @@
+"""The restructuring into one home per concept (issue 15) changed no output: the same sources
+converted by the workflow as it was before it (a fixed commit, taken from git) and as it is now
+give the same records and meta, byte for byte, apart from the creation time."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from support import BIN, REPO
+from support.archives import make_tar
+from support.datasets import every_key_and_value
+from support.workflow import snakemake_environment, write_config
+
+#: The last commit before the restructuring (the shared class list had just landed).
+BEFORE = "a0e36bc2f8a9066df0c5a9c541f1e2c726dfaf9f"
+#: What the record locations (issue 14, which landed between the two) add to a file; the workflow
+#: before them wrote none, so these are left out of the comparison.
+LOCATIONS_KEY = b"meta/locations"
+
+
+def workflow_before(into: Path) -> Path:
+    """The repository as it was at BEFORE, unpacked into ``into``; returns its Snakefile."""
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", BEFORE], capture_output=True, check=False)
+    if archive.returncode != 0:
+        pytest.skip(f"commit {BEFORE[:10]} is not in this clone's history: {archive.stderr.decode().strip()}")
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        tar.extractall(into, filter="data")
+    return into / "Snakefile"
+
+
+def convert_with(snakefile: Path, workdir: Path, splits: dict) -> None:
+    workdir.mkdir()
+    config = write_config(workdir, splits)
+    command = [str(BIN / "snakemake"), "-s", str(snakefile), "-d", str(workdir), "--cores", "2"]
+    completed = subprocess.run(
+        [*command, "--configfile", str(config)],
+        capture_output=True,
+        text=True,
+        env=snakemake_environment(),
+        check=False,
+    )
+    assert completed.returncode == 0, (completed.stdout + completed.stderr)[-4000:]
+
+
+def comparable(path: Path) -> tuple[dict[bytes, bytes], dict]:
+    """Every key and value, the meta JSON parsed, without what may differ: the creation time, and
+    the record locations that the workflow before did not write yet."""
+    items = every_key_and_value(path)
+    items.pop(LOCATIONS_KEY, None)
+    document = json.loads(items.pop(b"meta/json"))
+    document.pop("created")
+    document.pop("locations", None)
+    return items, document
+
+
+def test_output_is_byte_identical_to_the_workflow_before_the_restructuring(image_tree: Path, tmp_path: Path) -> None:
+    splits = {
+        "train": {"source": str(image_tree), "shards": 3},  # a folder, with every oddity of the test tree
+        "val": {"source": str(make_tar(image_tree, tmp_path / "val.tar")), "shards": 2},  # read in place
+    }
+    before, now = tmp_path / "before", tmp_path / "now"
+    convert_with(workflow_before(tmp_path / "repo-before"), before, splits)
+    convert_with(REPO / "Snakefile", now, splits)
+    for split in splits:
+        items_before, meta_before = comparable(before / "results" / f"{split}.lmdb")
+        items_now, meta_now = comparable(now / "results" / f"{split}.lmdb")
+        assert meta_now == meta_before, split
+        assert items_now.keys() == items_before.keys(), split
+        assert all(items_now[key] == items_before[key] for key in items_now), f"{split}: a record or meta array differs"
+        assert LOCATIONS_KEY in every_key_and_value(now / "results" / f"{split}.lmdb"), "located now"
