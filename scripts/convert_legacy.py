@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import zlib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -37,6 +36,7 @@ from dataset import (
     META_KEYS,
     FormatError,
     Meta,
+    checksum,
     encode_meta,
     is_legacy_pickle_lmdb,
     legacy_keys,
@@ -75,7 +75,7 @@ class Columns:
         self.keys.append(key)
         self.labels.append(label)
         self.sizes.append((encoded.width, encoded.height))
-        self.crc32.append(zlib.crc32(encoded.value))
+        self.crc32.append(checksum(encoded.value))
         self.storage.append(encoded.storage)
         self.source_bytes.append(source_size)
         self.stored_bytes.append(len(encoded.value))

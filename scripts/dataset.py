@@ -8,6 +8,28 @@ code and ``from dataset import LMDBDataset``.
 The format involves no pickle: meta is JSON plus little-endian numeric arrays, so opening a dataset
 never runs code from the file. Only the clearly marked legacy section below unpickles, for LMDBs made
 by the widely copied folder2lmdb recipe, and only when asked to with ``allow_pickle=True``.
+
+What lives where, in file order:
+
+1. The format: record keys, meta keys and arrays, storage codes, ``Meta`` and its encoders and
+   decoder (``encode_meta``, ``decode_meta``), ``FormatError``.
+2. Opening a file: ``open_env_readonly`` (read-only, lock-free settings), reader slots of
+   ``lock=True`` files (``ReadersFullError``, ``_begin_read``).
+3. The per-process table: one environment and one descriptor per file and process
+   (``shared_env``, ``shared_fd``), closed before every fork (``close_all_envs``).
+4. Decoding stored bytes: ``pil_decode``, ``tensor_decode``, ``encoded_tensor_decode``.
+5. Record sources, the interface: what a dataset asks of the place its records come from
+   (``_Records``: ``read`` a batch, ``get_bytes``), and ``_open_records``, which reads what a file
+   says about itself and chooses its source once, when the dataset opens.
+6. v1 records through LMDB (``_LmdbRecords``): one read transaction per batch.
+7. v1 records by offset (``_LocatedRecords``): one ``os.pread`` per record at the offsets of
+   meta/locations, page-cache probes and fadvise hints for cold batches, the check made when a file
+   opens (``locations_problem``); records not located go to the LMDB source.
+8. LEGACY folder2lmdb pickles (``_LegacyRecords``): the restricted unpickler, ``legacy_keys``,
+   ``legacy_record``. Reached only with ``allow_pickle=True`` (and by scripts/convert_legacy.py).
+9. The dataset: ``_Index`` (ImageFolder's attributes, what the meta knows without decoding,
+   which record source was chosen), ``LMDBReader`` on it (reads, which go to its record source;
+   transforms; pickling) and ``LMDBDataset``, the same on torch's ``Dataset``.
 """
 
 from __future__ import annotations
@@ -24,7 +46,7 @@ import warnings
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import lmdb
 import numpy as np
@@ -50,6 +72,7 @@ __all__ = [
     "LocationsWarning",
     "Meta",
     "ReadersFullError",
+    "checksum",
     "close_all_envs",
     "decode_meta",
     "encode_document",
@@ -67,7 +90,7 @@ __all__ = [
 ]
 
 # --------------------------------------------------------------------------------------------------
-# The format: keys, meta layout, storage codes. docs/FORMAT.md is the prose version of this block.
+# 1. The format: keys, meta layout, storage codes. docs/FORMAT.md is the prose version of this block.
 # --------------------------------------------------------------------------------------------------
 
 FORMAT_ID = "imagefolder-lmdb"
@@ -128,6 +151,11 @@ def record_key(index: int) -> bytes:
     if not 0 <= index < MAX_RECORDS:
         raise IndexError(f"record index {index} outside 0..{MAX_RECORDS - 1}")
     return b"%08d" % index
+
+
+def checksum(value: bytes | memoryview) -> int:
+    """The checksum meta/crc32 records for a stored value: its CRC-32 (zlib's, unsigned)."""
+    return zlib.crc32(value)
 
 
 @dataclass
@@ -267,6 +295,11 @@ def _missing_meta_message(txn: lmdb.Transaction, where: str) -> str:
     return f"{where} is an LMDB, but not an {FORMAT_ID} dataset (no meta/json key)."
 
 
+# --------------------------------------------------------------------------------------------------
+# 2. Opening a file: read-only settings, and the reader slots of lock=True files.
+# --------------------------------------------------------------------------------------------------
+
+
 class ReadersFullError(RuntimeError):
     """Every reader slot of a ``lock=True`` environment is taken; the message says how to size it."""
 
@@ -342,8 +375,24 @@ def open_env_readonly(path: str, max_readers: int | None = None, lock: bool = Fa
         raise FormatError(f"{path} cannot be opened as an LMDB file: {exc}") from exc
 
 
+def _begin_read(env: lmdb.Environment, path: str) -> lmdb.Transaction:
+    """A read transaction of ``env`` whose values are buffers into LMDB's memory, valid until it ends.
+
+    With lock=True a slot of the reader table is taken; when none is free, the slots of processes
+    that died (killed workers) are reclaimed once before giving up with a clear error.
+    """
+    try:
+        return env.begin(buffers=True)
+    except lmdb.ReadersFullError:
+        env.reader_check()
+        try:
+            return env.begin(buffers=True)
+        except lmdb.ReadersFullError as exc:
+            raise ReadersFullError(readers_full_message(path, env.max_readers())) from exc
+
+
 # --------------------------------------------------------------------------------------------------
-# One environment per file and process.
+# 3. The per-process table: one environment and one descriptor per file and process.
 # --------------------------------------------------------------------------------------------------
 # py-lmdb refuses to open one path twice in a process, and a forked child inherits the parent's
 # "already open" state. So environments live in one per-process table shared by every dataset
@@ -430,9 +479,8 @@ def _forget_envs_in_child() -> None:
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(before=close_all_envs, after_in_child=_forget_envs_in_child)
 
-
 # --------------------------------------------------------------------------------------------------
-# Decoding the stored bytes.
+# 4. Decoding the stored bytes.
 # --------------------------------------------------------------------------------------------------
 
 Decode = Literal["pil", "tensor", "bytes"]
@@ -502,99 +550,120 @@ def _decode(data: bytes | memoryview, decode: str, jpeg: bool) -> Any:
 
 
 # --------------------------------------------------------------------------------------------------
-# LEGACY: LMDBs of the folder2lmdb recipe (Efficient-PyTorch and its many copies). Opt-in only.
+# 5. Record sources, the interface: chosen once when a dataset opens, then asked for batches.
 # --------------------------------------------------------------------------------------------------
-# Their values are pickled ``(image_bytes, label)`` tuples under keys b"0", b"1", ... (not padded),
-# with pickled b"__len__" and b"__keys__". Unpickling runs code named in the file, so nothing here
-# is reached unless the user passes allow_pickle=True (or runs convert_legacy.py). Even then the
-# legacy unpickler below builds only what these files legitimately hold (bytes, ints, lists,
-# tuples, numpy scalars) and refuses any other global, as torch.load(weights_only=True) does.
+# A dataset's records come from one of three sources, each a small object of its own part below:
+# v1 records through LMDB (_LmdbRecords), v1 records by offset (_LocatedRecords, which hands the
+# records it cannot locate to an _LmdbRecords), and legacy pickles (_LegacyRecords). The dataset
+# never branches on which one it has. Sources hold no process-specific state (environments and
+# descriptors are in the per-process table), so they pickle with the dataset.
 
-LEGACY_KEYS = (b"__len__", b"__keys__")
-
-#: The only globals a legacy value may name: protocol-2 pickles build bytes through _codecs.encode,
-#: numpy labels through numpy's scalar constructor. Nothing else is ever imported or called.
-_LEGACY_PICKLE_GLOBALS = frozenset(
-    {
-        ("_codecs", "encode"),
-        ("builtins", "bytes"),
-        ("builtins", "bytearray"),
-        ("numpy", "dtype"),
-        ("numpy.core.multiarray", "scalar"),
-        ("numpy._core.multiarray", "scalar"),
-    }
-)
+#: Opens a read transaction of the dataset's file. The dataset passes its own (LMDBReader._transaction):
+#: it owns the file's lock settings and reader slots; a source opens at most one per batch.
+_Begin = Callable[[], lmdb.Transaction]
 
 
-class _LegacyUnpickler(pickle.Unpickler):  # legacy, allow_pickle=True only: restricted globals
-    def find_class(self, module: str, name: str) -> Any:
-        if (module, name) not in _LEGACY_PICKLE_GLOBALS:
-            raise pickle.UnpicklingError(f"refusing to load the global {module}.{name} named in the file")
-        return super().find_class(module, name)
+class _Records(Protocol):
+    """Where a dataset's records come from."""
+
+    @property
+    def legacy(self) -> bool:
+        """A folder2lmdb pickle file: no image sizes, checksums or storage codes."""
+        ...
+
+    @property
+    def by_offset(self) -> bool:
+        """Records are read with one os.pread each at their recorded offsets (reads_by_offset)."""
+        ...
+
+    def read(self, positions: list[int], decode: str, begin: _Begin, targets: list[int]) -> list[tuple[Any, int]]:
+        """Decoded images (see DECODE_CHOICES) and labels of ``positions`` (valid indices), in order.
+        ``targets``: the dataset's labels, which v1 records use (legacy records carry their own)."""
+        ...
+
+    def get_bytes(self, index: int, begin: _Begin) -> bytes:
+        """The stored bytes of record ``index`` (a valid index)."""
+        ...
 
 
-def is_legacy_pickle_lmdb(txn: lmdb.Transaction) -> bool:
-    """Whether the environment looks like a folder2lmdb file (checked without unpickling)."""
-    return any(txn.get(key) is not None for key in LEGACY_KEYS)
+@dataclass
+class _Opened:
+    """What opening a file found: its record source and ImageFolder's index of the records."""
+
+    records: _Records
+    document: dict[str, Any]  # the meta JSON document (legacy: a stand-in naming the layout)
+    classes: list[str]
+    names: list[str]  # each record's name in ``samples``: its relative path (legacy: its key)
+    targets: list[int]
+    meta: Meta | None  # None for a legacy file, which has no meta arrays
 
 
-def legacy_loads(data: bytes | memoryview, what: str) -> Any:
-    """Unpickle one legacy value with the restricted legacy unpickler (allow_pickle=True only)."""
-    try:
-        # encoding="bytes": Python 2 pickles (str image data) come back as bytes, not text.
-        return _LegacyUnpickler(io.BytesIO(data), encoding="bytes").load()  # legacy, allow_pickle only
-    except Exception as exc:  # whatever the bytes hold, the answer is "not readable"
-        raise FormatError(
-            f"{what}: not a pickle this reader accepts ({type(exc).__name__}: {exc}). Only pickled "
-            "(image bytes, integer label) records are read; files written with pyarrow.serialize "
-            "(removed from pyarrow) are not supported."
-        ) from exc
-
-
-def legacy_keys(txn: lmdb.Transaction, where: str) -> list[bytes]:
-    """The record keys of a legacy file in index order: ``__keys__`` if present, else 0..__len__-1."""
-    raw_keys = txn.get(b"__keys__")
-    if raw_keys is not None:
-        keys = legacy_loads(raw_keys, f"{where}: __keys__")
-        if not isinstance(keys, list | tuple) or not all(isinstance(k, bytes) for k in keys):
-            raise FormatError(f"{where}: __keys__ is not a list of byte strings")
-        return list(keys)
-    length = legacy_loads(txn.get(b"__len__"), f"{where}: __len__")
-    if not isinstance(length, int) or length < 0:
-        raise FormatError(f"{where}: __len__ is not a record count")
-    return [str(index).encode("ascii") for index in range(length)]
-
-
-def legacy_record(value: bytes | memoryview | None, what: str) -> tuple[bytes, int]:
-    """The ``(image bytes, label)`` of one legacy value; ``what`` names the record in errors."""
-    if value is None:
-        raise FormatError(f"{what}: the record is missing")
-    record = legacy_loads(value, what)
-    if not isinstance(record, tuple | list) or len(record) < 2:
-        raise FormatError(f"{what}: expected an (image bytes, label) tuple, found {type(record).__name__}")
-    image, label = record[0], record[1]
-    if not isinstance(image, bytes | bytearray):
-        raise FormatError(
-            f"{what}: the image is a {type(image).__name__}, not encoded image bytes; only files that "
-            "store the image files' bytes are supported"
-        )
-    try:
-        label = operator.index(label)
-    except TypeError as exc:
-        raise FormatError(f"{what}: the label {label!r} is not an integer") from exc
-    if label < 0:
-        raise FormatError(f"{what}: negative label {label}")
-    return bytes(image), label
+def _open_records(path: str, env: lmdb.Environment, lock: bool, allow_pickle: bool) -> _Opened:
+    """Read what the file at ``path`` says about itself, and choose once where its records come from."""
+    with env.begin() as txn:
+        if allow_pickle and txn.get(META_KEYS["json"]) is None and is_legacy_pickle_lmdb(txn):
+            return _open_legacy(txn, path)
+        meta = decode_meta(txn, path)
+        records = _v1_records(path, env, txn, meta, lock)
+    return _Opened(records, meta.document, meta.classes, meta.paths, meta.labels.tolist(), meta)
 
 
 # --------------------------------------------------------------------------------------------------
-# The fast path: one pread per record, at the file offset recorded in meta/locations.
+# 6. v1 records through LMDB.
+# --------------------------------------------------------------------------------------------------
+
+
+class _LmdbRecords:
+    """v1 records read through LMDB's memory map, key ``record_key(i)``, one transaction per batch.
+
+    The source of files without record locations, of files they do not fit, of ``lock=True``
+    readers, and of the records that _LocatedRecords cannot locate."""
+
+    legacy = False
+    by_offset = False
+
+    def __init__(self, path: str, storage: np.ndarray) -> None:
+        self.path = path
+        self.storage = storage  # storage code of each record (STORAGE_REASONS)
+
+    def jpeg(self, index: int) -> bool:
+        """Whether record ``index`` may go to decode_jpeg: every value but a stored-as-is one."""
+        return self.storage.item(index) != _STORED_AS_IS
+
+    def read(self, positions: list[int], decode: str, begin: _Begin, targets: list[int]) -> list[tuple[Any, int]]:
+        """Decoded images and labels of ``positions``, all from one LMDB transaction.
+
+        Decoding happens while the transaction is alive, straight from LMDB's buffers, so each
+        stored value is copied or decoded exactly once and no buffer outlives its transaction.
+        The transaction (and a lock=True reader slot) ends when this function returns.
+        """
+        with begin() as txn:
+            batch = []
+            for index in positions:
+                data = self._value(txn, index)
+                batch.append((_decode(data, decode, self.jpeg(index)), targets[index]))
+                del data  # drop the buffer before the transaction ends
+        return batch
+
+    def get_bytes(self, index: int, begin: _Begin) -> bytes:
+        with begin() as txn:
+            return bytes(self._value(txn, index))
+
+    def _value(self, txn: lmdb.Transaction, index: int) -> memoryview:
+        data = txn.get(record_key(index))
+        if data is None:
+            raise FormatError(f"{self.path}: record {index} is missing; the file is damaged")
+        return data
+
+
+# --------------------------------------------------------------------------------------------------
+# 7. v1 records by offset: one pread per record, at the file offset recorded in meta/locations.
 # --------------------------------------------------------------------------------------------------
 # py-lmdb touches every 4 KB page of a value before returning it, and on a cold cache each touch
 # is a synchronous read of its own. With the offsets the writer recorded, a record is one read,
 # and a batch's ranges are all requested from the kernel before the first is read, so the disk
 # (or the network filesystem) sees one deep queue. The offsets are trusted only after checking,
-# when the file is opened, that they were taken for this very file (LMDBReader._load_locations).
+# when the file is opened, that they were taken for this very file (_v1_records).
 
 _CAN_PREAD = hasattr(os, "pread")
 _CAN_ADVISE = hasattr(os, "posix_fadvise")
@@ -721,14 +790,370 @@ def locations_problem(path: str, fd: int, env: lmdb.Environment, txn: lmdb.Trans
     return None
 
 
+def _v1_records(
+    path: str, env: lmdb.Environment, txn: lmdb.Transaction, meta: Meta, lock: bool
+) -> _LmdbRecords | _LocatedRecords:
+    """The source of a v1 file: by offset if its recorded locations fit it (locations_problem), else
+    through LMDB, with a one-time LocationsWarning; files without them (older ones) silently."""
+    through_lmdb = _LmdbRecords(path, meta.storage)
+    # lock=True asks for LMDB's reader protocol, which protects a read from a concurrent writer;
+    # reads by offset assume, as lock=False does, that the file does not change while it is read.
+    unusable = lock or not _CAN_PREAD or os.path.isdir(path)
+    if unusable or meta.locations is None or "locations" not in meta.document:
+        return through_lmdb
+    fd, file_id = shared_fd(path)
+    problem = locations_problem(path, fd, env, txn, meta)
+    if problem is not None:
+        warnings.warn(
+            f"{path}: {problem}. It is read through LMDB, which gives the same bytes but is "
+            f"slower on a cold cache; `python scripts/add_locations.py {path}` records the "
+            "locations of this copy.",
+            LocationsWarning,
+            stacklevel=4,  # _v1_records, _open_records, LMDBReader.__init__, the caller
+        )
+        return through_lmdb
+    if not meta.locations["offset"].any():
+        return through_lmdb  # every record is inline in a leaf that holds meta (a tiny dataset)
+    offsets = np.ascontiguousarray(meta.locations["offset"])
+    return _LocatedRecords(through_lmdb, offsets, np.ascontiguousarray(meta.locations["length"]), file_id)
+
+
+class _LocatedRecords:
+    """v1 records read with one pread each at the offsets recorded in meta/locations, checked when
+    the file was opened (_v1_records). Records not located (offset 0) are read through ``lmdb``,
+    and so is every record once the path names another file (replaced since it was opened)."""
+
+    legacy = False
+
+    def __init__(self, lmdb: _LmdbRecords, offsets: np.ndarray, lengths: np.ndarray, file_id: tuple[int, int]) -> None:
+        self.lmdb = lmdb
+        self.offsets: np.ndarray | None = offsets  # uint64 per record, 0 = read through LMDB
+        self.lengths: np.ndarray | None = lengths  # uint32 per record
+        self.file_id: tuple[int, int] | None = file_id  # (st_dev, st_ino) the offsets belong to
+
+    @property
+    def by_offset(self) -> bool:
+        return self.offsets is not None
+
+    def stop_reading_by_offset(self) -> None:
+        """Read every record through LMDB from now on."""
+        self.offsets = self.lengths = self.file_id = None
+
+    def _fd(self) -> int | None:
+        """The descriptor to pread from, or None (reads by offset stop) when the path now names
+        another file than the one the offsets were checked for (replaced, then close_all_envs())."""
+        fd, identity = shared_fd(self.lmdb.path)
+        if identity == self.file_id:
+            return fd
+        warnings.warn(
+            f"{self.lmdb.path} was replaced by another file since it was opened; it is read through LMDB",
+            LocationsWarning,
+            stacklevel=4,  # _fd, read or get_bytes, the dataset's method, its caller
+        )
+        self.stop_reading_by_offset()
+        return None
+
+    def get_bytes(self, index: int, begin: _Begin) -> bytes:
+        # The common case, kept short: raw reads are where per-call overhead shows.
+        offset = self.offsets.item(index) if self.offsets is not None else 0
+        fd = self._fd() if offset else None
+        if fd is None:
+            return self.lmdb.get_bytes(index, begin)
+        assert self.lengths is not None
+        return _pread(fd, self.lengths.item(index), offset)
+
+    def read(self, positions: list[int], decode: str, begin: _Begin, targets: list[int]) -> list[tuple[Any, int]]:
+        """Decoded images and labels of ``positions``: one pread each where the records are located
+        (see _read_located), the rest in one LMDB transaction."""
+        fd = self._fd() if self.offsets is not None else None
+        if fd is None:
+            return self.lmdb.read(positions, decode, begin, targets)
+        assert self.offsets is not None and self.lengths is not None
+        if len(positions) == 1:  # get_bytes, ds[i]: spare them the array indexing of _read_located
+            index = positions[0]
+            offset = self.offsets.item(index)
+            if not offset:
+                return self.lmdb.read(positions, decode, begin, targets)
+            data = _fetch(fd, offset, self.lengths.item(index), decode)
+            return [(self._decoded(data, index, decode), targets[index])]
+        return self._read_located(fd, positions, decode, begin, targets)
+
+    def _read_located(
+        self, fd: int, positions: list[int], decode: str, begin: _Begin, targets: list[int]
+    ) -> list[tuple[Any, int]]:
+        """A batch, read by offset where located.
+
+        When a record about to be read is not in the page cache (a one-byte probe, made before the
+        first read and after any slow one), the remaining ranges of the batch are requested all at
+        once (posix_fadvise WILLNEED), so that they load in parallel while this one decodes.
+        Cached batches are not hinted: asking for ranges already cached costs time and buys nothing."""
+        assert self.offsets is not None and self.lengths is not None
+        offsets, lengths = self.offsets[positions].tolist(), self.lengths[positions].tolist()
+        # Not yet hinted; a batch whose first record is not cached is hinted before any read.
+        hint = _CAN_ADVISE and not _hint_rest(fd, offsets, lengths)
+        batch: list[Any] = []
+        unlocated: list[int] = []
+        for slot, (index, offset, length) in enumerate(zip(positions, offsets, lengths, strict=True)):
+            if not offset:
+                batch.append(None)
+                unlocated.append(slot)
+                continue
+            started = time.perf_counter()
+            data = _fetch(fd, offset, length, decode)
+            if hint and _slow(time.perf_counter() - started, length):
+                hint = not _hint_rest(fd, offsets, lengths, start=slot + 1)
+            batch.append((self._decoded(data, index, decode), targets[index]))
+        if unlocated:
+            through_lmdb = self.lmdb.read([positions[slot] for slot in unlocated], decode, begin, targets)
+            for slot, sample in zip(unlocated, through_lmdb, strict=True):
+                batch[slot] = sample
+        return batch
+
+    def _decoded(self, data: bytes | torch.Tensor, index: int, decode: str) -> Any:
+        """Record ``index``'s bytes as read by offset (a tensor for decode="tensor"), decoded."""
+        if decode == "tensor":
+            return encoded_tensor_decode(data, jpeg=self.lmdb.jpeg(index))
+        return pil_decode(data) if decode == "pil" else data
+
+
 # --------------------------------------------------------------------------------------------------
-# The Dataset.
+# 8. LEGACY: LMDBs of the folder2lmdb recipe (Efficient-PyTorch and its many copies). Opt-in only.
 # --------------------------------------------------------------------------------------------------
+# Their values are pickled ``(image_bytes, label)`` tuples under keys b"0", b"1", ... (not padded),
+# with pickled b"__len__" and b"__keys__". Unpickling runs code named in the file, so nothing here
+# is reached unless the user passes allow_pickle=True (or runs convert_legacy.py). Even then the
+# legacy unpickler below builds only what these files legitimately hold (bytes, ints, lists,
+# tuples, numpy scalars) and refuses any other global, as torch.load(weights_only=True) does.
+
+LEGACY_KEYS = (b"__len__", b"__keys__")
+
+#: The only globals a legacy value may name: protocol-2 pickles build bytes through _codecs.encode,
+#: numpy labels through numpy's scalar constructor. Nothing else is ever imported or called.
+_LEGACY_PICKLE_GLOBALS = frozenset(
+    {
+        ("_codecs", "encode"),
+        ("builtins", "bytes"),
+        ("builtins", "bytearray"),
+        ("numpy", "dtype"),
+        ("numpy.core.multiarray", "scalar"),
+        ("numpy._core.multiarray", "scalar"),
+    }
+)
+
+
+class _LegacyUnpickler(pickle.Unpickler):  # legacy, allow_pickle=True only: restricted globals
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) not in _LEGACY_PICKLE_GLOBALS:
+            raise pickle.UnpicklingError(f"refusing to load the global {module}.{name} named in the file")
+        return super().find_class(module, name)
+
+
+def is_legacy_pickle_lmdb(txn: lmdb.Transaction) -> bool:
+    """Whether the environment looks like a folder2lmdb file (checked without unpickling)."""
+    return any(txn.get(key) is not None for key in LEGACY_KEYS)
+
+
+def legacy_loads(data: bytes | memoryview, what: str) -> Any:
+    """Unpickle one legacy value with the restricted legacy unpickler (allow_pickle=True only)."""
+    try:
+        # encoding="bytes": Python 2 pickles (str image data) come back as bytes, not text.
+        return _LegacyUnpickler(io.BytesIO(data), encoding="bytes").load()  # legacy, allow_pickle only
+    except Exception as exc:  # whatever the bytes hold, the answer is "not readable"
+        raise FormatError(
+            f"{what}: not a pickle this reader accepts ({type(exc).__name__}: {exc}). Only pickled "
+            "(image bytes, integer label) records are read; files written with pyarrow.serialize "
+            "(removed from pyarrow) are not supported."
+        ) from exc
+
+
+def legacy_keys(txn: lmdb.Transaction, where: str) -> list[bytes]:
+    """The record keys of a legacy file in index order: ``__keys__`` if present, else 0..__len__-1."""
+    raw_keys = txn.get(b"__keys__")
+    if raw_keys is not None:
+        keys = legacy_loads(raw_keys, f"{where}: __keys__")
+        if not isinstance(keys, list | tuple) or not all(isinstance(k, bytes) for k in keys):
+            raise FormatError(f"{where}: __keys__ is not a list of byte strings")
+        return list(keys)
+    length = legacy_loads(txn.get(b"__len__"), f"{where}: __len__")
+    if not isinstance(length, int) or length < 0:
+        raise FormatError(f"{where}: __len__ is not a record count")
+    return [str(index).encode("ascii") for index in range(length)]
+
+
+def legacy_record(value: bytes | memoryview | None, what: str) -> tuple[bytes, int]:
+    """The ``(image bytes, label)`` of one legacy value; ``what`` names the record in errors."""
+    if value is None:
+        raise FormatError(f"{what}: the record is missing")
+    record = legacy_loads(value, what)
+    if not isinstance(record, tuple | list) or len(record) < 2:
+        raise FormatError(f"{what}: expected an (image bytes, label) tuple, found {type(record).__name__}")
+    image, label = record[0], record[1]
+    if not isinstance(image, bytes | bytearray):
+        raise FormatError(
+            f"{what}: the image is a {type(image).__name__}, not encoded image bytes; only files that "
+            "store the image files' bytes are supported"
+        )
+    try:
+        label = operator.index(label)
+    except TypeError as exc:
+        raise FormatError(f"{what}: the label {label!r} is not an integer") from exc
+    if label < 0:
+        raise FormatError(f"{what}: negative label {label}")
+    return bytes(image), label
+
+
+class _LegacyRecords:
+    """LEGACY (allow_pickle=True): folder2lmdb records, each a pickled ``(image bytes, label)``
+    under its own key, read through LMDB and unpickled with the restricted legacy unpickler. Their
+    values may be any format (PNG, CMYK JPEG, ...), so Pillow decodes them, and their labels are
+    their own."""
+
+    legacy = True
+    by_offset = False
+
+    def __init__(self, path: str, keys: list[bytes]) -> None:
+        self.path = path
+        self.keys = keys  # record keys in index order (legacy_keys)
+
+    def record(self, txn: lmdb.Transaction, index: int) -> tuple[bytes, int]:
+        """The ``(image bytes, label)`` of record ``index``."""
+        key = self.keys[index]
+        return legacy_record(txn.get(key), f"{self.path}: legacy record {key.decode('utf-8', 'backslashreplace')!r}")
+
+    def read(self, positions: list[int], decode: str, begin: _Begin, targets: list[int]) -> list[tuple[Any, int]]:
+        with begin() as txn:
+            batch = []
+            for index in positions:
+                data, target = self.record(txn, index)
+                batch.append((_decode(data, decode, jpeg=False), target))
+        return batch
+
+    def get_bytes(self, index: int, begin: _Begin) -> bytes:
+        with begin() as txn:
+            return self.record(txn, index)[0]
+
+
+def _open_legacy(txn: lmdb.Transaction, path: str) -> _Opened:
+    """LEGACY (allow_pickle=True): index a folder2lmdb file; reads every record for its label."""
+    records = _LegacyRecords(path, legacy_keys(txn, path))
+    targets = [records.record(txn, index)[1] for index in range(len(records.keys))]
+    classes = [str(label) for label in range(max(targets, default=-1) + 1)]
+    names = [key.decode("utf-8", "backslashreplace") for key in records.keys]
+    document = {"format": "folder2lmdb (legacy pickle)", "length": len(targets)}
+    return _Opened(records, document, classes, names, targets, meta=None)
+
+
+# --------------------------------------------------------------------------------------------------
+# 9. The dataset.
+# --------------------------------------------------------------------------------------------------
+
+
+def _check_options(decode: str, lock: bool, max_readers: int | None) -> None:
+    """Refuse LMDBReader arguments that cannot work, before anything is opened."""
+    if decode not in DECODE_CHOICES:
+        raise ValueError(f"decode={decode!r}: choose one of {', '.join(map(repr, DECODE_CHOICES))}")
+    if max_readers is not None and not lock:
+        raise ValueError(
+            "max_readers applies only with lock=True: with lock=False (the default) LMDB keeps no "
+            "reader table, so any number of workers and ranks can read at once"
+        )
+    if max_readers is not None and max_readers < 1:
+        raise ValueError(f"max_readers={max_readers}: must be at least 1")
+    if decode == "tensor":
+        _torchvision_jpeg()  # fail here, not in a worker, when torchvision is missing
+
+
+class _Index:
+    """What opening the file found, as LMDBReader shows it: ImageFolder's index (``classes``,
+    ``class_to_idx``, ``samples``, ``imgs``, ``targets``), what the meta knows of each record
+    without decoding it (``image_sizes``, ``checksums``, ``storage_codes``; None for a legacy
+    file), and which record source reads them (``is_legacy``, ``reads_by_offset``)."""
+
+    path: str
+    _records: _Records
+
+    def _set_index(self, opened: _Opened) -> None:
+        self._records = opened.records  # where reads go; chosen by _open_records
+        self.meta_document: dict[str, Any] = opened.document
+        self.classes: list[str] = opened.classes
+        self.class_to_idx: dict[str, int] = {name: i for i, name in enumerate(self.classes)}
+        self.targets: list[int] = opened.targets
+        self.samples: list[tuple[str, int]] = list(zip(opened.names, self.targets, strict=True))
+        self.imgs = self.samples
+        meta = opened.meta
+        self.image_sizes: np.ndarray | None = None if meta is None else meta.sizes  # (width, height) each
+        self.checksums: np.ndarray | None = None if meta is None else meta.crc32  # CRC-32 of each value
+        self.storage_codes: np.ndarray | None = None if meta is None else meta.storage  # STORAGE_REASONS
+
+    @property
+    def is_legacy(self) -> bool:
+        """Whether this is a legacy folder2lmdb file read with ``allow_pickle=True``."""
+        return self._records.legacy
+
+    @property
+    def reads_by_offset(self) -> bool:
+        """Whether records are read with one pread each at their recorded file offsets (the fast
+        path), rather than through LMDB's memory map."""
+        return self._records.by_offset
+
+    def __len__(self) -> int:
+        return len(self.targets)
+
+    def _check_index(self, index: Any) -> int:
+        index = operator.index(index)  # ints, numpy integers, 0-d integer tensors
+        n = len(self.targets)
+        if index < 0:
+            index += n
+        if not 0 <= index < n:
+            raise IndexError(f"index {index} out of range for {self.path} with {n} images")
+        return index
+
+    def _require_meta(self, what: str) -> None:
+        if self._records.legacy:
+            raise FormatError(
+                f"{self.path} is a legacy pickle LMDB: it stores no {what}. "
+                "Convert it with scripts/convert_legacy.py to get them."
+            )
+
+    def storage_reason(self, index: int) -> str:
+        """How record ``index`` was stored: ``passthrough`` or ``reencoded:<why>``."""
+        self._require_meta("storage reasons")
+        assert self.storage_codes is not None
+        return STORAGE_REASONS[int(self.storage_codes[self._check_index(index)])]
+
+    def class_counts(self) -> np.ndarray:
+        """Images per class, ``int64[len(classes)]`` indexed like ``classes`` (zeros included),
+        from ``targets``: e.g. ``1 / counts[targets]`` as WeightedRandomSampler weights."""
+        return np.bincount(np.asarray(self.targets, dtype=np.int64), minlength=len(self.classes))
+
+    def aspect_ratios(self) -> np.ndarray:
+        """``width / height`` of each stored image, ``float64[len(self)]``, for aspect-ratio
+        bucketing; from the meta's ``image_sizes``, no decoding."""
+        self._require_meta("image sizes")
+        assert self.image_sizes is not None
+        return self.image_sizes[:, 0].astype(np.float64) / self.image_sizes[:, 1].astype(np.float64)
+
+    # -- the offsets in use (None when reading through LMDB), for tests that look inside ----------
+
+    @property
+    def _offsets(self) -> np.ndarray | None:
+        return getattr(self._records, "offsets", None)
+
+    @_offsets.setter
+    def _offsets(self, value: None) -> None:  # ds._offsets = None: read through LMDB from now on
+        if value is not None:
+            raise ValueError("reads by offset can only be turned off, by setting _offsets to None")
+        if isinstance(self._records, _LocatedRecords):
+            self._records.stop_reading_by_offset()
+
+    @property
+    def _lengths(self) -> np.ndarray | None:
+        return getattr(self._records, "lengths", None)
 
 
 # LMDBReader is the whole reader without torch's Dataset base, for tools that should not pay torch's
 # import (the workflow's verify step); PyTorch code uses LMDBDataset, built on it below.
-class LMDBReader:
+class LMDBReader(_Index):
     """An ImageFolder stored in one LMDB file: same indices, labels, classes and samples.
 
     ``LMDBDataset("results/train.lmdb", transform)`` replaces
@@ -792,15 +1217,7 @@ class LMDBReader:
         max_readers: int | None = None,
         allow_pickle: bool = False,
     ) -> None:
-        if decode not in DECODE_CHOICES:
-            raise ValueError(f"decode={decode!r}: choose one of {', '.join(map(repr, DECODE_CHOICES))}")
-        if max_readers is not None and not lock:
-            raise ValueError(
-                "max_readers applies only with lock=True: with lock=False (the default) LMDB keeps no "
-                "reader table, so any number of workers and ranks can read at once"
-            )
-        if max_readers is not None and max_readers < 1:
-            raise ValueError(f"max_readers={max_readers}: must be at least 1")
+        _check_options(decode, lock, max_readers)
         self.path = os.fspath(path)
         self.transform = transform
         self.target_transform = target_transform
@@ -808,204 +1225,26 @@ class LMDBReader:
         self.lock = lock
         self.max_readers = max_readers
         self.allow_pickle = allow_pickle
-        self._legacy_keys: list[bytes] | None = None  # set for a legacy pickle file only
-        if decode == "tensor":
-            _torchvision_jpeg()  # fail here, not in a worker, when torchvision is missing
-        self._load_meta()
+        self._set_index(_open_records(self.path, self._env(), lock, allow_pickle))
 
     def _env(self) -> lmdb.Environment:
         return shared_env(self.path, lock=self.lock, max_readers=self.max_readers)
 
-    def _load_meta(self) -> None:
-        with self._env().begin() as txn:
-            if self.allow_pickle and txn.get(META_KEYS["json"]) is None and is_legacy_pickle_lmdb(txn):
-                self._load_legacy(txn)
-                return
-            meta = decode_meta(txn, self.path)
-            self._load_locations(meta, txn)
-        self.meta_document: dict[str, Any] = meta.document
-        self.classes: list[str] = meta.classes
-        self.class_to_idx: dict[str, int] = {name: i for i, name in enumerate(self.classes)}
-        self.targets: list[int] = meta.labels.tolist()
-        self.samples: list[tuple[str, int]] = list(zip(meta.paths, self.targets, strict=True))
-        self.imgs = self.samples
-        self.image_sizes: np.ndarray | None = meta.sizes  # (width, height) of each stored image
-        self.checksums: np.ndarray | None = meta.crc32  # CRC-32 of each stored value
-        self.storage_codes: np.ndarray | None = meta.storage  # see STORAGE_REASONS
-
-    def _load_locations(self, meta: Meta, txn: lmdb.Transaction) -> None:
-        """Use the recorded record locations if they fit this file (locations_problem), else warn
-        once and read through LMDB. Files without them (older ones) read through LMDB silently."""
-        self._offsets: np.ndarray | None = None  # uint64 per record, 0 = read through LMDB
-        self._lengths: np.ndarray | None = None  # uint32 per record
-        self._file_id: tuple[int, int] | None = None  # (st_dev, st_ino) the offsets belong to
-        # lock=True asks for LMDB's reader protocol, which protects a read from a concurrent writer;
-        # reads by offset assume, as lock=False does, that the file does not change while it is read.
-        unusable = self.lock or not _CAN_PREAD or os.path.isdir(self.path)
-        if unusable or meta.locations is None or "locations" not in meta.document:
-            return
-        problem = locations_problem(self.path, shared_fd(self.path)[0], self._env(), txn, meta)
-        if problem is not None:
-            warnings.warn(
-                f"{self.path}: {problem}. It is read through LMDB, which gives the same bytes but is "
-                f"slower on a cold cache; `python scripts/add_locations.py {self.path}` records the "
-                "locations of this copy.",
-                LocationsWarning,
-                stacklevel=4,
-            )
-            return
-        if not meta.locations["offset"].any():
-            return  # every record is inline in a leaf that holds meta (a tiny dataset): LMDB it is
-        self._offsets = np.ascontiguousarray(meta.locations["offset"])
-        self._lengths = np.ascontiguousarray(meta.locations["length"])
-        self._file_id = shared_fd(self.path)[1]
-
-    def _load_legacy(self, txn: lmdb.Transaction) -> None:
-        """LEGACY (allow_pickle=True): index a folder2lmdb file; reads every record for its label."""
-        keys = legacy_keys(txn, self.path)
-        targets = [legacy_record(txn.get(key), self._legacy_what(key))[1] for key in keys]
-        self._legacy_keys = keys
-        self.meta_document = {"format": "folder2lmdb (legacy pickle)", "length": len(keys)}
-        self.classes = [str(label) for label in range(max(targets, default=-1) + 1)]
-        self.class_to_idx = {name: i for i, name in enumerate(self.classes)}
-        self.targets = targets
-        self.samples = [(key.decode("utf-8", "backslashreplace"), t) for key, t in zip(keys, targets, strict=True)]
-        self.imgs = self.samples
-        self.image_sizes = self.checksums = self.storage_codes = None
-        self._offsets = self._lengths = self._file_id = None
-
-    def _legacy_what(self, key: bytes) -> str:
-        return f"{self.path}: legacy record {key.decode('utf-8', 'backslashreplace')!r}"
-
-    @property
-    def is_legacy(self) -> bool:
-        """Whether this is a legacy folder2lmdb file read with ``allow_pickle=True``."""
-        return self._legacy_keys is not None
-
-    def __len__(self) -> int:
-        return len(self.targets)
-
-    def _check_index(self, index: Any) -> int:
-        index = operator.index(index)  # ints, numpy integers, 0-d integer tensors
-        n = len(self.targets)
-        if index < 0:
-            index += n
-        if not 0 <= index < n:
-            raise IndexError(f"index {index} out of range for {self.path} with {n} images")
-        return index
-
-    # -- reading ------------------------------------------------------------------------------------
-
     def _transaction(self) -> lmdb.Transaction:
-        """A read transaction whose values are buffers into LMDB's memory, valid until it ends.
+        """A read transaction of the file (see _begin_read): record sources open at most one per batch."""
+        return _begin_read(self._env(), self.path)
 
-        With lock=True a slot of the reader table is taken; when none is free, the slots of
-        processes that died (killed workers) are reclaimed once before giving up with a clear error.
-        """
-        env = self._env()
-        try:
-            return env.begin(buffers=True)
-        except lmdb.ReadersFullError:
-            env.reader_check()
-            try:
-                return env.begin(buffers=True)
-            except lmdb.ReadersFullError as exc:
-                raise ReadersFullError(readers_full_message(self.path, env.max_readers())) from exc
+    # -- reading: the record source reads, the dataset transforms ---------------------------------
 
-    def _stored(self, txn: lmdb.Transaction, index: int) -> tuple[bytes | memoryview, int, bool]:
-        """Record ``index``'s image bytes (a buffer valid in ``txn``), label, and whether they may go
-        to decode_jpeg."""
-        if self._legacy_keys is not None:
-            key = self._legacy_keys[index]
-            data, target = legacy_record(txn.get(key), self._legacy_what(key))
-            return data, target, False  # LEGACY: any format, possibly CMYK; Pillow decides
-        data = txn.get(record_key(index))
-        if data is None:
-            raise FormatError(f"{self.path}: record {index} is missing; the file is damaged")
-        assert self.storage_codes is not None
-        return data, self.targets[index], int(self.storage_codes[index]) != _STORED_AS_IS
+    def __getitems__(self, indices: Sequence[int]) -> list[tuple[Any, Any]]:
+        """Samples ``[(image, target), ...]`` of ``indices``, read together by the record source
+        (by offset: _LocatedRecords.read, which hints a cold batch at once).
 
-    @property
-    def reads_by_offset(self) -> bool:
-        """Whether records are read with one pread each at their recorded file offsets (the fast
-        path), rather than through LMDB's memory map."""
-        return self._offsets is not None
-
-    def _located_fd(self) -> int | None:
-        """The descriptor to pread from, or None (offsets off) when the path now names another
-        file than the one the offsets were checked for (replaced, then close_all_envs())."""
-        fd, identity = shared_fd(self.path)
-        if identity == self._file_id:
-            return fd
-        warnings.warn(
-            f"{self.path} was replaced by another file since it was opened; it is read through LMDB",
-            LocationsWarning,
-            stacklevel=4,
-        )
-        self._offsets = self._lengths = self._file_id = None
-        return None
-
-    def _decode_read(self, data: bytes | torch.Tensor, index: int, decode: str) -> Any:
-        """Record ``index``'s bytes as read by offset (a tensor for decode="tensor"), decoded."""
-        if decode == "tensor":
-            assert self.storage_codes is not None
-            return encoded_tensor_decode(data, jpeg=int(self.storage_codes[index]) != _STORED_AS_IS)
-        return pil_decode(data) if decode == "pil" else data
-
-    def _read_batch(self, positions: list[int], decode: str) -> list[tuple[Any, int]]:
-        """Decoded images and labels of ``positions``: one pread each where the records are
-        located, the rest in one LMDB transaction.
-
-        When a record about to be read is not in the page cache (a one-byte probe, made before the
-        first read and after any slow one), the remaining ranges of the batch are requested all at
-        once (posix_fadvise WILLNEED), so that they load in parallel while this one decodes.
-        Cached batches are not hinted: asking for ranges already cached costs time and buys nothing."""
-        fd = self._located_fd() if self._offsets is not None else None
-        if fd is None:
-            return self._read_batch_lmdb(positions, decode)
-        assert self._offsets is not None and self._lengths is not None
-        if len(positions) == 1:  # get_bytes, ds[i]: spare them the array indexing below
-            index = positions[0]
-            offset = self._offsets.item(index)
-            if not offset:
-                return self._read_batch_lmdb(positions, decode)
-            data = _fetch(fd, offset, self._lengths.item(index), decode)
-            return [(self._decode_read(data, index, decode), self.targets[index])]
-        offsets, lengths = self._offsets[positions].tolist(), self._lengths[positions].tolist()
-        # Not yet hinted; a batch whose first record is not cached is hinted before any read.
-        hint = _CAN_ADVISE and not _hint_rest(fd, offsets, lengths)
-        batch: list[Any] = []
-        unlocated: list[int] = []
-        for slot, (index, offset, length) in enumerate(zip(positions, offsets, lengths, strict=True)):
-            if not offset:
-                batch.append(None)
-                unlocated.append(slot)
-                continue
-            started = time.perf_counter()
-            data = _fetch(fd, offset, length, decode)
-            if hint and _slow(time.perf_counter() - started, length):
-                hint = not _hint_rest(fd, offsets, lengths, start=slot + 1)
-            batch.append((self._decode_read(data, index, decode), self.targets[index]))
-        if unlocated:
-            through_lmdb = self._read_batch_lmdb([positions[slot] for slot in unlocated], decode)
-            for slot, sample in zip(unlocated, through_lmdb, strict=True):
-                batch[slot] = sample
-        return batch
-
-    def _read_batch_lmdb(self, positions: list[int], decode: str) -> list[tuple[Any, int]]:
-        """Decoded images and labels of ``positions``, all from one LMDB transaction.
-
-        Decoding happens while the transaction is alive, straight from LMDB's buffers, so each
-        stored value is copied or decoded exactly once and no buffer outlives its transaction.
-        The transaction (and a lock=True reader slot) ends when this function returns.
-        """
-        with self._transaction() as txn:
-            batch = []
-            for index in positions:
-                data, target, jpeg = self._stored(txn, index)
-                batch.append((_decode(data, decode, jpeg), target))
-                del data  # drop the buffer before the transaction ends
-        return batch
+        DataLoader's batched fetch calls this instead of ``__getitem__`` once per sample; the list
+        it returns goes to ``collate_fn``. Transforms run after every record has been read."""
+        positions = [self._check_index(index) for index in indices]
+        batch = self._records.read(positions, self.decode, self._transaction, self.targets)
+        return [self._finish(image, target) for image, target in batch]
 
     def _finish(self, image: Any, target: int) -> tuple[Any, Any]:
         if self.transform is not None:
@@ -1013,14 +1252,6 @@ class LMDBReader:
         if self.target_transform is not None:
             target = self.target_transform(target)
         return image, target
-
-    def __getitems__(self, indices: Sequence[int]) -> list[tuple[Any, Any]]:
-        """Samples ``[(image, target), ...]`` of ``indices``, read together (see _read_batch).
-
-        DataLoader's batched fetch calls this instead of ``__getitem__`` once per sample; the list
-        it returns goes to ``collate_fn``. Transforms run after every record has been read."""
-        positions = [self._check_index(index) for index in indices]
-        return [self._finish(image, target) for image, target in self._read_batch(positions, self.decode)]
 
     def __getitem__(self, index: int) -> tuple[Any, Any]:
         return self.__getitems__([index])[0]
@@ -1031,49 +1262,17 @@ class LMDBReader:
 
     def get_bytes(self, index: int) -> bytes:
         """The stored image bytes of record ``index`` (a JPEG unless stored-as-is)."""
-        index = self._check_index(index)
-        offset = self._offsets.item(index) if self._offsets is not None else 0
-        fd = self._located_fd() if offset else None
-        if fd is not None:  # the common case, kept short: raw reads are where per-call overhead shows
-            assert self._lengths is not None
-            return _pread(fd, self._lengths.item(index), offset)
-        return self._read_batch([index], "bytes")[0][0]
-
-    # -- what the meta knows, without decoding ----------------------------------------------------
-
-    def _require_meta(self, what: str) -> None:
-        if self._legacy_keys is not None:
-            raise FormatError(
-                f"{self.path} is a legacy pickle LMDB: it stores no {what}. "
-                "Convert it with scripts/convert_legacy.py to get them."
-            )
+        return self._records.get_bytes(self._check_index(index), self._transaction)
 
     def check_crc(self, index: int) -> bool:
         """Whether record ``index`` still has the CRC-32 recorded when it was written."""
         self._require_meta("checksums")
         assert self.checksums is not None
-        return zlib.crc32(self.get_bytes(index)) == int(self.checksums[self._check_index(index)])
-
-    def storage_reason(self, index: int) -> str:
-        """How record ``index`` was stored: ``passthrough`` or ``reencoded:<why>``."""
-        self._require_meta("storage reasons")
-        assert self.storage_codes is not None
-        return STORAGE_REASONS[int(self.storage_codes[self._check_index(index)])]
-
-    def class_counts(self) -> np.ndarray:
-        """Images per class, ``int64[len(classes)]`` indexed like ``classes`` (zeros included),
-        from ``targets``: e.g. ``1 / counts[targets]`` as WeightedRandomSampler weights."""
-        return np.bincount(np.asarray(self.targets, dtype=np.int64), minlength=len(self.classes))
-
-    def aspect_ratios(self) -> np.ndarray:
-        """``width / height`` of each stored image, ``float64[len(self)]``, for aspect-ratio
-        bucketing; from the meta's ``image_sizes``, no decoding."""
-        self._require_meta("image sizes")
-        assert self.image_sizes is not None
-        return self.image_sizes[:, 0].astype(np.float64) / self.image_sizes[:, 1].astype(np.float64)
+        return checksum(self.get_bytes(index)) == int(self.checksums[self._check_index(index)])
 
     def __getstate__(self) -> dict[str, Any]:
-        # Nothing process-specific lives on the instance; environments are in the module table.
+        # Nothing process-specific lives on the instance or its record source: environments and
+        # descriptors are in the module's per-process table.
         return self.__dict__.copy()
 
     def __repr__(self) -> str:

@@ -8,13 +8,13 @@ the part; merge copies the others from the source.
 
 import logging
 import os
-import zlib
+from collections.abc import Iterable
 from typing import Any, TextIO
 
 from tqdm import tqdm
 
 from archives import MemberReader
-from dataset import record_key
+from dataset import checksum, record_key
 from image_policy import (
     UNUSABLE_IMAGE,
     BadImageError,
@@ -34,7 +34,7 @@ from work_files import (
     read_manifest_header,
     write_shard_report,
 )
-from workflow_io import atomic_lmdb, hold_point, kept_in_part, progress_kwargs, run_rule, shard_range
+from workflow_io import LMDBWriter, atomic_lmdb, hold_point, kept_in_part, progress_kwargs, run_rule, shard_range
 
 log = logging.getLogger("imagefolder_lmdb.encode_shard")
 
@@ -77,6 +77,23 @@ def how_to_go_on(sample: Sample) -> str:
     )
 
 
+def expected_part_bytes(reader: MemberReader, samples: Iterable[Sample], settings: EncodeSettings) -> int:
+    """A guess at the part's size, to size its map (which grows if the guess is short): only
+    re-encoded images go into the part (see SOURCE_BYTES_CODES), a small fraction of the source
+    unless everything is re-encoded."""
+    expected = sum(source_size(reader, sample) for sample in samples)
+    return expected // 8 if settings.reencode != "always" and settings.max_side is None else expected
+
+
+def store(writer: LMDBWriter, report: ShardReport, sample: Sample, encoded: Encoded, source_bytes: int) -> None:
+    """One checked image: its bytes into the part when merge cannot take them from the source, its
+    columns into the report."""
+    if kept_in_part(encoded.storage):
+        writer.append(record_key(sample.index), encoded.value)
+    crc = checksum(encoded.value)
+    report.add(sample.index, encoded.width, encoded.height, crc, encoded.storage, source_bytes, len(encoded.value))
+
+
 def encode_shard(
     manifest_path: str,
     part_path: str,
@@ -90,39 +107,21 @@ def encode_shard(
     start, stop = shard_range(header.count, shards, shard)
     report = ShardReport(shard=shard, shards=shards, start=start, stop=stop)
     log.info("shard %d of %d: images %d..%d of %d from %s", shard, shards, start, stop - 1, header.count, header.root)
-
     reader = MemberReader(header.root, header.containers)
-    # Only re-encoded images go into the part (see SOURCE_BYTES_CODES): a small fraction of the
-    # source, unless everything is re-encoded. The map grows if this guess is short.
-    expected = sum(source_size(reader, s) for s in read_manifest(manifest_path, start, stop))
-    if settings.reencode != "always" and settings.max_side is None:
-        expected //= 8
+    expected = expected_part_bytes(reader, read_manifest(manifest_path, start, stop), settings)
     advice = ""  # what to do about the bad images, once one is found
     with atomic_lmdb(part_path, expected_bytes=expected) as writer:
-        samples = read_manifest(manifest_path, start, stop)
-        for position, sample in enumerate(
-            tqdm(samples, total=stop - start, desc=f"shard {shard}", unit="img", **progress)
-        ):
+        listed = read_manifest(manifest_path, start, stop)
+        samples = tqdm(listed, total=stop - start, desc=f"shard {shard}", unit="img", **progress)
+        for position, sample in enumerate(samples):
             if position == (stop - start) // 2:
                 hold_point(f"encode_shard:{shard}")
             try:
-                encoded, size = read_and_encode(reader, sample, settings)
+                store(writer, report, sample, *read_and_encode(reader, sample, settings))
             except BadImageError as exc:
                 log.warning("%s %s", "bad image:" if settings.on_error == "fail" else "skipped", exc)
                 report.skipped.append({"index": sample.index, "path": sample.path, "reason": str(exc)})
                 advice = how_to_go_on(sample)
-                continue
-            if kept_in_part(encoded.storage):
-                writer.append(record_key(sample.index), encoded.value)
-            report.add(
-                sample.index,
-                encoded.width,
-                encoded.height,
-                zlib.crc32(encoded.value),
-                encoded.storage,
-                size,
-                len(encoded.value),
-            )
         if report.skipped and settings.on_error == "fail":
             # raised after checking the whole shard, so that one round of fixes covers all of it
             raise BadImageError(bad_images_message(report.skipped, advice))

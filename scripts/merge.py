@@ -9,7 +9,7 @@ every append is checked, and the final count is compared with the shard reports.
 
 The merge is the one serial step of a conversion, so it splits its work: threads read the
 passed-through images ahead and check their CRC-32 (``os.pread``, file reads, zip inflating and
-``zlib.crc32`` release the GIL), while the main thread only appends to the LMDB. Reads run at
+the CRC-32 (``dataset.checksum``) release the GIL), while the main thread only appends to the LMDB. Reads run at
 most ``READ_AHEAD_BYTES`` ahead, so memory stays bounded whatever the image sizes.
 """
 
@@ -18,7 +18,6 @@ import contextlib
 import gc
 import itertools
 import logging
-import zlib
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -27,7 +26,7 @@ from typing import Any, TextIO
 from tqdm import tqdm
 
 from archives import MemberReader
-from dataset import record_key
+from dataset import checksum, record_key
 from work_files import Sample, ShardReport, kept_indices, read_manifest, read_manifest_header, read_shard_report
 from workflow_io import (
     atomic_lmdb,
@@ -120,7 +119,7 @@ class ShardInput:
 def source_bytes(reader: MemberReader, sample: Sample, crc: int, shard: ShardInput) -> bytes:
     """A passed-through image, read again from the source and checked against its CRC-32."""
     data = reader.read(sample.path, sample.location)
-    if zlib.crc32(data) != crc:
+    if checksum(data) != crc:
         raise MergeError(
             f"{reader.describe(sample.path, sample.location)} changed after it was checked (CRC-32 differs). "
             f"Delete {shard.report_path} and run the same command again to check that shard anew."

@@ -18,7 +18,6 @@ import logging
 import os
 import random
 import sys
-import zlib
 from collections import Counter
 from typing import Any, TextIO
 
@@ -26,7 +25,7 @@ import lmdb
 from PIL import Image, ImageDraw, ImageFont
 from tqdm import tqdm
 
-from dataset import META_KEYS, FormatError, LMDBReader, record_key, shared_env
+from dataset import META_KEYS, FormatError, LMDBReader, checksum, record_key, shared_env
 from meta_document import document_problems
 from workflow_io import hold_point, run_rule
 
@@ -62,7 +61,7 @@ def check_record(ds: LMDBReader, index: int) -> str | None:
         data = ds.get_bytes(index)
     except (lmdb.Error, FormatError) as exc:
         return f"record {index} ({ds.samples[index][0]}): cannot be read: {exc}"
-    if zlib.crc32(data) != int(ds.checksums[index]):
+    if checksum(data) != int(ds.checksums[index]):
         return f"record {index} ({ds.samples[index][0]}): checksum mismatch, the stored bytes changed"
     try:
         image = Image.open(io.BytesIO(data))

@@ -6,12 +6,15 @@ from __future__ import annotations
 import io
 import random
 import tarfile
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import scipy.io
 
 from support.archives import add_member
+from support.images import make_images
 
 
 def make_train_tar(tree: Path, path: Path, reverse: bool = False) -> int:
@@ -67,3 +70,29 @@ def make_val_tar(images: list[Path], path: Path, keep: list[int]) -> None:
     with tarfile.open(path, "w") as tar:
         for number in order:
             tar.add(images[number - 1], arcname=f"ILSVRC2012_val_{number:08d}.JPEG")
+
+
+@dataclass
+class ValSplit:
+    """The val tar and the devkit that labels it, and the ground truth the test checks against."""
+
+    val_tar: Path
+    devkit: Path
+    ground_truth: dict[int, str]  # val image number -> WNID
+
+
+def make_val_split(
+    base: Path, wnids: list[str], wnid_of: Callable[[int], str], images: int, seed: int, first_index: int
+) -> ValSplit:
+    """``images`` generated val images in ``base``'s ILSVRC2012_img_val.tar, image ``n`` of class
+    ``wnid_of(n)``, and the devkit over ``wnids`` that says so. ILSVRC2012_IDs are given in reverse
+    WNID order: ID order is not sorted-WNID order, as in the real devkit."""
+    id_to_wnid = {i + 1: wnid for i, wnid in enumerate(reversed(wnids))}
+    wnid_to_id = {wnid: i for i, wnid in id_to_wnid.items()}
+    ids = [wnid_to_id[wnid_of(n)] for n in range(1, images + 1)]
+    make_devkit(base / "ILSVRC2012_devkit_t12.tar.gz", id_to_wnid, ids, base)
+    make_images(str(base / "val_pool"), images=images, classes=1, seed=seed, first_index=first_index, workers=2)
+    val_images = sorted((base / "val_pool").rglob("*.*"))
+    make_val_tar(val_images, base / "ILSVRC2012_img_val.tar", keep=list(range(1, images + 1)))
+    ground_truth = {n: id_to_wnid[i] for n, i in enumerate(ids, start=1)}
+    return ValSplit(base / "ILSVRC2012_img_val.tar", base / "ILSVRC2012_devkit_t12.tar.gz", ground_truth)

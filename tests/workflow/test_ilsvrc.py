@@ -17,7 +17,7 @@ from dataset import LMDBDataset, close_all_envs
 from support import REPO
 from support.archives import add_member
 from support.datasets import assert_same_dataset, records_and_meta
-from support.ilsvrc import make_devkit, make_train_tar, make_val_tar
+from support.ilsvrc import make_train_tar, make_val_split
 from support.images import class_names, make_images
 from support.workflow import Run, convert, run_snakemake, write_config
 
@@ -47,22 +47,12 @@ def ilsvrc(tmp_path_factory: pytest.TempPathFactory) -> Ilsvrc:
     make_images(str(base / "train_tree"), images=TRAIN_IMAGES, classes=CLASSES, seed=5, workers=2)
     make_train_tar(base / "train_tree", base / "ILSVRC2012_img_train.tar", reverse=True)  # not in name order
 
-    make_images(str(base / "val_pool"), images=VAL_IMAGES, classes=1, seed=6, first_index=500, workers=2)
-    val_images = sorted((base / "val_pool").rglob("*.*"))
-    # ILSVRC2012_IDs in reverse WNID order: ID order is not sorted-WNID order, as in the real devkit
-    id_to_wnid = {i + 1: wnid for i, wnid in enumerate(reversed(wnids))}
-    ids = [random.Random(n).randint(1, CLASSES) for n in range(1, VAL_IMAGES + 1)]
-    make_devkit(base / "ILSVRC2012_devkit_t12.tar.gz", id_to_wnid, ids, base)
-    make_val_tar(val_images, base / "ILSVRC2012_img_val.tar", keep=list(range(1, VAL_IMAGES + 1)))
-    ground_truth = {n: id_to_wnid[i] for n, i in enumerate(ids, start=1)}
-    return Ilsvrc(
-        base / "ILSVRC2012_img_train.tar",
-        base / "ILSVRC2012_img_val.tar",
-        base / "ILSVRC2012_devkit_t12.tar.gz",
-        wnids,
-        ground_truth,
-        base / "train_tree",
+    by_id = list(reversed(wnids))  # the devkit's ILSVRC2012_IDs 1.. name these
+    val = make_val_split(
+        base, wnids, lambda n: by_id[random.Random(n).randint(1, CLASSES) - 1], VAL_IMAGES, seed=6, first_index=500
     )
+    train_tar = base / "ILSVRC2012_img_train.tar"
+    return Ilsvrc(train_tar, val.val_tar, val.devkit, wnids, val.ground_truth, base / "train_tree")
 
 
 def ilsvrc_splits(data: Ilsvrc, val_tar: Path | None = None, **extra: object) -> dict[str, dict[str, object]]:
@@ -339,26 +329,13 @@ def ilsvrc_10(tmp_path_factory: pytest.TempPathFactory) -> SubsetIlsvrc:
     train_wnids = sorted(p.name for p in (base / "train_tree").iterdir())
     make_train_tar(base / "train_tree", base / "ILSVRC2012_img_train.tar", reverse=True)
     wnids = thousand_wnids(train_wnids)
-    id_to_wnid = {i + 1: wnid for i, wnid in enumerate(reversed(wnids))}
-    wnid_to_id = {wnid: i for i, wnid in id_to_wnid.items()}
     rng = random.Random(9)
-    # a quarter of val in train's classes, the rest spread over the other 990
-    ids = [
-        wnid_to_id[rng.choice(train_wnids)] if n % 4 == 0 else wnid_to_id[rng.choice(wnids)]
-        for n in range(SUBSET_VAL_IMAGES)
-    ]
-    make_devkit(base / "ILSVRC2012_devkit_t12.tar.gz", id_to_wnid, ids, base)
-    make_images(str(base / "val_pool"), images=SUBSET_VAL_IMAGES, classes=1, seed=10, first_index=700, workers=2)
-    val_images = sorted((base / "val_pool").rglob("*.*"))
-    make_val_tar(val_images, base / "ILSVRC2012_img_val.tar", keep=list(range(1, SUBSET_VAL_IMAGES + 1)))
-    ground_truth = {n: id_to_wnid[i] for n, i in enumerate(ids, start=1)}
-    return SubsetIlsvrc(
-        base / "ILSVRC2012_img_train.tar",
-        base / "ILSVRC2012_img_val.tar",
-        base / "ILSVRC2012_devkit_t12.tar.gz",
-        train_wnids,
-        ground_truth,
-    )
+
+    def wnid_of(number: int) -> str:  # a quarter of val in train's classes, the rest over the other 990
+        return rng.choice(train_wnids) if (number - 1) % 4 == 0 else rng.choice(wnids)
+
+    val = make_val_split(base, wnids, wnid_of, SUBSET_VAL_IMAGES, seed=10, first_index=700)
+    return SubsetIlsvrc(base / "ILSVRC2012_img_train.tar", val.val_tar, val.devkit, train_wnids, val.ground_truth)
 
 
 def subset_splits(data: SubsetIlsvrc, train_tar: Path | None = None) -> dict[str, dict[str, object]]:
