@@ -83,14 +83,6 @@ def drop_page_cache() -> bool:
     return True
 
 
-def fsync_file(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 # --------------------------------------------------------------------------------------------------
 # The real workflow, through the snakemake CLI.
 # --------------------------------------------------------------------------------------------------

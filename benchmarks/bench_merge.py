@@ -26,8 +26,9 @@ from typing import Any
 
 import lmdb
 
-from bench_common import BIN, OUT, REPO, fresh_dir, fsync_file, median, rotated, run_snakemake
+from bench_common import BIN, OUT, REPO, fresh_dir, median, rotated, run_snakemake
 from support.workflow import write_config
+from workflow_io import fsync_path
 
 BATCH_BYTES = 64 << 20
 CONTENDERS = ("merge", "plain_write", "cp")
@@ -82,7 +83,7 @@ def timed_contender(contender: str, rundir: Path, output: Path) -> float:
     if contender == "cp":
         start = time.perf_counter()
         subprocess.run(["cp", str(merged_path(rundir)), str(output)], check=True)
-        fsync_file(output)
+        fsync_path(str(output))
         return time.perf_counter() - start
     if contender == "plain_write":
         values = record_values(merged_path(rundir))

@@ -175,7 +175,11 @@ def count_check(
             "(an interrupted download or copy?) or correct splits.<name>.expected_* in the config."
         )
     header = ManifestHeader(
-        root=listing.root, classes=listing.classes, count=len(listing.samples), containers=listing.containers
+        root=listing.root,
+        classes=listing.classes,
+        count=len(listing.samples),
+        containers=listing.containers,
+        kind=description.kind,
     )
     write_manifest(manifest_path, header, listing.samples)
     hold_point("count_check")  # the manifest is in place, the counts report not yet

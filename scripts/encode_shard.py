@@ -24,6 +24,7 @@ from image_policy import (
     likely_cause,
     what_went_wrong,
 )
+from sources import reader_for
 from work_files import (
     Sample,
     ShardReport,
@@ -107,7 +108,7 @@ def encode_shard(
     start, stop = shard_range(header.count, shards, shard)
     report = ShardReport(shard=shard, shards=shards, start=start, stop=stop)
     log.info("shard %d of %d: images %d..%d of %d from %s", shard, shards, start, stop - 1, header.count, header.root)
-    reader = MemberReader(header.root, header.containers)
+    reader = reader_for(header)
     expected = expected_part_bytes(reader, read_manifest(manifest_path, start, stop), settings)
     advice = ""  # what to do about the bad images, once one is found
     with atomic_lmdb(part_path, expected_bytes=expected) as writer:

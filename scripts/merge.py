@@ -27,6 +27,7 @@ from tqdm import tqdm
 
 from archives import MemberReader
 from dataset import checksum, record_key
+from sources import reader_for
 from work_files import Sample, ShardReport, kept_indices, read_manifest, read_manifest_header, read_shard_report
 from workflow_io import (
     atomic_lmdb,
@@ -87,7 +88,7 @@ def merge(
     next_index = 0
     # left in reverse order: the reading threads finish before the source reader closes
     with (
-        contextlib.closing(MemberReader(header.root, header.containers)) as reader,
+        contextlib.closing(reader_for(header)) as reader,
         atomic_lmdb(output, expected_bytes=stored_bytes + 2048 * expected) as writer,
         tqdm(total=expected, desc="merge", unit="img", **progress) as bar,
         ThreadPoolExecutor(max(1, threads - 1), thread_name_prefix="merge-read") as readers,

@@ -146,6 +146,7 @@ class ManifestHeader:
     classes: list[str]
     count: int
     containers: list[str] = field(default_factory=list)  # archives that tar/zip locations name
+    kind: str = ""  # the kind of source (scripts/sources/) whose reader reads the samples
 
 
 @dataclass

@@ -1,10 +1,11 @@
 """The kinds of source the workflow reads, behind one interface.
 
 A ``Source`` knows how to make a split's source readable (rule extract: ``prepare``, which writes
-source.json and, for archives read in place, members.jsonl) and how to list its images in
-ImageFolder order with their classes (rule count_check: ``list``). The bytes of each listed image
-are then read by its ``Location`` (scripts/work_files.py) through ``archives.MemberReader``, which
-also says where an image lives in error messages.
+source.json and, for archives read in place, members.jsonl), how to list its images in
+ImageFolder order with their classes (rule count_check: ``list``), and how to read each listed
+image's bytes and say where it lives in error messages (rules encode_shard and merge:
+``reader``). Today's kinds all read by ``Location`` (scripts/work_files.py) through
+``archives.MemberReader``; a kind whose images live elsewhere returns a reader of its own.
 
     kind        module               what
     folder      sources/folder.py    a folder used in place (an ImageFolder tree, or flat ILSVRC val)
@@ -23,8 +24,9 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from archives import MemberReader
 from class_list import ClassList, OutsideClasses
-from work_files import Sample, SourceDescription
+from work_files import ManifestHeader, Sample, SourceDescription
 
 
 class CountMismatchError(RuntimeError):
@@ -83,6 +85,11 @@ class Source(ABC):
     ) -> Listing:
         """Rule count_check: the images in ImageFolder order, within ``wanted`` if given."""
 
+    def reader(self, header: ManifestHeader) -> MemberReader:
+        """Rules encode_shard and merge: reads a listed sample's bytes (``read``), names where it
+        lives (``describe``); thread-safe, closed after use."""
+        return MemberReader(header.root, header.containers)
+
 
 def source_for(request: Request) -> Source:
     """The kind of source that reads ``request.source`` (rule extract)."""
@@ -92,6 +99,13 @@ def source_for(request: Request) -> Source:
 def source_of(description: SourceDescription) -> Source:
     """The kind of source extract described (rule count_check)."""
     return next(kind for kind in SOURCES if kind.kind == description.kind)()
+
+
+def reader_for(header: ManifestHeader) -> MemberReader:
+    """The reader of a manifest's samples: its source kind's (manifests before kinds were recorded
+    are read by location, as every kind read them then)."""
+    kinds = [kind for kind in SOURCES if kind.kind == header.kind]
+    return kinds[0]().reader(header) if kinds else MemberReader(header.root, header.containers)
 
 
 def _registry() -> list[type[Source]]:
