@@ -61,7 +61,9 @@ def onto_class_list(listing: Listing, class_list: ClassList) -> Listing:
     """The listing with labels that index ``class_list`` (a superset of its classes, both sorted, so
     ImageFolder's order is kept and only the label numbers change)."""
     relabel = [class_list.index[name] for name in listing.classes]
-    samples = [Sample(s.index, relabel[s.label], s.path, s.location) for s in listing.samples]
+    samples = listing.samples
+    if relabel != list(range(len(relabel))):  # the usual case (the list is the split's own) keeps every label
+        samples = [Sample(s.index, relabel[s.label], s.path, s.location) for s in samples]
     return Listing(list(class_list.names), samples, listing.ignored, listing.root, listing.containers, listing.outside)
 
 
