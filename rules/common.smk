@@ -22,27 +22,62 @@ if not config.get("splits"):
 validate(config, "../config/schema.yaml")
 
 
+def scripts_importable() -> None:
+    """Let this file import helpers from scripts/ (the rule scripts get it from Snakemake)."""
+    scripts = os.path.join(workflow.basedir, "scripts")
+    if scripts not in sys.path:
+        sys.path.insert(0, scripts)
+
+
+#: Layouts whose source is a set of shard files (scripts/sources/shard_files.py).
+SHARD_LAYOUTS = ("webdataset", "parquet")
+
+
 def check_config(config: dict) -> None:
     """What the schema cannot say: sources exist, options agree."""
     for name, split in config["splits"].items():
-        source = split["source"]
-        key = f"splits.{name}.source"
-        if not os.path.exists(source):
-            raise WorkflowError(
-                f"config key {key}: {source!r} does not exist "
-                f"(relative paths are taken from {os.getcwd()})."
-            )
-        if os.path.isfile(source) and not source.lower().endswith(ARCHIVE_SUFFIXES):
-            raise WorkflowError(
-                f"config key {key}: {source!r} is a file but not an archive; expected a "
-                f"folder or one of {', '.join(ARCHIVE_SUFFIXES)}."
-            )
+        if split["layout"] in SHARD_LAYOUTS:
+            check_shards(name, split)
+        else:
+            check_source(name, split)
         check_labels(name, split)
     encode = config["encode"]
     if encode["reencode"] == "never" and encode["max_side"] is not None:
         raise WorkflowError(
             "config keys encode.reencode and encode.max_side: resizing re-encodes images, "
             "which reencode: never forbids. Set max_side: null or reencode: auto."
+        )
+
+
+def check_shards(name: str, split: dict) -> None:
+    """Layouts webdataset and parquet: the shards the source names are all there."""
+    scripts_importable()
+    from sources.shard_files import ShardFilesError, shard_files
+
+    try:
+        shard_files(split["source"])
+    except ShardFilesError as exc:
+        raise WorkflowError(f"config key splits.{name}.source: {exc}.") from exc
+
+
+def check_source(name: str, split: dict) -> None:
+    """One folder or archive."""
+    source = split["source"]
+    key = f"splits.{name}.source"
+    if not isinstance(source, str):
+        raise WorkflowError(
+            f"config key {key}: a list of files is a source of shards; set layout: webdataset or "
+            f"layout: parquet, or give one folder or archive."
+        )
+    if not os.path.exists(source):
+        raise WorkflowError(
+            f"config key {key}: {source!r} does not exist "
+            f"(relative paths are taken from {os.getcwd()})."
+        )
+    if os.path.isfile(source) and not source.lower().endswith(ARCHIVE_SUFFIXES):
+        raise WorkflowError(
+            f"config key {key}: {source!r} is a file but not an archive; expected a "
+            f"folder or one of {', '.join(ARCHIVE_SUFFIXES)}."
         )
 
 
@@ -65,13 +100,6 @@ def check_labels(name: str, split: dict) -> None:
 
 
 check_config(config)
-
-
-def scripts_importable() -> None:
-    """Let this file import helpers from scripts/ (the rule scripts get it from Snakemake)."""
-    scripts = os.path.join(workflow.basedir, "scripts")
-    if scripts not in sys.path:
-        sys.path.insert(0, scripts)
 
 
 def configured_classes(config: dict) -> tuple[list[str] | None, str | None]:
@@ -129,12 +157,22 @@ def folder_stamp(wildcards) -> str | None:
     files (see scripts/source_stamp.py); None for an archive, whose own time shows a change.
     """
     source = split_config(wildcards)["source"]
-    if not os.path.isdir(source):
+    if not isinstance(source, str) or not os.path.isdir(source):
         return None
     scripts_importable()
     from source_stamp import listing_stamp
 
     return listing_stamp(source)
+
+
+def source_files(wildcards) -> list[str]:
+    """Rule extract's input: the folder or archive, or every shard of a webdataset/parquet split."""
+    split = split_config(wildcards)
+    if split["layout"] not in SHARD_LAYOUTS:
+        return [split["source"]]
+    from sources.shard_files import shard_files
+
+    return shard_files(split["source"])
 
 
 def shares_classes(split: str) -> bool:

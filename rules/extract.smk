@@ -1,7 +1,7 @@
 rule extract:
     """Make the source readable by the shards: describe a folder, or safely unpack an archive."""
     input:
-        source=lambda wildcards: split_config(wildcards)["source"],
+        source=source_files,
         labels=label_files,
     output:
         directory(PATHS.source()),
@@ -21,5 +21,8 @@ rule extract:
         md5=lambda wildcards: split_config(wildcards)["md5"],
         folder_stamp=folder_stamp,
         classes=wanted_classes,
+        source=lambda wildcards: split_config(wildcards)["source"],
+        image_column=lambda wildcards: split_config(wildcards)["image_column"],
+        label_column=lambda wildcards: split_config(wildcards)["label_column"],
     script:
         "../scripts/extract.py"

@@ -11,6 +11,7 @@ images of classes outside it are set aside and counted, never stored under anoth
 """
 
 import logging
+from dataclasses import replace
 from typing import Any, TextIO
 
 from class_list import ClassList, missing_from_source
@@ -64,7 +65,7 @@ def onto_class_list(listing: Listing, class_list: ClassList) -> Listing:
     samples = listing.samples
     if relabel != list(range(len(relabel))):  # the usual case (the list is the split's own) keeps every label
         samples = [Sample(s.index, relabel[s.label], s.path, s.location) for s in samples]
-    return Listing(list(class_list.names), samples, listing.ignored, listing.root, listing.containers, listing.outside)
+    return replace(listing, classes=list(class_list.names), samples=samples)
 
 
 def class_difference(held: list[str], listing: Listing, class_list: ClassList) -> str:
@@ -182,6 +183,7 @@ def count_check(
         count=len(listing.samples),
         containers=listing.containers,
         kind=description.kind,
+        image_column=listing.image_column,
     )
     write_manifest(manifest_path, header, listing.samples)
     hold_point("count_check")  # the manifest is in place, the counts report not yet

@@ -13,7 +13,7 @@ from collections.abc import Collection
 from typing import Any, TextIO
 
 from archives import check_official_md5
-from sources import Request, source_for
+from sources import Columns, Request, source_for
 from work_files import SourceDescription, write_source_description
 from workflow_io import hold_point, progress_kwargs, publish, remove_path, run_rule, temporary_path
 
@@ -27,13 +27,16 @@ def extract(
     extract_tree: bool,
     progress: dict[str, Any],
     wanted: Collection[str] | None = None,
+    files: list[str] | None = None,
+    columns: Columns | None = None,
 ) -> SourceDescription:
     """Build ``output`` under a temporary name and rename it into place when whole. ``wanted``:
-    the configured class list, whose other classes' tars are never opened."""
+    the configured class list, whose other classes' tars are never opened. ``files``: the shard
+    files of a webdataset or parquet source (``source`` is then the config's pattern or list)."""
     building = temporary_path(output)
     remove_path(building)
     os.makedirs(building)
-    request = Request(source, layout, extract_tree, wanted, progress)
+    request = Request(source, layout, extract_tree, wanted, progress, files or [source], columns or Columns())
     description = source_for(request).prepare(request, building, output)
     write_source_description(building, description)
     hold_point("extract")
@@ -53,10 +56,13 @@ def check_checksums(paths: list[str], progress: dict[str, Any]) -> None:
 def main(smk: Any, stream: TextIO) -> None:
     progress = progress_kwargs(stream)
     if smk.params.md5:
-        check_checksums([smk.input.source, *smk.input.labels], progress)
+        check_checksums([*smk.input.source, *smk.input.labels], progress)
     classes = smk.params.classes
     wanted = frozenset(classes) if classes is not None else None
-    extract(smk.input.source, smk.output[0], smk.params.layout, smk.params.extract, progress, wanted)
+    files = list(smk.input.source)
+    source = smk.params.source if isinstance(smk.params.source, str) else files[0]
+    columns = Columns(smk.params.image_column, smk.params.label_column)
+    extract(source, smk.output[0], smk.params.layout, smk.params.extract, progress, wanted, files, columns)
 
 
 if __name__ == "__main__":

@@ -55,15 +55,25 @@ class ZipLocation:
     size: int
 
 
+@dataclass(frozen=True)
+class ParquetLocation:
+    """A row of a Parquet file: the image column's value in one row group (layout parquet)."""
+
+    parquet: int  # index into the manifest's containers
+    row_group: int
+    row: int  # within the row group
+
+
 #: None: the file at ``root/path`` of the sample itself (an ImageFolder tree).
-Location = FileLocation | TarLocation | ZipLocation | None
+Location = FileLocation | TarLocation | ZipLocation | ParquetLocation | None
+LOCATION_TYPES = (FileLocation, TarLocation, ZipLocation, ParquetLocation)
 
 
 def location_from_json(value: dict[str, Any] | None) -> Location:
-    """The location a manifest or member row stores as a JSON object (told apart by its key)."""
+    """The location a manifest or member row stores as a JSON object (told apart by its first key)."""
     if value is None:
         return None
-    kind = next(cls for cls in (FileLocation, TarLocation, ZipLocation) if fields(cls)[0].name in value)
+    kind = next(cls for cls in LOCATION_TYPES if fields(cls)[0].name in value)
     return kind(**value)
 
 
@@ -96,6 +106,8 @@ class SourceDescription:
     folders: list[str] = field(default_factory=list)  # index: top folders (classes even without files)
     set_aside: list[str] = field(default_factory=list)  # members not part of the tree, with why
     unread_classes: list[str] = field(default_factory=list)  # class tars outside the class list
+    label_names: list[str] | None = None  # parquet: the class names its files' metadata gives
+    image_column: str | None = None  # parquet: the column the image bytes are in
 
 
 def write_source_description(folder: str, description: SourceDescription) -> None:
@@ -108,22 +120,27 @@ def read_source_description(folder: str) -> SourceDescription:
 
 @dataclass(frozen=True)
 class Member:
-    """A file inside an archive: its path there and where its bytes are; or a folder (no location)."""
+    """A file inside an archive: its path there and where its bytes are; or a folder (no location).
+    Shards of samples (webdataset, parquet) also carry each sample's integer label."""
 
     path: str  # "/"-separated, as stored (for a tar of tars: "<inner tar name without .tar>/member")
-    location: TarLocation | ZipLocation | None  # None: a folder
+    location: TarLocation | ZipLocation | ParquetLocation | None  # None: a folder
+    label: int | None = None  # webdataset, parquet: the label the shard stores
 
     @property
     def is_folder(self) -> bool:
         return self.location is None
 
 
-def write_members(folder: str, members: Iterable[Member], strip: str) -> int:
-    """members.jsonl: one ``[path without strip, location]`` row per file member; returns the count."""
+def write_members(folder: str, members: Iterable[Member], strip: str = "") -> int:
+    """members.jsonl: one ``[path without strip, location(, label)]`` row per file member; returns
+    the count."""
     count = 0
     with open(os.path.join(folder, MEMBERS), "w", encoding="utf-8") as stream:
         for member in members:
-            row = [member.path[len(strip) :], location_to_json(member.location)]
+            row: list[Any] = [member.path[len(strip) :], location_to_json(member.location)]
+            if member.label is not None:
+                row.append(member.label)
             stream.write(json.dumps(row, ensure_ascii=False))
             stream.write("\n")
             count += 1
@@ -131,8 +148,14 @@ def write_members(folder: str, members: Iterable[Member], strip: str) -> int:
 
 
 def read_members(folder: str) -> list[tuple[str, Location]]:
+    """The (path, location) of every member row."""
+    return [(member.path, member.location) for member in read_labelled_members(folder)]
+
+
+def read_labelled_members(folder: str) -> list[Member]:
+    """Every member row, with its label where the source stores one (webdataset, parquet)."""
     with open(os.path.join(folder, MEMBERS), encoding="utf-8") as stream:
-        return [(path, location_from_json(location)) for path, location in map(json.loads, stream)]
+        return [Member(row[0], location_from_json(row[1]), *row[2:]) for row in map(json.loads, stream)]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -145,8 +168,9 @@ class ManifestHeader:
     root: str  # folder the relative paths (or file locations) are under
     classes: list[str]
     count: int
-    containers: list[str] = field(default_factory=list)  # archives that tar/zip locations name
+    containers: list[str] = field(default_factory=list)  # archives that tar/zip/parquet locations name
     kind: str = ""  # the kind of source (scripts/sources/) whose reader reads the samples
+    image_column: str | None = None  # parquet: the column the image bytes are in
 
 
 @dataclass

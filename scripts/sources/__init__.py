@@ -43,17 +43,29 @@ class Listing:
     root: str = ""
     containers: list[str] = field(default_factory=list)
     outside: OutsideClasses = field(default_factory=OutsideClasses)  # classes not in the class list
+    image_column: str | None = None  # parquet: the column the reader takes image bytes from
+
+
+@dataclass(frozen=True)
+class Columns:
+    """Layout parquet: the columns of image bytes and of integer labels (config keys image_column
+    and label_column)."""
+
+    image: str = "image"
+    label: str = "label"
 
 
 @dataclass(frozen=True)
 class Request:
     """What rule extract was asked to make readable (a split's config)."""
 
-    source: str
-    layout: str  # imagefolder | ilsvrc-train | ilsvrc-val
+    source: str  # the folder or archive; for shards, the config's pattern (or its first file)
+    layout: str  # imagefolder | ilsvrc-train | ilsvrc-val | webdataset | parquet
     extract: bool  # unpack archives even where they could be read in place
     wanted: Collection[str] | None = None  # the config's class list: other class tars stay unread
     progress: dict[str, Any] = field(default_factory=dict)
+    files: list[str] = field(default_factory=list)  # webdataset, parquet: every shard, in record order
+    columns: Columns = Columns()
 
 
 @dataclass(frozen=True)
