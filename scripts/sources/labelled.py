@@ -1,0 +1,77 @@
+"""Samples that carry an integer label (layouts webdataset and parquet): naming their classes and
+listing them in record order.
+
+A shard stores a label as a number; the class it means comes from, first to last: the split's
+``devkit:`` (its 1,000 WNIDs, sorted: the order ImageNet's integer labels use), the class names
+the files themselves store (Hugging Face ``ClassLabel`` metadata in Parquet files), or the class
+list the split shares (the config's ``classes:``, sorted, or the first split's classes). Records
+keep the shards' order (shards as the source names them, samples as they lie in each shard):
+never sorted, so record ``i`` is the ``i``-th sample a plain reading of the shards gives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from class_list import ClassList, OutsideClasses
+from ilsvrc import devkit_classes
+from sources import CountMismatchError, Listing
+from work_files import Member, Sample
+
+
+@dataclass(frozen=True)
+class LabelNames:
+    """The names a source's integer labels index (label ``k`` is ``names[k]``), and their origin."""
+
+    names: list[str]
+    origin: str  # in words, for error messages
+
+
+def label_names(own: list[str] | None, devkit: str | None, shared: ClassList | None, where: str) -> LabelNames:
+    """What the integer labels of ``where`` (the split's source, for messages) mean."""
+    if devkit:
+        return LabelNames(devkit_classes(devkit), f"the sorted WNIDs of {devkit}")
+    if own:
+        return LabelNames(list(own), "the class names stored in the files")
+    if shared is not None:
+        return LabelNames(list(shared.names), f"the class list ({shared.origin})")
+    raise CountMismatchError(
+        f"{where}: its labels are integers, and nothing says which class each means. Set devkit: "
+        "(ILSVRC2012_devkit_t12.tar.gz: the 1,000 WNIDs in label order) or classes: (a list or a file "
+        "of the class names; sorted, the k-th name is label k) in the config."
+    )
+
+
+def labelled_listing(
+    members: list[Member], labels: LabelNames, wanted: ClassList | None, where: Callable[[Member], str]
+) -> Listing:
+    """The samples in record order, labelled by name; those of classes outside ``wanted`` set aside
+    and counted. ``where(member)``: the shard file and sample key, for errors. A sample's path is
+    ``<class name>/<member path>``, as an ImageFolder tree of the same samples would hold it."""
+    names = labels.names
+    classes = [name for name in names if wanted is None or name in wanted]
+    index_of = {name: i for i, name in enumerate(classes)}
+    samples: list[Sample] = []
+    outside = OutsideClasses()
+    for member in members:
+        name = class_name(member, labels, where)
+        if name in index_of:
+            samples.append(Sample(len(samples), index_of[name], f"{name}/{member.path}", member.location))
+        else:
+            outside.add(name, 1)
+    return Listing(classes, samples, outside=outside)
+
+
+def class_name(member: Member, labels: LabelNames, where: Callable[[Member], str]) -> str:
+    """The class a member's label names; an error naming the sample when it names none."""
+    label = member.label
+    if label is None:
+        raise CountMismatchError(f"{where(member)}: the sample has no label. Add its label or remove the sample.")
+    if not 0 <= label < len(labels.names):
+        raise CountMismatchError(
+            f"{where(member)}: label {label} is outside the {len(labels.names)} classes of {labels.origin} "
+            f"(labels 0..{len(labels.names) - 1}). Give the full class list the shards were labelled with "
+            "(devkit: or classes:), or remove the sample."
+        )
+    return labels.names[label]
