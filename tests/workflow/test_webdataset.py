@@ -16,6 +16,7 @@ import webdataset
 from PIL import Image
 
 from dataset import LMDBDataset, close_all_envs
+from support import REPO
 from support.archives import add_member
 from support.datasets import assert_same_dataset
 from support.wds_shards import Shards, WdsSample, make_shards, make_wds_devkit, tree_samples, truncated, write_sample
@@ -237,3 +238,23 @@ def test_bad_image_fails_its_shard_only_naming_shard_and_key(source: Source, tmp
     assert f"{shard}: sample {key} (member {key}.jpg)" in run.output
     assert "encode.on_error: skip" in run.output
     assert len(list((tmp_path / "run" / "work" / "train" / "parts").glob("*.json"))) == 1, "the other shard finished"
+
+
+def test_shipped_config_plans_the_run(source: Source, tmp_path: Path) -> None:
+    """config/imagenet-wds.yaml, its folder pointed at the hub's 1,024 + 64 shard names, plans 16 + 2 jobs."""
+    hub = tmp_path / "imagenet-1k-wds"
+    hub.mkdir()
+    for name in [f"train-{n:04d}" for n in range(1024)] + [f"validation-{n:04d}" for n in range(64)]:
+        (hub / f"imagenet1k-{name}.tar").touch()  # a dry run only needs them to exist
+    text = (REPO / "config" / "imagenet-wds.yaml").read_text()
+    devkit = "/data/imagenet/ILSVRC2012_devkit_t12.tar.gz"
+    for shipped, here in [("/data/imagenet-1k-wds", hub), (devkit, source.devkit)]:
+        assert shipped in text
+        text = text.replace(shipped, str(here))
+    config = tmp_path / "imagenet-wds.yaml"
+    config.write_text(text)
+    run = run_snakemake(tmp_path, "-n", "--configfile", str(config)).check()
+    assert run.output.count("rule encode_shard:") == 16 + 2
+    (hub / "imagenet1k-train-0517.tar").unlink()
+    missing = run_snakemake(tmp_path, "-n", "--configfile", str(config))
+    assert missing.returncode != 0 and "imagenet1k-train-0517.tar' does not exist" in missing.output
