@@ -149,9 +149,10 @@ def test_no_per_image_file_is_written(converted: Path) -> None:
     assert len(members) == 40  # one row per sample: images are read from the shards in place
 
 
-def test_same_files_after_a_kill_and_a_rerun(source: Source, converted: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("moment", ["extract", "encode_shard:1"])
+def test_same_files_after_a_kill_and_a_rerun(source: Source, converted: Path, tmp_path: Path, moment: str) -> None:
     write_config(tmp_path, splits(source), **SKIP)
-    process, marker = start_snakemake(tmp_path, hold="encode_shard:1")
+    process, marker = start_snakemake(tmp_path, hold=moment)
     wait_for_hold(marker, process)
     kill_group(process)
     run_snakemake(tmp_path, "--configfile", str(tmp_path / "config.yaml")).check()
@@ -203,6 +204,15 @@ def test_sample_without_a_usable_label_is_named(source: Source, tmp_path: Path, 
     assert advice in run.output
     assert "or remove the sample" in run.output
     assert not (tmp_path / "run" / "results" / "train.lmdb").exists()
+
+
+def test_labels_without_class_names_stop_saying_what_to_set(source: Source, tmp_path: Path) -> None:
+    workdir = tmp_path / "run"
+    workdir.mkdir()
+    config = write_config(workdir, {"train": {"source": source.val.pattern("validation"), "layout": "webdataset"}})
+    run = run_snakemake(workdir, "--configfile", str(config))
+    assert run.returncode != 0
+    assert "its labels are integers, and nothing says which class each means. Set devkit:" in run.output
 
 
 def test_shard_cut_short_is_named(source: Source, tmp_path: Path) -> None:
