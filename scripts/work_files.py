@@ -154,8 +154,14 @@ def read_members(folder: str) -> list[tuple[str, Location]]:
 
 def read_labelled_members(folder: str) -> list[Member]:
     """Every member row, with its label where the source stores one (webdataset, parquet)."""
+    return list(iter_labelled_members(folder))
+
+
+def iter_labelled_members(folder: str) -> Iterator[Member]:
+    """The member rows one by one: a listing that takes each once never holds them all (1.28M)."""
     with open(os.path.join(folder, MEMBERS), encoding="utf-8") as stream:
-        return [Member(row[0], location_from_json(row[1]), *row[2:]) for row in map(json.loads, stream)]
+        for row in map(json.loads, stream):
+            yield Member(row[0], location_from_json(row[1]), *row[2:])
 
 
 # --------------------------------------------------------------------------------------------------

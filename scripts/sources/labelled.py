@@ -11,7 +11,7 @@ never sorted, so record ``i`` is the ``i``-th sample a plain reading of the shar
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from class_list import ClassList, OutsideClasses
@@ -44,7 +44,7 @@ def label_names(own: list[str] | None, devkit: str | None, shared: ClassList | N
 
 
 def labelled_listing(
-    members: list[Member], labels: LabelNames, wanted: ClassList | None, where: Callable[[Member], str]
+    members: Iterable[Member], labels: LabelNames, wanted: ClassList | None, where: Callable[[Member], str]
 ) -> Listing:
     """The samples in record order, labelled by name; those of classes outside ``wanted`` set aside
     and counted. ``where(member)``: the shard file and sample key, for errors. A sample's path is

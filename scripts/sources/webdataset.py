@@ -42,7 +42,7 @@ from work_files import (
     Member,
     SourceDescription,
     TarLocation,
-    read_labelled_members,
+    iter_labelled_members,
     write_members,
 )
 
@@ -99,7 +99,7 @@ class WebDatasetSource(Source):
     ) -> Listing:
         shards = description.containers
         names = label_names(None, labels.devkit, wanted, description.source)
-        listing = labelled_listing(read_labelled_members(source_dir), names, wanted, lambda m: sample_where(shards, m))
+        listing = labelled_listing(iter_labelled_members(source_dir), names, wanted, lambda m: sample_where(shards, m))
         listing.containers = shards
         listing.root = os.path.dirname(shards[0])
         return listing
