@@ -44,7 +44,11 @@ def no_images_message(description: SourceDescription, listing: Listing, class_li
             f"all its images lie outside it. Use the same classes in every split, or set "
             f"splits.<name>.share_classes: false for a split with a class list of its own."
         )
-    expected = "ILSVRC2012_val_NNNNNNNN.JPEG files" if layout == "ilsvrc-val" else "images in class folders"
+    expected = {
+        "ilsvrc-val": "ILSVRC2012_val_NNNNNNNN.JPEG files",
+        "webdataset": "samples of an image and a .cls label",
+        "parquet": "rows of image bytes and a label",
+    }.get(layout, "images in class folders")
     return (
         f"{source}: no images found (layout {layout} expects {expected}). Check splits.<name>.source; "
         "for Kaggle's download, unzip it and point at ILSVRC/Data/CLS-LOC/train or .../val."
@@ -68,6 +72,13 @@ def onto_class_list(listing: Listing, class_list: ClassList) -> Listing:
     return replace(listing, classes=list(class_list.names), samples=samples)
 
 
+def classes_with_images(listing: Listing) -> list[str]:
+    """The listing's classes that hold at least one image (a class folder always does; a class that
+    labels can name, as ILSVRC val's or a shard's, may not)."""
+    labels = {sample.label for sample in listing.samples}
+    return [name for label, name in enumerate(listing.classes) if label in labels]
+
+
 def class_difference(held: list[str], listing: Listing, class_list: ClassList) -> str:
     """Which classes a split lacks from its class list, and which of its own lie outside it."""
     missing = sorted(set(class_list.names) - set(held))
@@ -82,7 +93,8 @@ def class_difference(held: list[str], listing: Listing, class_list: ClassList) -
 def mismatches(
     listing: Listing, held: list[str], class_list: ClassList, expected_images: int | None, expected_classes: int | None
 ) -> list[str]:
-    """``held``: the split's own classes within the class list (what expected_classes counts)."""
+    """``held``: the split's own classes within the class list that hold images (what expected_classes
+    counts)."""
     problems = []
     images, classes = len(listing.samples), len(held)
     if expected_classes is not None and classes != expected_classes:
@@ -161,6 +173,7 @@ def count_check(
     listing = source_of(description).list(description, source_dir, Labels(devkit, val_csv), progress, wanted)
     listing.ignored = sorted([*listing.ignored, *description.set_aside])
     held = list(listing.classes)
+    with_images = classes_with_images(listing)  # what expected_classes counts: labels can name empty classes
     log.info("%d images in %d classes; %d files ignored", len(listing.samples), len(held), len(listing.ignored))
     if wanted is not None and (error := missing_from_source(wanted, held, description.source)):
         raise error
@@ -169,7 +182,7 @@ def count_check(
     report = counts_report(description, listing, classes, (expected_images, expected_classes))
     if not listing.samples:
         raise CountMismatchError(no_images_message(description, listing, classes))
-    problems = mismatches(listing, held, classes, expected_images, expected_classes)
+    problems = mismatches(listing, with_images, classes, expected_images, expected_classes)
     if description.layout == "ilsvrc-train":
         problems += devkit_problems(held, classes, wanted is None, devkit)
     if problems:

@@ -137,6 +137,24 @@ def test_val_without_devkit_takes_trains_class_list(source: Source, converted: P
     assert [f"{s['__key__']}.{image_of(s)[0]}" for s in reference] == [p.split("/", 1)[1] for p, _ in val.samples]
 
 
+@pytest.mark.parametrize("expected", [2, 4])
+def test_expected_classes_counts_classes_with_images(source: Source, tmp_path: Path, expected: int) -> None:
+    """val's labels can name all four of train's classes, but its samples hold two."""
+    chosen = splits(source)
+    chosen["val"]["expected_classes"] = expected
+    config = write_config(tmp_path, chosen)
+    run = run_snakemake(tmp_path, "work/val/counts.json", "--configfile", str(config))  # the listing only
+    if expected == 2:
+        run.check()
+    else:
+        missing = sorted(set(source.train.classes) - {source.train.classes[1], source.train.classes[2]})
+        assert run.returncode != 0
+        assert (
+            "2 classes found, expected_classes is 4 [class list shared from train; "
+            f"missing from this split: {', '.join(missing)}]" in run.output
+        )
+
+
 def test_no_per_image_file_is_written(converted: Path) -> None:
     written = [p for p in converted.rglob("*") if p.is_file()]
     outputs = {"contact.png", "classes.png"}  # the per-split figures of results/
