@@ -11,6 +11,7 @@ image's bytes and say where it lives in error messages (rules encode_shard and m
     folder      sources/folder.py    a folder used in place (an ImageFolder tree, or flat ILSVRC val)
     index       sources/archive.py   a .tar, .zip, tar of class tars or folder of class tars, read in place
     extracted   sources/unpacked.py  a .tar.gz/.tgz, or any archive with extract: true, unpacked
+    parquet     sources/parquet.py   Parquet files of image bytes and integer labels, read in place
 
 What ImageFolder would see in a tree of paths (classes, order, wrappers, macOS files) is
 sources/tree.py; ILSVRC2012 val labelling is sources/ilsvrc_val.py. To add a source: write a
@@ -123,9 +124,10 @@ def reader_for(header: ManifestHeader) -> MemberReader:
 def _registry() -> list[type[Source]]:
     from sources.archive import ArchiveSource
     from sources.folder import FolderSource
+    from sources.parquet import ParquetSource
     from sources.unpacked import UnpackedSource
 
-    return [ArchiveSource, FolderSource, UnpackedSource]
+    return [ParquetSource, ArchiveSource, FolderSource, UnpackedSource]
 
 
 #: Every kind of source, in the order ``source_for`` asks them (the first that claims a source reads it).
