@@ -143,7 +143,7 @@ def file_info(path: str, columns: Columns) -> ParquetFileInfo:
             parquet.metadata.num_rows,
             parquet.metadata.num_row_groups,
             is_struct,
-            is_struct and image.get_field_index("path") >= 0,
+            is_struct and image.get_field_index("path") >= 0 and is_text(image.field("path").type),
             class_label_names(path, schema.metadata, columns.label),
         )
 
@@ -176,6 +176,12 @@ def is_binary(kind: pa.DataType) -> bool:
     import pyarrow as pa
 
     return pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or pa.types.is_binary_view(kind)
+
+
+def is_text(kind: pa.DataType) -> bool:
+    import pyarrow as pa
+
+    return pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind)
 
 
 def image_is_struct(kind: pa.DataType) -> bool:
@@ -343,6 +349,7 @@ class OpenedFile:
     metadata: pq.FileMetaData
     column: str  # what read_row_group reads: the image column, or its struct's bytes field
     starts: list[int]
+    row_sizes: dict[int, int] = field(default_factory=dict)  # row group -> image bytes per row
 
 
 @dataclass
@@ -381,15 +388,20 @@ class ParquetReader(MemberReader):
         """The image column's size in this row's row group, per row (from the footer: a guess)."""
         assert isinstance(location, ParquetLocation), location
         opened = self._file(location.parquet)
-        group = opened.metadata.row_group(location.row_group)
-        chunks = [group.column(i) for i in range(group.num_columns)]
-        size = sum(c.total_uncompressed_size for c in chunks if c.path_in_schema == opened.column)
-        return size // max(1, group.num_rows)
+        if location.row_group not in opened.row_sizes:
+            group = opened.metadata.row_group(location.row_group)
+            chunks = [group.column(i) for i in range(group.num_columns)]
+            size = sum(c.total_uncompressed_size for c in chunks if c.path_in_schema == opened.column)
+            opened.row_sizes[location.row_group] = size // max(1, group.num_rows)
+        return opened.row_sizes[location.row_group]
 
     def _file(self, number: int) -> OpenedFile:
         with self._lock:
             if number not in self._files:
-                self._files[number] = opened_file(self.containers[number], self.image_column)
+                try:
+                    self._files[number] = opened_file(self.containers[number], self.image_column)
+                except ParquetSourceError as exc:  # gone or damaged since extract: not a bad image to skip
+                    raise ParquetReadError(f"{exc} Then run the same command again.") from exc
             return self._files[number]
 
     def _row_group(self, number: int, group: int) -> pa.Array:
