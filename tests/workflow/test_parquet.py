@@ -167,6 +167,20 @@ def test_devkit_names_the_labels_and_a_plain_file_with_its_own_columns(hub: Hub,
     assert val.samples[4] == (f"{WNIDS[plain_rows[4].label]}/val-4", plain_rows[4].label)
 
 
+def test_a_class_subset_by_wnid_with_the_devkit(hub: Hub, tmp_path: Path) -> None:
+    subset = [WNIDS[3], WNIDS[2]]
+    write_config(tmp_path, {"train": parquet_split(hub.pattern, devkit=str(hub.devkit))}, classes=subset)
+    run_snakemake(tmp_path, "--configfile", str(tmp_path / "config.yaml")).check()
+    close_all_envs()
+    ds = LMDBDataset(tmp_path / "results" / "train.lmdb")
+    rows = [row for row in plain_reading(hub.files) if WNIDS[row.label] in subset]  # type: ignore[index]
+    assert ds.classes == sorted(subset)
+    assert ds.targets == [sorted(subset).index(WNIDS[row.label]) for row in rows]  # type: ignore[index]
+    assert [ds.get_bytes(i) for i in range(len(ds)) if ds.storage_reason(i) == "passthrough"] == [
+        row.image for row in rows if row.image is not None and row.image[:4] == b"\xff\xd8\xff\xe0"
+    ]
+
+
 def copied(hub: Hub, tmp_path: Path) -> list[Path]:
     folder = tmp_path / "data"
     shutil.copytree(hub.folder, folder)
