@@ -68,8 +68,7 @@ class ParquetFileInfo:
     path: str
     rows: int
     row_groups: int
-    image_is_struct: bool  # the {bytes, path} struct, not a plain binary column
-    has_path: bool  # the struct holds a path field
+    has_path: bool  # the image column is the {bytes, path} struct and its path is text
     names: list[str] | None  # the ClassLabel names of the label column in the Hugging Face metadata
 
 
@@ -142,7 +141,6 @@ def file_info(path: str, columns: Columns) -> ParquetFileInfo:
             path,
             parquet.metadata.num_rows,
             parquet.metadata.num_row_groups,
-            is_struct,
             is_struct and image.get_field_index("path") >= 0 and is_text(image.field("path").type),
             class_label_names(path, schema.metadata, columns.label),
         )
