@@ -24,7 +24,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from work_files import FileLocation, Location, Member, TarLocation, ZipLocation
+from work_files import FileLocation, Location, Member, TarLocation, ZipLocation, location_size
 
 log = logging.getLogger("imagefolder_lmdb.archives")
 
@@ -276,6 +276,11 @@ class MemberReader:
             return self._zip(location.zip).read(location.member)
         with open(self.file_path(path, location), "rb") as stream:
             return stream.read()
+
+    def recorded_size(self, location: Location) -> int | None:
+        """The size the source's index recorded (a guess for some kinds), or None where only the
+        file system knows it."""
+        return location_size(location)
 
     def file_path(self, path: str, location: FileLocation | None) -> str:
         """The file of a sample that lies in a folder (its own path, or where a val image lies)."""

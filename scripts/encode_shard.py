@@ -26,11 +26,11 @@ from image_policy import (
 )
 from sources import reader_for
 from work_files import (
+    ParquetLocation,
     Sample,
     ShardReport,
     TarLocation,
     ZipLocation,
-    location_size,
     read_manifest,
     read_manifest_header,
     write_shard_report,
@@ -66,12 +66,12 @@ def bad_images_message(bad: list[dict[str, Any]], how_to_go_on: str) -> str:
 
 
 def how_to_go_on(sample: Sample) -> str:
-    in_archive = isinstance(sample.location, TarLocation | ZipLocation)
-    fix = (
-        "Pack the archive again without the members named (or with them fixed)"
-        if in_archive
-        else "Fix or remove the files named"
-    )
+    if isinstance(sample.location, ParquetLocation):
+        fix = "Write the Parquet files named again without the rows named (or with them fixed)"
+    elif isinstance(sample.location, TarLocation | ZipLocation):
+        fix = "Pack the archive again without the members named (or with them fixed)"
+    else:
+        fix = "Fix or remove the files named"
     return (
         f"{fix} and run the same command again, or set encode.on_error: skip to leave bad images out "
         "(they are listed in the report)."
@@ -134,7 +134,7 @@ def encode_shard(
 
 def source_size(reader: MemberReader, sample: Sample) -> int:
     """Bytes of a sample's source, 0 if it cannot be found (that is reported when it is read)."""
-    recorded = location_size(sample.location)
+    recorded = reader.recorded_size(sample.location)
     if recorded is not None:
         return recorded
     try:

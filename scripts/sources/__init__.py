@@ -7,10 +7,11 @@ image's bytes and say where it lives in error messages (rules encode_shard and m
 ``reader``). Today's kinds all read by ``Location`` (scripts/work_files.py) through
 ``archives.MemberReader``; a kind whose images live elsewhere returns a reader of its own.
 
-    kind        module               what
-    folder      sources/folder.py    a folder used in place (an ImageFolder tree, or flat ILSVRC val)
-    index       sources/archive.py   a .tar, .zip, tar of class tars or folder of class tars, read in place
-    extracted   sources/unpacked.py  a .tar.gz/.tgz, or any archive with extract: true, unpacked
+    kind        module                 what
+    folder      sources/folder.py      a folder used in place (an ImageFolder tree, or flat ILSVRC val)
+    index       sources/archive.py     a .tar, .zip, tar of class tars or folder of class tars, read in place
+    extracted   sources/unpacked.py    a .tar.gz/.tgz, or any archive with extract: true, unpacked
+    parquet     sources/parquet.py     Parquet files of image bytes and integer labels, read in place
     webdataset  sources/webdataset.py  tar shards of key.jpg + key.cls samples, read in place
 
 What ImageFolder would see in a tree of paths (classes, order, wrappers, macOS files) is
@@ -124,11 +125,12 @@ def reader_for(header: ManifestHeader) -> MemberReader:
 def _registry() -> list[type[Source]]:
     from sources.archive import ArchiveSource
     from sources.folder import FolderSource
+    from sources.parquet import ParquetSource
     from sources.unpacked import UnpackedSource
     from sources.webdataset import WebDatasetSource
 
     # shard layouts first: they claim by layout, the generic kinds by what the path is
-    return [WebDatasetSource, ArchiveSource, FolderSource, UnpackedSource]
+    return [ParquetSource, WebDatasetSource, ArchiveSource, FolderSource, UnpackedSource]
 
 
 #: Every kind of source, in the order ``source_for`` asks them (the first that claims a source reads it).

@@ -1,0 +1,456 @@
+"""Source kind ``parquet``: Parquet files of image bytes and integer labels, read in place.
+
+The Hugging Face hub's form (``imagenet-1k``'s ``data/train-*.parquet``): an ``image`` struct
+column ``{bytes, path}``, an integer ``label`` column, and the class names in the schema's
+``huggingface`` metadata (``{"info": {"features": {"label": {"_type": "ClassLabel", "names":
+[...]}}}}``, as the ``datasets`` library writes it). A plain binary image column works too, and
+both column names are config keys (``image_column``, ``label_column``).
+
+Rule extract checks every file's footer and columns first, then reads only the label column (and
+the struct's ``path`` field), one row group at a time, into members.jsonl: a sample's location is
+(file, row group, row). The image bytes are read by the shards, again one row group at a time;
+nothing per image is ever written. Record order: the files in the order the source names them (a
+glob sorted), the rows in file order.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import posixpath
+import threading
+from collections import Counter, OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from tqdm import tqdm
+
+from archives import MemberReader
+from class_list import ClassList
+from sources import Columns, Labels, Listing, Request, Source
+from sources.labelled import label_names, labelled_listing
+from work_files import (
+    Location,
+    ManifestHeader,
+    Member,
+    ParquetLocation,
+    SourceDescription,
+    read_labelled_members,
+    write_members,
+)
+
+if TYPE_CHECKING:  # pyarrow is imported where it is used: parsing the Snakefile must not load it
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+log = logging.getLogger("imagefolder_lmdb.sources")
+
+#: The label value Hugging Face's ClassLabel uses for "no label" (imagenet-1k's test split has only these).
+NO_LABEL = -1
+#: The reader keeps this many bytes of decoded row groups (at least the one in use), shared by its threads.
+CACHED_ROW_GROUP_BYTES = 256 << 20
+
+
+class ParquetSourceError(ValueError):
+    """A Parquet file is damaged, lacks the configured columns, or disagrees with the others."""
+
+
+class ParquetReadError(RuntimeError):
+    """A row group cannot be read back when the shards read it (not an image problem: no skipping)."""
+
+
+@dataclass(frozen=True)
+class ParquetFileInfo:
+    """What rule extract learnt from a file's footer."""
+
+    path: str
+    rows: int
+    row_groups: int
+    has_path: bool  # the image column is the {bytes, path} struct and its path is text
+    names: list[str] | None  # the ClassLabel names of the label column in the Hugging Face metadata
+
+
+class ParquetSource(Source):
+    """Parquet shards (layout parquet)."""
+
+    kind = "parquet"
+
+    @classmethod
+    def claims(cls, request: Request) -> bool:
+        return request.layout == "parquet"
+
+    def prepare(self, request: Request, building: str, output: str) -> SourceDescription:
+        files = [os.path.abspath(path) for path in request.files]
+        infos = [file_info(path, request.columns) for path in files]  # every footer before any label
+        names = agreed_names(infos, request.columns.label)
+        count = write_members(building, parquet_members(infos, request.columns, request.progress))
+        log.info("listed %d rows of %d Parquet files; nothing extracted", count, len(files))
+        return SourceDescription(
+            self.kind,
+            os.path.abspath(request.source),
+            request.layout,
+            containers=files,
+            members=count,
+            label_names=names,
+            image_column=request.columns.image,
+        )
+
+    def list(
+        self, description: SourceDescription, source_dir: str, labels: Labels, progress: dict, wanted: ClassList | None
+    ) -> Listing:
+        own = None if labels.devkit else class_folder_names(description.label_names, description.source)
+        names = label_names(own, labels.devkit, wanted, description.source)
+        listing = labelled_listing(read_labelled_members(source_dir), names, wanted, RowNamer(description.containers))
+        listing.root = description.source
+        listing.containers = description.containers
+        listing.image_column = description.image_column
+        return listing
+
+    def reader(self, header: ManifestHeader) -> MemberReader:
+        return ParquetReader(header.containers, header.image_column or Columns().image)
+
+
+# --------------------------------------------------------------------------------------------------
+# Rule extract: footers, columns, class names, labels.
+# --------------------------------------------------------------------------------------------------
+
+
+def open_parquet(path: str) -> pq.ParquetFile:
+    """The file, or an error naming it (a download cut short has no footer)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.ParquetFile(path)
+    except (OSError, pa.ArrowException) as exc:
+        raise ParquetSourceError(
+            f"{path}: cut short or not a Parquet file ({exc}); download it again (or remove it from the source)."
+        ) from exc
+
+
+def file_info(path: str, columns: Columns) -> ParquetFileInfo:
+    """Check a file's columns and read its class names, from the footer alone."""
+    with open_parquet(path) as parquet:
+        schema = parquet.schema_arrow
+        check_columns(path, schema, columns)
+        image = schema.field(columns.image).type
+        is_struct = image_is_struct(image)
+        return ParquetFileInfo(
+            path,
+            parquet.metadata.num_rows,
+            parquet.metadata.num_row_groups,
+            is_struct and image.get_field_index("path") >= 0 and is_text(image.field("path").type),
+            class_label_names(path, schema.metadata, columns.label),
+        )
+
+
+def check_columns(path: str, schema: pa.Schema, columns: Columns) -> None:
+    """The configured columns exist and have usable types; the error says what the file holds."""
+    import pyarrow as pa
+
+    missing = [name for name in (columns.image, columns.label) if schema.get_field_index(name) < 0]
+    if missing:
+        raise ParquetSourceError(
+            f"{path}: no column {', '.join(map(repr, missing))}; its columns are {', '.join(schema.names)}. "
+            "Set splits.<name>.image_column and label_column in the config to the columns of the image "
+            "bytes and of the integer labels."
+        )
+    image, label = schema.field(columns.image).type, schema.field(columns.label).type
+    if not (is_binary(image) or image_is_struct(image)):
+        raise ParquetSourceError(
+            f"{path}: column {columns.image!r} is {image}, not image bytes (binary, or a struct with a "
+            "binary 'bytes' field). Set splits.<name>.image_column to the column of the image bytes."
+        )
+    if not pa.types.is_integer(label):
+        raise ParquetSourceError(
+            f"{path}: column {columns.label!r} is {label}, not integer labels. Set splits.<name>.label_column "
+            "to the column of the integer labels."
+        )
+
+
+def is_binary(kind: pa.DataType) -> bool:
+    import pyarrow as pa
+
+    return pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or pa.types.is_binary_view(kind)
+
+
+def is_text(kind: pa.DataType) -> bool:
+    import pyarrow as pa
+
+    return pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind)
+
+
+def image_is_struct(kind: pa.DataType) -> bool:
+    """Hugging Face's Image feature stored: ``struct<bytes: binary, path: string>``."""
+    import pyarrow as pa
+
+    return pa.types.is_struct(kind) and kind.get_field_index("bytes") >= 0 and is_binary(kind.field("bytes").type)
+
+
+def class_label_names(path: str, metadata: dict[bytes, bytes] | None, label_column: str) -> list[str] | None:
+    """The names of the label column's ClassLabel in the ``huggingface`` schema metadata, if any."""
+    raw = (metadata or {}).get(b"huggingface")
+    if raw is None:
+        return None
+    try:
+        features = json.loads(raw).get("info", {}).get("features", {})
+    except (ValueError, AttributeError) as exc:
+        raise ParquetSourceError(
+            f"{path}: its Hugging Face metadata is not valid JSON ({exc}); download it again."
+        ) from exc
+    feature = features.get(label_column) if isinstance(features, dict) else None
+    if not isinstance(feature, dict) or feature.get("_type") != "ClassLabel" or not feature.get("names"):
+        return None
+    return [str(name) for name in feature["names"]]
+
+
+def agreed_names(infos: list[ParquetFileInfo], label_column: str) -> list[str] | None:
+    """The class names every file stores; an error naming two files that disagree."""
+    first = infos[0]
+    for info in infos[1:]:
+        if info.names != first.names:
+            raise ParquetSourceError(
+                f"{info.path}: the class names of column {label_column!r} ({names_in_words(info.names)}) differ "
+                f"from those of {first.path} ({names_in_words(first.names)}): shards of different datasets? "
+                "Give the files of one dataset."
+            )
+    return first.names
+
+
+def names_in_words(names: list[str] | None) -> str:
+    if names is None:
+        return "none stored"
+    return f"{len(names)} names: {', '.join(names[:3])}{', ...' if len(names) > 3 else ''}"
+
+
+def parquet_members(infos: list[ParquetFileInfo], columns: Columns, progress: dict[str, Any]) -> Iterator[Member]:
+    """Every row of every file as a member (path, location, label), in record order."""
+    with tqdm(total=sum(info.rows for info in infos), desc="labels", unit="img", **progress) as bar:
+        for number, info in enumerate(infos):
+            log.info("reading the labels of %s (%d rows)", info.path, info.rows)
+            with open_parquet(info.path) as parquet:
+                first_row = 0
+                for group in range(info.row_groups):
+                    labels, paths = group_labels(parquet, info, group, columns)
+                    for row, (label, stored_path) in enumerate(zip(labels, paths, strict=True)):
+                        check_labelled(info.path, first_row + row, label)
+                        path = member_path(info.path, first_row + row, stored_path)
+                        yield Member(path, ParquetLocation(number, group, row), label)
+                    first_row += len(labels)
+                    bar.update(len(labels))
+
+
+def group_labels(
+    parquet: pq.ParquetFile, info: ParquetFileInfo, group: int, columns: Columns
+) -> tuple[list[int | None], list[str | None]]:
+    """One row group's labels and stored image paths, read without the image bytes."""
+    import pyarrow as pa
+
+    wanted = [columns.label] + ([f"{columns.image}.path"] if info.has_path else [])
+    try:
+        table = parquet.read_row_group(group, columns=wanted)
+    except (OSError, pa.ArrowException) as exc:
+        raise ParquetSourceError(f"{info.path}: row group {group} cannot be read ({exc}); download it again.") from exc
+    labels = table.column(columns.label).to_pylist()
+    if not info.has_path:
+        return labels, [None] * len(labels)
+    paths = table.column(columns.image).combine_chunks().flatten()[0].to_pylist()
+    return labels, paths
+
+
+def check_labelled(path: str, row: int, label: int | None) -> None:
+    if label is None or label == NO_LABEL:
+        what = "null" if label is None else f"{NO_LABEL}, the Hugging Face mark for none"
+        raise ParquetSourceError(
+            f"{path}, row {row} (counted from 0): a sample without a label ({what}). Only labelled samples "
+            "convert: give the row its label and write the file again, or leave the file out of the source "
+            "(imagenet-1k's test split has no labels)."
+        )
+
+
+def member_path(file: str, row: int, stored: str | None) -> str:
+    """The sample's file name: the struct's path (its last part), else ``<file stem>-<row>``."""
+    name = posixpath.basename(stored.replace("\\", "/")) if stored else ""
+    if name and name not in (".", ".."):
+        return name
+    return f"{os.path.basename(file).removesuffix('.parquet')}-{row}"
+
+
+# --------------------------------------------------------------------------------------------------
+# Rule count_check: class names as folders, samples named in messages.
+# --------------------------------------------------------------------------------------------------
+
+
+def class_folder_names(names: list[str] | None, source: str) -> list[str] | None:
+    """The stored names as ImageFolder class names: a name given to several labels (imagenet-1k
+    calls two classes "crane") gets its label added to each, ``crane (134)``, since a class is a
+    folder; a name no folder can have is an error."""
+    if names is None:
+        return None
+    for label, name in enumerate(names):
+        if not name or "/" in name or "\\" in name or name in (".", ".."):
+            raise ParquetSourceError(
+                f"{source}: class name {name!r} (label {label}) of the files' Hugging Face metadata cannot be a "
+                "folder name. Set devkit: (ImageNet's WNIDs) for this split instead."
+            )
+    twice = {name for name, count in Counter(names).items() if count > 1}
+    if twice:
+        log.warning("class names given to several labels, told apart by label: %s", ", ".join(sorted(twice)))
+    return [f"{name} ({label})" if name in twice else name for label, name in enumerate(names)]
+
+
+@dataclass
+class RowNamer:
+    """``where(member)`` for messages: the file and the row number in it (from the footer, read
+    only when a message needs it)."""
+
+    containers: list[str]
+    starts: dict[int, list[int]] = field(default_factory=dict)
+
+    def __call__(self, member: Member) -> str:
+        location = member.location
+        assert isinstance(location, ParquetLocation)
+        return describe_row(self.containers[location.parquet], self.row_starts(location.parquet), location, member.path)
+
+    def row_starts(self, number: int) -> list[int]:
+        if number not in self.starts:
+            with open_parquet(self.containers[number]) as parquet:
+                self.starts[number] = row_group_starts(parquet.metadata)
+        return self.starts[number]
+
+
+def row_group_starts(metadata: pq.FileMetaData) -> list[int]:
+    """The file's row number of each row group's first row."""
+    starts, row = [], 0
+    for group in range(metadata.num_row_groups):
+        starts.append(row)
+        row += metadata.row_group(group).num_rows
+    return starts
+
+
+def describe_row(file: str, starts: list[int], location: ParquetLocation, path: str) -> str:
+    row = starts[location.row_group] + location.row
+    return f"{file}, row {row} (counted from 0; row group {location.row_group}), sample {path}"
+
+
+# --------------------------------------------------------------------------------------------------
+# Rules encode_shard and merge: image bytes by location.
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class OpenedFile:
+    """A file's footer, parsed once per reader."""
+
+    metadata: pq.FileMetaData
+    column: str  # what read_row_group reads: the image column, or its struct's bytes field
+    starts: list[int]
+    row_sizes: dict[int, int] = field(default_factory=dict)  # row group -> image bytes per row
+
+
+@dataclass
+class RowGroup:
+    """One row group's image values, loaded by the first thread that needs them."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    values: pa.Array | None = None
+
+
+class ParquetReader(MemberReader):
+    """Reads image bytes by ParquetLocation, one row group's image column at a time. Thread-safe:
+    threads that need the same row group wait for the one that loads it, and recently used row
+    groups stay cached (up to CACHED_ROW_GROUP_BYTES)."""
+
+    def __init__(self, containers: list[str], image_column: str, cache_bytes: int = CACHED_ROW_GROUP_BYTES) -> None:
+        super().__init__("", containers)
+        self.image_column = image_column
+        self.cache_bytes = cache_bytes
+        self._files: dict[int, OpenedFile] = {}
+        self._groups: OrderedDict[tuple[int, int], RowGroup] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def read(self, path: str, location: Location) -> bytes:
+        assert isinstance(location, ParquetLocation), location
+        value = self._row_group(location.parquet, location.row_group)[location.row].as_py()
+        if value is None:
+            raise ValueError("no image bytes in this row (null; a Hugging Face image stored by path only?)")
+        return value
+
+    def describe(self, path: str, location: Location) -> str:
+        assert isinstance(location, ParquetLocation), location
+        return describe_row(self.containers[location.parquet], self._file(location.parquet).starts, location, path)
+
+    def recorded_size(self, location: Location) -> int | None:
+        """The image column's size in this row's row group, per row (from the footer: a guess)."""
+        assert isinstance(location, ParquetLocation), location
+        opened = self._file(location.parquet)
+        if location.row_group not in opened.row_sizes:
+            group = opened.metadata.row_group(location.row_group)
+            chunks = [group.column(i) for i in range(group.num_columns)]
+            size = sum(c.total_uncompressed_size for c in chunks if c.path_in_schema == opened.column)
+            opened.row_sizes[location.row_group] = size // max(1, group.num_rows)
+        return opened.row_sizes[location.row_group]
+
+    def _file(self, number: int) -> OpenedFile:
+        with self._lock:
+            if number not in self._files:
+                try:
+                    self._files[number] = opened_file(self.containers[number], self.image_column)
+                except ParquetSourceError as exc:  # gone or damaged since extract: not a bad image to skip
+                    raise ParquetReadError(f"{exc} Then run the same command again.") from exc
+            return self._files[number]
+
+    def _row_group(self, number: int, group: int) -> pa.Array:
+        key = (number, group)
+        with self._lock:
+            entry = self._groups.setdefault(key, RowGroup())
+            self._groups.move_to_end(key)
+        with entry.lock:
+            if entry.values is None:
+                entry.values = self._load(number, group)
+        self._evict(keep=key)
+        return entry.values
+
+    def _load(self, number: int, group: int) -> pa.Array:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        path, opened = self.containers[number], self._file(number)
+        try:
+            table = pq.ParquetFile(path, metadata=opened.metadata).read_row_group(group, columns=[opened.column])
+        except (OSError, pa.ArrowException) as exc:
+            raise ParquetReadError(
+                f"{path}: row group {group} cannot be read ({exc}): the file is damaged, or changed since rule "
+                "extract listed it. Download it again and run the same command again."
+            ) from exc
+        values = table.column(0).combine_chunks()
+        return values.flatten()[0] if opened.column != self.image_column else values
+
+    def _evict(self, keep: tuple[int, int]) -> None:
+        """Drop the least recently used row groups beyond the byte budget (a thread still reading
+        one keeps its own reference)."""
+        with self._lock:
+            loaded = [(key, g.values.nbytes) for key, g in self._groups.items() if g.values is not None]
+            total = sum(size for _, size in loaded)
+            for key, size in loaded:
+                if total <= self.cache_bytes:
+                    break
+                if key != keep:
+                    del self._groups[key]
+                    total -= size
+
+    def close(self) -> None:
+        with self._lock:
+            self._groups.clear()
+            self._files.clear()
+        super().close()
+
+
+def opened_file(path: str, image_column: str) -> OpenedFile:
+    with open_parquet(path) as parquet:
+        is_struct = image_is_struct(parquet.schema_arrow.field(image_column).type)
+        metadata = parquet.metadata
+    column = f"{image_column}.bytes" if is_struct else image_column
+    return OpenedFile(metadata, column, row_group_starts(metadata))
