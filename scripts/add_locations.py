@@ -147,8 +147,9 @@ def add_locations_to_file(path: str) -> tuple[Located, bool]:
     return located, True
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     parser = argparse.ArgumentParser(
+        prog=prog,
         description=(
             "Record where each record lies in imagefolder-lmdb files (meta/locations), so that the "
             "reader fetches each with one pread, fast also on a cold cache. Rewrites no record; "

@@ -148,6 +148,7 @@ def build_meta(columns: Columns, classes: list[str], source: str, images: int, s
         settings={"encode": asdict(settings)},
         source={
             "path": os.path.abspath(source),
+            "root": None,  # records were legacy keys, not files under a folder
             "layout": LAYOUT,
             "images": images,
             "classes": len(classes),
@@ -198,8 +199,10 @@ def summary_line(output: str, meta: Meta) -> str:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Convert a legacy folder2lmdb (pickle) LMDB to imagefolder-lmdb v1.")
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog=prog, description="Convert a legacy folder2lmdb (pickle) LMDB to imagefolder-lmdb v1."
+    )
     parser.add_argument("input", help="the legacy LMDB (file, or directory holding data.mdb)")
     parser.add_argument("output", help="the .lmdb file to write; must not exist")
     parser.add_argument("--classes", help="text file, one class name per line; line k names label k")
