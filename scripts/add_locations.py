@@ -1,6 +1,7 @@
 """Record where each record lies in an imagefolder-lmdb file, so readers fetch it with one pread.
 
     python scripts/add_locations.py FILE.lmdb [FILE.lmdb ...]
+    imagefolder-lmdb add-locations FILE.lmdb [...]   (the same, installed with pip)
 
 The workflow does this itself (write_meta); run it on a file written before record locations
 existed, or on a copy that the reader warns about (a compacting ``mdb_copy -c`` renumbers every

@@ -2,6 +2,7 @@
 
     python scripts/convert_legacy.py IN.lmdb OUT.lmdb [--classes classes.txt] [--quality 95]
                                      [--reencode auto|always] [--on-error fail|skip]
+    imagefolder-lmdb convert-legacy IN.lmdb OUT.lmdb [...]   (the same, installed with pip)
 
 The input is the layout of the widely copied folder2lmdb recipe (Efficient-PyTorch): keys ``b"0"``,
 ``b"1"``, ... (not zero-padded) holding pickled ``(image bytes, label)`` tuples, plus pickled

@@ -1,6 +1,7 @@
 """Rule verify, also a command of its own: check a finished dataset with the reader.
 
     python scripts/verify.py results/train.lmdb [--full] [--sample 64] [--report r.json] [--contact c.png]
+    imagefolder-lmdb verify results/train.lmdb [...]      (the same, installed with pip)
 
 Checks that the meta is complete and consistent with the records, decodes a random sample (every
 record with ``--full``), compares each decoded record's checksum and size with the meta, writes a

@@ -60,9 +60,11 @@ def fresh_venv(path: Path) -> Path:
     return python
 
 
-def install_wheel(python: Path, wheel: Path) -> None:
+def pip_install(python: Path, target: Path, editable: bool = False) -> None:
     """``pip install --no-deps WHEEL`` into the venv of ``python`` (its requirements are there
-    already, through fresh_venv's .pth; the wheel's METADATA declares them)."""
-    command = [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index", str(wheel)]
+    already, through fresh_venv's .pth; the wheel's METADATA declares them); with ``editable``,
+    ``pip install --no-deps -e FOLDER``, built in an isolated build environment."""
+    install = ["--no-deps", "-e", str(target)] if editable else ["--no-deps", "--no-index", str(target)]
+    command = [sys.executable, "-m", "pip", "--python", str(python), "install", *install]
     result = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]

@@ -21,7 +21,7 @@ from dataset import LMDBDataset, checksum
 from support import REPO
 from support.images import jpeg_bytes, png_bytes
 from support.legacy import pickled, write_legacy
-from support.package import build_wheel, commit_working_tree, fresh_venv, install_wheel
+from support.package import build_wheel, commit_working_tree, fresh_venv, pip_install
 from support.readme import runnable_blocks
 from support.workflow import Converted
 
@@ -30,22 +30,27 @@ COMMAND = "imagefolder-lmdb"
 
 
 def shipped_modules() -> list[str]:
-    """The modules of scripts/ that pyproject.toml puts into the wheel."""
+    """The modules of scripts/ that pyproject.toml puts into the wheel, and the package's __init__."""
     setuptools = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
-    return [name.removeprefix(f"{PACKAGE}._scripts.") for name in setuptools["py-modules"]]
+    return ["__init__", *(name.removeprefix(f"{PACKAGE}._scripts.") for name in setuptools["py-modules"])]
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    clone = commit_working_tree(tmp_path_factory.mktemp("clone") / "imagefolder-lmdb")
-    return build_wheel(f"git+file://{clone}", tmp_path_factory.mktemp("wheel"))
+def repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The working tree as a commit of a git repository of its own (the wheel is built from a clone)."""
+    return commit_working_tree(tmp_path_factory.mktemp("repository") / "imagefolder-lmdb")
+
+
+@pytest.fixture(scope="module")
+def wheel(repository: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_wheel(f"git+file://{repository}", tmp_path_factory.mktemp("wheel"))
 
 
 @pytest.fixture(scope="module")
 def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh venv with the wheel installed; returns its folder."""
     folder = tmp_path_factory.mktemp("venv") / "fresh"
-    install_wheel(fresh_venv(folder), wheel)
+    pip_install(fresh_venv(folder), wheel)
     return folder
 
 
@@ -141,3 +146,12 @@ def test_installed_command_verifies_and_converts(venv: Path, converted: Converte
     assert checked.returncode == 0 and checked.stdout.startswith("OK "), checked.stdout + checked.stderr
     refused = run_in(venv, tmp_path, COMMAND, "verify", str(legacy))
     assert refused.returncode == 1 and "imagefolder-lmdb convert-legacy" in refused.stdout, "naming the fix"
+
+
+def test_editable_install_reads_scripts_in_place(repository: Path, tmp_path: Path) -> None:
+    python = fresh_venv(tmp_path / "editable")
+    pip_install(python, repository, editable=True)
+    probe = "import imagefolder_lmdb._scripts.dataset as d, imagefolder_lmdb as p; print(d.__file__, p.LMDBDataset)"
+    result = run_in(tmp_path / "editable", tmp_path, "python", "-c", probe)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split()[0] == str(repository / "scripts" / "dataset.py")
