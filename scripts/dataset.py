@@ -1092,7 +1092,7 @@ def _check_options(decode: str, lock: bool, max_readers: int | None) -> None:
 def source_root(document: dict[str, Any]) -> str | None:
     """The folder the records' relative paths lie under, as meta/json's ``source.root`` records
     it; None where unknown: not a folder of the files themselves (archives, trees unpacked into the
-    work folder, val images labelled by file name), or a file written before it was recorded."""
+    work folder, val images outside ``<wnid>/`` folders), or a file written before it was recorded."""
     source = document.get("source")
     root = source.get("root") if isinstance(source, dict) else None
     return root if isinstance(root, str) else None
@@ -1198,7 +1198,7 @@ class LMDBReader(_Index):
     where the dataset is read; ``root`` is the folder they were converted from (absolute, as it was
     then), so ``os.path.join(ds.root, ds.samples[i][0])`` is ImageFolder's ``samples[i][0]``, or
     None where the images were not files under one folder (archives, unpacked archives, ILSVRC val
-    labelled by file name) or the file predates it. Assign it if the source moved.
+    images outside ``<wnid>/`` folders) or the file predates it. Assign it if the source moved.
     ``targets``, ``class_counts()``, ``image_sizes`` and ``aspect_ratios()`` come from the meta,
     without decoding any image.
 
@@ -1320,6 +1320,7 @@ class LMDBReader(_Index):
             f"Dataset {type(self).__name__}",
             f"    Number of datapoints: {len(self)}",
             f"    Path: {self.path}",
+            f"    Root location: {self.root}",  # as ImageFolder's repr names its folder
             f"    Classes: {len(self.classes)}",
             f"    Decode: {self.decode}",
         ]

@@ -72,6 +72,7 @@ def test_two_instances_of_one_file_in_one_process(converted: Converted) -> None:
 def test_root_finds_each_source_file_as_imagefolder_does(converted: Converted) -> None:
     ds, folder = LMDBDataset(converted.lmdb), ImageFolder(str(converted.source))
     assert ds.root == str(converted.source) and os.path.isabs(ds.root)
+    assert f"Root location: {ds.root}\n" in repr(ds)
     assert [os.path.join(ds.root, path) for path, _ in ds.samples] == [path for path, _ in folder.samples]
     for index, (path, _) in enumerate(ds.samples):
         with open(os.path.join(ds.root, path), "rb") as stream:
