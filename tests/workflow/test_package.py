@@ -27,12 +27,14 @@ from support.workflow import Converted
 
 PACKAGE = "imagefolder_lmdb"
 COMMAND = "imagefolder-lmdb"
+PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
+DIST_INFO = f"{PACKAGE}-{PYPROJECT['project']['version']}.dist-info"
 
 
 def shipped_modules() -> list[str]:
     """The modules of scripts/ that pyproject.toml puts into the wheel, and the package's __init__."""
-    setuptools = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
-    return ["__init__", *(name.removeprefix(f"{PACKAGE}._scripts.") for name in setuptools["py-modules"])]
+    modules = PYPROJECT["tool"]["setuptools"]["py-modules"]
+    return ["__init__", *(name.removeprefix(f"{PACKAGE}._scripts.") for name in modules)]
 
 
 @pytest.fixture(scope="module")
@@ -65,8 +67,8 @@ def test_wheel_holds_one_package_shipping_scripts_files(wheel: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
         shipped = {name: archive.read(name) for name in names if name.startswith(f"{PACKAGE}/_scripts/")}
-        licence = archive.read(f"{PACKAGE}-1.0.0.dist-info/licenses/LICENSE")
-    assert {name.split("/")[0] for name in names} == {PACKAGE, f"{PACKAGE}-1.0.0.dist-info"}, "no top-level `dataset`"
+        licence = archive.read(f"{DIST_INFO}/licenses/LICENSE")
+    assert {name.split("/")[0] for name in names} == {PACKAGE, DIST_INFO}, "no top-level `dataset`"
     assert sorted(shipped) == sorted(f"{PACKAGE}/_scripts/{module}.py" for module in shipped_modules())
     for name, content in shipped.items():
         assert content == (REPO / "scripts" / Path(name).name).read_bytes(), f"{name} is scripts/' file itself"
@@ -77,8 +79,8 @@ def test_wheel_holds_one_package_shipping_scripts_files(wheel: Path) -> None:
 
 def test_wheel_declares_licence_requirements_and_command(wheel: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
-        metadata = Parser().parsestr(archive.read(f"{PACKAGE}-1.0.0.dist-info/METADATA").decode())
-        entry_points = archive.read(f"{PACKAGE}-1.0.0.dist-info/entry_points.txt").decode()
+        metadata = Parser().parsestr(archive.read(f"{DIST_INFO}/METADATA").decode())
+        entry_points = archive.read(f"{DIST_INFO}/entry_points.txt").decode()
     assert metadata["License-Expression"] == "MIT" and metadata["License-File"] == "LICENSE"
     requires = {Requirement(line).name.lower(): Requirement(line) for line in metadata.get_all("Requires-Dist")}
     assert set(requires) == {"lmdb", "numpy", "pillow", "torch", "torchvision", "tqdm"}
