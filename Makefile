@@ -40,13 +40,13 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
 
 lint: $(STAMP) data/demo/train data/demo/val
-	$(BIN)/ruff check scripts tests benchmarks
-	$(BIN)/ruff format --check scripts tests benchmarks
+	$(BIN)/ruff check scripts src tests benchmarks
+	$(BIN)/ruff format --check scripts src tests benchmarks
 	$(BIN)/snakefmt --check Snakefile rules
 	$(BIN)/snakemake --lint --configfile config/demo.yaml
 
 format: $(STAMP)
-	$(BIN)/ruff format scripts tests benchmarks
+	$(BIN)/ruff format scripts src tests benchmarks
 	$(BIN)/snakefmt Snakefile rules
 
 clean:

@@ -1,6 +1,7 @@
 """Record where each record lies in an imagefolder-lmdb file, so readers fetch it with one pread.
 
     python scripts/add_locations.py FILE.lmdb [FILE.lmdb ...]
+    imagefolder-lmdb add-locations FILE.lmdb [...]   (the same, installed with pip)
 
 The workflow does this itself (write_meta); run it on a file written before record locations
 existed, or on a copy that the reader warns about (a compacting ``mdb_copy -c`` renumbers every
@@ -147,8 +148,9 @@ def add_locations_to_file(path: str) -> tuple[Located, bool]:
     return located, True
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     parser = argparse.ArgumentParser(
+        prog=prog,
         description=(
             "Record where each record lies in imagefolder-lmdb files (meta/locations), so that the "
             "reader fetches each with one pread, fast also on a cold cache. Rewrites no record; "

@@ -2,6 +2,7 @@
 
     python scripts/convert_legacy.py IN.lmdb OUT.lmdb [--classes classes.txt] [--quality 95]
                                      [--reencode auto|always] [--on-error fail|skip]
+    imagefolder-lmdb convert-legacy IN.lmdb OUT.lmdb [...]   (the same, installed with pip)
 
 The input is the layout of the widely copied folder2lmdb recipe (Efficient-PyTorch): keys ``b"0"``,
 ``b"1"``, ... (not zero-padded) holding pickled ``(image bytes, label)`` tuples, plus pickled
@@ -148,6 +149,7 @@ def build_meta(columns: Columns, classes: list[str], source: str, images: int, s
         settings={"encode": asdict(settings)},
         source={
             "path": os.path.abspath(source),
+            "root": None,  # records were legacy keys, not files under a folder
             "layout": LAYOUT,
             "images": images,
             "classes": len(classes),
@@ -198,8 +200,10 @@ def summary_line(output: str, meta: Meta) -> str:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Convert a legacy folder2lmdb (pickle) LMDB to imagefolder-lmdb v1.")
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog=prog, description="Convert a legacy folder2lmdb (pickle) LMDB to imagefolder-lmdb v1."
+    )
     parser.add_argument("input", help="the legacy LMDB (file, or directory holding data.mdb)")
     parser.add_argument("output", help="the .lmdb file to write; must not exist")
     parser.add_argument("--classes", help="text file, one class name per line; line k names label k")

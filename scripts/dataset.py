@@ -1,9 +1,31 @@
+# SPDX-License-Identifier: MIT
+# Copyright (c) 2026 the imagefolder-lmdb authors
+#
+# Permission is hereby granted, free of charge, to any person obtaining a copy
+# of this software and associated documentation files (the "Software"), to deal
+# in the Software without restriction, including without limitation the rights
+# to use, copy, modify, merge, publish, distribute, sublicense, and/or sell
+# copies of the Software, and to permit persons to whom the Software is
+# furnished to do so, subject to the following conditions:
+#
+# The above copyright notice and this permission notice shall be included in all
+# copies or substantial portions of the Software.
+#
+# THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+# IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY,
+# FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
+# AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
+# LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
+# OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE
+# SOFTWARE.
 """Read an ``imagefolder-lmdb`` v1 file as a drop-in for ``torchvision.datasets.ImageFolder``.
 
 This one file is the whole reader and the single owner of the on-disk format (docs/FORMAT.md): the
 writer scripts of the workflow import their key and meta encoders from here, so writer and reader
 cannot drift apart. It depends on lmdb, numpy, Pillow and torch only; copy it next to your training
-code and ``from dataset import LMDBDataset``.
+code and ``from dataset import LMDBDataset`` (the licence notice above travels with it), or install
+the repository with pip and ``from imagefolder_lmdb import LMDBDataset``: the package ships this very
+file (pyproject.toml).
 
 The format involves no pickle: meta is JSON plus little-endian numeric arrays, so opening a dataset
 never runs code from the file. Only the clearly marked legacy section below unpickles, for LMDBs made
@@ -86,6 +108,7 @@ __all__ = [
     "record_key",
     "shared_env",
     "shared_fd",
+    "source_root",
     "tensor_decode",
 ]
 
@@ -230,7 +253,8 @@ def _locations(txn: lmdb.Transaction, where: str) -> np.ndarray | None:
         return None  # written before record locations existed: read through LMDB
     if len(raw) % LOCATION_DTYPE.itemsize:
         raise FormatError(
-            f"{where}: meta/locations is damaged; `python scripts/add_locations.py {where}` writes it again"
+            f"{where}: meta/locations is damaged; `python scripts/add_locations.py {where}` (installed with pip: "
+            f"`imagefolder-lmdb add-locations {where}`) writes it again"
         )
     return np.frombuffer(bytes(raw), dtype=LOCATION_DTYPE)
 
@@ -272,7 +296,8 @@ def decode_meta(txn: lmdb.Transaction, where: str) -> Meta:
     if meta.locations is not None and len(meta.locations) != n:
         raise FormatError(
             f"{where}: meta locations has {len(meta.locations)} entries, expected {n}; "
-            f"`python scripts/add_locations.py {where}` writes them again"
+            f"`python scripts/add_locations.py {where}` (installed with pip: `imagefolder-lmdb add-locations "
+            f"{where}`) writes them again"
         )
     return meta
 
@@ -283,7 +308,8 @@ def _missing_meta_message(txn: lmdb.Transaction, where: str) -> str:
             f"{where} is a legacy LMDB of pickled (image, label) records (the folder2lmdb layout: keys "
             f"'0', '1', ..., '__len__', '__keys__'), not {FORMAT_ID}. Unpickling runs code stored in the "
             "file, so it is not read by default. Convert it once with "
-            "`python scripts/convert_legacy.py IN.lmdb OUT.lmdb [--classes classes.txt]`, or, for a file "
+            "`python scripts/convert_legacy.py IN.lmdb OUT.lmdb [--classes classes.txt]` (installed with pip: "
+            "`imagefolder-lmdb convert-legacy IN.lmdb OUT.lmdb`), or, for a file "
             "you trust, read it as it is with LMDBDataset(path, allow_pickle=True) (a restricted "
             "unpickler that only builds bytes, numbers and lists)."
         )
@@ -806,8 +832,8 @@ def _v1_records(
     if problem is not None:
         warnings.warn(
             f"{path}: {problem}. It is read through LMDB, which gives the same bytes but is "
-            f"slower on a cold cache; `python scripts/add_locations.py {path}` records the "
-            "locations of this copy.",
+            f"slower on a cold cache; `python scripts/add_locations.py {path}` (installed with pip: "
+            f"`imagefolder-lmdb add-locations {path}`) records the locations of this copy.",
             LocationsWarning,
             stacklevel=4,  # _v1_records, _open_records, LMDBReader.__init__, the caller
         )
@@ -1063,8 +1089,17 @@ def _check_options(decode: str, lock: bool, max_readers: int | None) -> None:
         _torchvision_jpeg()  # fail here, not in a worker, when torchvision is missing
 
 
+def source_root(document: dict[str, Any]) -> str | None:
+    """The folder the records' relative paths lie under, as meta/json's ``source.root`` records
+    it; None where unknown: not a folder of the files themselves (archives, trees unpacked into the
+    work folder, val images outside ``<wnid>/`` folders), or a file written before it was recorded."""
+    source = document.get("source")
+    root = source.get("root") if isinstance(source, dict) else None
+    return root if isinstance(root, str) else None
+
+
 class _Index:
-    """What opening the file found, as LMDBReader shows it: ImageFolder's index (``classes``,
+    """What opening the file found, as LMDBReader shows it: ImageFolder's index (``root``, ``classes``,
     ``class_to_idx``, ``samples``, ``imgs``, ``targets``), what the meta knows of each record
     without decoding it (``image_sizes``, ``checksums``, ``storage_codes``; None for a legacy
     file), and which record source reads them (``is_legacy``, ``reads_by_offset``)."""
@@ -1080,6 +1115,7 @@ class _Index:
         self.targets: list[int] = opened.targets
         self.samples: list[tuple[str, int]] = list(zip(opened.names, self.targets, strict=True))
         self.imgs = self.samples
+        self.root: str | None = source_root(opened.document)
         meta = opened.meta
         self.image_sizes: np.ndarray | None = None if meta is None else meta.sizes  # (width, height) each
         self.checksums: np.ndarray | None = None if meta is None else meta.crc32  # CRC-32 of each value
@@ -1112,7 +1148,7 @@ class _Index:
         if self._records.legacy:
             raise FormatError(
                 f"{self.path} is a legacy pickle LMDB: it stores no {what}. "
-                "Convert it with scripts/convert_legacy.py to get them."
+                "Convert it with scripts/convert_legacy.py (`imagefolder-lmdb convert-legacy`) to get them."
             )
 
     def storage_reason(self, index: int) -> str:
@@ -1158,7 +1194,11 @@ class LMDBReader(_Index):
 
     ``LMDBDataset("results/train.lmdb", transform)`` replaces
     ``torchvision.datasets.ImageFolder("train/", transform)``. ``samples`` holds
-    ``(relative path, class index)`` pairs, ``"class/file.JPEG"``, as no source folder exists.
+    ``(relative path, class index)`` pairs, ``"class/file.JPEG"``, since the source need not exist
+    where the dataset is read; ``root`` is the folder they were converted from (absolute, as it was
+    then), so ``os.path.join(ds.root, ds.samples[i][0])`` is ImageFolder's ``samples[i][0]``, or
+    None where the images were not files under one folder (archives, unpacked archives, ILSVRC val
+    images outside ``<wnid>/`` folders) or the file predates it. Assign it if the source moved.
     ``targets``, ``class_counts()``, ``image_sizes`` and ``aspect_ratios()`` come from the meta,
     without decoding any image.
 
@@ -1280,6 +1320,7 @@ class LMDBReader(_Index):
             f"Dataset {type(self).__name__}",
             f"    Number of datapoints: {len(self)}",
             f"    Path: {self.path}",
+            f"    Root location: {self.root}",  # as ImageFolder's repr names its folder
             f"    Classes: {len(self.classes)}",
             f"    Decode: {self.decode}",
         ]

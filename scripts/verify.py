@@ -1,6 +1,7 @@
 """Rule verify, also a command of its own: check a finished dataset with the reader.
 
     python scripts/verify.py results/train.lmdb [--full] [--sample 64] [--report r.json] [--contact c.png]
+    imagefolder-lmdb verify results/train.lmdb [...]      (the same, installed with pip)
 
 Checks that the meta is complete and consistent with the records, decodes a random sample (every
 record with ``--full``), compares each decoded record's checksum and size with the meta, writes a
@@ -235,8 +236,8 @@ def run(path: str, sample: int, full: bool, seed: int, report_path: str | None, 
     return bool(report["ok"])
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Check an imagefolder-lmdb dataset.")
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=prog, description="Check an imagefolder-lmdb dataset.")
     parser.add_argument("path", help="the .lmdb file")
     parser.add_argument("--full", action="store_true", help="decode and checksum every record")
     parser.add_argument("--sample", type=int, default=64, help="records checked without --full (default 64)")

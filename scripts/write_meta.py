@@ -21,6 +21,9 @@ from dataset import META_KEYS, Meta, encode_meta
 from meta_document import build_document, checked
 from work_files import (
     CountsReport,
+    FileLocation,
+    ManifestHeader,
+    Sample,
     ShardReport,
     column,
     kept_indices,
@@ -57,10 +60,32 @@ def class_list_entry(counts: CountsReport) -> dict[str, Any]:
     }
 
 
+def source_root(header: ManifestHeader, kept: list[int], elsewhere: set[int]) -> str | None:
+    """meta/json's ``source.root``: the folder under which every record's relative path is its
+    source file, as ImageFolder's ``samples`` are, so ``os.path.join(root, path)`` finds it. Only a
+    folder read in place has one: an archive's members are no files, an unpacked tree lies in the
+    work folder (deleted after success), and a val image labelled by its file name may lie in no
+    ``<wnid>/`` folder (``elsewhere``: the manifest indices of such images; a val folder sorted into
+    them has a root)."""
+    if header.kind != "folder" or not elsewhere.isdisjoint(kept):
+        return None
+    return header.root
+
+
+def at_own_path(sample: Sample) -> bool:
+    """Whether the sample's file is ``root/path`` (no location, or a file location naming it)."""
+    return sample.location is None or sample.location == FileLocation(sample.path)
+
+
 def build_meta(manifest_path: str, counts: CountsReport, reports: list[ShardReport], encode: dict[str, Any]) -> Meta:
     header = read_manifest_header(manifest_path)
     kept = kept_indices(reports)
-    labels_by_index: dict[int, tuple[int, str]] = {s.index: (s.label, s.path) for s in read_manifest(manifest_path)}
+    labels_by_index: dict[int, tuple[int, str]] = {}
+    elsewhere: set[int] = set()
+    for sample in read_manifest(manifest_path):
+        labels_by_index[sample.index] = (sample.label, sample.path)
+        if not at_own_path(sample):
+            elsewhere.add(sample.index)
     storage = column(reports, "storage")
     document = build_document(
         classes=header.classes,
@@ -68,6 +93,7 @@ def build_meta(manifest_path: str, counts: CountsReport, reports: list[ShardRepo
         settings={"encode": encode},
         source={
             "path": counts.source,
+            "root": source_root(header, kept, elsewhere),
             "images": header.count,
             "classes": len(header.classes),
             "ignored_files": counts.ignored_files,

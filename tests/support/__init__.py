@@ -16,6 +16,8 @@ benchmarks/bench_common.py puts it there for the benchmarks.
   record locations checked against LMDB.
 - ``support.commands``: the repository's other commands (scripts/ CLIs, linters) run as a user would.
 - ``support.readme``: the README's runnable blocks.
+- ``support.package``: the working tree as a commit holds it, the wheel pip builds from it, a fresh
+  venv to install it into.
 """
 
 from __future__ import annotations

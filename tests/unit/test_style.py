@@ -9,8 +9,8 @@ from support import BIN
 from support.commands import run_check
 
 CHECKS = {
-    "ruff check": [str(BIN / "ruff"), "check", "scripts", "tests", "benchmarks"],
-    "ruff format": [str(BIN / "ruff"), "format", "--check", "scripts", "tests", "benchmarks"],
+    "ruff check": [str(BIN / "ruff"), "check", "scripts", "src", "tests", "benchmarks"],
+    "ruff format": [str(BIN / "ruff"), "format", "--check", "scripts", "src", "tests", "benchmarks"],
     "snakefmt": [str(BIN / "snakefmt"), "--check", "Snakefile", "rules"],
 }
 

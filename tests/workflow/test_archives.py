@@ -39,6 +39,8 @@ def test_archive_source_gives_the_folder_result(
     result = convert_in_tmp(archive)
     result.run.check()
     same_dataset(LMDBDataset(result.lmdb), LMDBDataset(converted.lmdb))
+    # members read in place, or a tree unpacked into the work folder: no folder of the source files
+    assert LMDBDataset(result.lmdb).root is None and LMDBDataset(converted.lmdb).root == str(image_tree)
 
 
 def test_tar_of_a_folders_contents_with_a_file_at_its_root(tree_copy: Path, tmp_path: Path, convert_in_tmp) -> None:

@@ -224,13 +224,16 @@ def val_members(ilsvrc: Ilsvrc) -> dict[str, bytes]:
         return {m.name: tar.extractfile(m).read() for m in tar.getmembers()}  # type: ignore[union-attr]
 
 
-def test_val_folder_partly_sorted_is_labelled_by_file_name(ilsvrc: Ilsvrc, streamed: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("sorted_every", [2, 1], ids=["partly-sorted", "wholly-sorted"])
+def test_val_folder_sorted_or_not_is_labelled_by_file_name(
+    ilsvrc: Ilsvrc, streamed: Path, tmp_path: Path, sorted_every: int
+) -> None:
     # valprep.sh stopped halfway: some images already in <wnid>/ folders, the rest still flat, and a
     # Mac's "._" files beside them; every image is labelled by its number, wherever it lies
     folder = tmp_path / "val"
     for position, (name, data) in enumerate(sorted(val_members(ilsvrc).items())):
         number = int(name.split("_")[-1].split(".")[0])
-        target = folder / ilsvrc.ground_truth[number] / name if position % 2 else folder / name
+        target = folder / ilsvrc.ground_truth[number] / name if position % sorted_every == 0 else folder / name
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
     (folder / "._ILSVRC2012_val_00000001.JPEG").write_bytes(b"\x00\x05\x16\x07" + bytes(60))
@@ -240,6 +243,9 @@ def test_val_folder_partly_sorted_is_labelled_by_file_name(ilsvrc: Ilsvrc, strea
     assert items == streamed_items
     assert meta["source"].pop("ignored_files") == 1, "the ._ file, listed"
     streamed_meta["source"].pop("ignored_files")
+    # ds.root: only where every record's file lies at its <wnid>/<file> path under the folder
+    assert meta["source"].pop("root") == (str(folder) if sorted_every == 1 else None)
+    assert streamed_meta["source"].pop("root") is None, "members of a tar"
     assert meta == streamed_meta
 
 

@@ -105,7 +105,7 @@ def test_allow_pickle_reads_every_record(converted: Converted, tmp_path: Path, s
     assert ds.is_legacy and len(ds) == len(items)
     assert ds.targets == [label for _, label in items]
     assert ds.classes == ["0", "1", "2", "3"] and ds.class_to_idx["3"] == 3
-    assert ds.samples[12] == ("12", items[12][1])
+    assert ds.samples[12] == ("12", items[12][1]) and ds.root is None, "keys, no files under a folder"
     assert [ds[i][0] for i in range(len(ds))] == [data for data, _ in items]
     pil = LMDBDataset(path, allow_pickle=True)
     image, target = pil[5]
@@ -164,7 +164,7 @@ def test_convert_legacy_output_verifies_and_keeps_labels_and_bytes(
         else:  # RGB JPEGs are stored byte for byte
             assert ds.storage_reason(index) == "passthrough"
             assert ds.get_bytes(index) == data
-    assert ds.meta_document["source"]["layout"] == "folder2lmdb-pickle"
+    assert ds.meta_document["source"]["layout"] == "folder2lmdb-pickle" and ds.root is None
     assert ds.meta_document["stats"]["storage"] == {"passthrough": len(items) - 1, "reencoded:not-jpeg": 1}
 
 

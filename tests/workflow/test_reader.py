@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import pickle
 import shutil
 import subprocess
@@ -20,10 +21,12 @@ import numpy as np
 import pytest
 import torch
 from torch.utils.data import DataLoader, Subset
+from torchvision.datasets import ImageFolder
 from torchvision.transforms import v2
 
 import dataset
 from dataset import META_KEYS, FormatError, LMDBDataset, ReadersFullError, close_all_envs, shared_env
+from image_policy import EncodeSettings, encode_image
 from support.datasets import pil_as_tensor
 from support.workflow import Converted
 
@@ -64,6 +67,19 @@ def test_dataset_pickles(converted: Converted) -> None:
 def test_two_instances_of_one_file_in_one_process(converted: Converted) -> None:
     first, second = LMDBDataset(converted.lmdb), LMDBDataset(str(converted.lmdb))
     assert first.get_bytes(1) == second.get_bytes(1)
+
+
+def test_root_finds_each_source_file_as_imagefolder_does(converted: Converted) -> None:
+    ds, folder = LMDBDataset(converted.lmdb), ImageFolder(str(converted.source))
+    assert ds.root == str(converted.source) and os.path.isabs(ds.root)
+    assert f"Root location: {ds.root}\n" in repr(ds)
+    assert [os.path.join(ds.root, path) for path, _ in ds.samples] == [path for path, _ in folder.samples]
+    for index, (path, _) in enumerate(ds.samples):
+        with open(os.path.join(ds.root, path), "rb") as stream:
+            source = stream.read()
+        # the file the record was made from: stored as it is, or re-encoded from it, deterministically
+        assert encode_image(source, EncodeSettings()).value == ds.get_bytes(index), path
+    assert {ds.storage_reason(i) for i in range(len(ds))} > {"passthrough"}, "re-encoded records checked too"
 
 
 def test_targets_transform_and_index_errors(converted: Converted) -> None:

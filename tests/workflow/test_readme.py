@@ -4,31 +4,21 @@ as a new user would type it."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from support import BIN, REPO
+from support import BIN
+from support.package import copy_working_tree
 from support.readme import runnable_blocks
 
 
 @pytest.fixture(scope="module")
 def checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The repository's files as a commit of the working tree would hold them: tracked files that
-    still exist and files git does not ignore, so that an uncommitted change is what runs (mtimes
-    kept, so make sees .venv as up to date); and .venv."""
-    copy = tmp_path_factory.mktemp("checkout") / "repo"
-    listing = ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
-    files = subprocess.run(listing, cwd=REPO, capture_output=True, check=True).stdout
-    for name in sorted(set(filter(None, files.decode().split("\0")))):
-        if not (REPO / name).is_file():  # deleted in the working tree, not yet in the index
-            continue
-        target = copy / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(REPO / name, target)
+    """The repository's files as a commit of the working tree would hold them, and .venv."""
+    copy = copy_working_tree(tmp_path_factory.mktemp("checkout") / "repo")
     os.symlink(BIN.parent, copy / ".venv")
     return copy
 
