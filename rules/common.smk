@@ -37,6 +37,7 @@ def check_config(config: dict) -> None:
                 f"config key {key}: {source!r} is a file but not an archive; expected a "
                 f"folder or one of {', '.join(ARCHIVE_SUFFIXES)}."
             )
+        check_root(name, split)
         check_labels(name, split)
     encode = config["encode"]
     if encode["reencode"] == "never" and encode["max_side"] is not None:
@@ -46,12 +47,47 @@ def check_config(config: dict) -> None:
         )
 
 
+def check_root(name: str, split: dict) -> None:
+    """``root`` is a relative "/"-separated folder inside the source (extract checks it is there)."""
+    root = split["root"]
+    if root is not None and (
+        root.startswith(("/", "\\")) or ".." in root.split("/") or "\\" in root
+    ):
+        raise WorkflowError(
+            f"config key splits.{name}.root: {root!r} must be a folder inside the source, "
+            "'/'-separated and relative (e.g. ILSVRC/Data/CLS-LOC/train)."
+        )
+
+
+def is_archive(path: str) -> bool:
+    return os.path.isfile(path) and path.lower().endswith(ARCHIVE_SUFFIXES)
+
+
+def labels_member(split: dict) -> str | None:
+    """``val_labels`` naming a member of the source archive (Kaggle's LOC_val_solution.csv inside
+    the zip) rather than a file: extract copies it out."""
+    labels = split["val_labels"]
+    if labels is None or os.path.isfile(labels) or not is_archive(split["source"]):
+        return None
+    return labels
+
+
 def check_labels(name: str, split: dict) -> None:
-    """ILSVRC validation needs a label source; given files must exist."""
+    """ILSVRC validation needs a label source; given files must exist (val_labels: or be a member
+    of the source archive, which extract checks)."""
     for key in ("devkit", "val_labels"):
+        if key == "val_labels" and labels_member(split) is not None:
+            continue
         if split[key] is not None and not os.path.isfile(split[key]):
+            inside = " nor a member of" if key == "val_labels" else ""
             raise WorkflowError(
                 f"config key splits.{name}.{key}: {split[key]!r} is not a file."
+                + (
+                    " (val_labels may also name a member of an archive source, e.g. "
+                    "LOC_val_solution.csv inside Kaggle's zip.)"
+                    if inside
+                    else ""
+                )
             )
     if (
         split["layout"] == "ilsvrc-val"
@@ -128,13 +164,17 @@ def folder_stamp(wildcards) -> str | None:
     """Rule extract's param that changes when a folder source's class folders gain or lose
     files (see scripts/source_stamp.py); None for an archive, whose own time shows a change.
     """
-    source = split_config(wildcards)["source"]
+    split = split_config(wildcards)
+    source = split["source"]
     if not os.path.isdir(source):
         return None
+    folder = os.path.join(source, *split["root"].strip("/").split("/")) if split["root"] else source
+    if not os.path.isdir(folder):
+        return None  # extract stops, naming the folders there are
     scripts_importable()
     from source_stamp import listing_stamp
 
-    return listing_stamp(source)
+    return listing_stamp(folder)
 
 
 def shares_classes(split: str) -> bool:
@@ -170,9 +210,15 @@ def shared_class_manifest(wildcards) -> list[str]:
 
 
 def label_files(wildcards) -> list[str]:
-    """The devkit / label CSV of a split, when it has one."""
+    """The devkit / label CSV of a split, when it has one (not a CSV inside the source archive)."""
     split = split_config(wildcards)
-    return [path for path in (split["devkit"], split["val_labels"]) if path]
+    return [path for path in (split["devkit"], label_file(wildcards)) if path]
+
+
+def label_file(wildcards) -> str | None:
+    """``val_labels`` when it is a file of its own."""
+    split = split_config(wildcards)
+    return None if labels_member(split) else split["val_labels"]
 
 
 def final_outputs() -> list[str]:

@@ -21,5 +21,7 @@ rule extract:
         md5=lambda wildcards: split_config(wildcards)["md5"],
         folder_stamp=folder_stamp,
         classes=wanted_classes,
+        root=lambda wildcards: split_config(wildcards)["root"],
+        labels_member=lambda wildcards: labels_member(split_config(wildcards)),
     script:
         "../scripts/extract.py"

@@ -157,7 +157,8 @@ def count_check(
     description = read_source_description(source_dir)
     log.info("listing %s (%s, layout %s)", description.source, description.kind, description.layout)
     wanted = class_list_of(class_list, shared_manifest)
-    listing = source_of(description).list(description, source_dir, Labels(devkit, val_csv), progress, wanted)
+    labels = Labels(devkit, description.labels or val_csv)  # extract's copy of a CSV inside the archive
+    listing = source_of(description).list(description, source_dir, labels, progress, wanted)
     listing.ignored = sorted([*listing.ignored, *description.set_aside])
     held = list(listing.classes)
     log.info("%d images in %d classes; %d files ignored", len(listing.samples), len(held), len(listing.ignored))

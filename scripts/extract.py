@@ -12,12 +12,16 @@ import sys
 from collections.abc import Collection
 from typing import Any, TextIO
 
-from archives import check_official_md5
+from archives import check_official_md5, copy_member
 from sources import Request, source_for
 from work_files import SourceDescription, write_source_description
 from workflow_io import hold_point, progress_kwargs, publish, remove_path, run_rule, temporary_path
 
 log = logging.getLogger("imagefolder_lmdb.extract")
+
+
+#: Where extract puts its copy of a val_labels CSV given as a member of the source archive.
+LABELS_COPY = "val_labels.csv"
 
 
 def extract(
@@ -27,14 +31,22 @@ def extract(
     extract_tree: bool,
     progress: dict[str, Any],
     wanted: Collection[str] | None = None,
+    root: str = "",
+    labels_member: str | None = None,
 ) -> SourceDescription:
     """Build ``output`` under a temporary name and rename it into place when whole. ``wanted``:
-    the configured class list, whose other classes' tars are never opened."""
+    the configured class list, whose other classes' tars are never opened. ``root``: the folder
+    inside the source to read. ``labels_member``: val_labels, a member of the source archive, copied
+    (one small file) for count_check."""
     building = temporary_path(output)
     remove_path(building)
     os.makedirs(building)
-    request = Request(source, layout, extract_tree, wanted, progress)
+    request = Request(source, layout, extract_tree, wanted, progress, root.strip("/"))
     description = source_for(request).prepare(request, building, output)
+    if labels_member:
+        log.info("copying %s from %s (val_labels)", labels_member, source)
+        copy_member(source, labels_member, os.path.join(building, LABELS_COPY))
+        description.labels = os.path.abspath(os.path.join(output, LABELS_COPY))
     write_source_description(building, description)
     hold_point("extract")
     remove_path(output)
@@ -56,7 +68,17 @@ def main(smk: Any, stream: TextIO) -> None:
         check_checksums([smk.input.source, *smk.input.labels], progress)
     classes = smk.params.classes
     wanted = frozenset(classes) if classes is not None else None
-    extract(smk.input.source, smk.output[0], smk.params.layout, smk.params.extract, progress, wanted)
+    params = smk.params
+    extract(
+        smk.input.source,
+        smk.output[0],
+        params.layout,
+        params.extract,
+        progress,
+        wanted,
+        params.root or "",
+        params.labels_member,
+    )
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ sources/tree.py; ILSVRC2012 val labelling is sources/ilsvrc_val.py. To add a sou
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Collection
 from dataclasses import dataclass, field
@@ -54,6 +55,17 @@ class Request:
     extract: bool  # unpack archives even where they could be read in place
     wanted: Collection[str] | None = None  # the config's class list: other class tars stay unread
     progress: dict[str, Any] = field(default_factory=dict)
+    root: str = ""  # splits.<name>.root: the folder inside the source to read ("/"-separated; "" = all)
+
+    def folder(self) -> str:
+        """A folder source's folder to read, ``source/root``; stops, naming the folders there are,
+        if ``root`` is not one."""
+        from sources.tree import RootFilter  # sources.tree imports this module
+
+        folder = os.path.join(self.source, *self.root.split("/")) if self.root else self.source
+        if not os.path.isdir(folder):
+            raise RootFilter(self.root).missing_in_folder(self.source)
+        return folder
 
 
 @dataclass(frozen=True)
