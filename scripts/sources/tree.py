@@ -325,6 +325,20 @@ def check_folder_not_splits(source: str, root: str = "", depth: int = 4) -> None
         error = split_folders_error(source, prefix, names)
         if error is not None:
             raise error
-        if len(names) != 1:
+        deeper = next_kaggle_folder(prefix, names)
+        if deeper is None:
             return
-        folder, prefix = os.path.join(folder, names[0]), f"{prefix}{names[0]}/"
+        folder, prefix = os.path.join(folder, deeper), f"{prefix}{deeper}/"
+
+
+#: Kaggle's unzipped download keeps its images in ILSVRC/Data/CLS-LOC/, beside ILSVRC/Annotations
+#: and ILSVRC/ImageSets: the folder to look into next, by the name of the folder looked at.
+KAGGLE_NEXT = {"": "ILSVRC", "ILSVRC": "Data", "Data": "CLS-LOC"}
+
+
+def next_kaggle_folder(prefix: str, names: list[str]) -> str | None:
+    """The folder to look into next: the only one, or the next of Kaggle's ILSVRC/Data/CLS-LOC."""
+    if len(names) == 1:
+        return names[0]
+    wanted = KAGGLE_NEXT.get(prefix.rstrip("/").rsplit("/", 1)[-1])
+    return wanted if wanted in names else None
