@@ -48,14 +48,17 @@ def check_config(config: dict) -> None:
 
 
 def check_root(name: str, split: dict) -> None:
-    """``root`` is a relative "/"-separated folder inside the source (extract checks it is there)."""
-    root = split["root"]
-    if root is not None and (
-        root.startswith(("/", "\\")) or ".." in root.split("/") or "\\" in root
-    ):
+    """``root`` is a relative folder inside the source (extract checks that it is there)."""
+    if split["root"] is None:
+        return
+    scripts_importable()
+    from sources.tree import root_problem
+
+    problem = root_problem(split["root"])
+    if problem is not None:
         raise WorkflowError(
-            f"config key splits.{name}.root: {root!r} must be a folder inside the source, "
-            "'/'-separated and relative (e.g. ILSVRC/Data/CLS-LOC/train)."
+            f"config key splits.{name}.root: {split['root']!r} {problem}: a folder inside "
+            "the source (e.g. ILSVRC/Data/CLS-LOC/train)."
         )
 
 
@@ -75,19 +78,19 @@ def labels_member(split: dict) -> str | None:
 def check_labels(name: str, split: dict) -> None:
     """ILSVRC validation needs a label source; given files must exist (val_labels: or be a member
     of the source archive, which extract checks)."""
+    # val_labels may also name a member of an archive source (a folder source has no members)
+    member_hint = {
+        "devkit": "",
+        "val_labels": " val_labels may also name a member of an archive source "
+        "(LOC_val_solution.csv inside Kaggle's zip).",
+    }
     for key in ("devkit", "val_labels"):
         if key == "val_labels" and labels_member(split) is not None:
-            continue
+            continue  # extract copies it out of the archive, or names the archive if it is not there
         if split[key] is not None and not os.path.isfile(split[key]):
-            inside = " nor a member of" if key == "val_labels" else ""
             raise WorkflowError(
                 f"config key splits.{name}.{key}: {split[key]!r} is not a file."
-                + (
-                    " (val_labels may also name a member of an archive source, e.g. "
-                    "LOC_val_solution.csv inside Kaggle's zip.)"
-                    if inside
-                    else ""
-                )
+                + member_hint[key]
             )
     if (
         split["layout"] == "ilsvrc-val"
@@ -100,14 +103,14 @@ def check_labels(name: str, split: dict) -> None:
         )
 
 
-check_config(config)
-
-
 def scripts_importable() -> None:
     """Let this file import helpers from scripts/ (the rule scripts get it from Snakemake)."""
     scripts = os.path.join(workflow.basedir, "scripts")
     if scripts not in sys.path:
         sys.path.insert(0, scripts)
+
+
+check_config(config)
 
 
 def configured_classes(config: dict) -> tuple[list[str] | None, str | None]:
@@ -168,11 +171,14 @@ def folder_stamp(wildcards) -> str | None:
     source = split["source"]
     if not os.path.isdir(source):
         return None
-    folder = os.path.join(source, *split["root"].strip("/").split("/")) if split["root"] else source
+    scripts_importable()
+    from sources.tree import folder_inside
+
+    from source_stamp import listing_stamp
+
+    folder = folder_inside(source, split["root"])
     if not os.path.isdir(folder):
         return None  # extract stops, naming the folders there are
-    scripts_importable()
-    from source_stamp import listing_stamp
 
     return listing_stamp(folder)
 

@@ -46,7 +46,7 @@ def no_images_message(description: SourceDescription, listing: Listing, class_li
     expected = "ILSVRC2012_val_NNNNNNNN.JPEG files" if layout == "ilsvrc-val" else "images in class folders"
     return (
         f"{source}: no images found (layout {layout} expects {expected}). Check splits.<name>.source; "
-        "for Kaggle's download, unzip it and point at ILSVRC/Data/CLS-LOC/train or .../val."
+        "for Kaggle's zip, set splits.<name>.root: ILSVRC/Data/CLS-LOC/train (or .../val)."
     )
 
 

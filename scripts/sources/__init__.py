@@ -60,9 +60,9 @@ class Request:
     def folder(self) -> str:
         """A folder source's folder to read, ``source/root``; stops, naming the folders there are,
         if ``root`` is not one."""
-        from sources.tree import RootFilter  # sources.tree imports this module
+        from sources.tree import RootFilter, folder_inside  # sources.tree imports this module
 
-        folder = os.path.join(self.source, *self.root.split("/")) if self.root else self.source
+        folder = folder_inside(self.source, self.root)
         if not os.path.isdir(folder):
             raise RootFilter(self.root).missing_in_folder(self.source)
         return folder

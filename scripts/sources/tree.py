@@ -221,6 +221,21 @@ class RootError(ValueError):
     """``root`` names no folder of the source, or the source's top folders are splits, not classes."""
 
 
+def root_problem(root: str) -> str | None:
+    """Why a configured ``root`` cannot be a folder inside the source, or None."""
+    if root.startswith(("/", "\\")) or "\\" in root:
+        return "must be relative and '/'-separated"
+    if ".." in root.split("/"):
+        return "must not hold '..'"
+    return None
+
+
+def folder_inside(source: str, root: str | None) -> str:
+    """The folder ``root`` of a folder source (the source itself when there is none)."""
+    root = (root or "").strip("/")
+    return os.path.join(source, *root.split("/")) if root else source
+
+
 class RootFilter:
     """The members under the folder ``root`` of a source ("" = all), their paths made relative to it;
     it remembers the folders seen on the way to ``root``, so that a ``root`` the source lacks is
