@@ -157,13 +157,8 @@ def index_archives(
     select.check_found(source)
     unread += unread_inside
     members, set_aside = tree_members(members)
-    files = [m for m in members if not m.is_folder]
-    images = [m.path for m in files if is_image(m.path)]
-    check_not_split_folders(source, select.root, images)
-    strip = wrapper_prefix(images) if layout != "ilsvrc-val" else ""
-    del images
-    set_aside += [f"{m.path} (beside the image tree {strip})" for m in files if not m.path.startswith(strip)]
-    files = [m for m in files if m.path.startswith(strip)]
+    files, strip, beside = image_tree_files(members, layout, source, select.root)
+    set_aside += beside
     count = write_members(building, files, strip)
     log.info("indexed %d file members in %d archive(s); nothing extracted", count, len(containers))
     if unread:
@@ -181,6 +176,17 @@ def index_archives(
         unread_classes=sorted(unread),
         inside=select.root,
     )
+
+
+def image_tree_files(members: list[Member], layout: str, source: str, root: str) -> tuple[list[Member], str, list[str]]:
+    """The file members of the image tree, the wrapper folders to strip from their paths, and the
+    files beside that tree (set aside); a tree whose top folders are train/val/test stops here."""
+    files = [m for m in members if not m.is_folder]
+    images = [m.path for m in files if is_image(m.path)]
+    check_not_split_folders(source, root, images)
+    strip = wrapper_prefix(images) if layout != "ilsvrc-val" else ""
+    beside = [f"{m.path} (beside the image tree {strip})" for m in files if not m.path.startswith(strip)]
+    return [m for m in files if m.path.startswith(strip)], strip, beside
 
 
 def tar_class(path: str) -> str:
