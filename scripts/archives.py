@@ -247,17 +247,24 @@ def zip_infos(archive: str) -> list[zipfile.ZipInfo]:
         raise DamagedArchiveError(f"{archive}: not a readable zip ({exc}); download or copy it again") from exc
 
 
-def index_zip(archive: str, container: int = 0) -> Iterator[Member]:
+#: Entries between two updates of a zip's indexing progress bar (an update per entry costs more).
+PROGRESS_STEP = 10_000
+
+
+def index_zip(archive: str, container: int = 0, progress: dict[str, Any] | None = None) -> Iterator[Member]:
     infos = zip_infos(archive)
     check_zip_members(archive, infos)
     infos.reverse()
-    while infos:  # each ZipInfo is freed as its Member is made: the index never holds both tables
-        info = infos.pop()
-        name = zip_member_name(info)
-        if info.is_dir():
-            yield Member(name.rstrip("/"), None)
-        else:  # read back by zipfile's name for it
-            yield Member(name, ZipLocation(container, info.filename, info.file_size))
+    with tqdm(total=len(infos), desc=f"index {os.path.basename(archive)}", unit="entry", **(progress or {})) as bar:
+        while infos:  # each ZipInfo is freed as its Member is made: the index never holds both tables
+            info = infos.pop()
+            name = zip_member_name(info)
+            if info.is_dir():
+                yield Member(name.rstrip("/"), None)
+            else:  # read back by zipfile's name for it
+                yield Member(name, ZipLocation(container, info.filename, info.file_size))
+            if len(infos) % PROGRESS_STEP == 0:
+                bar.update(bar.total - len(infos) - bar.n)  # tqdm's own interval decides what is shown
 
 
 # --------------------------------------------------------------------------------------------------

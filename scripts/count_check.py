@@ -137,6 +137,7 @@ def counts_report(
         ignored_examples=listing.ignored[:LISTED_IGNORED],
         expected_images=expected[0],
         expected_classes=expected[1],
+        root=description.inside,
     )
 
 

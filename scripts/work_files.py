@@ -210,6 +210,7 @@ class CountsReport:
     ignored_examples: list[str]
     expected_images: int | None
     expected_classes: int | None
+    root: str = ""  # splits.<name>.root: the folder inside the source the split was read from
 
 
 def write_counts(path: str, counts: CountsReport) -> None:

@@ -71,6 +71,7 @@ def build_meta(manifest_path: str, counts: CountsReport, reports: list[ShardRepo
             "images": header.count,
             "classes": len(header.classes),
             "ignored_files": counts.ignored_files,
+            **({"root": counts.root} if counts.root else {}),  # the folder inside the source
         },
         source_bytes=sum(column(reports, "source_bytes")),
         stored_bytes=sum(column(reports, "stored_bytes")),

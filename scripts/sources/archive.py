@@ -111,7 +111,7 @@ def container_members(
             unread += unread_here
             members.extend(select.members(index_tar_of_tars(container, kept, number, progress)))
         elif is_zip(container):
-            members.extend(select.members(index_zip(container, number)))
+            members.extend(select.members(index_zip(container, number, progress)))
         else:
             members.extend(select.members(index_tar(container, number)))
     return members, unread

@@ -94,6 +94,9 @@ def test_truncated_member_is_skipped_and_reported(kaggle: KaggleZip, in_place: P
     counts = json.loads((in_place / "work" / "train" / "counts.json").read_text())
     assert counts["images"] == TRAIN_IMAGES and counts["classes"] == CLASSES
     assert counts["ignored_files"] == 0, "nothing outside root is counted: test images, CSVs, annotations"
+    assert counts["root"] == f"{DATA}/train"
+    _, meta = records_and_meta(in_place / "results" / "train.lmdb")
+    assert meta["source"]["root"] == f"{DATA}/train", "the folder of the zip is part of the provenance"
 
 
 def test_val_is_labelled_by_the_csv_inside_the_zip(kaggle: KaggleZip, in_place: Path) -> None:
