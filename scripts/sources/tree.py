@@ -313,7 +313,7 @@ def split_folders_error(source: str, prefix: str, tops: Collection[str]) -> Root
     return RootError(
         f"{source}: the image folders are {', '.join(sorted(tops))}: splits, not classes (Kaggle's ImageNet zip?). "
         f"Point each split at one of them with splits.<name>.root, e.g. root: {prefix}train for train and "
-        f"root: {prefix}val for val (layout: ilsvrc-val, val_labels: LOC_val_solution.csv)."
+        f"root: {prefix}val for val (Kaggle's flat val folder: layout: ilsvrc-val, val_labels: LOC_val_solution.csv)."
     )
 
 
