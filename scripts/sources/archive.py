@@ -68,7 +68,9 @@ class ArchiveSource(Source):
         check_no_class_folders(folder, tars)
         if request.extract:
             raise ValueError(f"{folder}: extract: true is not supported for a folder of class tars; unpack them")
-        return index_archives(folder, tars, layout, building, request.progress, True, request.wanted)
+        description = index_archives(folder, tars, layout, building, request.progress, True, request.wanted)
+        description.inside = request.root  # the folder of class tars was source/root
+        return description
 
     def list(
         self, description: SourceDescription, source_dir: str, labels: Labels, progress: dict, wanted: ClassList | None

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from torchvision.datasets import ImageFolder
 
-from dataset import LMDBDataset, close_all_envs
+from dataset import META_KEYS, LMDBDataset, close_all_envs
 from support import REPO
-from support.datasets import assert_same_dataset, records_and_meta
+from support.datasets import assert_same_dataset, every_key_and_value, records_and_meta
 from support.kaggle import DATA, KaggleZip, make_kaggle_zip
 from support.workflow import Run, kill_group, run_snakemake, start_snakemake, wait_for_hold, write_config
 
@@ -95,7 +95,8 @@ def test_truncated_member_is_skipped_and_reported(kaggle: KaggleZip, in_place: P
     assert counts["images"] == TRAIN_IMAGES and counts["classes"] == CLASSES
     assert counts["ignored_files"] == 0, "nothing outside root is counted: test images, CSVs, annotations"
     assert counts["root"] == f"{DATA}/train"
-    _, meta = records_and_meta(in_place / "results" / "train.lmdb")
+    close_all_envs()
+    meta = json.loads(every_key_and_value(in_place / "results" / "train.lmdb")[META_KEYS["json"]])
     assert meta["source"]["root"] == f"{DATA}/train", "the folder of the zip is part of the provenance"
 
 
