@@ -40,6 +40,7 @@ def check_config(config: dict) -> None:
             check_shards(name, split)
         else:
             check_source(name, split)
+        check_root(name, split)
         check_labels(name, split)
     encode = config["encode"]
     if encode["reencode"] == "never" and encode["max_side"] is not None:
@@ -81,12 +82,59 @@ def check_source(name: str, split: dict) -> None:
         )
 
 
+def check_root(name: str, split: dict) -> None:
+    """``root`` is a relative folder inside the source (extract checks that it is there)."""
+    if split["root"] is None:
+        return
+    if split["layout"] in SHARD_LAYOUTS:
+        raise WorkflowError(
+            f"config key splits.{name}.root: layout {split['layout']} reads its shard files "
+            "whole; remove root (source names the shards)."
+        )
+    scripts_importable()
+    from sources.tree import root_problem
+
+    problem = root_problem(split["root"])
+    if problem is not None:
+        raise WorkflowError(
+            f"config key splits.{name}.root: {split['root']!r} {problem}: a folder inside "
+            "the source (e.g. ILSVRC/Data/CLS-LOC/train)."
+        )
+
+
+def is_archive(path: str | list[str]) -> bool:
+    return (
+        isinstance(path, str)
+        and os.path.isfile(path)
+        and path.lower().endswith(ARCHIVE_SUFFIXES)
+    )
+
+
+def labels_member(split: dict) -> str | None:
+    """``val_labels`` naming a member of the source archive (Kaggle's LOC_val_solution.csv inside
+    the zip) rather than a file: extract copies it out."""
+    labels = split["val_labels"]
+    if labels is None or os.path.isfile(labels) or not is_archive(split["source"]):
+        return None
+    return labels
+
+
 def check_labels(name: str, split: dict) -> None:
-    """ILSVRC validation needs a label source; given files must exist."""
+    """ILSVRC validation needs a label source; given files must exist (val_labels: or be a member
+    of the source archive, which extract checks)."""
+    # val_labels may also name a member of an archive source (a folder source has no members)
+    member_hint = {
+        "devkit": "",
+        "val_labels": " val_labels may also name a member of an archive source "
+        "(LOC_val_solution.csv inside Kaggle's zip).",
+    }
     for key in ("devkit", "val_labels"):
+        if key == "val_labels" and labels_member(split) is not None:
+            continue  # extract copies it out of the archive, or names the archive if it is not there
         if split[key] is not None and not os.path.isfile(split[key]):
             raise WorkflowError(
                 f"config key splits.{name}.{key}: {split[key]!r} is not a file."
+                + member_hint[key]
             )
     if (
         split["layout"] == "ilsvrc-val"
@@ -156,13 +204,20 @@ def folder_stamp(wildcards) -> str | None:
     """Rule extract's param that changes when a folder source's class folders gain or lose
     files (see scripts/source_stamp.py); None for an archive, whose own time shows a change.
     """
-    source = split_config(wildcards)["source"]
+    split = split_config(wildcards)
+    source = split["source"]
     if not isinstance(source, str) or not os.path.isdir(source):
         return None
     scripts_importable()
+    from sources.tree import folder_inside
+
     from source_stamp import listing_stamp
 
-    return listing_stamp(source)
+    folder = folder_inside(source, split["root"])
+    if not os.path.isdir(folder):
+        return None  # extract stops, naming the folders there are
+
+    return listing_stamp(folder)
 
 
 def source_files(wildcards) -> list[str]:
@@ -208,9 +263,15 @@ def shared_class_manifest(wildcards) -> list[str]:
 
 
 def label_files(wildcards) -> list[str]:
-    """The devkit / label CSV of a split, when it has one."""
+    """The devkit / label CSV of a split, when it has one (not a CSV inside the source archive)."""
     split = split_config(wildcards)
-    return [path for path in (split["devkit"], split["val_labels"]) if path]
+    return [path for path in (split["devkit"], label_file(wildcards)) if path]
+
+
+def label_file(wildcards) -> str | None:
+    """``val_labels`` when it is a file of its own."""
+    split = split_config(wildcards)
+    return None if labels_member(split) else split["val_labels"]
 
 
 def final_outputs() -> list[str]:

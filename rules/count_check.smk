@@ -19,7 +19,7 @@ rule count_check:
         runtime=60,
     params:
         devkit=lambda wildcards: split_config(wildcards)["devkit"],
-        val_labels=lambda wildcards: split_config(wildcards)["val_labels"],
+        val_labels=label_file,
         expected_images=lambda wildcards: split_config(wildcards)["expected_images"],
         expected_classes=lambda wildcards: split_config(wildcards)["expected_classes"],
         class_list=class_list,

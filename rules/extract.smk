@@ -13,7 +13,7 @@ rule extract:
         "../envs/imagefolder-lmdb.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
+        mem_mb=1500,  # a zip's index: zipfile's table of its entries, ~1.0 GB for Kaggle's 1.43M
         runtime=240,
     params:
         layout=lambda wildcards: split_config(wildcards)["layout"],
@@ -24,5 +24,7 @@ rule extract:
         source=lambda wildcards: split_config(wildcards)["source"],
         image_column=lambda wildcards: split_config(wildcards)["image_column"],
         label_column=lambda wildcards: split_config(wildcards)["label_column"],
+        root=lambda wildcards: split_config(wildcards)["root"],
+        labels_member=lambda wildcards: labels_member(split_config(wildcards)),
     script:
         "../scripts/extract.py"

@@ -18,7 +18,7 @@ import tarfile
 import threading
 import zipfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -77,9 +77,10 @@ def zip_member_name(info: zipfile.ZipInfo) -> str:
     if unicode_path is not None:
         return unicode_path
     try:
-        return raw.decode("utf-8")
+        name = raw.decode("utf-8")
     except UnicodeDecodeError:
         return info.filename
+    return info.filename if name == info.filename else name  # one string, not two, per ASCII name
 
 
 def zip_unicode_path(extra: bytes, raw_name: bytes) -> str | None:
@@ -192,12 +193,13 @@ def index_tar(archive: str, container: int = 0) -> Iterator[Member]:
             yield Member(member.name.rstrip("/"), None)
 
 
-def class_tars_in(archive: str) -> list[tarfile.TarInfo]:
-    """The per-class ``*.tar`` members of a tar of class tars (ILSVRC2012_img_train.tar), checked."""
+def class_tars_in(archive: str, keep: Callable[[str], bool] = lambda name: True) -> list[tarfile.TarInfo]:
+    """The per-class ``*.tar`` members of a tar of class tars (ILSVRC2012_img_train.tar), checked;
+    ``keep``: which member names are part of the source (splits.<name>.root)."""
     outer_members = list_tar(archive)
     check_tar_members(archive, outer_members, links_allowed=False)
     check_tar_complete(archive, outer_members, os.path.getsize(archive))
-    inner_tars = [m for m in outer_members if m.isfile()]
+    inner_tars = [m for m in outer_members if m.isfile() and keep(m.name)]
     for inner in inner_tars:
         if not inner.name.endswith(".tar"):
             raise DamagedArchiveError(
@@ -235,19 +237,34 @@ def index_tar_of_tars(
                     yield Member(path, TarLocation(container, offset, member.size))
 
 
-def index_zip(archive: str, container: int = 0) -> Iterator[Member]:
+def zip_infos(archive: str) -> list[zipfile.ZipInfo]:
+    """Every entry of a zip, the ZipFile itself already dropped (its name -> info dict is a second
+    table of them: ~0.7 KB per entry together, ~1 GB for Kaggle's 1.43M)."""
     try:
         with zipfile.ZipFile(archive) as zf:
-            infos = zf.infolist()
+            return zf.infolist()
     except zipfile.BadZipFile as exc:
         raise DamagedArchiveError(f"{archive}: not a readable zip ({exc}); download or copy it again") from exc
+
+
+#: Entries between two updates of a zip's indexing progress bar (an update per entry costs more).
+PROGRESS_STEP = 10_000
+
+
+def index_zip(archive: str, container: int = 0, progress: dict[str, Any] | None = None) -> Iterator[Member]:
+    infos = zip_infos(archive)
     check_zip_members(archive, infos)
-    for info in infos:
-        name = zip_member_name(info)
-        if info.is_dir():
-            yield Member(name.rstrip("/"), None)
-        else:  # read back by zipfile's name for it
-            yield Member(name, ZipLocation(container, info.filename, info.file_size))
+    infos.reverse()
+    with tqdm(total=len(infos), desc=f"index {os.path.basename(archive)}", unit="entry", **(progress or {})) as bar:
+        while infos:  # each ZipInfo is freed as its Member is made: the index never holds both tables
+            info = infos.pop()
+            name = zip_member_name(info)
+            if info.is_dir():
+                yield Member(name.rstrip("/"), None)
+            else:  # read back by zipfile's name for it
+                yield Member(name, ZipLocation(container, info.filename, info.file_size))
+            if len(infos) % PROGRESS_STEP == 0:
+                bar.update(bar.total - len(infos) - bar.n)  # tqdm's own interval decides what is shown
 
 
 # --------------------------------------------------------------------------------------------------
@@ -335,13 +352,16 @@ class MemberReader:
 # --------------------------------------------------------------------------------------------------
 
 
-def extract_tar(archive: str, destination: str, whole: bool = False) -> tuple[int, list[str]]:
+def extract_tar(
+    archive: str, destination: str, whole: bool = False, keep: Callable[[str], bool] = lambda name: True
+) -> tuple[int, list[str]]:
     """Unpack a (possibly compressed) tar into ``destination``; returns the number of members
     unpacked and the ``__MACOSX`` ones left out (none if ``whole``: a class tar, whose members
-    are all inside its class)."""
+    are all inside its class). ``keep``: which member names to unpack (splits.<name>.root)."""
     with tarfile.open(archive, mode="r:*") as tar:
         members = tar.getmembers()
         check_tar_members(archive, members, links_allowed=True)
+        members = [m for m in members if keep(relative_name(m.name))]
         left_out = [] if whole else [m.name for m in members if is_macos_metadata(m.name)]
         members = [m for m in members if whole or not is_macos_metadata(m.name)]
         # filter="data" is the second line of defence: it refuses anything the check missed
@@ -353,17 +373,42 @@ def extract_tar(archive: str, destination: str, whole: bool = False) -> tuple[in
     return len(members), left_out
 
 
-def extract_zip(archive: str, destination: str) -> tuple[int, list[str]]:
+def extract_zip(
+    archive: str, destination: str, keep: Callable[[str], bool] = lambda name: True
+) -> tuple[int, list[str]]:
     """Unpack a zip into ``destination`` under the names ``unzip`` gives; returns the number of
-    members unpacked and the ``__MACOSX`` ones left out."""
+    members unpacked and the ``__MACOSX`` ones left out. ``keep``: which names to unpack."""
     with zipfile.ZipFile(archive) as zf:
         infos = zf.infolist()
         check_zip_members(archive, infos)
         for info in infos:
             info.filename = zip_member_name(info)  # zipfile checks the stored name, orig_filename
+        infos = [info for info in infos if keep(info.filename)]
         members = [info for info in infos if not is_macos_metadata(info.filename)]
         zf.extractall(destination, members=members)
     return len(members), [info.filename for info in infos if is_macos_metadata(info.filename)]
+
+
+def copy_member(archive: str, name: str, destination: str) -> None:
+    """Copy the one member ``name`` of a tar or zip (e.g. Kaggle's LOC_val_solution.csv) to the file
+    ``destination``; a missing member is named with the archive."""
+    wanted = relative_name(name.strip("/"))
+    if is_zip(archive):
+        with zipfile.ZipFile(archive) as zf:
+            found = next((i for i in zf.infolist() if relative_name(zip_member_name(i)) == wanted), None)
+            data = None if found is None or found.is_dir() else zf.read(found)
+    else:
+        with tarfile.open(archive, mode="r:*") as tar:
+            member = next((m for m in tar if relative_name(m.name) == wanted and m.isfile()), None)
+            stream = tar.extractfile(member) if member is not None else None
+            data = stream.read() if stream is not None else None
+    if data is None:
+        raise FileNotFoundError(
+            f"{archive}: no member {name!r} (splits.<name>.val_labels is neither a file nor a member of this "
+            "archive). Give the path of the CSV, or its path inside the archive as `unzip -l` shows it."
+        )
+    with open(destination, "wb") as stream:
+        stream.write(data)
 
 
 def extract_nested_tars(destination: str) -> None:

@@ -51,7 +51,7 @@ def no_images_message(description: SourceDescription, listing: Listing, class_li
     }.get(layout, "images in class folders")
     return (
         f"{source}: no images found (layout {layout} expects {expected}). Check splits.<name>.source; "
-        "for Kaggle's download, unzip it and point at ILSVRC/Data/CLS-LOC/train or .../val."
+        "for Kaggle's zip, set splits.<name>.root: ILSVRC/Data/CLS-LOC/train (or .../val)."
     )
 
 
@@ -150,6 +150,7 @@ def counts_report(
         ignored_examples=listing.ignored[:LISTED_IGNORED],
         expected_images=expected[0],
         expected_classes=expected[1],
+        inside=description.inside,
     )
 
 
@@ -170,7 +171,8 @@ def count_check(
     description = read_source_description(source_dir)
     log.info("listing %s (%s, layout %s)", description.source, description.kind, description.layout)
     wanted = class_list_of(class_list, shared_manifest)
-    listing = source_of(description).list(description, source_dir, Labels(devkit, val_csv), progress, wanted)
+    labels = Labels(devkit, description.labels or val_csv)  # extract's copy of a CSV inside the archive
+    listing = source_of(description).list(description, source_dir, labels, progress, wanted)
     listing.ignored = sorted([*listing.ignored, *description.set_aside])
     held = list(listing.classes)
     with_images = classes_with_images(listing)  # what expected_classes counts: labels can name empty classes

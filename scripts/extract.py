@@ -12,12 +12,16 @@ import sys
 from collections.abc import Collection
 from typing import Any, TextIO
 
-from archives import check_official_md5
+from archives import check_official_md5, copy_member
 from sources import Columns, Request, source_for
 from work_files import SourceDescription, write_source_description
 from workflow_io import hold_point, progress_kwargs, publish, remove_path, run_rule, temporary_path
 
 log = logging.getLogger("imagefolder_lmdb.extract")
+
+
+#: Where extract puts its copy of a val_labels CSV given as a member of the source archive.
+LABELS_COPY = "val_labels.csv"
 
 
 def extract(
@@ -29,15 +33,32 @@ def extract(
     wanted: Collection[str] | None = None,
     files: list[str] | None = None,
     columns: Columns | None = None,
+    root: str = "",
+    labels_member: str | None = None,
 ) -> SourceDescription:
     """Build ``output`` under a temporary name and rename it into place when whole. ``wanted``:
     the configured class list, whose other classes' tars are never opened. ``files``: the shard
-    files of a webdataset or parquet source (``source`` is then the config's pattern or list)."""
+    files of a webdataset or parquet source (``source`` is then the config's pattern or list).
+    ``root``: the folder inside the source to read. ``labels_member``: val_labels, a member of the
+    source archive, copied (one small file) for count_check."""
     building = temporary_path(output)
     remove_path(building)
     os.makedirs(building)
-    request = Request(source, layout, extract_tree, wanted, progress, files or [source], columns or Columns())
+    request = Request(
+        source,
+        layout,
+        extract_tree,
+        wanted,
+        progress,
+        files=files or [source],
+        columns=columns or Columns(),
+        root=root.strip("/"),
+    )
     description = source_for(request).prepare(request, building, output)
+    if labels_member:
+        log.info("copying %s from %s (val_labels)", labels_member, source)
+        copy_member(source, labels_member, os.path.join(building, LABELS_COPY))
+        description.labels = os.path.abspath(os.path.join(output, LABELS_COPY))
     write_source_description(building, description)
     hold_point("extract")
     remove_path(output)
@@ -59,10 +80,21 @@ def main(smk: Any, stream: TextIO) -> None:
         check_checksums([*smk.input.source, *smk.input.labels], progress)
     classes = smk.params.classes
     wanted = frozenset(classes) if classes is not None else None
+    params = smk.params
     files = list(smk.input.source)
-    source = smk.params.source if isinstance(smk.params.source, str) else files[0]
-    columns = Columns(smk.params.image_column, smk.params.label_column)
-    extract(source, smk.output[0], smk.params.layout, smk.params.extract, progress, wanted, files, columns)
+    source = params.source if isinstance(params.source, str) else files[0]
+    extract(
+        source,
+        smk.output[0],
+        params.layout,
+        params.extract,
+        progress,
+        wanted,
+        files,
+        Columns(params.image_column, params.label_column),
+        params.root or "",
+        params.labels_member,
+    )
 
 
 if __name__ == "__main__":

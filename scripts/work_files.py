@@ -30,14 +30,14 @@ MEMBERS = "members.jsonl"
 # --------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FileLocation:
     """A file under the manifest's root, at a path other than the sample's own (val images)."""
 
     file: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TarLocation:
     """A byte range of an uncompressed tar (also a member of a class tar inside ILSVRC's train tar)."""
 
@@ -46,7 +46,7 @@ class TarLocation:
     size: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ZipLocation:
     """A zip member, read back by zipfile's own name for it."""
 
@@ -100,6 +100,8 @@ class SourceDescription:
     source: str  # the user's source, absolute
     layout: str
     root: str | None = None  # folder and extracted: the image tree's root
+    inside: str = ""  # splits.<name>.root: the folder of the source the split was read from
+    labels: str | None = None  # val_labels given as a member of the archive: extract's copy of it
     containers: list[str] = field(default_factory=list)  # index: the archives, as Location numbers them
     members: int = 0  # index and extracted: members listed or unpacked
     strip: str = ""  # index: the wrapper folders removed from member paths
@@ -118,7 +120,7 @@ def read_source_description(folder: str) -> SourceDescription:
     return SourceDescription(**read_json(os.path.join(folder, DESCRIPTION)))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: an index holds ~1.4M of these (Kaggle's zip)
 class Member:
     """A file inside an archive: its path there and where its bytes are; or a folder (no location).
     Shards of samples (webdataset, parquet) also carry each sample's integer label."""
@@ -238,6 +240,7 @@ class CountsReport:
     ignored_examples: list[str]
     expected_images: int | None
     expected_classes: int | None
+    inside: str = ""  # splits.<name>.root: the folder inside the source the split was read from
 
 
 def write_counts(path: str, counts: CountsReport) -> None:

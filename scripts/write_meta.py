@@ -97,6 +97,7 @@ def build_meta(manifest_path: str, counts: CountsReport, reports: list[ShardRepo
             "images": header.count,
             "classes": len(header.classes),
             "ignored_files": counts.ignored_files,
+            **({"inside": counts.inside} if counts.inside else {}),  # splits.<name>.root: the folder read
         },
         source_bytes=sum(column(reports, "source_bytes")),
         stored_bytes=sum(column(reports, "stored_bytes")),

@@ -21,6 +21,7 @@ sources/tree.py; ILSVRC2012 val labelling is sources/ilsvrc_val.py. To add a sou
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Collection
 from dataclasses import dataclass, field
@@ -68,6 +69,17 @@ class Request:
     progress: dict[str, Any] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)  # webdataset, parquet: every shard, in record order
     columns: Columns = Columns()
+    root: str = ""  # splits.<name>.root: the folder inside the source to read ("/"-separated; "" = all)
+
+    def folder(self) -> str:
+        """A folder source's folder to read, ``source/root``; stops, naming the folders there are,
+        if ``root`` is not one."""
+        from sources.tree import RootFilter, folder_inside  # sources.tree imports this module
+
+        folder = folder_inside(self.source, self.root)
+        if not os.path.isdir(folder):
+            raise RootFilter(self.root).missing_in_folder(self.source)
+        return folder
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import tarfile
 from collections.abc import Callable, Collection
 from typing import Any, TypeVar
 
@@ -27,7 +28,16 @@ from archives import (
 from class_list import ClassList
 from sources import Labels, Listing, Request, Source
 from sources.ilsvrc_val import label_val
-from sources.tree import is_image, order_members, report_set_aside, top_folders, tree_members, wrapper_prefix
+from sources.tree import (
+    RootFilter,
+    check_not_split_folders,
+    is_image,
+    order_members,
+    report_set_aside,
+    top_folders,
+    tree_members,
+    wrapper_prefix,
+)
 from work_files import Member, SourceDescription, read_members, write_members
 
 log = logging.getLogger("imagefolder_lmdb.sources")
@@ -43,18 +53,24 @@ class ArchiveSource(Source):
     @classmethod
     def claims(cls, request: Request) -> bool:
         if os.path.isdir(request.source):
-            return request.layout == "ilsvrc-train" and bool(class_tars(request.source))
+            return request.layout == "ilsvrc-train" and bool(class_tars(request.folder()))
         return not request.extract and (is_plain_tar(request.source) or is_zip(request.source))
 
     def prepare(self, request: Request, building: str, output: str) -> SourceDescription:
         source, layout = request.source, request.layout
         if not os.path.isdir(source):
-            return index_archives(source, [source], layout, building, request.progress, wanted=request.wanted)
-        tars = class_tars(source)
-        check_no_class_folders(source, tars)
+            select = RootFilter(request.root)
+            return index_archives(
+                source, [source], layout, building, request.progress, wanted=request.wanted, select=select
+            )
+        folder = request.folder()
+        tars = class_tars(folder)
+        check_no_class_folders(folder, tars)
         if request.extract:
-            raise ValueError(f"{source}: extract: true is not supported for a folder of class tars; unpack them")
-        return index_archives(source, tars, layout, building, request.progress, True, request.wanted)
+            raise ValueError(f"{folder}: extract: true is not supported for a folder of class tars; unpack them")
+        description = index_archives(folder, tars, layout, building, request.progress, True, request.wanted)
+        description.inside = request.root  # the folder of class tars was source/root
+        return description
 
     def list(
         self, description: SourceDescription, source_dir: str, labels: Labels, progress: dict, wanted: ClassList | None
@@ -75,10 +91,15 @@ def within_class_list(items: list[T], class_of: Callable[[T], str], wanted: Coll
 
 
 def container_members(
-    containers: list[str], layout: str, progress: dict[str, Any], per_class_tars: bool, wanted: Collection[str] | None
+    containers: list[str],
+    layout: str,
+    progress: dict[str, Any],
+    per_class_tars: bool,
+    wanted: Collection[str] | None,
+    select: RootFilter,
 ) -> tuple[list[Member], list[str]]:
-    """Every member of the archives, and the classes whose tars were left unopened (outside
-    ``wanted``)."""
+    """Every member of the archives under ``select``'s root (paths relative to it), and the classes
+    whose tars were left unopened (outside ``wanted``)."""
     members: list[Member] = []
     unread: list[str] = []
     for number, container in enumerate(containers):
@@ -88,15 +109,28 @@ def container_members(
             members.append(Member(name, None))  # the class folder, even if its tar is empty
             members.extend(Member(f"{name}/{m.path}", m.location) for m in index_tar(container, number))
         elif layout == "ilsvrc-train":
-            inner = class_tars_in(container)
-            kept = within_class_list(inner, class_of_tar, wanted)
-            unread += [class_of_tar(m) for m in inner if m not in kept]
-            members.extend(index_tar_of_tars(container, kept, number, progress))
+            kept, unread_here = class_tars_under(container, select, wanted)
+            unread += unread_here
+            members.extend(select.members(index_tar_of_tars(container, kept, number, progress)))
         elif is_zip(container):
-            members.extend(index_zip(container, number))
+            members.extend(select.members(index_zip(container, number, progress)))
         else:
-            members.extend(index_tar(container, number))
+            members.extend(select.members(index_tar(container, number)))
     return members, unread
+
+
+def class_tars_under(
+    container: str, select: RootFilter, wanted: Collection[str] | None
+) -> tuple[list[tarfile.TarInfo], list[str]]:
+    """The class tars of a tar of class tars under ``select``'s root and within ``wanted``, and the
+    classes left unread."""
+    inner = class_tars_in(container, lambda path: select.see(relative_name(path)) is not None)
+
+    def class_of(member: tarfile.TarInfo) -> str:
+        return select.relative(relative_name(class_of_tar(member)))
+
+    kept = within_class_list(inner, class_of, wanted)
+    return kept, [class_of(m) for m in inner if m not in kept]
 
 
 def index_archives(
@@ -107,24 +141,26 @@ def index_archives(
     progress: dict[str, Any],
     per_class_tars: bool = False,
     wanted: Collection[str] | None = None,
+    select: RootFilter | None = None,
 ) -> SourceDescription:
     """Index archive members in place; writes ``members.jsonl`` into ``building``.
 
     ``per_class_tars``: the containers are ``<class>.tar`` files whose members are that class's
     images (ILSVRC2012_img_train.tar unpacked one level). ``wanted``: the configured class list;
-    class tars of other classes are never opened, and are listed as unread.
+    class tars of other classes are never opened, and are listed as unread. ``select``: the folder
+    inside the archive to read (splits.<name>.root); members elsewhere are not part of the source.
     """
+    select = select or RootFilter("")
     unread: list[str] = []
     if per_class_tars:
         kept = within_class_list(containers, tar_class, wanted)
         unread, containers = [tar_class(c) for c in containers if c not in kept], kept
-    members, unread_inside = container_members(containers, layout, progress, per_class_tars, wanted)
+    members, unread_inside = container_members(containers, layout, progress, per_class_tars, wanted, select)
+    select.check_found(source)
     unread += unread_inside
-    members, set_aside = tree_members([Member(relative_name(m.path), m.location) for m in members])
-    files = [m for m in members if not m.is_folder]
-    strip = wrapper_prefix([m.path for m in files if is_image(m.path)]) if layout != "ilsvrc-val" else ""
-    set_aside += [f"{m.path} (beside the image tree {strip})" for m in files if not m.path.startswith(strip)]
-    files = [m for m in files if m.path.startswith(strip)]
+    members, set_aside = tree_members(members)
+    files, strip, beside = image_tree_files(members, layout, source, select.root)
+    set_aside += beside
     count = write_members(building, files, strip)
     log.info("indexed %d file members in %d archive(s); nothing extracted", count, len(containers))
     if unread:
@@ -140,7 +176,19 @@ def index_archives(
         folders=top_folders([m.path for m in members if m.is_folder], strip),
         set_aside=set_aside,
         unread_classes=sorted(unread),
+        inside=select.root,
     )
+
+
+def image_tree_files(members: list[Member], layout: str, source: str, root: str) -> tuple[list[Member], str, list[str]]:
+    """The file members of the image tree, the wrapper folders to strip from their paths, and the
+    files beside that tree (set aside); a tree whose top folders are train/val/test stops here."""
+    files = [m for m in members if not m.is_folder]
+    images = [m.path for m in files if is_image(m.path)]
+    check_not_split_folders(source, root, images)
+    strip = wrapper_prefix(images) if layout != "ilsvrc-val" else ""
+    beside = [f"{m.path} (beside the image tree {strip})" for m in files if not m.path.startswith(strip)]
+    return [m for m in files if m.path.startswith(strip)], strip, beside
 
 
 def tar_class(path: str) -> str:

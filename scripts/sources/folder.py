@@ -12,7 +12,7 @@ import os
 from class_list import ClassList
 from sources import Labels, Listing, Request, Source
 from sources.ilsvrc_val import label_val, val_files
-from sources.tree import scan_folder
+from sources.tree import check_folder_not_splits, scan_folder
 from work_files import SourceDescription
 
 log = logging.getLogger("imagefolder_lmdb.sources")
@@ -28,9 +28,11 @@ class FolderSource(Source):
         return os.path.isdir(request.source)
 
     def prepare(self, request: Request, building: str, output: str) -> SourceDescription:
-        log.info("source %s is a folder: used in place, nothing to extract", request.source)
-        root = os.path.abspath(request.source)
-        return SourceDescription(self.kind, root, request.layout, root=root)
+        folder = request.folder()
+        log.info("source %s is a folder: used in place, nothing to extract", folder)
+        check_folder_not_splits(request.source, request.root)
+        root = os.path.abspath(folder)
+        return SourceDescription(self.kind, root, request.layout, root=root, inside=request.root)
 
     def list(
         self, description: SourceDescription, source_dir: str, labels: Labels, progress: dict, wanted: ClassList | None

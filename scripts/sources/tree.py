@@ -12,12 +12,12 @@ from __future__ import annotations
 import logging
 import os
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any
 
 from tqdm import tqdm
 
-from archives import is_macos_metadata
+from archives import is_macos_metadata, relative_name
 from class_list import ClassList, OutsideClasses
 from sources import CountMismatchError, Listing
 from work_files import Location, Member, Sample
@@ -205,3 +205,155 @@ def files_beside(tree: str, root: str) -> list[str]:
         folders[:] = [name for name in folders if os.path.join(folder, name) != root]
         beside += [os.path.relpath(os.path.join(folder, name), tree).replace(os.sep, "/") for name in names]
     return [f"{path} (beside the image tree {wrapper})" for path in sorted(beside)] if root != tree else []
+
+
+# --------------------------------------------------------------------------------------------------
+# A folder inside the source (splits.<name>.root), and sources whose folders are splits, not classes.
+# --------------------------------------------------------------------------------------------------
+
+#: Folder names that hold a whole split (Kaggle's ILSVRC/Data/CLS-LOC/{train,val,test}); never classes.
+SPLIT_FOLDERS = frozenset({"train", "val", "test"})
+#: How many folder names an error message lists.
+LISTED_FOLDERS = 8
+
+
+class RootError(ValueError):
+    """``root`` names no folder of the source, or the source's top folders are splits, not classes."""
+
+
+def root_problem(root: str) -> str | None:
+    """Why a configured ``root`` cannot be a folder inside the source, or None."""
+    if root.startswith(("/", "\\")) or "\\" in root:
+        return "must be relative and '/'-separated"
+    if ".." in root.split("/"):
+        return "must not hold '..'"
+    return None
+
+
+def folder_inside(source: str, root: str | None) -> str:
+    """The folder ``root`` of a folder source (the source itself when there is none)."""
+    root = (root or "").strip("/")
+    return os.path.join(source, *root.split("/")) if root else source
+
+
+class RootFilter:
+    """The members under the folder ``root`` of a source ("" = all), their paths made relative to it;
+    it remembers the folders seen on the way to ``root``, so that a ``root`` the source lacks is
+    answered with the folders it does have there. One pass, nothing kept per member."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.parts = root.split("/") if root else []
+        self.children: list[set[str]] = [set() for _ in self.parts]
+        self.kept = 0
+
+    def see(self, path: str) -> str | None:
+        """``path`` relative to ``root``, or None if it lies outside (a folder member named
+        ``root`` itself is outside: the tree's own top is no member of it)."""
+        if not self.root:
+            self.kept += 1
+            return path
+        if path.startswith(self.root + "/") and len(path) > len(self.root) + 1:
+            self.kept += 1
+            return path[len(self.root) + 1 :]
+        names = path.split("/")
+        for depth in range(min(len(self.parts), len(names) - 1)):
+            self.children[depth].add(names[depth])
+            if names[depth] != self.parts[depth]:
+                break
+        return None
+
+    def relative(self, path: str) -> str:
+        """``path`` (under ``root``) relative to it."""
+        return path[len(self.root) + 1 :] if self.root else path
+
+    def members(self, members: Iterable[Member]) -> Iterator[Member]:
+        """The members under ``root``, renamed (``./`` prefixes removed first, as unpacking does)."""
+        for member in members:
+            path = self.see(relative_name(member.path))
+            if path is not None:
+                yield member if path == member.path else Member(path, member.location)
+
+    def check_found(self, source: str) -> None:
+        """Stop if nothing lay under ``root``, naming the folders there are instead."""
+        if self.root and not self.kept:
+            raise self.missing(source)
+
+    def missing(self, source: str) -> RootError:
+        parts = self.parts
+        depth = max([0] + [d + 1 for d in range(len(parts) - 1) if parts[d] in self.children[d]])
+        near, folders = "/".join(parts[:depth]), sorted(self.children[depth])
+        return missing_root_error(source, self.root, near, folders)
+
+    def missing_in_folder(self, source: str) -> RootError:
+        """The same answer for a folder source: the deepest folder on the way to ``root`` that exists."""
+        depth = 0
+        while depth < len(self.parts) - 1 and os.path.isdir(os.path.join(source, *self.parts[: depth + 1])):
+            depth += 1
+        near = os.path.join(source, *self.parts[:depth])
+        return missing_root_error(source, self.root, "/".join(self.parts[:depth]), subfolders(near))
+
+
+def missing_root_error(source: str, root: str, near: str, folders: list[str]) -> RootError:
+    """``root`` is not a folder of ``source``: name both, and the ``folders`` that ``near`` holds."""
+    where = f"its folder {near}/" if near else "its top level"
+    shown = ", ".join(folders[:LISTED_FOLDERS]) + (", ..." if len(folders) > LISTED_FOLDERS else "")
+    return RootError(
+        f"{source}: splits.<name>.root {root!r} is not a folder of this source with files in it; {where} holds "
+        f"the folders {shown or '(none)'}. Set root to a folder inside the source, '/'-separated (e.g. "
+        "ILSVRC/Data/CLS-LOC/train in Kaggle's ImageNet zip)."
+    )
+
+
+def split_folders_error(source: str, prefix: str, tops: Collection[str]) -> RootError | None:
+    """Top folders named train/val/test are splits (Kaggle's ILSVRC/Data/CLS-LOC/), never classes:
+    the error that tells the user which ``root`` to set, or None for a usual tree."""
+    if len(tops) < 2 or not set(tops) <= SPLIT_FOLDERS:
+        return None
+    return RootError(
+        f"{source}: the image folders are {', '.join(sorted(tops))}: splits, not classes (Kaggle's ImageNet zip?). "
+        f"Point each split at one of them with splits.<name>.root, e.g. root: {prefix}train for train and "
+        f"root: {prefix}val for val (Kaggle's flat val folder: layout: ilsvrc-val, val_labels: LOC_val_solution.csv)."
+    )
+
+
+def check_not_split_folders(source: str, root: str, images: list[str]) -> None:
+    """Stop if the image tree below its wrapper folders holds train/val/test folders; ``images``: the
+    image paths relative to ``root`` (the configured folder inside ``source``)."""
+    wrapper = wrapper_prefix(images)
+    tops = {path[len(wrapper) :].split("/", 1)[0] for path in images if "/" in path[len(wrapper) :]}
+    error = split_folders_error(source, f"{root}/{wrapper}" if root else wrapper, tops)
+    if error is not None:
+        raise error
+
+
+def subfolders(folder: str) -> list[str]:
+    return sorted(e.name for e in os.scandir(folder) if e.is_dir() and not e.name.startswith("."))
+
+
+def check_folder_not_splits(source: str, root: str = "", depth: int = 4) -> None:
+    """``check_not_split_folders`` for the folder ``source/root``, from folder names alone (no walk of
+    1.28M files): down the chain of single subfolders (Kaggle's unzipped ILSVRC/Data/CLS-LOC/)."""
+    folder, prefix = os.path.join(source, *root.split("/")) if root else source, f"{root}/" if root else ""
+    for _ in range(depth + 1):
+        names = subfolders(folder)
+        error = split_folders_error(source, prefix, names)
+        if error is not None:
+            raise error
+        deeper = next_kaggle_folder(prefix, names)
+        if deeper is None:
+            return
+        folder, prefix = os.path.join(folder, deeper), f"{prefix}{deeper}/"
+
+
+#: Kaggle's unzipped download keeps its images in ILSVRC/Data/CLS-LOC/, beside ILSVRC/Annotations
+#: and ILSVRC/ImageSets: the folder to look into next, by the name of the folder looked at.
+KAGGLE_NEXT = {"": "ILSVRC", "ILSVRC": "Data", "Data": "CLS-LOC"}
+
+
+def next_kaggle_folder(prefix: str, names: list[str]) -> str | None:
+    """The folder to look into next: the only one, or the next of Kaggle's ILSVRC/Data/CLS-LOC."""
+    if len(names) == 1:
+        return names[0]
+    wanted = KAGGLE_NEXT.get(prefix.rstrip("/").rsplit("/", 1)[-1])
+    return wanted if wanted in names else None

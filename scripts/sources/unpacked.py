@@ -11,11 +11,19 @@ from __future__ import annotations
 import logging
 import os
 
-from archives import extract_nested_tars, extract_tar, extract_zip, is_zip
+from archives import extract_nested_tars, extract_tar, extract_zip, is_zip, relative_name
 from class_list import ClassList
 from sources import CountMismatchError, Labels, Listing, Request, Source
 from sources.folder import list_tree
-from sources.tree import files_beside, report_set_aside, tree_root
+from sources.tree import (
+    RootFilter,
+    check_not_split_folders,
+    files_beside,
+    is_image,
+    relative_files,
+    report_set_aside,
+    tree_root,
+)
 from work_files import SourceDescription
 
 log = logging.getLogger("imagefolder_lmdb.sources")
@@ -33,7 +41,7 @@ class UnpackedSource(Source):
         return os.path.isfile(request.source)
 
     def prepare(self, request: Request, building: str, output: str) -> SourceDescription:
-        return unpack_archive(request.source, request.layout, building, output)
+        return unpack_archive(request.source, request.layout, building, output, RootFilter(request.root))
 
     def list(
         self, description: SourceDescription, source_dir: str, labels: Labels, progress: dict, wanted: ClassList | None
@@ -48,18 +56,27 @@ def is_class_tar(name: str) -> bool:
     return name.endswith(".tar")
 
 
-def unpack_archive(source: str, layout: str, building: str, output: str) -> SourceDescription:
-    """Unpack ``source`` into ``building/tree``; paths in the description are the final ones."""
-    log.info("extracting %s", source)
+def unpack_archive(
+    source: str, layout: str, building: str, output: str, select: RootFilter | None = None
+) -> SourceDescription:
+    """Unpack ``source`` into ``building/tree`` (only ``select``'s root, if one is configured);
+    paths in the description are the final ones."""
+    select = select or RootFilter("")
+    log.info("extracting %s%s", source, f" (only {select.root}/)" if select.root else "")
     tree = os.path.join(building, TREE)
-    members, left_out = (extract_zip if is_zip(source) else extract_tar)(source, tree)
+    keep = lambda name: select.see(relative_name(name)) is not None  # noqa: E731
+    members, left_out = (extract_zip if is_zip(source) else extract_tar)(source, tree, keep=keep)
+    select.check_found(source)
+    inside = os.path.join(tree, *select.parts)  # the configured folder, as unpacked
     if layout == "ilsvrc-train":
-        extract_nested_tars(tree_root(tree, is_class_tar))
-    root = tree if layout == "ilsvrc-val" else tree_root(tree)
+        extract_nested_tars(tree_root(inside, is_class_tar))
+    images = [path for path in relative_files(inside) if is_image(path.rsplit("/", 1)[-1])]
+    check_not_split_folders(source, select.root, images)
+    root = inside if layout == "ilsvrc-val" else tree_root(inside)
     final_root = os.path.join(output, os.path.relpath(root, building))
     log.info("extracted %d members; the image tree will be at %s", members, final_root)
     set_aside = [f"{name} (macOS metadata, not part of the tree)" for name in left_out]
-    set_aside += files_beside(tree, root)
+    set_aside += files_beside(inside, root)
     report_set_aside(set_aside)
     return SourceDescription(
         "extracted",
@@ -68,4 +85,5 @@ def unpack_archive(source: str, layout: str, building: str, output: str) -> Sour
         root=os.path.abspath(final_root),
         members=members,
         set_aside=set_aside,
+        inside=select.root,
     )

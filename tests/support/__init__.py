@@ -9,6 +9,7 @@ benchmarks/bench_common.py puts it there for the benchmarks.
 - ``support.archives``: tar, tar.gz and zip makers, members of any kind, hostile archives, zips as
   other tools write them.
 - ``support.ilsvrc``: ILSVRC2012-structured archives: a tar of class tars, the flat val tar, a devkit.
+- ``support.kaggle``: Kaggle's ImageNet zip with its folder names and CSVs (and the same unzipped).
 - ``support.legacy``: folder2lmdb files (pickled values), hostile pickles among them.
 - ``support.workflow``: the snakemake CLI on this repository's workflow: write a config, run it,
   convert a tree, start a run held at a hook point and kill it.

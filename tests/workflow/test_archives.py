@@ -232,3 +232,59 @@ def test_member_appended_twice_is_read_as_unpacking_leaves_it(image_tree: Path, 
     index = [path for path, _ in ds.samples].index(replaced)
     assert ds.get_bytes(index) == images[1].read_bytes()
     assert f"train/{replaced} (stored twice: the later copy is used, as unpacking would)" in ignored_files(result)
+
+
+# --------------------------------------------------------------------------------------------------
+# splits.<name>.root: a folder inside the source, for every kind of source.
+# --------------------------------------------------------------------------------------------------
+
+
+def tree_inside(tree: Path, base: Path, kind: str) -> Path:
+    """``tree`` as ``data/images/train`` of a bigger source (beside a val folder, a README and a CSV
+    outside it): a folder, a zip, a tar or a tar.gz."""
+    an_image = next(tree.rglob("*.JPEG")).read_bytes()
+    extra = {"data/images/val/n0/x.JPEG": an_image, "data/README.txt": b"not part of train", "labels.csv": b"a,b\n"}
+    if kind != "folder":
+        return pack(tree, base / f"source.{kind}", wrapper="data/images/train", extra=extra)
+    shutil.copytree(tree, base / "folder" / "data" / "images" / "train")
+    for name, data in extra.items():
+        (base / "folder" / name).parent.mkdir(parents=True, exist_ok=True)
+        (base / "folder" / name).write_bytes(data)
+    return base / "folder"
+
+
+@pytest.mark.parametrize(
+    ("kind", "extract"), [("zip", False), ("tar", False), ("tar.gz", True), ("zip", True), ("folder", False)]
+)
+def test_root_reads_one_folder_of_a_bigger_source(
+    image_tree: Path, converted: Converted, tmp_path: Path, kind: str, extract: bool
+) -> None:
+    source = tree_inside(image_tree, tmp_path, kind)
+    result = convert_split(tmp_path, source, root="data/images/train/", extract=extract)
+    result.run.check()
+    same_dataset(LMDBDataset(result.lmdb), LMDBDataset(converted.lmdb))
+    assert ignored_files(result) == [], "nothing outside root is part of the source"
+
+
+@pytest.mark.parametrize("kind", ["zip", "tar.gz", "folder"])
+def test_root_the_source_lacks_is_named_with_the_folders_it_has(image_tree: Path, tmp_path: Path, kind: str) -> None:
+    source = tree_inside(image_tree, tmp_path, kind)
+    result = convert_split(tmp_path, source, root="data/imgs/train")
+    assert result.run.returncode != 0
+    assert f"{source}: splits.<name>.root 'data/imgs/train' is not a folder of this source" in result.run.output
+    assert "its folder data/ holds the folders images" in result.run.output
+
+
+@pytest.mark.parametrize("kind", ["zip", "folder"])
+def test_train_and_val_folders_are_never_read_as_two_classes(image_tree: Path, tmp_path: Path, kind: str) -> None:
+    source = tree_inside(image_tree, tmp_path, kind)
+    result = convert_split(tmp_path, source)
+    assert result.run.returncode != 0
+    assert "the image folders are train, val: splits, not classes" in result.run.output
+    assert "root: data/images/train for train and root: data/images/val for val" in result.run.output
+
+
+def test_root_with_dot_dot_is_a_config_error(image_tree: Path, tmp_path: Path) -> None:
+    result = convert_split(tmp_path, image_tree, root="../elsewhere")
+    assert result.run.returncode != 0
+    assert "config key splits.train.root: '../elsewhere' must not hold '..'" in result.run.output

@@ -202,6 +202,47 @@ def test_folder_of_class_tars_reads_like_the_outer_tar(ilsvrc: Ilsvrc, streamed:
     assert_same_dataset(tmp_path / "run" / "results" / "train.lmdb", streamed / "results" / "train.lmdb")
 
 
+@pytest.mark.parametrize("archive", ["val.tar", "val.tar.gz"])
+def test_val_labels_csv_inside_the_val_archive(ilsvrc: Ilsvrc, streamed: Path, tmp_path: Path, archive: str) -> None:
+    rows = "".join(f"ILSVRC2012_val_{n:08d},{wnid} 1 2 30 40\n" for n, wnid in ilsvrc.ground_truth.items())
+    members = {f"val/{name}": data for name, data in val_members(ilsvrc).items()}
+    members["meta/LOC_val_solution.csv"] = f"ImageId,PredictionString\n{rows}".encode()
+    with tarfile.open(tmp_path / archive, "w:gz" if archive.endswith(".gz") else "w") as tar:
+        for name, data in members.items():
+            add_member(tar, name, data)
+    val = {
+        "source": str(tmp_path / archive),
+        "root": "val",
+        "layout": "ilsvrc-val",
+        "val_labels": "meta/LOC_val_solution.csv",
+    }
+    run_ilsvrc(tmp_path / "run", {"val": val})
+    close_all_envs()
+    assert_same_dataset(tmp_path / "run" / "results" / "val.lmdb", streamed / "results" / "val.lmdb")
+
+
+@pytest.mark.parametrize("kind", ["tar of class tars", "folder of class tars"])
+def test_root_inside_an_ilsvrc_train_source(ilsvrc: Ilsvrc, streamed: Path, tmp_path: Path, kind: str) -> None:
+    # the class tars in a folder of a bigger tar (or folder), beside files that are no class tar
+    with tarfile.open(ilsvrc.train_tar) as outer:
+        tars = {m.name: outer.extractfile(m).read() for m in outer.getmembers()}  # type: ignore[union-attr]
+    members = {f"imagenet/train/{name}": data for name, data in tars.items()}
+    members |= {"imagenet/README.txt": b"train/ holds the class tars", "imagenet/val/x.JPEG": b"\xff\xd8\xff\xd9"}
+    source = tmp_path / ("imagenet.tar" if kind == "tar of class tars" else "imagenet")
+    if kind == "tar of class tars":
+        with tarfile.open(source, "w") as tar:
+            for name, data in members.items():
+                add_member(tar, name, data)
+    else:
+        for name, data in members.items():
+            (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / name).write_bytes(data)
+    root = "imagenet/train" if kind == "tar of class tars" else "train"  # the folder is imagenet/ itself
+    run_ilsvrc(tmp_path / "run", {"train": {"source": str(source), "layout": "ilsvrc-train", "root": root}})
+    close_all_envs()
+    assert_same_dataset(tmp_path / "run" / "results" / "train.lmdb", streamed / "results" / "train.lmdb")
+
+
 @pytest.mark.parametrize(("name", "shards"), [("imagenet.yaml", 16 + 2), ("imagenet100.yaml", 4 + 1)])
 def test_shipped_imagenet_config_is_valid(ilsvrc: Ilsvrc, tmp_path: Path, name: str, shards: int) -> None:
     """A shipped ImageNet config with its three paths pointed at the generated archives plans the run."""
