@@ -42,9 +42,6 @@ log = logging.getLogger("imagefolder_lmdb.encode_shard")
 #: How many bad images a failing shard names in its error (the log has every one).
 LISTED_BAD_IMAGES = 20
 
-#: How many bad images a failing shard names in its error (the log has every one).
-LISTED_BAD_IMAGES = 20
-
 
 def read_and_encode(reader: MemberReader, sample: Sample, settings: EncodeSettings) -> tuple[Encoded, int]:
     """Encoded image and source size of one sample; BadImageError names the file."""
