@@ -29,7 +29,7 @@ def records_and_meta(path: Path) -> tuple[dict[bytes, bytes], dict]:
     document = json.loads(items.pop(META_KEYS["json"]))
     document.pop("created")
     document["source"].pop("path")
-    document["source"].pop("root", None)  # the folder inside that path (splits.<name>.root), if one
+    document["source"].pop("inside", None)  # the folder inside that path (splits.<name>.root), if one
     document["class_list"].pop("origin")
     return items, document
 

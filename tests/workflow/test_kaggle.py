@@ -48,6 +48,7 @@ def assert_same_records(a: Path, b: Path) -> None:
     close_all_envs()
     (items_a, meta_a), (items_b, meta_b) = records_and_meta(a), records_and_meta(b)
     for meta in (meta_a, meta_b):
+        meta["source"].pop("root")  # ds.root: the folder for a folder read in place (checked apart)
         for skipped in meta["stats"]["skipped"]:
             assert "truncated" in skipped.pop("reason")
     assert items_a == items_b
@@ -133,6 +134,11 @@ def test_zip_in_place_gives_the_records_of_the_unzipped_tree(
     run(tmp_path, splits).check()
     for split in ("train", "val"):
         assert_same_records(tmp_path / "results" / f"{split}.lmdb", in_place / "results" / f"{split}.lmdb")
+    roots = {split: LMDBDataset(tmp_path / "results" / f"{split}.lmdb").root for split in ("train", "val")}
+    if route == "unzipped folder":  # train's files lie at root/path; val's lie flat, not in <wnid>/ folders
+        assert roots == {"train": str(kaggle.unzipped / DATA / "train"), "val": None}
+    else:
+        assert roots == {"train": None, "val": None}, "unpacked into the work folder, deleted after success"
     if route == "extract: true":  # only the configured folder was unpacked
         unpacked = {p.relative_to(tmp_path / "work").parts[:2] for p in (tmp_path / "work").rglob("*.JPEG")}
         assert unpacked == {("train", "source"), ("val", "source")}
