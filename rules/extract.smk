@@ -12,9 +12,11 @@ rule extract:
     conda:
         "../envs/imagefolder-lmdb.yaml"
     threads: 1
+    # memory and time per attempt (rules/cluster.smk); peak for ImageNet train: a folder: nothing to
+    # do; an archive: its member index, ~0.55 KB per image (~1.0 GB)
     resources:
-        mem_mb=1000,
-        runtime=240,
+        mem_mb=per_attempt(4000),
+        runtime=per_attempt(240),
     params:
         layout=lambda wildcards: split_config(wildcards)["layout"],
         extract=lambda wildcards: split_config(wildcards)["extract"],
