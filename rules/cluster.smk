@@ -25,18 +25,23 @@ localrules:
 
 
 # profiles/slurm submits a split's shards as one SLURM job array (`slurm-array-jobs`). Plugin
-# 2.8.0 silently drops a batch of ready array jobs that is smaller than the rule's ready jobs
-# (https://github.com/snakemake/snakemake-executor-plugin-slurm/issues/473): those jobs never run
-# and the run waits for them forever. That happens when the free job slots (--jobs, and the
-# --max-jobs-per-timespan rate) cannot take all the shards that become ready at once; this check
-# refuses such a run before it submits anything.
+# 2.8.0 silently drops a batch of ready array jobs that is smaller than the rest of the rule's
+# ready jobs (https://github.com/snakemake/snakemake-executor-plugin-slurm/issues/473): those jobs
+# never run and the run waits for them forever. That happens when the free job slots (--jobs, and
+# the --max-jobs-per-timespan rate) cannot take a split's shards, which become ready together;
+# short of a hang, such shards would go as several arrays. This check refuses such a run up front.
 ARRAY_RULE = "encode_shard"
 
 
 def array_slots_needed(dag) -> int:
-    """Slots a run may need at once: every shard still to encode, plus one running job per split."""
-    shards = sum(1 for job in dag.needrun_jobs() if job.rule.name == ARRAY_RULE)
-    return shards + len(SPLITS)
+    """Job slots a run may need at once: a split's shards start together while every other
+    split runs its own shards or one other job."""
+    shards: dict[str, int] = {}
+    for job in dag.needrun_jobs():
+        split = job.wildcards_dict.get("split")
+        if split is not None:  # rule all has none
+            shards[split] = shards.get(split, 0) + (job.rule.name == ARRAY_RULE)
+    return sum(max(count, 1) for count in shards.values())
 
 
 def slots_available(workflow) -> tuple[int, str]:
@@ -65,11 +70,11 @@ def check_array_slots(workflow) -> None:
     available, limit = slots_available(workflow)
     if needed > available:
         raise WorkflowError(
-            f"{needed - len(SPLITS)} shards to encode as SLURM job arrays (config key "
-            f"splits.<name>.shards) plus one job per split need {needed} job slots at once, but "
-            f"{limit} allows {available}: snakemake-executor-plugin-slurm 2.8.0 would leave the "
-            f"shards it cannot submit together unsubmitted and the run would hang. Raise --jobs "
-            f"(profiles/slurm sets jobs: 64) to at least {needed}, or give fewer shards."
+            f"The shards still to encode (config keys splits.<name>.shards), submitted as one "
+            f"SLURM job array per split, need {needed} job slots at once, but {limit} allows "
+            f"{available}: snakemake-executor-plugin-slurm 2.8.0 would leave shards it cannot "
+            f"submit together unsubmitted, and the run would hang. Raise --jobs (profiles/slurm "
+            f"sets jobs: 64) to at least {needed}, or give fewer shards."
         )
 
 
