@@ -4,7 +4,9 @@
 #
 # The figures are sized for a split of up to ~1.3M images (ImageNet train); mem_mb in MB, runtime
 # in minutes. A SLURM job's memory is the rule's script plus the two Snakemake processes of the job
-# step (~0.3 GB). Peaks were measured with tests/cluster/measure_peak_rss.py on a tar of class tars
+# step (~0.3 GB); an array task has one more (plugin 2.8.0 runs each task's own Snakemake under one
+# acting as task 1: ~0.2 GB more, measured on the test cluster, which is why encode_shard asks 1.5 GB).
+# Peaks were measured with tests/cluster/measure_peak_rss.py on a tar of class tars
 # (ImageNet's train layout) at 100k and 300k images and extrapolated to 1.28M images, job step
 # included (the "~" figure beside each rule's request). Requests leave at least 2.5x room over them.
 # A local run applies them only when given `--resources mem_mb=N`: jobs then run side by side while

@@ -13,9 +13,9 @@ rule encode_shard:
         "../envs/imagefolder-lmdb.yaml"
     threads: 1
     # memory and time per attempt (rules/cluster.smk); peak for ImageNet train: images streamed one
-    # at a time: flat in the shard size (~0.4 GB)
+    # at a time: flat in the shard size (~0.4 GB; ~0.55 GB as an array task, see rules/cluster.smk)
     resources:
-        mem_mb=per_attempt(1000),
+        mem_mb=per_attempt(1500),
         runtime=per_attempt(60),
     params:
         shards=lambda wildcards: split_config(wildcards)["shards"],

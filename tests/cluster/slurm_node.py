@@ -23,6 +23,7 @@ import re
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,7 +40,8 @@ SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #: Jobs stay visible to squeue this long after they end (the plugin's status source, and the tests').
 MIN_JOB_AGE_SECONDS = 3600
 #: Held by the session whose cluster owns SLURM_CONF: one path, so one test cluster per machine.
-CLAIM = SLURM_CONF.parent / ".imagefolder-lmdb-test.lock"
+#: Left in place after (removing a lock file others may wait on would let two sessions hold it).
+CLAIM = Path(tempfile.gettempdir()) / "imagefolder-lmdb-slurm-test.lock"
 #: How long a session waits for another session's cluster to stop before skipping.
 CLAIM_TIMEOUT_SECONDS = 1200
 #: Node memory the profile's requests need: up to 4000 MB for a first attempt (extract, merge, …)
@@ -284,6 +286,16 @@ class SingleNodeSlurm:
         lines.append(f"PartitionName=test Nodes={host} Default=YES MaxTime=INFINITE State=UP")
         SLURM_CONF.parent.mkdir(parents=True, exist_ok=True)
         SLURM_CONF.write_text("\n".join(lines) + "\n")
+        # The daemons and this object's own commands read a private copy: they stay on this
+        # cluster even if a test session of older code overwrites SLURM_CONF meanwhile.
+        self.config.write_text(SLURM_CONF.read_text())
+
+    @property
+    def config(self) -> Path:
+        return self.root / "slurm.conf"
+
+    def environment(self) -> dict[str, str]:
+        return {**client_environment(), "SLURM_CONF": str(self.config)}
 
     def _launch(self, name: str, command: list[str]) -> None:
         log = open(self.root / "logs" / f"{name}.out", "wb")  # noqa: SIM115 - the child keeps it
@@ -291,7 +303,7 @@ class SingleNodeSlurm:
             command,
             stdout=log,
             stderr=subprocess.STDOUT,
-            env=client_environment(),
+            env=self.environment() if self.config.exists() else client_environment(),
             start_new_session=True,  # a Ctrl-C to pytest reaches pytest, not the daemons
         )
         log.close()
@@ -325,7 +337,7 @@ class SingleNodeSlurm:
             capture_output=True,
             text=True,
             timeout=60,
-            env=client_environment(),
+            env=self.environment() if self.config.exists() else client_environment(),
             check=check,
         )
 

@@ -372,7 +372,7 @@ def test_demo_through_slurm_gives_the_local_result(
     for tasks in shard_arrays.values():
         assert [task.array_task_id for task in tasks] == list(range(1, len(tasks) + 1))
         assert {(rule_of(task), task.state) for task in tasks} == {("encode_shard", "COMPLETED")}
-        assert len({task.comment for task in tasks}) == 1  # the array's: its first shard's wildcards
+        assert len({task.comment for task in tasks}) == 1  # the array's: its task 1's shard
     seen_live = {job.task for snapshot in run.history.snapshots[:-1] for job in snapshot}
     assert {task.task for tasks in shard_arrays.values() for task in tasks} <= seen_live
     assert_first_attempt_requests(jobs)
@@ -502,7 +502,9 @@ def feed_fifo(fifo: Path, data: bytes) -> None:
 def write_fifo(fifo: Path, descriptor: int, data: bytes, then: bytes) -> None:
     """Write ``data`` to the reader of ``fifo``; before that, a plain file holding ``then`` takes the
     fifo's place, so that every later read (merge's, a retried job's) gets ``then``."""
-    replacement = fifo.parent.parent / f".{fifo.name}.replacement"
+    # Beside the fifo, under a name no listing takes for an image: the source's top folder keeps
+    # its modification time, so the next run does not list the source again.
+    replacement = fifo.with_name(f".{fifo.name}.replacement")
     replacement.write_bytes(then)
     os.replace(replacement, fifo)  # the reader keeps the fifo it opened
     fcntl.fcntl(descriptor, fcntl.F_SETFL, fcntl.fcntl(descriptor, fcntl.F_GETFL) & ~os.O_NONBLOCK)
