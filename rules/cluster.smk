@@ -31,7 +31,8 @@ localrules:
 # ready jobs (https://github.com/snakemake/snakemake-executor-plugin-slurm/issues/473): those jobs
 # never run and the run waits for them forever. That happens when the free job slots (--jobs, and
 # the --max-jobs-per-timespan rate) cannot take a split's shards, which become ready together;
-# short of a hang, such shards would go as several arrays. This check refuses such a run up front.
+# short of a hang, such shards would go as several arrays (seen on the test cluster: --jobs 2 and 5
+# shards, nothing submitted after count_check). This check refuses such a run up front.
 ARRAY_RULE = "encode_shard"
 
 
