@@ -8,6 +8,7 @@
 
 include: "rules/common.smk"
 include: "rules/resume.smk"
+include: "rules/cluster.smk"
 include: "rules/extract.smk"
 include: "rules/count_check.smk"
 include: "rules/encode_shard.smk"

@@ -14,9 +14,11 @@ rule count_check:
     conda:
         "../envs/imagefolder-lmdb.yaml"
     threads: 1
+    # memory and time per attempt (rules/cluster.smk); peak for ImageNet train: the listing, ~0.8 KB
+    # per image (~1.4 GB)
     resources:
-        mem_mb=4000,
-        runtime=60,
+        mem_mb=per_attempt(4000),
+        runtime=per_attempt(60),
     params:
         devkit=lambda wildcards: split_config(wildcards)["devkit"],
         val_labels=label_file,

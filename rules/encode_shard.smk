@@ -12,9 +12,11 @@ rule encode_shard:
     conda:
         "../envs/imagefolder-lmdb.yaml"
     threads: 1
+    # memory and time per attempt (rules/cluster.smk); peak for ImageNet train: images streamed one
+    # at a time: flat in the shard size (~0.4 GB; ~0.55 GB as an array task, see rules/cluster.smk)
     resources:
-        mem_mb=1000,
-        runtime=60,
+        mem_mb=per_attempt(1500),
+        runtime=per_attempt(60),
     params:
         shards=lambda wildcards: split_config(wildcards)["shards"],
         encode=encode_settings(),

@@ -12,9 +12,12 @@ rule extract:
     conda:
         "../envs/imagefolder-lmdb.yaml"
     threads: 1
+    # memory and time per attempt (rules/cluster.smk); peak for ImageNet train: a folder: nothing to
+    # do; an archive: its member index, ~0.55 KB per image (~1.0 GB; Kaggle's zip of 1.43M entries:
+    # ~1.0 GB, zipfile's own table)
     resources:
-        mem_mb=1500,  # a zip's index: zipfile's table of its entries, ~1.0 GB for Kaggle's 1.43M
-        runtime=240,
+        mem_mb=per_attempt(4000),
+        runtime=per_attempt(240),
     params:
         layout=lambda wildcards: split_config(wildcards)["layout"],
         extract=lambda wildcards: split_config(wildcards)["extract"],

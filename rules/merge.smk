@@ -14,8 +14,10 @@ rule merge:
         "../envs/imagefolder-lmdb.yaml"
     # a reading thread checks passed-through images ahead of the writer (scripts/merge.py)
     threads: 2
+    # memory and time per attempt (rules/cluster.smk); peak for ImageNet train: the shard reports
+    # and one shard's rows, ~0.55 KB per image, + ~0.2 GB of batches (~1.3 GB)
     resources:
-        mem_mb=2000,
-        runtime=120,
+        mem_mb=per_attempt(4000),
+        runtime=per_attempt(120),  # reads every passed-through image from the source again
     script:
         "../scripts/merge.py"

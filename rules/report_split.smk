@@ -21,9 +21,11 @@ rule report_split:
     conda:
         "../envs/imagefolder-lmdb.yaml"
     threads: 1
+    # memory and time per attempt (rules/cluster.smk); peak for ImageNet train: the class histogram
+    # and the table of benchmark records (~0.35 GB)
     resources:
-        mem_mb=1000,
-        runtime=10,
+        mem_mb=per_attempt(1000),
+        runtime=per_attempt(10),
     params:
         benchmarks=PATHS.benchmarks(),
     script:

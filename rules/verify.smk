@@ -22,9 +22,11 @@ rule verify:
     conda:
         "../envs/imagefolder-lmdb.yaml"
     threads: 1
+    # memory and time per attempt (rules/cluster.smk); peak for ImageNet train: the meta (labels,
+    # paths) and one decoded image at a time (~0.8 GB)
     resources:
-        mem_mb=4000,
-        runtime=60,
+        mem_mb=per_attempt(2000),
+        runtime=per_attempt(60),  # verify.all decodes every image: ~20 min for ImageNet train
     params:
         sample=config["verify"]["sample"],
         all=config["verify"]["all"],

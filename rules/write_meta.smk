@@ -14,9 +14,11 @@ rule write_meta:
     conda:
         "../envs/imagefolder-lmdb.yaml"
     threads: 1
+    # memory and time per attempt (rules/cluster.smk); peak for ImageNet train: the manifest and the
+    # shard reports, ~0.5 KB per image (~1.0 GB)
     resources:
-        mem_mb=4000,
-        runtime=60,
+        mem_mb=per_attempt(4000),
+        runtime=per_attempt(60),
     params:
         encode=encode_settings(),
     script:

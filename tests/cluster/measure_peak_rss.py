@@ -1,5 +1,5 @@
 """Peak memory and run time of each rule's script on a real local run: the figures behind the
-resources in profiles/slurm/config.yaml.
+resources in the rules (rules/*.smk, see rules/cluster.smk).
 
     .venv/bin/python tests/cluster/measure_peak_rss.py SOURCE_TREE [--copies 10] [--shards 4] [--archive tar]
 

@@ -10,19 +10,25 @@ exactly those. Facts that shaped it (Debian 12, SLURM 22.05, snakemake-executor-
 - No slurmdbd: job states come from squeue, which only knows jobs for ``MinJobAge`` seconds.
 - No cgroups in containers: process tracking by /proc, no task confinement.
 - munged runs on its own socket and key here, so a system munged (if any) is left alone.
+- One config path means one test cluster per machine: a second test session waits until the first
+  one's cluster has stopped (a lock file beside the config, and the first one's slurmctld pid).
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
+import re
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import psutil
 
@@ -33,6 +39,11 @@ PROGRAMS = ("munged", "slurmctld", "slurmd", "sbatch", "srun", "squeue", "scance
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #: Jobs stay visible to squeue this long after they end (the plugin's status source, and the tests').
 MIN_JOB_AGE_SECONDS = 3600
+#: Held by the session whose cluster owns SLURM_CONF: one path, so one test cluster per machine.
+#: Left in place after (removing a lock file others may wait on would let two sessions hold it).
+CLAIM = Path(tempfile.gettempdir()) / "imagefolder-lmdb-slurm-test.lock"
+#: How long a session waits for another session's cluster to stop before skipping.
+CLAIM_TIMEOUT_SECONDS = 1200
 #: Node memory the profile's requests need: up to 4000 MB for a first attempt (extract, merge, …)
 #: and room for a retried job.
 MIN_NODE_MEMORY_MB = 6000
@@ -104,12 +115,67 @@ def node_line() -> str:
     return line
 
 
+#: squeue's fields for SlurmJob, in its order: job id (one per array task), array job id (the job id
+#: itself for a plain job), array task id (N/A for a plain job), name, comment, state, memory, time.
+SQUEUE_FORMAT = "%A|%F|%K|%j|%k|%T|%m|%l"
+
+
+def live_test_cluster() -> bool:
+    """Whether SLURM_CONF is a test cluster's whose slurmctld still runs (its pid file names it)."""
+    if not SLURM_CONF.exists():
+        return False
+    config = SLURM_CONF.read_text(errors="replace")
+    pid_file = re.search(r"^SlurmctldPidFile=(.+)$", config, re.M)
+    if MARKER not in config or pid_file is None:
+        return False
+    try:
+        return psutil.pid_exists(int(Path(pid_file.group(1)).read_text().strip()))
+    except (OSError, ValueError):  # never started, or gone with its folder
+        return False
+
+
 @dataclass(frozen=True)
 class SlurmJob:
     job_id: int
+    array_job_id: int  # what all tasks of one array share; job_id for a plain job
+    array_task_id: int | None  # None for a plain job
     name: str  # the plugin names every job of a run after the run's UUID
-    comment: str  # rule_<rule>_wildcards_<values joined by _>
+    comment: str  # rule_<rule>_wildcards_<values joined by _>; an array's names its first job only
     state: str  # COMPLETED, FAILED, RUNNING, ...
+    memory_mb: int  # the job's --mem
+    time_minutes: int  # the job's --time
+
+    @classmethod
+    def from_squeue(cls, row: str) -> SlurmJob:
+        job_id, array_job_id, task, name, comment, state, memory, time_limit = row.split("|")
+        return cls(
+            int(job_id),
+            int(array_job_id),
+            None if task == "N/A" else int(task),
+            name,
+            comment,
+            state,
+            megabytes(memory),
+            minutes(time_limit),
+        )
+
+    @property
+    def task(self) -> tuple[int, int | None]:
+        """What stays the same for one job, or one array task, from its submission to its end."""
+        return self.array_job_id, self.array_task_id
+
+
+def megabytes(memory: str) -> int:
+    """squeue's memory (``1000M``, ``4G``) in MB."""
+    units = {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}
+    return round(float(memory[:-1]) * units[memory[-1]]) if memory[-1] in units else int(memory)
+
+
+def minutes(time_limit: str) -> int:
+    """squeue's time limit (``10:00``, ``1:00:00``, ``1-00:00:00``) in minutes."""
+    days, _, clock = time_limit.rpartition("-")
+    hours, mins, _seconds = ([0, 0] + [int(part) for part in clock.split(":")])[-3:]
+    return int(days or 0) * 24 * 60 + hours * 60 + mins
 
 
 class SingleNodeSlurm:
@@ -119,6 +185,7 @@ class SingleNodeSlurm:
         self.root = root
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
         self._tracked: list[psutil.Process] = []  # the daemons and their helpers (slurmscriptd)
+        self._claim: IO[str] | None = None
         self.started_at = 0.0
 
     # ----------------------------------------------------------------------------------------------
@@ -128,6 +195,7 @@ class SingleNodeSlurm:
     def start(self, timeout: float = 120) -> None:
         if SLURM_CONF.exists() and MARKER not in SLURM_CONF.read_text(errors="replace"):
             raise SlurmUnavailable(f"{SLURM_CONF} exists and is not ours; not touching a real SLURM setup")
+        self._claim_machine(CLAIM_TIMEOUT_SECONDS)
         for folder in ("munge", "state", "spool", "logs"):
             (self.root / folder).mkdir(parents=True, exist_ok=True)
         self.started_at = time.time()
@@ -136,6 +204,22 @@ class SingleNodeSlurm:
         self._launch("slurmctld", [which("slurmctld") or "slurmctld", "-D", "-i"])
         self._launch("slurmd", [which("slurmd") or "slurmd", "-D"])
         self._wait_until_idle(timeout)
+
+    def _claim_machine(self, timeout: float) -> None:
+        """Wait until no other test session's cluster runs here: two would share SLURM_CONF, and
+        each would send the other's jobs to its own controller and cancel them when it stops."""
+        SLURM_CONF.parent.mkdir(parents=True, exist_ok=True)
+        self._claim = open(CLAIM, "w")  # noqa: SIM115 - held until stop(); the kernel drops it at exit
+        deadline = time.monotonic() + timeout
+        while True:
+            with contextlib.suppress(BlockingIOError):
+                fcntl.flock(self._claim, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                if not live_test_cluster():  # also one of a session that takes no lock
+                    return
+                fcntl.flock(self._claim, fcntl.LOCK_UN)
+            if time.monotonic() > deadline:
+                raise SlurmUnavailable(f"another test session's SLURM cluster still runs here after {timeout:.0f} s")
+            time.sleep(2)
 
     def _start_munged(self) -> None:
         munge = self.root / "munge"
@@ -202,6 +286,16 @@ class SingleNodeSlurm:
         lines.append(f"PartitionName=test Nodes={host} Default=YES MaxTime=INFINITE State=UP")
         SLURM_CONF.parent.mkdir(parents=True, exist_ok=True)
         SLURM_CONF.write_text("\n".join(lines) + "\n")
+        # The daemons and this object's own commands read a private copy: they stay on this
+        # cluster even if a test session of older code overwrites SLURM_CONF meanwhile.
+        self.config.write_text(SLURM_CONF.read_text())
+
+    @property
+    def config(self) -> Path:
+        return self.root / "slurm.conf"
+
+    def environment(self) -> dict[str, str]:
+        return {**client_environment(), "SLURM_CONF": str(self.config)}
 
     def _launch(self, name: str, command: list[str]) -> None:
         log = open(self.root / "logs" / f"{name}.out", "wb")  # noqa: SIM115 - the child keeps it
@@ -209,7 +303,7 @@ class SingleNodeSlurm:
             command,
             stdout=log,
             stderr=subprocess.STDOUT,
-            env=client_environment(),
+            env=self.environment() if self.config.exists() else client_environment(),
             start_new_session=True,  # a Ctrl-C to pytest reaches pytest, not the daemons
         )
         log.close()
@@ -243,20 +337,18 @@ class SingleNodeSlurm:
             capture_output=True,
             text=True,
             timeout=60,
-            env=client_environment(),
+            env=self.environment() if self.config.exists() else client_environment(),
             check=check,
         )
 
     def jobs(self, name: str | None = None) -> list[SlurmJob]:
-        """Every job slurmctld still knows (finished ones for MinJobAge), optionally of one name."""
-        args = ["--states=all", "--noheader", "--format=%i|%j|%k|%T"]
+        """Every job slurmctld still knows (finished ones for MinJobAge), optionally of one name;
+        an array's tasks one by one, also those still pending (``--array``)."""
+        args = ["--states=all", "--noheader", "--array", f"--format={SQUEUE_FORMAT}"]
         if name:
             args.append(f"--name={name}")
         rows = self.command("squeue", *args).stdout.splitlines()
-        jobs = [
-            SlurmJob(int(i), job_name, comment, state) for i, job_name, comment, state in (r.split("|") for r in rows)
-        ]
-        return sorted(jobs, key=lambda job: job.job_id)
+        return sorted((SlurmJob.from_squeue(row) for row in rows), key=lambda job: (job.task[0], job.task[1] or 0))
 
     def job_details(self, job_id: int) -> dict[str, str]:
         """``scontrol show job``'s fields (JobState, Restarts, Reason, …) of one job."""
@@ -295,8 +387,15 @@ class SingleNodeSlurm:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
-        if SLURM_CONF.exists() and MARKER in SLURM_CONF.read_text(errors="replace"):
+        if SLURM_CONF.exists() and self.owns(SLURM_CONF.read_text(errors="replace")):
             SLURM_CONF.unlink()
+        if self._claim is not None:
+            self._claim.close()  # releases the claim
+            self._claim = None
+
+    def owns(self, config: str) -> bool:
+        """Whether ``config`` is the one this object wrote (not another session's)."""
+        return MARKER in config and f"StateSaveLocation={self.root / 'state'}\n" in config
 
     def _helpers(self) -> list[psutil.Process]:
         helpers = []

@@ -10,13 +10,16 @@ config names a controller that is gone, and milliseconds when there is no config
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import re
 import signal
 import subprocess
 import tempfile
+import threading
 import time
+from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,17 +33,26 @@ from slurm_node import SLURM_CONF, SingleNodeSlurm, SlurmJob, SlurmUnavailable, 
 from support import BIN, REPO
 from support.datasets import assert_same_dataset
 from support.images import make_images
+from support.readme import README
 from support.workflow import Converted, run_snakemake, snakemake_command, write_config
+from work_files import read_manifest
+from workflow_io import shard_range
 
 PROFILE = REPO / "profiles" / "slurm"
 RETRIES = int(yaml.safe_load((PROFILE / "config.yaml").read_text())["retries"])
 #: snakemake is killed after this long: it can wait forever on jobs whose status it cannot read.
 SNAKEMAKE_TIMEOUT_SECONDS = 420
-#: Every rule but encode_shard (one job per shard) and all (local, no action) runs once per split.
+#: The SLURM jobs of a split besides its shards (one array task each); all and report_split run in
+#: the controller (localrules), never as SLURM jobs.
 UPSTREAM_OF_SHARDS = ("extract", "count_check")
-DOWNSTREAM_OF_SHARDS = ("merge", "write_meta", "verify", "report_split")
+DOWNSTREAM_OF_SHARDS = ("merge", "write_meta", "verify")
 PER_SPLIT_RULES = UPSTREAM_OF_SHARDS + DOWNSTREAM_OF_SHARDS
+LOCAL_RULES = ("all", "report_split")
 SHARDS = 4
+#: What the plugin adds to an array job's --mem for the table of task commands it passes (MB):
+#: ceil(3 x its size / 1 MiB), 1 for a few tasks (submit_string.apply_mem_fudge).
+ARRAY_MEMORY_ALLOWANCE_MB = 1
+NOT_AN_IMAGE = b"not an image at all"
 
 T = TypeVar("T")
 
@@ -74,6 +86,7 @@ class SlurmRun:
     returncode: int
     output: str
     run_id: str  # the plugin's run UUID: the SLURM job name of every job of this run
+    history: QueueHistory | None = None  # what squeue showed while the run was live, when watched
 
     def check(self) -> SlurmRun:
         assert self.returncode == 0, f"snakemake failed (exit {self.returncode}):\n{self.output[-6000:]}"
@@ -103,6 +116,7 @@ class Controller:
         ]
         environment = client_environment()
         environment["PATH"] = f"{BIN}{os.pathsep}{environment['PATH']}"
+        self.watcher: QueueWatcher | None = None
         handle, name = tempfile.mkstemp(prefix="snakemake-", suffix=".out", dir=workdir)
         self.output_path = Path(name)
         with os.fdopen(handle, "w") as output:  # a file, not a pipe: nobody has to drain it meanwhile
@@ -125,13 +139,21 @@ class Controller:
     def run_id(self) -> str:
         return wait_until(lambda: run_id_in(self.output), "the SLURM run ID in snakemake's output")
 
+    def watch(self, slurm: SingleNodeSlurm) -> QueueWatcher:
+        """Poll squeue for this run's jobs until ``wait`` returns."""
+        self.watcher = QueueWatcher(slurm, self.run_id())
+        return self.watcher
+
     def wait(self) -> SlurmRun:
         returncode = self.process.wait()
-        return SlurmRun(returncode, self.output, run_id_in(self.output))
+        history = self.watcher.stop() if self.watcher else None
+        return SlurmRun(returncode, self.output, run_id_in(self.output), history)
 
 
-def run_through_slurm(workdir: Path, config: Path, *args: str) -> SlurmRun:
+def run_through_slurm(workdir: Path, config: Path, *args: str, slurm: SingleNodeSlurm | None = None) -> SlurmRun:
     with Controller(workdir, config, *args) as controller:
+        if slurm is not None:
+            controller.watch(slurm)
         return controller.wait()
 
 
@@ -150,6 +172,54 @@ def wait_until(condition: Callable[[], T], what: str, timeout: float = SNAKEMAKE
     return value
 
 
+@dataclass
+class QueueHistory:
+    """squeue's view of one run: every snapshot polled while it was live, the last one taken after."""
+
+    snapshots: list[list[SlurmJob]]
+
+    @property
+    def jobs(self) -> list[SlurmJob]:
+        """Every job and array task of the run, as SLURM last showed it."""
+        return self.snapshots[-1]
+
+    def states(self) -> dict[tuple[int, int | None], list[str]]:
+        """The states each job or array task was seen in, in order, repeats dropped."""
+        seen: dict[tuple[int, int | None], list[str]] = defaultdict(list)
+        for snapshot in self.snapshots:
+            for job in snapshot:
+                if not seen[job.task] or seen[job.task][-1] != job.state:
+                    seen[job.task].append(job.state)
+        return dict(seen)
+
+    def first_sight(self, task: tuple[int, int | None]) -> list[SlurmJob]:
+        """The first snapshot that shows ``task``."""
+        return next(snapshot for snapshot in self.snapshots if any(job.task == task for job in snapshot))
+
+
+class QueueWatcher:
+    """Polls ``squeue`` for one run's jobs, array tasks expanded, while the run is live."""
+
+    def __init__(self, slurm: SingleNodeSlurm, run_id: str) -> None:
+        self.slurm, self.run_id = slurm, run_id
+        self.snapshots: list[list[SlurmJob]] = []
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._poll, name="squeue-watcher", daemon=True)
+        self._thread.start()
+
+    def _poll(self) -> None:
+        while not self._stopping.is_set():
+            # slurmctld busy for a moment: the next poll sees what this one missed
+            with contextlib.suppress(subprocess.SubprocessError):
+                self.snapshots.append(self.slurm.jobs(self.run_id))
+            self._stopping.wait(0.5)
+
+    def stop(self) -> QueueHistory:
+        self._stopping.set()
+        self._thread.join()
+        return QueueHistory([*self.snapshots, self.slurm.jobs(self.run_id)])
+
+
 def label(rule: str, *wildcards: str) -> str:
     """How the plugin labels a job in SLURM (its ``--comment``)."""
     return f"rule_{rule}_wildcards_{'_'.join(wildcards)}"
@@ -159,9 +229,101 @@ def labels_and_states(jobs: list[SlurmJob]) -> list[tuple[str, str]]:
     return sorted((job.comment, job.state) for job in jobs)
 
 
+def plain_jobs(jobs: list[SlurmJob]) -> list[SlurmJob]:
+    return [job for job in jobs if job.array_task_id is None]
+
+
+def arrays(jobs: list[SlurmJob]) -> dict[int, list[SlurmJob]]:
+    """The array tasks among ``jobs``, by array job id, in task order."""
+    tasks: dict[int, list[SlurmJob]] = defaultdict(list)
+    for job in sorted(jobs, key=lambda job: job.task[1] or 0):
+        if job.array_task_id is not None:
+            tasks[job.array_job_id].append(job)
+    return dict(tasks)
+
+
+def rule_of(job: SlurmJob) -> str:
+    return re.fullmatch(r"rule_(\w+?)_wildcards_.*", job.comment).group(1)  # type: ignore[union-attr]
+
+
+def readme_resources() -> dict[str, tuple[int, int]]:
+    """Each rule's first-attempt memory (MB) and time (minutes), as README's SLURM table has them."""
+    section = README.split("## Run on a SLURM cluster", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| (\w+) \| (\d+) \| (\d+) \|", section, re.M)
+    return {rule: (int(memory), int(minutes)) for rule, memory, minutes in rows}
+
+
+def assert_first_attempt_requests(jobs: list[SlurmJob]) -> None:
+    """What each job asked SLURM for is its rule's figure (an array: plus the plugin's allowance)."""
+    for job in jobs:
+        memory, minutes = readme_resources()[rule_of(job)]
+        memory += 0 if job.array_task_id is None else ARRAY_MEMORY_ALLOWANCE_MB
+        assert (job.memory_mb, job.time_minutes) == (memory, minutes), job
+
+
+def shard_of(workdir: Path, source: Path, image: Path) -> str:
+    """The shard that encodes ``image``, by its index in the split's manifest."""
+    manifest = str(workdir / "work" / "train" / "manifest.jsonl")
+    relative = image.relative_to(source).as_posix()
+    samples = list(read_manifest(manifest))
+    index = next(sample.index for sample in samples if sample.path == relative)
+    ranges = [shard_range(len(samples), SHARDS, shard) for shard in range(SHARDS)]
+    return next(f"{k:05d}" for k, (start, stop) in enumerate(ranges) if start <= index < stop)
+
+
+def slurm_log(slurm: SingleNodeSlurm, job: SlurmJob) -> str:
+    """SLURM's log of a job or array task (``StdOut``, its %A/%a/%j filled in)."""
+    path = slurm.job_details(job.job_id)["StdOut"]
+    task = str(job.array_task_id) if job.array_task_id is not None else ""
+    path = path.replace("%A", str(job.array_job_id)).replace("%a", task).replace("%j", str(job.job_id))
+    return Path(path).read_text(errors="replace")
+
+
 # --------------------------------------------------------------------------------------------------
 # The tests.
 # --------------------------------------------------------------------------------------------------
+
+
+SLURM_PROFILE = ("--profile", str(PROFILE))
+SET_MERGE = ("--set-resources", "merge:mem_mb=8000", "merge:runtime=300")
+
+
+@pytest.mark.parametrize(
+    ("args", "changed"),
+    [
+        pytest.param((), {}, id="local"),
+        pytest.param(SLURM_PROFILE, {}, id="slurm profile"),
+        pytest.param(SET_MERGE, {"merge": (8000, 300)}, id="local, set-resources"),
+        pytest.param((*SLURM_PROFILE, *SET_MERGE), {"merge": (8000, 300)}, id="slurm profile, set-resources"),
+        pytest.param(("--resources", "mem_mb=3000"), {"at most": (3000, 0)}, id="local limit"),
+    ],
+)
+def test_every_rule_asks_for_the_readme_figures(
+    args: tuple[str, ...], changed: dict[str, tuple[int, int]], tmp_path: Path
+) -> None:
+    """One home: the rules' figures are what README lists, with or without profiles/slurm (which
+    holds none); --set-resources changes one rule; a local --resources limit lowers what is above it."""
+    source = tmp_path / "source"
+    make_images(str(source), images=4, classes=2, seed=0, workers=1)
+    config = write_config(tmp_path, {"train": {"source": str(source), "shards": 2}})
+    run = run_snakemake(tmp_path, "--dry-run", "--configfile", str(config), *args).check()
+    expected = readme_resources()
+    if "at most" in changed:
+        limit = changed["at most"][0]
+        expected = {rule: (min(memory, limit), minutes) for rule, (memory, minutes) in expected.items()}
+    else:
+        expected.update(changed)
+    assert dry_run_resources(run.output) == expected
+
+
+def dry_run_resources(output: str) -> dict[str, tuple[int, int]]:
+    """Each rule's mem_mb and runtime as a dry run prints them."""
+    found = {}
+    for rule, resources in re.findall(r"^(?:local)?rule (\w+):\n(?:    .*\n)*?    resources: (.*)$", output, re.M):
+        values = dict(item.split("=", 1) for item in resources.split(", "))
+        if values.get("mem_mb", "").isdigit():  # rule all has none (<TBD> with default-resources)
+            found[rule] = (int(values["mem_mb"]), int(values["runtime"]))
+    return found
 
 
 @pytest.fixture(scope="module")
@@ -179,45 +341,128 @@ def demo_like(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any],
     return splits, sections
 
 
+def test_the_slurm_profile_holds_no_rule_resources() -> None:
+    profile = yaml.safe_load((PROFILE / "config.yaml").read_text())
+    assert "set-resources" not in profile
+    assert profile["slurm-array-jobs"] == "encode_shard"
+    assert not {"mem_mb", "runtime", "cpus_per_task"} & set(str(key) for key in profile["default-resources"])
+
+
 def test_demo_through_slurm_gives_the_local_result(
     slurm: SingleNodeSlurm, demo_like: tuple[dict[str, Any], dict[str, Any]], tmp_path: Path
 ) -> None:
+    """Every shard runs as a task of an array job; the other rules as one job per split, asking for
+    the README's figures; the local rules never reach SLURM."""
     splits, sections = demo_like
     local, cluster = tmp_path / "local", tmp_path / "slurm"
     local.mkdir()
     cluster.mkdir()
     run_snakemake(local, "--configfile", str(write_config(local, splits, **sections))).check()
 
-    run = run_through_slurm(cluster, write_config(cluster, splits, **sections)).check()
+    run = run_through_slurm(cluster, write_config(cluster, splits, **sections), slurm=slurm).check()
 
-    expected = [label(rule, split) for split in splits for rule in PER_SPLIT_RULES]
-    expected += [label("encode_shard", split, f"{k:05d}") for split, s in splits.items() for k in range(s["shards"])]
-    assert labels_and_states(slurm.jobs(run.run_id)) == sorted((name, "COMPLETED") for name in expected)
+    assert run.history is not None
+    jobs = run.history.jobs
+    expected = [(label(rule, split), "COMPLETED") for split in splits for rule in PER_SPLIT_RULES]
+    assert labels_and_states(plain_jobs(jobs)) == sorted(expected)
+    shard_arrays = arrays(jobs)
+    # One array per split, or one for both where both splits' shards became ready at the same time.
+    sizes = sorted(len(tasks) for tasks in shard_arrays.values())
+    assert sizes in (sorted(split["shards"] for split in splits.values()), [sum(s["shards"] for s in splits.values())])
+    for tasks in shard_arrays.values():
+        assert [task.array_task_id for task in tasks] == list(range(1, len(tasks) + 1))
+        assert {(rule_of(task), task.state) for task in tasks} == {("encode_shard", "COMPLETED")}
+        assert len({task.comment for task in tasks}) == 1  # the array's: its task 1's shard
+    seen_live = {job.task for snapshot in run.history.snapshots[:-1] for job in snapshot}
+    assert {task.task for tasks in shard_arrays.values() for task in tasks} <= seen_live
+    assert_first_attempt_requests(jobs)
+    assert not [job for job in jobs if rule_of(job) in LOCAL_RULES]
     for split in splits:
+        assert (cluster / "results" / f"{split}.classes.png").is_file()
         assert_same_dataset(cluster / "results" / f"{split}.lmdb", local / "results" / f"{split}.lmdb")
+
+
+def test_a_task_failing_once_is_the_only_job_resubmitted(
+    slurm: SingleNodeSlurm, tree_copy: Path, converted: Converted, tmp_path: Path
+) -> None:
+    """The shards go to SLURM as one array job. One shard's image cannot be read the first time
+    only: its array task fails, and the one job submitted again is that shard's, alone, with twice
+    the memory and time; SLURM shows every other task done once."""
+    fifos = ShardFifos(tree_copy, converted)
+    config = write_config(tmp_path, {"train": {"source": str(tree_copy), "shards": SHARDS}})
+
+    with Controller(tmp_path, config) as controller:
+        controller.watch(slurm)
+        bad = fifos.serve(first_task_shard(slurm, controller.run_id()), bad_then=None)
+        run = controller.wait()
+    run.check()
+
+    assert run.history is not None
+    jobs = run.history.jobs
+    shard_jobs = [job for job in jobs if rule_of(job) == "encode_shard"]
+    [(array_id, tasks)] = arrays(shard_jobs).items()
+    assert [task.array_task_id for task in tasks] == list(range(1, SHARDS + 1))
+    [failed] = [task for task in tasks if task.state == "FAILED"]
+    assert [task.state for task in tasks if task is not failed] == ["COMPLETED"] * (SHARDS - 1)
+    log = slurm_log(slurm, failed)
+    assert str(fifos.images[bad]) in log, "SLURM's log of the failed task names the bad image"
+    assert "Removing output files" not in log  # keep-incomplete: task 1's shard survives (issue #447)
+    [again] = plain_jobs(shard_jobs)
+    assert (again.comment, again.state) == (label("encode_shard", "train", bad), "COMPLETED")
+    memory, minutes = readme_resources()["encode_shard"]
+    assert (again.memory_mb, again.time_minutes) == (2 * memory, 2 * minutes)  # attempt 2
+    others = [job for job in plain_jobs(jobs) if job is not again]
+    assert labels_and_states(others) == sorted((label(rule, "train"), "COMPLETED") for rule in PER_SPLIT_RULES)
+    # While live: the resubmission came after SLURM had the task as failed, which it stayed.
+    states = run.history.states()
+    assert states[failed.task][-1] == "FAILED" and states[failed.task].count("FAILED") == 1
+    assert again.job_id > array_id
+    assert [job.state for job in run.history.first_sight(again.task) if job.task == failed.task] == ["FAILED"]
+    assert_same_dataset(tmp_path / "results" / "train.lmdb", converted.lmdb)
+
+
+def test_more_shards_than_job_slots_are_refused_before_any_submission(
+    slurm: SingleNodeSlurm, tree_copy: Path, tmp_path: Path
+) -> None:
+    """With fewer job slots than a split's shards, plugin 2.8.0 would split them over several
+    arrays, or drop them and wait forever (its issue #473): the workflow refuses the run up
+    front, naming the fix, and SLURM never sees a job of it."""
+    config = write_config(tmp_path, {"train": {"source": str(tree_copy), "shards": SHARDS}})
+    run = run_through_slurm(tmp_path, config, "--jobs", str(SHARDS - 1))
+    assert run.returncode not in (0, 137), run.output[-6000:]
+    assert f"Raise --jobs (profiles/slurm sets jobs: 64) to at least {SHARDS}," in run.output
+    assert run.run_id and slurm.jobs(run.run_id) == []
 
 
 def test_failed_shard_is_retried_then_rerun_alone_surviving_a_preemption(
     slurm: SingleNodeSlurm, tree_copy: Path, converted: Converted, tmp_path: Path
 ) -> None:
-    """A bad image: its shard fails on every attempt, the other shards finish. After the fix, the
-    rerun submits that shard and what follows it, nothing else; when SLURM requeues that job, as
-    pre-emption with PreemptMode=REQUEUE does, the run waits for its second start (no retry spent)."""
-    images = sorted(tree_copy.rglob("*.JPEG"))
-    victim = images[len(images) // 2]
-    original = victim.read_bytes()
-    victim.write_bytes(b"not an image at all")
+    """A bad image: its shard fails on every attempt (its array task, then each retry as a job of
+    its own, with 2x and 3x the memory), the other shards finish. After the fix, the rerun submits
+    that shard and what follows it, nothing else; when SLURM requeues that job, as pre-emption with
+    PreemptMode=REQUEUE does, the run waits for its second start (no retry spent)."""
+    fifos = ShardFifos(tree_copy, converted)
     config = write_config(tmp_path, {"train": {"source": str(tree_copy), "shards": SHARDS}})
 
-    failed = run_through_slurm(tmp_path, config, "--keep-going")
+    with Controller(tmp_path, config, "--keep-going") as controller:
+        controller.watch(slurm)
+        bad_shard = fifos.serve(first_task_shard(slurm, controller.run_id()), bad_then=NOT_AN_IMAGE)
+        failed = controller.wait()
+    victim, original = fifos.images[bad_shard], fifos.originals[bad_shard]
     assert failed.returncode not in (0, 137), failed.output[-6000:]  # 137: killed by the timeout
     assert str(victim) in failed.output, "the controller's output names the bad file"
     done = {report.stem for report in (tmp_path / "work" / "train" / "parts").glob("*.json")}
-    [bad_shard] = {f"{k:05d}" for k in range(SHARDS)} - done
-    expected = [(label("encode_shard", "train", bad_shard), "FAILED")] * (1 + RETRIES)
-    expected += [(label("encode_shard", "train", shard), "COMPLETED") for shard in done]
-    expected += [(label(rule, "train"), "COMPLETED") for rule in UPSTREAM_OF_SHARDS]
-    assert labels_and_states(slurm.jobs(failed.run_id)) == sorted(expected)
+    assert {f"{k:05d}" for k in range(SHARDS)} - done == {bad_shard}
+    assert failed.history is not None
+    jobs = failed.history.jobs
+    [tasks] = arrays(jobs).values()
+    assert sorted(task.state for task in tasks) == ["COMPLETED"] * (SHARDS - 1) + ["FAILED"]
+    retried = [job for job in plain_jobs(jobs) if rule_of(job) == "encode_shard"]
+    assert labels_and_states(retried) == [(label("encode_shard", "train", bad_shard), "FAILED")] * RETRIES
+    memory, _ = readme_resources()["encode_shard"]
+    assert [job.memory_mb for job in retried] == [memory * attempt for attempt in range(2, RETRIES + 2)]
+    upstream = [(label(rule, "train"), "COMPLETED") for rule in UPSTREAM_OF_SHARDS]
+    assert labels_and_states([job for job in plain_jobs(jobs) if job not in retried]) == sorted(upstream)
 
     victim.unlink()
     os.mkfifo(victim)  # the shard reading it blocks until this test writes it: certainly running
@@ -249,15 +494,64 @@ def requeue(slurm: SingleNodeSlurm, job: SlurmJob) -> None:
 
 
 def feed_fifo(fifo: Path, data: bytes) -> None:
-    """Write ``data`` to the job reading ``fifo``, then put a plain file in its place (merge
-    reads passed-through images from the source again)."""
-    descriptor = wait_until(lambda: open_for_reader(fifo), f"a reader of {fifo}")
+    """Write ``data`` to the job reading ``fifo``, once one does; a plain file holding ``data``
+    then takes its place (merge reads passed-through images from the source again)."""
+    write_fifo(fifo, wait_until(lambda: open_for_reader(fifo), f"a reader of {fifo}"), data, data)
+
+
+def write_fifo(fifo: Path, descriptor: int, data: bytes, then: bytes) -> None:
+    """Write ``data`` to the reader of ``fifo``; before that, a plain file holding ``then`` takes the
+    fifo's place, so that every later read (merge's, a retried job's) gets ``then``."""
+    # Beside the fifo, under a name no listing takes for an image: the source's top folder keeps
+    # its modification time, so the next run does not list the source again.
+    replacement = fifo.with_name(f".{fifo.name}.replacement")
+    replacement.write_bytes(then)
+    os.replace(replacement, fifo)  # the reader keeps the fifo it opened
     fcntl.fcntl(descriptor, fcntl.F_SETFL, fcntl.fcntl(descriptor, fcntl.F_GETFL) & ~os.O_NONBLOCK)
     with os.fdopen(descriptor, "wb") as pipe:
         pipe.write(data)
-    replacement = fifo.parent.parent / f".{fifo.name}.replacement"
-    replacement.write_bytes(data)
-    os.replace(replacement, fifo)
+
+
+class ShardFifos:
+    """One image of each shard replaced by a fifo: each shard's job waits there until the test
+    serves it, so that the test decides what each shard reads, after seeing the array job."""
+
+    def __init__(self, source: Path, converted: Converted) -> None:
+        # The same tree, listed by the local conversion: the order count_check will find.
+        samples = list(read_manifest(str(converted.workdir / "work" / "train" / "manifest.jsonl")))
+        self.images: dict[str, Path] = {}
+        self.originals: dict[str, bytes] = {}
+        for shard in range(SHARDS):
+            start, stop = shard_range(len(samples), SHARDS, shard)
+            image = source / samples[(start + stop) // 2].path
+            self.images[f"{shard:05d}"], self.originals[f"{shard:05d}"] = image, image.read_bytes()
+            image.unlink()
+            os.mkfifo(image)
+
+    def serve(self, first: str, bad_then: bytes | None) -> str:
+        """Give each shard's job its image, but the first shard other than ``first`` bytes that are
+        no image, then leave ``bad_then`` (None: its image) for later reads; returns that shard."""
+        bad = min(set(self.images) - {first})
+        waiting = dict(self.images)
+        deadline = time.monotonic() + SNAKEMAKE_TIMEOUT_SECONDS
+        while waiting and time.monotonic() < deadline:
+            for shard, fifo in list(waiting.items()):
+                descriptor = open_for_reader(fifo)
+                if descriptor is not None:
+                    good = self.originals[shard]
+                    data, then = (NOT_AN_IMAGE, bad_then or good) if shard == bad else (good, good)
+                    write_fifo(fifo, descriptor, data, then)
+                    del waiting[shard]
+            time.sleep(0.2)
+        assert not waiting, f"no job read the images of shards {sorted(waiting)}"
+        return bad
+
+
+def first_task_shard(slurm: SingleNodeSlurm, run_id: str) -> str:
+    """The shard of task 1 of the run's array job: the array's comment names it and only it. Every
+    other task's job waits for that shard's outputs (issue #447), so the tests fail another one."""
+    task = wait_until(lambda: next((j for j in slurm.jobs(run_id) if j.array_task_id), None), "the array job")
+    return task.comment.rsplit("_", 1)[1]
 
 
 def open_for_reader(fifo: Path) -> int | None:
