@@ -24,11 +24,13 @@ def every_key_and_value(path: Path) -> dict[bytes, bytes]:
 
 def records_and_meta(path: Path) -> tuple[dict[bytes, bytes], dict]:
     """Every (key, value) of a dataset, and its meta JSON without the creation time and the words
-    that depend on how the config was written (the source's path, the class list's origin)."""
+    that depend on where the source lay and how the config was written (the source's path, the
+    folder on disk its paths are under, the folder read inside it, the class list's origin)."""
     items = every_key_and_value(path)
     document = json.loads(items.pop(META_KEYS["json"]))
     document.pop("created")
     document["source"].pop("path")
+    document["source"].pop("root", None)  # ds.root: tests that mean it check it by itself
     document["source"].pop("inside", None)  # the folder inside that path (splits.<name>.root), if one
     document["class_list"].pop("origin")
     return items, document

@@ -285,8 +285,8 @@ def test_val_folder_sorted_or_not_is_labelled_by_file_name(
     assert meta["source"].pop("ignored_files") == 1, "the ._ file, listed"
     streamed_meta["source"].pop("ignored_files")
     # ds.root: only where every record's file lies at its <wnid>/<file> path under the folder
-    assert meta["source"].pop("root") == (str(folder) if sorted_every == 1 else None)
-    assert streamed_meta["source"].pop("root") is None, "members of a tar"
+    assert LMDBDataset(tmp_path / "run" / "results" / "val.lmdb").root == (str(folder) if sorted_every == 1 else None)
+    assert LMDBDataset(streamed / "results" / "val.lmdb").root is None, "members of a tar"
     assert meta == streamed_meta
 
 
