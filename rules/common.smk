@@ -19,6 +19,24 @@ if not config.get("splits"):
         "    snakemake --cores 2 --configfile config/demo.yaml"
     )
 
+
+def check_split_keys(config: dict) -> None:
+    """A top-level key written under a split, before the schema's long message says so."""
+    for name, split in config["splits"].items():
+        if not isinstance(split, dict):
+            continue
+        misplaced = sorted(
+            set(split) & {"classes", "encode", "verify", "results", "work"}
+        )
+        if misplaced:
+            raise WorkflowError(
+                f"config key splits.{name}.{misplaced[0]}: {misplaced[0]} is a top-level key "
+                "(shared by every split), not a key of one split: move it to the top level of the "
+                "config, next to splits:."
+            )
+
+
+check_split_keys(config)
 validate(config, "../config/schema.yaml")
 
 
@@ -71,15 +89,25 @@ def check_source(name: str, split: dict) -> None:
             f"layout: parquet, or give one folder or archive."
         )
     if not os.path.exists(source):
+        pattern = any(mark in source for mark in "*?[{")
         raise WorkflowError(
             f"config key {key}: {source!r} does not exist "
             f"(relative paths are taken from {os.getcwd()})."
+            + (SHARDS_HINT if pattern else "")
         )
     if os.path.isfile(source) and not source.lower().endswith(ARCHIVE_SUFFIXES):
         raise WorkflowError(
             f"config key {key}: {source!r} is a file but not an archive; expected a "
             f"folder or one of {', '.join(ARCHIVE_SUFFIXES)}."
+            + (SHARDS_HINT if source.lower().endswith(".parquet") else "")
         )
+
+
+#: For a source that looks like shards given without their layout.
+SHARDS_HINT = (
+    " Shards (a glob, a brace pattern, a list, a .parquet file) are read with "
+    "layout: webdataset or layout: parquet."
+)
 
 
 def check_root(name: str, split: dict) -> None:

@@ -49,9 +49,12 @@ def no_images_message(description: SourceDescription, listing: Listing, class_li
         "webdataset": "samples of an image and a .cls label",
         "parquet": "rows of image bytes and a label",
     }.get(layout, "images in class folders")
+    if any(name.endswith(".cls") for name in listing.ignored):  # key.jpg beside key.cls: a WebDataset shard
+        hint = "its files look like WebDataset samples (key.jpg + key.cls): set layout: webdataset."
+    else:
+        hint = "for Kaggle's zip, set splits.<name>.root: ILSVRC/Data/CLS-LOC/train (or .../val)."
     return (
-        f"{source}: no images found (layout {layout} expects {expected}). Check splits.<name>.source; "
-        "for Kaggle's zip, set splits.<name>.root: ILSVRC/Data/CLS-LOC/train (or .../val)."
+        f"{source}: no images found (layout {layout} expects {expected}). Check splits.<name>.source and layout; {hint}"
     )
 
 

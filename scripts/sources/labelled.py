@@ -26,6 +26,8 @@ class LabelNames:
 
     names: list[str]
     origin: str  # in words, for error messages
+    #: what to do about a label outside ``names``, in words
+    remedy: str = "Give the full class list the shards were labelled with (devkit: or classes:)"
 
 
 def label_names(own: list[str] | None, devkit: str | None, shared: ClassList | None, where: str) -> LabelNames:
@@ -33,13 +35,30 @@ def label_names(own: list[str] | None, devkit: str | None, shared: ClassList | N
     if devkit:
         return LabelNames(devkit_classes(devkit), f"the sorted WNIDs of {devkit}")
     if own:
-        return LabelNames(list(own), "the class names stored in the files")
+        check_wanted_named(own, shared, where)
+        return LabelNames(
+            list(own),
+            "the class names stored in the files",
+            "The files' own class names are used (devkit: would replace them): fix the row's label",
+        )
     if shared is not None:
         return LabelNames(list(shared.names), f"the class list ({shared.origin})")
     raise CountMismatchError(
         f"{where}: its labels are integers, and nothing says which class each means. Set devkit: "
         "(ILSVRC2012_devkit_t12.tar.gz: the 1,000 WNIDs in label order) or classes: (a list or a file "
         "of the class names; sorted, the k-th name is label k) in the config."
+    )
+
+
+def check_wanted_named(own: list[str], shared: ClassList | None, where: str) -> None:
+    """A class list from the config that none of the files' own names matches: WNIDs (ImageNet-100)
+    against the human-readable names the hub's Parquet files store."""
+    if shared is None or not shared.explicit or set(shared.names) & set(own):
+        return
+    raise CountMismatchError(
+        f"{where}: the class list ({shared.origin}) names none of the classes the files store "
+        f"({', '.join(own[:3])}, ...). To select classes by WNID, set devkit: "
+        "(ILSVRC2012_devkit_t12.tar.gz) for this split: its labels are then named by WNID."
     )
 
 
@@ -71,7 +90,6 @@ def class_name(member: Member, labels: LabelNames, where: Callable[[Member], str
     if not 0 <= label < len(labels.names):
         raise CountMismatchError(
             f"{where(member)}: label {label} is outside the {len(labels.names)} classes of {labels.origin} "
-            f"(labels 0..{len(labels.names) - 1}). Give the full class list the shards were labelled with "
-            "(devkit: or classes:), or remove the sample."
+            f"(labels 0..{len(labels.names) - 1}). {labels.remedy}, or remove the sample."
         )
     return labels.names[label]

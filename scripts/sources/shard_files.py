@@ -31,6 +31,11 @@ def shard_files(source: str | list[str]) -> list[str]:
 
 def files_of(pattern: str) -> list[str]:
     if GLOB_CHARACTERS.isdisjoint(pattern):
+        if os.path.isdir(pattern):
+            raise ShardFilesError(
+                f"{pattern!r} is a folder; name its shard files, e.g. with a glob such as "
+                f"{os.path.join(pattern, '*.tar')!r} or {os.path.join(pattern, '*.parquet')!r}"
+            )
         if not os.path.isfile(pattern):
             raise ShardFilesError(f"shard {pattern!r} does not exist (relative paths are taken from {os.getcwd()})")
         return [pattern]

@@ -73,6 +73,9 @@ def test_truncated_jpeg_skipped_and_listed(tree_copy: Path, convert_in_tmp) -> N
         ({"encode": {"reencode": "sometimes"}}, "reencode"),
         ({"splits": {"train": {"source": "{tree}", "shards": 0}}}, "shards"),
         ({"splits": {"train": {"source": "{tree}", "expected_images": "many"}}}, "expected_images"),
+        ({"splits": {"train": {"source": "{tree}", "classes": ["a"]}}}, "splits.train.classes: classes is a top-level"),
+        ({"splits": {"train": {"source": "{tree}/*.parquet"}}}, "are read with layout: webdataset or layout: parquet"),
+        ({"splits": {"train": {"source": "{tree}", "layout": "parquet"}}}, "is a folder; name its shard files"),
     ],
 )
 def test_config_errors_stop_before_any_job(image_tree: Path, tmp_path: Path, change: dict, named: str) -> None:

@@ -216,7 +216,16 @@ def test_a_label_outside_the_class_list_is_named(tmp_path: Path) -> None:
     file = write_hf_parquet(tmp_path / "train.parquet", rows, NAMES, ROW_GROUP)
     output = failed_run(tmp_path, [file])
     assert f"{file}, row 5 (counted from 0; row group 1), sample img_0005" in output
-    assert f"label {len(NAMES) + 3} is outside the {len(NAMES)} classes" in output and "devkit:" in output
+    assert f"label {len(NAMES) + 3} is outside the {len(NAMES)} classes" in output
+    assert "The files' own class names are used (devkit: would replace them): fix the row's label" in output
+
+
+def test_a_class_subset_by_wnid_without_the_devkit_says_to_set_it(hub: Hub, tmp_path: Path) -> None:
+    write_config(tmp_path, {"train": parquet_split(hub.pattern)}, classes=[WNIDS[3], WNIDS[2]])
+    run = run_snakemake(tmp_path, "--configfile", str(tmp_path / "config.yaml"))
+    assert run.returncode != 0
+    assert "names none of the classes the files store" in run.output
+    assert "To select classes by WNID, set devkit:" in run.output
 
 
 def test_a_file_without_the_configured_column_is_named(hub: Hub, tmp_path: Path) -> None:

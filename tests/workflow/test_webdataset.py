@@ -233,6 +233,16 @@ def test_labels_without_class_names_stop_saying_what_to_set(source: Source, tmp_
     assert "its labels are integers, and nothing says which class each means. Set devkit:" in run.output
 
 
+def test_a_shard_without_its_layout_says_to_set_it(source: Source, tmp_path: Path) -> None:
+    shards = small_shards(tmp_path / "shards", source)
+    workdir = tmp_path / "run"
+    workdir.mkdir()
+    config = write_config(workdir, {"train": {"source": str(shards.files[0])}})  # layout imagefolder
+    run = run_snakemake(workdir, "--configfile", str(config))
+    assert run.returncode != 0
+    assert "its files look like WebDataset samples (key.jpg + key.cls): set layout: webdataset." in run.output
+
+
 def test_shard_cut_short_is_named(source: Source, tmp_path: Path) -> None:
     shards = small_shards(tmp_path / "shards", source)
     data = shards.files[1].read_bytes()
