@@ -350,8 +350,9 @@ class SingleNodeSlurm:
         rows = self.command("squeue", *args).stdout.splitlines()
         return sorted((SlurmJob.from_squeue(row) for row in rows), key=lambda job: (job.task[0], job.task[1] or 0))
 
-    def job_details(self, job_id: int) -> dict[str, str]:
-        """``scontrol show job``'s fields (JobState, Restarts, Reason, …) of one job."""
+    def job_details(self, job_id: int | str) -> dict[str, str]:
+        """``scontrol show job``'s fields (JobState, Restarts, Reason, …) of one job; an array task
+        as ``<array id>_<task>`` (the last task's own id is the array's, which shows every task)."""
         line = self.command("scontrol", "--oneliner", "show", "job", str(job_id)).stdout
         return dict(field.split("=", 1) for field in line.split() if "=" in field)
 

@@ -273,8 +273,8 @@ def shard_of(workdir: Path, source: Path, image: Path) -> str:
 
 def slurm_log(slurm: SingleNodeSlurm, job: SlurmJob) -> str:
     """SLURM's log of a job or array task (``StdOut``, its %A/%a/%j filled in)."""
-    path = slurm.job_details(job.job_id)["StdOut"]
     task = str(job.array_task_id) if job.array_task_id is not None else ""
+    path = slurm.job_details(f"{job.array_job_id}_{task}" if task else job.job_id)["StdOut"]
     path = path.replace("%A", str(job.array_job_id)).replace("%a", task).replace("%j", str(job.job_id))
     return Path(path).read_text(errors="replace")
 
@@ -404,6 +404,8 @@ def test_a_task_failing_once_is_the_only_job_resubmitted(
     assert [task.array_task_id for task in tasks] == list(range(1, SHARDS + 1))
     [failed] = [task for task in tasks if task.state == "FAILED"]
     assert [task.state for task in tasks if task is not failed] == ["COMPLETED"] * (SHARDS - 1)
+    logs = [slurm_log(slurm, task) for task in tasks]
+    assert len(set(logs)) == SHARDS, "each task's own log (the last task's job id is the array's)"
     log = slurm_log(slurm, failed)
     assert str(fifos.images[bad]) in log, "SLURM's log of the failed task names the bad image"
     assert "Removing output files" not in log  # keep-incomplete: task 1's shard survives (issue #447)
