@@ -419,7 +419,8 @@ class ParquetReader(MemberReader):
 
         path, opened = self.containers[number], self._file(number)
         try:
-            table = pq.ParquetFile(path, metadata=opened.metadata).read_row_group(group, columns=[opened.column])
+            with pq.ParquetFile(path, metadata=opened.metadata) as parquet:  # the table owns its buffers
+                table = parquet.read_row_group(group, columns=[opened.column])
         except (OSError, pa.ArrowException) as exc:
             raise ParquetReadError(
                 f"{path}: row group {group} cannot be read ({exc}): the file is damaged, or changed since rule "
