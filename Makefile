@@ -13,18 +13,20 @@ CORES ?= 2
 
 .PHONY: demo test test-cluster bench lint format clean
 
-$(STAMP): requirements.txt requirements-dev.txt
+# the checkout installed editable, as a user's `pip install` would: the rules import the package
+$(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -r requirements-dev.txt
+	$(BIN)/pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
 data/demo/train:
-	$(BIN)/python benchmarks/make_images.py data/demo/train.incomplete --images 240 --classes 6 --seed 1
+	$(BIN)/python -m benchmarks.make_images data/demo/train.incomplete --images 240 --classes 6 --seed 1
 	mv data/demo/train.incomplete data/demo/train
 
 data/demo/val:
-	$(BIN)/python benchmarks/make_images.py data/demo/val.incomplete --images 60 --classes 6 --seed 1 --first-index 100000
+	$(BIN)/python -m benchmarks.make_images data/demo/val.incomplete --images 60 --classes 6 --seed 1 --first-index 100000
 	mv data/demo/val.incomplete data/demo/val
 
 demo: $(STAMP) data/demo/train data/demo/val
@@ -37,7 +39,7 @@ test-cluster: $(STAMP)
 	$(BIN)/python -m pytest tests/cluster
 
 bench: $(STAMP)
-	$(BIN)/python benchmarks/run.py
+	$(BIN)/python -m benchmarks.run
 
 lint: $(STAMP) data/demo/train data/demo/val
 	$(BIN)/ruff check scripts src tests benchmarks

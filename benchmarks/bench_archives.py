@@ -23,9 +23,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from bench_common import OUT, fresh_dir, median, read_benchmark_tsvs, rotated, run_snakemake, timed
-from bench_data import Ilsvrc
-from support.workflow import write_config
+from benchmarks.bench_common import OUT, fresh_dir, median, read_benchmark_tsvs, rotated, run_snakemake, timed
+from benchmarks.bench_data import Ilsvrc
+from tests.support.workflow import write_config
 
 ROUTES = ("stream", "extract", "tar_then_convert")
 

@@ -41,11 +41,11 @@ from torch.utils.data import DataLoader
 from torchvision.datasets import ImageFolder
 from torchvision.transforms import v2
 
-import bench_data
-import dataset  # scripts/dataset.py: run.py puts scripts/ on the path
-from bench_common import OUT, REPO, drop_page_cache, fresh_dir, median, rotated, run_snakemake, timed
-from bench_reader import check_same_order
-from support.workflow import write_config
+from benchmarks import bench_data
+from benchmarks.bench_common import OUT, REPO, drop_page_cache, fresh_dir, median, rotated, run_snakemake, timed
+from benchmarks.bench_reader import check_same_order
+from imagefolder_lmdb import dataset  # scripts/dataset.py, as the package holds it
+from tests.support.workflow import write_config
 
 SEED = 14
 METHODS = ("drop_caches", "fadvise")

@@ -20,11 +20,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from tests.support.workflow import snakemake_command
+
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-sys.path.insert(0, str(REPO / "tests"))  # the support package, shared with the tests
-
-from support.workflow import snakemake_command  # noqa: E402
 
 #: Everything the benchmarks write (generated data, runs, raw results); ignored by git.
 OUT = REPO / "benchmarks" / "out"

@@ -23,7 +23,7 @@ from typing import Any
 
 from PIL import Image
 
-from bench_common import (
+from benchmarks.bench_common import (
     BIN,
     CORES,
     OUT,
@@ -36,8 +36,8 @@ from bench_common import (
     run_snakemake,
     timed,
 )
-from bench_data import sample_files
-from support.workflow import write_config
+from benchmarks.bench_data import sample_files
+from tests.support.workflow import write_config
 
 WORKFLOWS = {"workflow": {}, "workflow_header": {"encode": {"check": "header"}}}
 CONTENDERS = (*WORKFLOWS, "baseline")

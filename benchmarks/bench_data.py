@@ -17,9 +17,9 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench_common import OUT
-from support.ilsvrc import make_devkit, make_train_tar, make_val_tar
-from support.images import make_images
+from benchmarks.bench_common import OUT
+from tests.support.ilsvrc import make_devkit, make_train_tar, make_val_tar
+from tests.support.images import make_images
 
 DATA = OUT / "data"
 DONE = ".complete"  # marker: a cached folder is whole only when it holds this file

@@ -19,8 +19,8 @@ from typing import Any
 
 import psutil
 
-from bench_common import OUT, fresh_dir, read_benchmark_tsvs, snakemake_env
-from support.workflow import snakemake_command, write_config
+from benchmarks.bench_common import OUT, fresh_dir, read_benchmark_tsvs, snakemake_env
+from tests.support.workflow import snakemake_command, write_config
 
 #: Snakemake copies a rule's script to .snakemake/scripts/tmpXXXX.<script name>.py to run it.
 SCRIPT = re.compile(r"\.snakemake/scripts/tmp[^/]*\.(\w+)\.py$")

@@ -11,7 +11,7 @@ process as the rule runs (the allocator's state matters, see below), only the wo
 All end with the output on disk (fsync). Afterwards the run is completed; the reader benchmarks
 use its result.
 
-    python benchmarks/bench_merge.py CONTENDER RUNDIR OUTPUT   # one timed contender, JSON seconds
+    python -m benchmarks.bench_merge CONTENDER RUNDIR OUTPUT   # one timed contender, JSON seconds
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from typing import Any
 
 import lmdb
 
-from bench_common import BIN, OUT, REPO, fresh_dir, median, rotated, run_snakemake
-from support.workflow import write_config
-from workflow_io import fsync_path
+from benchmarks.bench_common import BIN, OUT, REPO, fresh_dir, median, rotated, run_snakemake
+from imagefolder_lmdb.workflow_io import fsync_path
+from tests.support.workflow import write_config
 
 BATCH_BYTES = 64 << 20
 CONTENDERS = ("merge", "plain_write", "cp")
@@ -90,8 +90,7 @@ def timed_contender(contender: str, rundir: Path, output: Path) -> float:
         start = time.perf_counter()
         plain_write(values, output)
         return time.perf_counter() - start
-    sys.path.insert(0, str(REPO / "scripts"))
-    from merge import merge  # imported before the clock: importing torch is not merging
+    from imagefolder_lmdb.steps.merge import merge  # imported before the clock: importing torch is not merging
 
     parts, reports, manifest = part_inputs(rundir)
     start = time.perf_counter()
@@ -103,8 +102,8 @@ def run_contender(contender: str, rundir: Path, scratch: Path) -> float:
     for path in scratch.iterdir():
         path.unlink()
     os.sync()  # earlier writes must not be flushed on this contender's clock
-    command = [str(BIN / "python"), __file__, contender, str(rundir), str(scratch / "out.lmdb")]
-    completed = subprocess.run(command, check=True, capture_output=True, text=True)
+    command = [str(BIN / "python"), "-m", "benchmarks.bench_merge", contender, str(rundir), str(scratch / "out.lmdb")]
+    completed = subprocess.run(command, cwd=REPO, check=True, capture_output=True, text=True)
     return float(json.loads(completed.stdout.strip().splitlines()[-1]))
 
 

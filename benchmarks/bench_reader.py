@@ -21,8 +21,8 @@ from torchvision.datasets import ImageFolder
 from torchvision.io import ImageReadMode, decode_jpeg
 from torchvision.transforms import v2
 
-import dataset  # scripts/dataset.py: run.py puts scripts/ on the path
-from bench_common import drop_page_cache, median, rotated, timed
+from benchmarks.bench_common import drop_page_cache, median, rotated, timed
+from imagefolder_lmdb import dataset  # scripts/dataset.py, as the package holds it
 
 Contenders = dict[str, Callable[[], Any]]
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bench_common import OUT, fresh_dir, median, read_benchmark_tsvs, run_snakemake
-from support.workflow import write_config
+from benchmarks.bench_common import OUT, fresh_dir, median, read_benchmark_tsvs, run_snakemake
+from tests.support.workflow import write_config
 
 
 def dry_run_seconds(tree: Path, shards: int, repeats: int) -> list[float]:

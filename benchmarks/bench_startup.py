@@ -1,7 +1,7 @@
 """Part of section 6: the fixed cost of every job. Each rule's script is a new Python process, so
 what the workflow's modules import is paid once per job (per shard: 272 jobs for ImageNet with
 the shipped config). Measured in fresh processes, alternating:
-- ``writer_scripts``: ``import encode_shard, merge, write_meta`` (what those jobs import);
+- ``writer_scripts``: the steps encode_shard, merge and write_meta imported (what those jobs import);
 - ``torch``: ``import torch`` alone, for scale: what each job paid while dataset.py imported it.
 Each child reports its own CPU seconds and peak resident memory, and whether torch got imported.
 """
@@ -13,22 +13,24 @@ import subprocess
 import time
 from typing import Any
 
-from bench_common import BIN, REPO, median, rotated
+from benchmarks.bench_common import BIN, median, rotated
 
 CHILD = """
 import json, sys, time
 start = time.process_time()
-sys.path.insert(0, {scripts!r})
 {imports}
 # VmHWM, not ru_maxrss: the latter may carry the forking parent's peak over the exec
 peak = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
 print(json.dumps({{"cpu": time.process_time() - start, "max_rss_mb": peak / 1024, "torch": "torch" in sys.modules}}))
 """
-IMPORTS = {"writer_scripts": "import encode_shard, merge, write_meta", "torch": "import torch"}
+IMPORTS = {
+    "writer_scripts": "from imagefolder_lmdb.steps import encode_shard, merge, write_meta",
+    "torch": "import torch",
+}
 
 
 def import_once(variant: str) -> dict[str, float]:
-    code = CHILD.format(scripts=str(REPO / "scripts"), imports=IMPORTS[variant])
+    code = CHILD.format(imports=IMPORTS[variant])
     start = time.perf_counter()
     completed = subprocess.run([str(BIN / "python"), "-c", code], check=True, capture_output=True, text=True)
     result = json.loads(completed.stdout.strip().splitlines()[-1])

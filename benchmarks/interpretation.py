@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-import prose
+from benchmarks import prose
 
 R = dict[str, Any]
 IMAGENET_TRAIN = 1_281_167

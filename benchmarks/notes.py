@@ -15,8 +15,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import prose
-from interpretation import IMAGENET_IMAGES, IMAGENET_TRAIN, R, fmt, imagenet_seconds, ratio, section, times, warm
+from benchmarks import prose
+from benchmarks.interpretation import (
+    IMAGENET_IMAGES,
+    IMAGENET_TRAIN,
+    R,
+    fmt,
+    imagenet_seconds,
+    ratio,
+    section,
+    times,
+    warm,
+)
 
 #: Shards of the shipped ImageNet config, config/imagenet.yaml: train's and val's.
 IMAGENET_SHARDS = 256 + 16

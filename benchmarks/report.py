@@ -19,8 +19,8 @@ import matplotlib
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt
 
-import prose
-from interpretation import (
+from benchmarks import prose
+from benchmarks.interpretation import (
     IMAGENET_IMAGES,
     R,
     cold_targets,
@@ -33,7 +33,7 @@ from interpretation import (
     times,
     warm,
 )
-from notes import notes
+from benchmarks.notes import notes
 
 CONTENDER_NAMES = {
     "workflow": "workflow, `check: decode` (default)",

@@ -1,9 +1,9 @@
 """Benchmark the workflow and the reader, side by side in one invocation, and write BENCHMARKS.md.
 
-    .venv/bin/python benchmarks/run.py                  # 20,000 images (N = 10,000 and 2N = 20,000)
-    .venv/bin/python benchmarks/run.py --quick          # a few hundred images, to try it out
-    .venv/bin/python benchmarks/run.py --report-only    # rewrite BENCHMARKS.md from the last results
-    .venv/bin/python benchmarks/run.py --sections cold  # only section 8, cold reads (issue 14)
+    .venv/bin/python -m benchmarks.run                  # 20,000 images (N = 10,000 and 2N = 20,000)
+    .venv/bin/python -m benchmarks.run --quick          # a few hundred images, to try it out
+    .venv/bin/python -m benchmarks.run --report-only    # rewrite BENCHMARKS.md from the last results
+    .venv/bin/python -m benchmarks.run --sections cold  # only section 8, cold reads (issue 14)
 
 Generated data is cached in benchmarks/out/data/ (ignored by git); raw figures go to
 benchmarks/out/results.json, the report to BENCHMARKS.md and benchmarks/benchmarks.png. A
@@ -23,20 +23,21 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "scripts"))  # dataset.py, merge.py: measured as the workflow runs them
+from benchmarks import (
+    bench_archives,
+    bench_cold,
+    bench_convert,
+    bench_data,
+    bench_memory,
+    bench_merge,
+    bench_reader,
+    bench_scale,
+    bench_startup,
+    report,
+)
+from benchmarks.bench_common import CORES, OUT, WorkflowFailed
 
-import bench_archives  # noqa: E402
-import bench_cold  # noqa: E402
-import bench_convert  # noqa: E402
-import bench_data  # noqa: E402
-import bench_memory  # noqa: E402
-import bench_merge  # noqa: E402
-import bench_reader  # noqa: E402
-import bench_scale  # noqa: E402
-import bench_startup  # noqa: E402
-import report  # noqa: E402
-from bench_common import CORES, OUT, WorkflowFailed  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 
 def results_path(quick: bool) -> Path:

@@ -1,13 +1,15 @@
-# Config validation, every file's path (scripts/run_paths.py) and the input functions the rule
+# Config validation, every file's path (src/imagefolder_lmdb/run_paths.py) and the input functions the rule
 # files use. Stale locks and leftovers of killed runs: rules/resume.smk.
 import os
-import sys
 import time
 
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
 
 min_version("9.0")
+
+#: The checkout, for envs/imagefolder-lmdb.post-deploy.sh (--use-conda installs its package).
+os.environ.setdefault("IMAGEFOLDER_LMDB_CHECKOUT", workflow.basedir)
 
 RUN_STARTED = time.time()
 
@@ -40,14 +42,7 @@ check_split_keys(config)
 validate(config, "../config/schema.yaml")
 
 
-def scripts_importable() -> None:
-    """Let this file import helpers from scripts/ (the rule scripts get it from Snakemake)."""
-    scripts = os.path.join(workflow.basedir, "scripts")
-    if scripts not in sys.path:
-        sys.path.insert(0, scripts)
-
-
-#: Layouts whose source is a set of shard files (scripts/sources/shard_files.py).
+#: Layouts whose source is a set of shard files (src/imagefolder_lmdb/sources/shard_files.py).
 SHARD_LAYOUTS = ("webdataset", "parquet")
 
 
@@ -70,8 +65,7 @@ def check_config(config: dict) -> None:
 
 def check_shards(name: str, split: dict) -> None:
     """Layouts webdataset and parquet: the shards the source names are all there."""
-    scripts_importable()
-    from sources.shard_files import ShardFilesError, shard_files
+    from imagefolder_lmdb.sources.shard_files import ShardFilesError, shard_files
 
     try:
         shard_files(split["source"])
@@ -119,8 +113,7 @@ def check_root(name: str, split: dict) -> None:
             f"config key splits.{name}.root: layout {split['layout']} reads its shard files "
             "whole; remove root (source names the shards)."
         )
-    scripts_importable()
-    from sources.tree import root_problem
+    from imagefolder_lmdb.sources.tree import root_problem
 
     problem = root_problem(split["root"])
     if problem is not None:
@@ -182,8 +175,7 @@ def configured_classes(config: dict) -> tuple[list[str] | None, str | None]:
     """The config's ``classes:`` (a list, or a file with one per line): sorted names and origin."""
     if config["classes"] is None:
         return None, None
-    scripts_importable()
-    from class_list import ClassListError, configured_names
+    from imagefolder_lmdb.class_list import ClassListError, configured_names
 
     try:
         return configured_names(config["classes"])
@@ -195,14 +187,11 @@ CLASSES, CLASSES_ORIGIN = configured_classes(config)
 SHARING = [name for name, split in config["splits"].items() if split["share_classes"]]
 #: The split whose classes every sharing split uses, when the config lists none.
 CLASSES_FROM = SHARING[0] if SHARING and CLASSES is None else None
-
-
-scripts_importable()
-from run_paths import SHARD, RunPaths
+from imagefolder_lmdb.run_paths import SHARD, RunPaths
 
 PATHS = RunPaths(
     config["results"], config["work"]
-)  # every file's path: scripts/run_paths.py
+)  # every file's path: src/imagefolder_lmdb/run_paths.py
 SPLITS = list(config["splits"])
 
 
@@ -230,16 +219,15 @@ def part_files(pattern: str):
 
 def folder_stamp(wildcards) -> str | None:
     """Rule extract's param that changes when a folder source's class folders gain or lose
-    files (see scripts/source_stamp.py); None for an archive, whose own time shows a change.
+    files (see src/imagefolder_lmdb/source_stamp.py); None for an archive, whose own time shows a change.
     """
     split = split_config(wildcards)
     source = split["source"]
     if not isinstance(source, str) or not os.path.isdir(source):
         return None
-    scripts_importable()
-    from sources.tree import folder_inside
+    from imagefolder_lmdb.sources.tree import folder_inside
 
-    from source_stamp import listing_stamp
+    from imagefolder_lmdb.source_stamp import listing_stamp
 
     folder = folder_inside(source, split["root"])
     if not os.path.isdir(folder):
@@ -253,7 +241,7 @@ def source_files(wildcards) -> list[str]:
     split = split_config(wildcards)
     if split["layout"] not in SHARD_LAYOUTS:
         return [split["source"]]
-    from sources.shard_files import shard_files
+    from imagefolder_lmdb.sources.shard_files import shard_files
 
     return shard_files(split["source"])
 
@@ -324,8 +312,7 @@ def encode_settings() -> dict:
 
 def print_summary(config: dict) -> None:
     """After a successful run: per split, what was stored and where the outputs are."""
-    scripts_importable()
-    from summary import summary_lines
+    from imagefolder_lmdb.summary import summary_lines
 
     for line in summary_lines(config, time.time() - RUN_STARTED):
         print(line)

@@ -12,7 +12,7 @@ rule merge:
         PATHS.benchmark("merge")
     conda:
         "../envs/imagefolder-lmdb.yaml"
-    # a reading thread checks passed-through images ahead of the writer (scripts/merge.py)
+    # a reading thread checks passed-through images ahead of the writer (src/imagefolder_lmdb/steps/merge.py)
     threads: 2
     # memory and time per attempt (rules/cluster.smk); peak for ImageNet train: the shard reports
     # and one shard's rows, ~0.55 KB per image, + ~0.2 GB of batches (~1.3 GB)

@@ -1,11 +1,12 @@
 # SPDX-License-Identifier: MIT
 """imagefolder-lmdb's reader, installed with pip: ``from imagefolder_lmdb import LMDBDataset``.
 
-The reader is the repository's ``scripts/dataset.py``, the same file that can be copied on its own:
-the wheel ships it, with the modules the ``imagefolder-lmdb`` command needs, as
-``imagefolder_lmdb._scripts`` (pyproject.toml maps scripts/ there; no second copy exists). This
-module re-exports its public names, each on first use, so importing the package imports no torch:
-``LMDBDataset`` does, as in the file itself.
+The reader is the repository's ``scripts/dataset.py``, the same file that can be copied on its own;
+the package holds it as ``imagefolder_lmdb.dataset`` (src/imagefolder_lmdb/dataset.py is a link to
+it, and the wheel holds the file itself; no second copy exists). The rest of the package is the
+workflow's library (``steps``: one module per rule) and the ``imagefolder-lmdb`` command. This
+module re-exports the reader's public names, each on first use, so importing the package imports no
+torch: ``LMDBDataset`` does, as in the file itself.
 """
 
 from __future__ import annotations
@@ -13,22 +14,24 @@ from __future__ import annotations
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
-from imagefolder_lmdb._scripts import dataset as _dataset
+from imagefolder_lmdb import dataset as _dataset
 
 if TYPE_CHECKING:
-    from imagefolder_lmdb._scripts.dataset import *  # noqa: F403
-    from imagefolder_lmdb._scripts.dataset import LMDBReader
+    from imagefolder_lmdb.dataset import *  # noqa: F403
+    from imagefolder_lmdb.dataset import LMDBReader
 
 __all__ = [*_dataset.__all__, "LMDBReader"]
-__version__ = metadata.version("imagefolder-lmdb")
 
 
 def __getattr__(name: str) -> Any:
-    # PEP 562: LMDBDataset is built (importing torch) only when asked for, by the reader itself.
+    # PEP 562: LMDBDataset is built (importing torch) only when asked for, by the reader itself; the
+    # version is looked up when asked for, so a checkout on PYTHONPATH imports without an install.
     if name in __all__:
         return getattr(_dataset, name)
+    if name == "__version__":
+        return metadata.version("imagefolder-lmdb")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+    return sorted([*globals(), *__all__, "__version__"])

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 import lmdb
 import numpy as np
 
-import lmdb_pages
-from dataset import (
+from imagefolder_lmdb import lmdb_pages
+from imagefolder_lmdb.dataset import (
     KEY_WIDTH,
     LOCATION_DTYPE,
     META_KEYS,

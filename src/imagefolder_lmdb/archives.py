@@ -24,7 +24,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from work_files import FileLocation, Location, Member, TarLocation, ZipLocation, location_size
+from imagefolder_lmdb.work_files import FileLocation, Location, Member, TarLocation, ZipLocation, location_size
 
 log = logging.getLogger("imagefolder_lmdb.archives")
 

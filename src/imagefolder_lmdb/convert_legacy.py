@@ -31,8 +31,8 @@ from typing import Any
 import lmdb
 import numpy as np
 
-from add_locations import add_locations
-from dataset import (
+from imagefolder_lmdb.add_locations import add_locations
+from imagefolder_lmdb.dataset import (
     FORMAT_ID,
     META_KEYS,
     FormatError,
@@ -45,9 +45,9 @@ from dataset import (
     open_env_readonly,
     record_key,
 )
-from image_policy import UNUSABLE_IMAGE, Encoded, EncodeSettings, encode_image
-from meta_document import build_document, checked
-from workflow_io import atomic_lmdb
+from imagefolder_lmdb.image_policy import UNUSABLE_IMAGE, Encoded, EncodeSettings, encode_image
+from imagefolder_lmdb.meta_document import build_document, checked
+from imagefolder_lmdb.workflow_io import atomic_lmdb
 
 TOOL = "imagefolder-lmdb-convert-legacy"
 TOOL_VERSION = "1.0.0"

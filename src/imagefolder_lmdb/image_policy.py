@@ -19,7 +19,7 @@ from typing import Any
 
 from PIL import Image, UnidentifiedImageError
 
-from dataset import STORAGE_CODES
+from imagefolder_lmdb.dataset import STORAGE_CODES
 
 JPEG_EOI = b"\xff\xd9"
 #: Bytes at the end of a JPEG searched for its end-of-image marker (cameras pad after it).

@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from dataset import FORMAT_ID, FORMAT_VERSION, STORAGE_REASONS
+from imagefolder_lmdb.dataset import FORMAT_ID, FORMAT_VERSION, STORAGE_REASONS
 
 
 class MetaDocumentError(ValueError):

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from workflow_io import publish, read_json, temporary_path, write_json_atomic
+from imagefolder_lmdb.workflow_io import publish, read_json, temporary_path, write_json_atomic
 
 DESCRIPTION = "source.json"
 MEMBERS = "members.jsonl"

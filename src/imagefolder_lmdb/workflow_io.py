@@ -21,7 +21,7 @@ from typing import Any, TextIO
 
 import lmdb
 
-from dataset import STORAGE_CODES
+from imagefolder_lmdb.dataset import STORAGE_CODES
 
 log = logging.getLogger("imagefolder_lmdb")
 

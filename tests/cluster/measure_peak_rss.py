@@ -3,7 +3,7 @@ resources in the rules (rules/*.smk, see rules/cluster.smk).
 
     .venv/bin/python tests/cluster/measure_peak_rss.py SOURCE_TREE [--copies 10] [--shards 4] [--archive tar]
 
-SOURCE_TREE is an ImageFolder tree (e.g. from benchmarks/make_images.py). ``--copies K`` measures
+SOURCE_TREE is an ImageFolder tree (e.g. from python -m benchmarks.make_images). ``--copies K`` measures
 on a tree with every image hard-linked K times (cheap to build, and the per-split rules see K
 times more files), so two runs at different K give the per-image slope of the rules whose
 memory grows with the split (count_check, merge, write_meta, verify). ``--archive tar`` converts a

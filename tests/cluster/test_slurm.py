@@ -29,14 +29,14 @@ import psutil
 import pytest
 import yaml
 
+from imagefolder_lmdb.work_files import read_manifest
+from imagefolder_lmdb.workflow_io import shard_range
 from slurm_node import SLURM_CONF, SingleNodeSlurm, SlurmJob, SlurmUnavailable, client_environment, ensure_installed
 from support import BIN, REPO
 from support.datasets import assert_same_dataset
 from support.images import make_images
 from support.readme import README
 from support.workflow import Converted, run_snakemake, snakemake_command, write_config
-from work_files import read_manifest
-from workflow_io import shard_range
 
 PROFILE = REPO / "profiles" / "slurm"
 RETRIES = int(yaml.safe_load((PROFILE / "config.yaml").read_text())["retries"])

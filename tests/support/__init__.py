@@ -1,11 +1,13 @@
 """What the tests and the benchmarks share: data builders and helpers, no tests.
 
-Importing the package puts scripts/ on ``sys.path`` (the tests import the workflow's modules,
-``dataset`` above all, as the rules do). Tests find it because pytest puts tests/ on the path;
-benchmarks/bench_common.py puts it there for the benchmarks.
+The tests import the workflow's modules as the rules do, from the installed package
+``imagefolder_lmdb`` (``make test`` installs the checkout editable). Tests find this package as
+``support`` because pytest puts tests/ on the path (rootdir conftest); the benchmarks, run as
+``python -m benchmarks.run`` from the checkout, import it as ``tests.support``: its modules import
+each other relatively, so both names work.
 
 - ``support.images``: generated images: ImageNet-like ImageFolder trees (``make_images``, also the
-  command ``benchmarks/make_images.py``), the test tree's size, single JPEG/PNG values.
+  command ``python -m benchmarks.make_images``), the test tree's size, single JPEG/PNG values.
 - ``support.archives``: tar, tar.gz and zip makers, members of any kind, hostile archives, zips as
   other tools write them.
 - ``support.ilsvrc``: ILSVRC2012-structured archives: a tar of class tars, the flat val tar, a devkit.
@@ -29,6 +31,3 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 #: The venv's bin folder: snakemake, ruff and snakefmt of the interpreter running this.
 BIN = Path(sys.executable).parent
-
-if str(REPO / "scripts") not in sys.path:
-    sys.path.insert(0, str(REPO / "scripts"))

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from support import REPO
+from . import REPO
 
 
 def run_script(script: str, *args: str | Path) -> subprocess.CompletedProcess[str]:

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from PIL import Image
 
-from dataset import LOCATION_DTYPE, META_KEYS, LMDBReader, close_all_envs, record_key
+from imagefolder_lmdb.dataset import LOCATION_DTYPE, META_KEYS, LMDBReader, close_all_envs, record_key
 
 
 def every_key_and_value(path: Path) -> dict[bytes, bytes]:

@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import scipy.io
 
-from support.archives import add_member
-from support.images import make_images
+from .archives import add_member
+from .images import make_images
 
 
 def make_train_tar(tree: Path, path: Path, reverse: bool = False) -> int:

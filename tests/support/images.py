@@ -2,7 +2,7 @@
 plus the oddities real datasets hold (a PNG named .JPEG, CMYK and grayscale JPEGs, an RGBA PNG),
 and single JPEG/PNG values for tests that write datasets directly.
 
-    python benchmarks/make_images.py OUT --images 20000 --classes 100   # the command: main() below
+    python -m benchmarks.make_images OUT --images 20000 --classes 100   # the command: main() below
 
 Content is smooth colour fields with soft shapes and film grain, so JPEG sizes and decode costs
 resemble real photos (~110 KB at ~480x400, quality 90) rather than flat synthetic tiles.
@@ -143,7 +143,7 @@ def png_bytes(seed: int, size: tuple[int, int] = (100, 80)) -> bytes:
 
 
 def main() -> None:
-    """The command ``python benchmarks/make_images.py OUT [--images N --classes K ...]``."""
+    """The command ``python -m benchmarks.make_images OUT [--images N --classes K ...]``."""
     parser = argparse.ArgumentParser(
         description="Generate an ImageNet-like ImageFolder tree: photographic-looking JPEGs of varied sizes, "
         "plus a PNG named .JPEG, a CMYK and a grayscale JPEG and an RGBA PNG."

@@ -10,7 +10,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from support.images import make_images
+from .images import make_images
 
 DATA = "ILSVRC/Data/CLS-LOC"
 

@@ -9,7 +9,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
-from support import REPO
+from . import REPO
 
 
 def copy_working_tree(into: Path) -> Path:
@@ -23,7 +23,7 @@ def copy_working_tree(into: Path) -> Path:
             continue
         target = into / name
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(REPO / name, target)
+        shutil.copy2(REPO / name, target, follow_symlinks=False)  # a link stays one, as git holds it
     return into
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from support.images import photo_like
+from .images import photo_like
 
 #: The Arrow type the ``datasets`` library gives its Image feature.
 HF_IMAGE = pa.struct([("bytes", pa.binary()), ("path", pa.string())])

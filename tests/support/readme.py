@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from support import REPO
+from . import REPO
 
 README = (REPO / "README.md").read_text()
 RUNNABLE = re.compile(r"<!-- runnable -->\n```(bash|python)\n(.*?)```", re.S)

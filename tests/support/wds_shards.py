@@ -10,8 +10,8 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from support.archives import add_member
-from support.ilsvrc import make_devkit
+from .archives import add_member
+from .ilsvrc import make_devkit
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from support import BIN, REPO
+from . import BIN, REPO
 
 
 def snakemake_command(workdir: Path, *args: str) -> list[str]:

@@ -14,7 +14,7 @@ def test_archive_listing_accepts_what_imagefolder_accepts() -> None:
     # torchvision costs seconds per job): the copy must stay the original.
     from torchvision.datasets.folder import IMG_EXTENSIONS, has_file_allowed_extension
 
-    from sources import tree
+    from imagefolder_lmdb.sources import tree
 
     assert tree.IMAGE_EXTENSIONS == IMG_EXTENSIONS
     names = ["a.JPEG", "b.jpg", "c.Png", "d.webp", "e.TIFF", "f.txt", "g.jpeg.bak", "h", ".jpg", "i.gif"]
@@ -23,7 +23,7 @@ def test_archive_listing_accepts_what_imagefolder_accepts() -> None:
 
 def test_zip_unicode_path_field_names_a_non_utf8_member() -> None:
     # Info-ZIP stores a name in the system's code page plus its UTF-8 form in a 0x7075 field.
-    from archives import zip_member_name
+    from imagefolder_lmdb.archives import zip_member_name
 
     stored = "Ölfass.jpg".encode("cp850")
     field = b"\x01" + zlib.crc32(stored).to_bytes(4, "little") + "Ölfass.jpg".encode()
@@ -35,8 +35,8 @@ def test_zip_unicode_path_field_names_a_non_utf8_member() -> None:
 
 
 def test_root_filter_keeps_members_under_root_and_names_what_there_is_instead() -> None:
-    from sources.tree import RootFilter
-    from work_files import Member, ZipLocation
+    from imagefolder_lmdb.sources.tree import RootFilter
+    from imagefolder_lmdb.work_files import Member, ZipLocation
 
     paths = ["./ILSVRC/Data/CLS-LOC/train/n1/a.JPEG", "ILSVRC/Data/CLS-LOC/val/b.JPEG", "LOC_val_solution.csv"]
     members = [Member(p, ZipLocation(0, p, 1)) for p in paths]
@@ -60,14 +60,14 @@ def test_root_filter_keeps_members_under_root_and_names_what_there_is_instead() 
     ],
 )
 def test_split_folders_are_refused_with_the_roots_to_set(images: list[str], hint: str) -> None:
-    from sources.tree import RootError, check_not_split_folders
+    from imagefolder_lmdb.sources.tree import RootError, check_not_split_folders
 
     with pytest.raises(RootError, match=hint):
         check_not_split_folders("a.zip", "", images)
 
 
 def test_a_class_named_train_is_no_split_folder() -> None:
-    from sources.tree import check_not_split_folders
+    from imagefolder_lmdb.sources.tree import check_not_split_folders
 
     check_not_split_folders("a.zip", "", ["train/cat/1.jpg", "train/dog/2.jpg"])  # wrapper train/: classes cat, dog
     check_not_split_folders("a.zip", "", ["train/1.jpg", "cat/2.jpg"])  # a class named train beside another

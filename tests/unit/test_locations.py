@@ -21,12 +21,10 @@ import numpy as np
 import pytest
 import torch
 
-import add_locations as add_locations_module
-import dataset
-import lmdb_pages
-import write_meta
-from add_locations import add_locations, add_locations_to_file
-from dataset import (
+from imagefolder_lmdb import add_locations as add_locations_module
+from imagefolder_lmdb import dataset, lmdb_pages
+from imagefolder_lmdb.add_locations import add_locations, add_locations_to_file
+from imagefolder_lmdb.dataset import (
     LOCATION_DTYPE,
     META_KEYS,
     STORAGE_CODES,
@@ -38,6 +36,8 @@ from dataset import (
     encode_meta,
     record_key,
 )
+from imagefolder_lmdb.steps import write_meta
+from imagefolder_lmdb.workflow_io import LMDBWriter
 from support.commands import run_script
 from support.datasets import (
     assert_offsets_give_lmdb_bytes,
@@ -47,7 +47,6 @@ from support.datasets import (
 )
 from support.images import jpeg_bytes, png_bytes
 from support.legacy import pickled, write_legacy
-from workflow_io import LMDBWriter
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:The image decoding and encoding capabilities:DeprecationWarning"),

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from sources.parquet import ParquetReader
+from imagefolder_lmdb.sources.parquet import ParquetReader
+from imagefolder_lmdb.work_files import ParquetLocation
 from support import REPO
 from support.images import jpeg_bytes
 from support.parquet import Row, write_hf_parquet, write_plain_parquet
-from work_files import ParquetLocation
 
 ROWS, GROUP = 40, 6
 
@@ -70,6 +70,6 @@ def test_a_null_image_is_a_bad_image(tmp_path: Path) -> None:
 
 def test_importing_the_sources_leaves_pyarrow_unloaded() -> None:
     # rules/common.smk imports sources while Snakemake parses the Snakefile: every run pays for it
-    code = "import sys; sys.path.insert(0, 'scripts'); import sources; print('pyarrow' in sys.modules)"
+    code = "import sys, imagefolder_lmdb.sources; print('pyarrow' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"

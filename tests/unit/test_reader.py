@@ -12,8 +12,8 @@ import pytest
 import torch
 from PIL import Image
 
-import dataset
-from dataset import FormatError, LMDBDataset, record_key
+from imagefolder_lmdb import dataset
+from imagefolder_lmdb.dataset import FormatError, LMDBDataset, record_key
 from support.datasets import pil_as_tensor
 
 #: torchvision 0.29 deprecates its image decoders in favour of TorchCodec and says so on every call.

@@ -1,5 +1,6 @@
 """The reader and the commands installed with pip: the wheel pip builds from a clone (as
-``pip install git+<URL>`` does) holds one package, ``imagefolder_lmdb``, shipping scripts/ itself,
+``pip install git+<URL>`` does) holds one package, ``imagefolder_lmdb`` (src/), with the reader
+scripts/dataset.py itself as ``imagefolder_lmdb.dataset``,
 declares the licence and the runtime requirements, and, installed into a fresh venv and run from a
 folder that knows nothing of the checkout, reads a dataset and runs ``imagefolder-lmdb``."""
 
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-from dataset import LMDBDataset, checksum
+from imagefolder_lmdb.dataset import LMDBDataset, checksum
 from support import REPO
 from support.images import jpeg_bytes, png_bytes
 from support.legacy import pickled, write_legacy
@@ -32,9 +33,9 @@ DIST_INFO = f"{PACKAGE}-{PYPROJECT['project']['version']}.dist-info"
 
 
 def shipped_modules() -> list[str]:
-    """The modules of scripts/ that pyproject.toml puts into the wheel, and the package's __init__."""
-    modules = PYPROJECT["tool"]["setuptools"]["py-modules"]
-    return ["__init__", *(name.removeprefix(f"{PACKAGE}._scripts.") for name in modules)]
+    """The package's modules as git tracks them: every .py file under src/imagefolder_lmdb."""
+    tracked = subprocess.run(["git", "ls-files", "src"], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    return [path.removeprefix("src/") for path in tracked.split() if path.endswith(".py")]
 
 
 @pytest.fixture(scope="module")
@@ -63,18 +64,22 @@ def run_in(venv: Path, cwd: Path, *command: str) -> subprocess.CompletedProcess[
     return subprocess.run(program, cwd=cwd, env=environment, capture_output=True, text=True, timeout=300, check=False)
 
 
-def test_wheel_holds_one_package_shipping_scripts_files(wheel: Path) -> None:
+def test_wheel_holds_one_package_shipping_the_reader_itself(wheel: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
-        shipped = {name: archive.read(name) for name in names if name.startswith(f"{PACKAGE}/_scripts/")}
+        shipped = {name: archive.read(name) for name in names if name.startswith(f"{PACKAGE}/")}
         licence = archive.read(f"{DIST_INFO}/licenses/LICENSE")
     assert {name.split("/")[0] for name in names} == {PACKAGE, DIST_INFO}, "no top-level `dataset`"
-    assert sorted(shipped) == sorted(f"{PACKAGE}/_scripts/{module}.py" for module in shipped_modules())
+    assert sorted(shipped) == sorted(shipped_modules())
     for name, content in shipped.items():
-        assert content == (REPO / "scripts" / Path(name).name).read_bytes(), f"{name} is scripts/' file itself"
+        assert content == (REPO / "src" / name).read_bytes(), f"{name} is the checkout's file itself"
+    assert shipped[f"{PACKAGE}/dataset.py"] == (REPO / "scripts" / "dataset.py").read_bytes(), "the reader itself"
     assert licence == (REPO / "LICENSE").read_bytes()
-    tracked = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout
-    assert [path for path in tracked.split() if Path(path).name == "dataset.py"] == ["scripts/dataset.py"]
+    staged = subprocess.run(["git", "ls-files", "-s"], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    modes = {line.split("\t")[1]: line.split()[0] for line in staged.splitlines()}
+    files = [path for path, mode in modes.items() if Path(path).name == "dataset.py" and mode != "120000"]
+    assert files == ["scripts/dataset.py"], "one copy of the reader; the package's is a link to it"
+    assert (REPO / "src" / PACKAGE / "dataset.py").readlink() == Path("../../scripts/dataset.py")
 
 
 def test_wheel_declares_licence_requirements_and_command(wheel: Path) -> None:
@@ -153,7 +158,7 @@ def test_installed_command_verifies_and_converts(venv: Path, converted: Converte
 def test_editable_install_reads_scripts_in_place(repository: Path, tmp_path: Path) -> None:
     python = fresh_venv(tmp_path / "editable")
     pip_install(python, repository, editable=True)
-    probe = "import imagefolder_lmdb._scripts.dataset as d, imagefolder_lmdb as p; print(d.__file__, p.LMDBDataset)"
+    probe = "import imagefolder_lmdb.dataset as d, imagefolder_lmdb as p; print(d.__file__, p.LMDBDataset)"
     result = run_in(tmp_path / "editable", tmp_path, "python", "-c", probe)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.split()[0] == str(repository / "scripts" / "dataset.py")
+    assert Path(result.stdout.split()[0]).resolve() == (repository / "scripts" / "dataset.py").resolve()

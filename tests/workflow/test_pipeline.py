@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 from torchvision.datasets import ImageFolder
 
-from dataset import LMDBDataset
+from imagefolder_lmdb.dataset import LMDBDataset
 from support.images import TREE_CLASSES, TREE_IMAGES
 from support.workflow import Converted, run_snakemake, write_config
 

@@ -24,9 +24,9 @@ from torch.utils.data import DataLoader, Subset
 from torchvision.datasets import ImageFolder
 from torchvision.transforms import v2
 
-import dataset
-from dataset import META_KEYS, FormatError, LMDBDataset, ReadersFullError, close_all_envs, shared_env
-from image_policy import EncodeSettings, encode_image
+from imagefolder_lmdb import dataset
+from imagefolder_lmdb.dataset import META_KEYS, FormatError, LMDBDataset, ReadersFullError, close_all_envs, shared_env
+from imagefolder_lmdb.image_policy import EncodeSettings, encode_image
 from support.datasets import pil_as_tensor
 from support.workflow import Converted
 

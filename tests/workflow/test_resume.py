@@ -19,7 +19,7 @@ import lmdb
 import pytest
 from torchvision.datasets import ImageFolder
 
-from dataset import LMDBDataset, close_all_envs
+from imagefolder_lmdb.dataset import LMDBDataset, close_all_envs
 from support.archives import make_tar
 from support.datasets import assert_same_dataset
 from support.workflow import Converted, kill_group, run_snakemake, start_snakemake, wait_for_hold, write_config

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dataset import LMDBDataset, close_all_envs
+from imagefolder_lmdb.dataset import LMDBDataset, close_all_envs
 from support.commands import run_script
 from support.workflow import Converted
 

@@ -27,9 +27,9 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from archives import MemberReader
-from class_list import ClassList, OutsideClasses
-from work_files import ManifestHeader, Sample, SourceDescription
+from imagefolder_lmdb.archives import MemberReader
+from imagefolder_lmdb.class_list import ClassList, OutsideClasses
+from imagefolder_lmdb.work_files import ManifestHeader, Sample, SourceDescription
 
 
 class CountMismatchError(RuntimeError):
@@ -74,7 +74,7 @@ class Request:
     def folder(self) -> str:
         """A folder source's folder to read, ``source/root``; stops, naming the folders there are,
         if ``root`` is not one."""
-        from sources.tree import RootFilter, folder_inside  # sources.tree imports this module
+        from imagefolder_lmdb.sources.tree import RootFilter, folder_inside  # sources.tree imports this module
 
         folder = folder_inside(self.source, self.root)
         if not os.path.isdir(folder):
@@ -135,11 +135,11 @@ def reader_for(header: ManifestHeader) -> MemberReader:
 
 
 def _registry() -> list[type[Source]]:
-    from sources.archive import ArchiveSource
-    from sources.folder import FolderSource
-    from sources.parquet import ParquetSource
-    from sources.unpacked import UnpackedSource
-    from sources.webdataset import WebDatasetSource
+    from imagefolder_lmdb.sources.archive import ArchiveSource
+    from imagefolder_lmdb.sources.folder import FolderSource
+    from imagefolder_lmdb.sources.parquet import ParquetSource
+    from imagefolder_lmdb.sources.unpacked import UnpackedSource
+    from imagefolder_lmdb.sources.webdataset import WebDatasetSource
 
     # shard layouts first: they claim by layout, the generic kinds by what the path is
     return [ParquetSource, WebDatasetSource, ArchiveSource, FolderSource, UnpackedSource]

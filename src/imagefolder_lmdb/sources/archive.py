@@ -15,7 +15,7 @@ import tarfile
 from collections.abc import Callable, Collection
 from typing import Any, TypeVar
 
-from archives import (
+from imagefolder_lmdb.archives import (
     class_of_tar,
     class_tars_in,
     index_tar,
@@ -25,10 +25,10 @@ from archives import (
     is_zip,
     relative_name,
 )
-from class_list import ClassList
-from sources import Labels, Listing, Request, Source
-from sources.ilsvrc_val import label_val
-from sources.tree import (
+from imagefolder_lmdb.class_list import ClassList
+from imagefolder_lmdb.sources import Labels, Listing, Request, Source
+from imagefolder_lmdb.sources.ilsvrc_val import label_val
+from imagefolder_lmdb.sources.tree import (
     RootFilter,
     check_not_split_folders,
     is_image,
@@ -38,7 +38,7 @@ from sources.tree import (
     tree_members,
     wrapper_prefix,
 )
-from work_files import Member, SourceDescription, read_members, write_members
+from imagefolder_lmdb.work_files import Member, SourceDescription, read_members, write_members
 
 log = logging.getLogger("imagefolder_lmdb.sources")
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 import logging
 import os
 
-from class_list import ClassList
-from sources import Labels, Listing, Request, Source
-from sources.ilsvrc_val import label_val, val_files
-from sources.tree import check_folder_not_splits, scan_folder
-from work_files import SourceDescription
+from imagefolder_lmdb.class_list import ClassList
+from imagefolder_lmdb.sources import Labels, Listing, Request, Source
+from imagefolder_lmdb.sources.ilsvrc_val import label_val, val_files
+from imagefolder_lmdb.sources.tree import check_folder_not_splits, scan_folder
+from imagefolder_lmdb.work_files import SourceDescription
 
 log = logging.getLogger("imagefolder_lmdb.sources")
 

@@ -4,11 +4,11 @@ devkit and Kaggle's CSV)."""
 
 from __future__ import annotations
 
-from class_list import ClassList, OutsideClasses
-from ilsvrc import val_labels
-from sources import Listing
-from sources.tree import is_image, relative_files
-from work_files import FileLocation, Location, Sample
+from imagefolder_lmdb.class_list import ClassList, OutsideClasses
+from imagefolder_lmdb.ilsvrc import val_labels
+from imagefolder_lmdb.sources import Listing
+from imagefolder_lmdb.sources.tree import is_image, relative_files
+from imagefolder_lmdb.work_files import FileLocation, Location, Sample
 
 
 def label_val(

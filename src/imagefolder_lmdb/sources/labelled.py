@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from class_list import ClassList, OutsideClasses
-from ilsvrc import devkit_classes
-from sources import CountMismatchError, Listing
-from work_files import Member, Sample
+from imagefolder_lmdb.class_list import ClassList, OutsideClasses
+from imagefolder_lmdb.ilsvrc import devkit_classes
+from imagefolder_lmdb.sources import CountMismatchError, Listing
+from imagefolder_lmdb.work_files import Member, Sample
 
 
 @dataclass(frozen=True)

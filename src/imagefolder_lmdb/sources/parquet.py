@@ -27,11 +27,11 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
-from archives import MemberReader
-from class_list import ClassList
-from sources import Columns, Labels, Listing, Request, Source
-from sources.labelled import label_names, labelled_listing
-from work_files import (
+from imagefolder_lmdb.archives import MemberReader
+from imagefolder_lmdb.class_list import ClassList
+from imagefolder_lmdb.sources import Columns, Labels, Listing, Request, Source
+from imagefolder_lmdb.sources.labelled import label_names, labelled_listing
+from imagefolder_lmdb.work_files import (
     Location,
     ManifestHeader,
     Member,

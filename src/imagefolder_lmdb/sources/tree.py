@@ -17,10 +17,10 @@ from typing import Any
 
 from tqdm import tqdm
 
-from archives import is_macos_metadata, relative_name
-from class_list import ClassList, OutsideClasses
-from sources import CountMismatchError, Listing
-from work_files import Location, Member, Sample
+from imagefolder_lmdb.archives import is_macos_metadata, relative_name
+from imagefolder_lmdb.class_list import ClassList, OutsideClasses
+from imagefolder_lmdb.sources import CountMismatchError, Listing
+from imagefolder_lmdb.work_files import Location, Member, Sample
 
 log = logging.getLogger("imagefolder_lmdb.sources")
 

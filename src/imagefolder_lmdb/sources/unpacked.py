@@ -11,11 +11,11 @@ from __future__ import annotations
 import logging
 import os
 
-from archives import extract_nested_tars, extract_tar, extract_zip, is_zip, relative_name
-from class_list import ClassList
-from sources import CountMismatchError, Labels, Listing, Request, Source
-from sources.folder import list_tree
-from sources.tree import (
+from imagefolder_lmdb.archives import extract_nested_tars, extract_tar, extract_zip, is_zip, relative_name
+from imagefolder_lmdb.class_list import ClassList
+from imagefolder_lmdb.sources import CountMismatchError, Labels, Listing, Request, Source
+from imagefolder_lmdb.sources.folder import list_tree
+from imagefolder_lmdb.sources.tree import (
     RootFilter,
     check_not_split_folders,
     files_beside,
@@ -24,7 +24,7 @@ from sources.tree import (
     report_set_aside,
     tree_root,
 )
-from work_files import SourceDescription
+from imagefolder_lmdb.work_files import SourceDescription
 
 log = logging.getLogger("imagefolder_lmdb.sources")
 

@@ -32,11 +32,11 @@ from dataclasses import dataclass, field
 
 from tqdm import tqdm
 
-from archives import MemberReader, index_tar, relative_name
-from class_list import ClassList
-from sources import Labels, Listing, Request, Source
-from sources.labelled import label_names, labelled_listing
-from work_files import (
+from imagefolder_lmdb.archives import MemberReader, index_tar, relative_name
+from imagefolder_lmdb.class_list import ClassList
+from imagefolder_lmdb.sources import Labels, Listing, Request, Source
+from imagefolder_lmdb.sources.labelled import label_names, labelled_listing
+from imagefolder_lmdb.work_files import (
     Location,
     ManifestHeader,
     Member,

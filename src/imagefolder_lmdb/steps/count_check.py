@@ -14,10 +14,10 @@ import logging
 from dataclasses import replace
 from typing import Any, TextIO
 
-from class_list import ClassList, missing_from_source
-from ilsvrc import devkit_classes
-from sources import CountMismatchError, Labels, Listing, source_of
-from work_files import (
+from imagefolder_lmdb.class_list import ClassList, missing_from_source
+from imagefolder_lmdb.ilsvrc import devkit_classes
+from imagefolder_lmdb.sources import CountMismatchError, Labels, Listing, source_of
+from imagefolder_lmdb.work_files import (
     CountsReport,
     ManifestHeader,
     Sample,
@@ -27,7 +27,7 @@ from work_files import (
     write_counts,
     write_manifest,
 )
-from workflow_io import hold_point, progress_kwargs, run_rule
+from imagefolder_lmdb.workflow_io import hold_point, progress_kwargs, run_rule
 
 log = logging.getLogger("imagefolder_lmdb.count_check")
 
@@ -224,5 +224,6 @@ def main(smk: Any, stream: TextIO) -> None:
     )
 
 
-if __name__ == "__main__":
-    run_rule(main, snakemake)  # type: ignore[name-defined]  # noqa: F821
+def run_in_rule(smk: Any) -> None:
+    """What the rule's script (scripts/count_check.py) calls: ``main`` with the rule's log set up."""
+    run_rule(main, smk)

@@ -13,9 +13,9 @@ from typing import Any, TextIO
 
 from tqdm import tqdm
 
-from archives import MemberReader
-from dataset import checksum, record_key
-from image_policy import (
+from imagefolder_lmdb.archives import MemberReader
+from imagefolder_lmdb.dataset import checksum, record_key
+from imagefolder_lmdb.image_policy import (
     UNUSABLE_IMAGE,
     BadImageError,
     Encoded,
@@ -24,8 +24,8 @@ from image_policy import (
     likely_cause,
     what_went_wrong,
 )
-from sources import reader_for
-from work_files import (
+from imagefolder_lmdb.sources import reader_for
+from imagefolder_lmdb.work_files import (
     ParquetLocation,
     Sample,
     ShardReport,
@@ -35,7 +35,15 @@ from work_files import (
     read_manifest_header,
     write_shard_report,
 )
-from workflow_io import LMDBWriter, atomic_lmdb, hold_point, kept_in_part, progress_kwargs, run_rule, shard_range
+from imagefolder_lmdb.workflow_io import (
+    LMDBWriter,
+    atomic_lmdb,
+    hold_point,
+    kept_in_part,
+    progress_kwargs,
+    run_rule,
+    shard_range,
+)
 
 log = logging.getLogger("imagefolder_lmdb.encode_shard")
 
@@ -152,5 +160,6 @@ def main(smk: Any, stream: TextIO) -> None:
     )
 
 
-if __name__ == "__main__":
-    run_rule(main, snakemake)  # type: ignore[name-defined]  # noqa: F821
+def run_in_rule(smk: Any) -> None:
+    """What the rule's script (scripts/encode_shard.py) calls: ``main`` with the rule's log set up."""
+    run_rule(main, smk)

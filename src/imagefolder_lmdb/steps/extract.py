@@ -12,10 +12,10 @@ import sys
 from collections.abc import Collection
 from typing import Any, TextIO
 
-from archives import check_official_md5, copy_member
-from sources import Columns, Request, source_for
-from work_files import SourceDescription, write_source_description
-from workflow_io import hold_point, progress_kwargs, publish, remove_path, run_rule, temporary_path
+from imagefolder_lmdb.archives import check_official_md5, copy_member
+from imagefolder_lmdb.sources import Columns, Request, source_for
+from imagefolder_lmdb.work_files import SourceDescription, write_source_description
+from imagefolder_lmdb.workflow_io import hold_point, progress_kwargs, publish, remove_path, run_rule, temporary_path
 
 log = logging.getLogger("imagefolder_lmdb.extract")
 
@@ -97,5 +97,6 @@ def main(smk: Any, stream: TextIO) -> None:
     )
 
 
-if __name__ == "__main__":
-    run_rule(main, snakemake)  # type: ignore[name-defined]  # noqa: F821
+def run_in_rule(smk: Any) -> None:
+    """What the rule's script (scripts/extract.py) calls: ``main`` with the rule's log set up."""
+    run_rule(main, smk)

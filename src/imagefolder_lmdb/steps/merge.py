@@ -25,11 +25,18 @@ from typing import Any, TextIO
 
 from tqdm import tqdm
 
-from archives import MemberReader
-from dataset import checksum, record_key
-from sources import reader_for
-from work_files import Sample, ShardReport, kept_indices, read_manifest, read_manifest_header, read_shard_report
-from workflow_io import (
+from imagefolder_lmdb.archives import MemberReader
+from imagefolder_lmdb.dataset import checksum, record_key
+from imagefolder_lmdb.sources import reader_for
+from imagefolder_lmdb.work_files import (
+    Sample,
+    ShardReport,
+    kept_indices,
+    read_manifest,
+    read_manifest_header,
+    read_shard_report,
+)
+from imagefolder_lmdb.workflow_io import (
     atomic_lmdb,
     count_records,
     hold_point,
@@ -218,5 +225,6 @@ def main(smk: Any, stream: TextIO) -> None:
     )
 
 
-if __name__ == "__main__":
-    run_rule(main, snakemake)  # type: ignore[name-defined]  # noqa: F821
+def run_in_rule(smk: Any) -> None:
+    """What the rule's script (scripts/merge.py) calls: ``main`` with the rule's log set up."""
+    run_rule(main, smk)

@@ -8,7 +8,7 @@ from typing import Any, TextIO
 
 from PIL import Image, ImageDraw, ImageFont
 
-from workflow_io import run_rule
+from imagefolder_lmdb.workflow_io import run_rule
 
 WIDTH, HEIGHT, MARGIN = 1000, 360, 40
 
@@ -67,5 +67,6 @@ def main(smk: Any, stream: TextIO) -> None:
     benchmark_table(list(smk.input.benchmarks), smk.output.benchmarks, smk.params.benchmarks)
 
 
-if __name__ == "__main__":
-    run_rule(main, snakemake)  # type: ignore[name-defined]  # noqa: F821
+def run_in_rule(smk: Any) -> None:
+    """What the rule's script (scripts/report_split.py) calls: ``main`` with the rule's log set up."""
+    run_rule(main, smk)

@@ -26,9 +26,9 @@ import lmdb
 from PIL import Image, ImageDraw, ImageFont
 from tqdm import tqdm
 
-from dataset import META_KEYS, FormatError, LMDBReader, checksum, record_key, shared_env
-from meta_document import document_problems
-from workflow_io import hold_point, run_rule
+from imagefolder_lmdb.dataset import META_KEYS, FormatError, LMDBReader, checksum, record_key, shared_env
+from imagefolder_lmdb.meta_document import document_problems
+from imagefolder_lmdb.workflow_io import hold_point, run_rule
 
 log = logging.getLogger("imagefolder_lmdb.verify")
 
@@ -259,8 +259,10 @@ def rule_main(smk: Any, stream: TextIO) -> None:
     contact_sheet(ds, indices, smk.output.contact)
 
 
+def run_in_rule(smk: Any) -> None:
+    """What the rule's script (scripts/verify.py, run by Snakemake) calls: ``rule_main`` with the rule's log set up."""
+    run_rule(rule_main, smk)
+
+
 if __name__ == "__main__":
-    if "snakemake" in globals():
-        run_rule(rule_main, snakemake)  # type: ignore[name-defined]  # noqa: F821
-    else:
-        sys.exit(main())
+    sys.exit(main())

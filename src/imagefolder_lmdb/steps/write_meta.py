@@ -16,10 +16,10 @@ from typing import Any, TextIO
 import lmdb
 import numpy as np
 
-from add_locations import add_locations, current_locations
-from dataset import META_KEYS, Meta, encode_meta
-from meta_document import build_document, checked
-from work_files import (
+from imagefolder_lmdb.add_locations import add_locations, current_locations
+from imagefolder_lmdb.dataset import META_KEYS, Meta, encode_meta
+from imagefolder_lmdb.meta_document import build_document, checked
+from imagefolder_lmdb.work_files import (
     CountsReport,
     FileLocation,
     ManifestHeader,
@@ -32,7 +32,7 @@ from work_files import (
     read_manifest_header,
     read_shard_report,
 )
-from workflow_io import (
+from imagefolder_lmdb.workflow_io import (
     LMDBWriter,
     count_records,
     hold_point,
@@ -192,5 +192,6 @@ def main(smk: Any, stream: TextIO) -> None:
     )
 
 
-if __name__ == "__main__":
-    run_rule(main, snakemake)  # type: ignore[name-defined]  # noqa: F821
+def run_in_rule(smk: Any) -> None:
+    """What the rule's script (scripts/write_meta.py) calls: ``main`` with the rule's log set up."""
+    run_rule(main, smk)
