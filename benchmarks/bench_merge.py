@@ -3,7 +3,7 @@
 A real run is stopped after its parts are written (target: the merged file, ``--notemp``; a
 complete run's clean-up would delete the parts). Then, alternating and repeated, each in a fresh
 process as the rule runs (the allocator's state matters, see below), only the work itself timed:
-- ``merge``: scripts/merge.py's ``merge()`` on those parts, exactly as the rule calls it (it
+- ``merge``: imagefolder_lmdb.steps.merge's ``merge()`` on those parts, exactly as the rule calls it (it
   copies passed-through images from the source, which is in the page cache here, CRC-checked);
 - ``plain_write``: the merged records' values, already in memory, appended to a new LMDB with
   py-lmdb and 64 MB commits, as the workflow's writer opens it (no reading, no checks);

@@ -10,7 +10,7 @@ The input is the layout of the widely copied folder2lmdb recipe (Efficient-PyTor
 read with dataset.py's restricted legacy unpickler (bytes, integers and lists only; any other global
 named in the file is refused), so converting an untrusted file runs no code from it.
 
-Images are stored as the workflow stores them (scripts/image_policy.py): valid RGB JPEGs byte for
+Images are stored as the workflow stores them (src/imagefolder_lmdb/image_policy.py): valid RGB JPEGs byte for
 byte, anything else re-encoded as ImageFolder's loader would see it. The file has no class names:
 ``--classes`` gives one name per line (line k names label k), otherwise classes are named by label
 number, ``"0"``, ``"1"``, ... Each record's relative path is ``<class>/<legacy key>``.

@@ -1,6 +1,6 @@
 """The files the rules pass to each other, as types: one writer and one reader for each.
 
-    file (scripts/run_paths.py)    type                      written by     read by
+    file (run_paths.py)            type                      written by     read by
     source/source.json             SourceDescription         extract        count_check
     source/members.jsonl           Member rows               extract        count_check
     manifest.jsonl                 ManifestHeader + Sample   count_check    encode_shard, merge, write_meta
@@ -8,7 +8,7 @@
     parts/<shard>.json             ShardReport               encode_shard   merge, write_meta
 
 Where an image's bytes are (a file under the root, a byte range of a tar, a zip member) is a
-``Location`` (scripts/archives.py reads them). The renumbering around skipped images is decided
+``Location`` (archives.py reads them). The renumbering around skipped images is decided
 once, by :func:`kept_indices`. Every writer goes through workflow_io's atomic outputs.
 """
 
@@ -177,7 +177,7 @@ class ManifestHeader:
     classes: list[str]
     count: int
     containers: list[str] = field(default_factory=list)  # archives that tar/zip/parquet locations name
-    kind: str = ""  # the kind of source (scripts/sources/) whose reader reads the samples
+    kind: str = ""  # the kind of source (src/imagefolder_lmdb/sources/) whose reader reads the samples
     image_column: str | None = None  # parquet: the column the image bytes are in
 
 

@@ -1,5 +1,5 @@
 """Helpers shared by the rule scripts: logging, atomic outputs, LMDB writing (the files the rules
-pass to each other: scripts/work_files.py).
+pass to each other: src/imagefolder_lmdb/work_files.py).
 
 Every output a script makes goes through here, so "a final path only ever holds a complete file"
 is implemented once: write under a temporary name in the same folder, flush to disk, rename.

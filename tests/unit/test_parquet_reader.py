@@ -1,4 +1,4 @@
-"""The Parquet source's reader (scripts/sources/parquet.py) on its own: threads sharing row groups
+"""The Parquet source's reader (src/imagefolder_lmdb/sources/parquet.py) on its own: threads sharing row groups
 read every row right and load each row group once; a null image is a bad image; pyarrow stays
 unloaded until a Parquet source is read."""
 

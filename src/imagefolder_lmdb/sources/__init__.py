@@ -4,7 +4,7 @@ A ``Source`` knows how to make a split's source readable (rule extract: ``prepar
 source.json and, for archives read in place, members.jsonl), how to list its images in
 ImageFolder order with their classes (rule count_check: ``list``), and how to read each listed
 image's bytes and say where it lives in error messages (rules encode_shard and merge:
-``reader``). Today's kinds all read by ``Location`` (scripts/work_files.py) through
+``reader``). Today's kinds all read by ``Location`` (src/imagefolder_lmdb/work_files.py) through
 ``archives.MemberReader``; a kind whose images live elsewhere returns a reader of its own.
 
     kind        module                 what

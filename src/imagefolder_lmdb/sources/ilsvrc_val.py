@@ -1,5 +1,5 @@
 """ILSVRC2012 validation images (flat files) labelled by the number in their file name, and
-listed as ImageFolder lists the usual ``val/<wnid>/<file>`` tree (scripts/ilsvrc.py reads the
+listed as ImageFolder lists the usual ``val/<wnid>/<file>`` tree (src/imagefolder_lmdb/ilsvrc.py reads the
 devkit and Kaggle's CSV)."""
 
 from __future__ import annotations

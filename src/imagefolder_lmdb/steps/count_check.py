@@ -1,12 +1,12 @@
 """Rule count_check: list a split's images exactly as torchvision's ImageFolder would, write the
 manifest, and stop the run when the counts differ from the ones the config expects.
 
-The listing itself belongs to the kind of source extract described (scripts/sources/: a folder is
+The listing itself belongs to the kind of source extract described (src/imagefolder_lmdb/sources/: a folder is
 scanned by torchvision itself, an archive read in place gets the same rules applied to its member
 paths, ILSVRC2012 val images are labelled by file name). Files ImageFolder would ignore are not
 dropped silently: they are counted and listed.
 
-Every split shares one class list by default (scripts/class_list.py): labels index that list, and
+Every split shares one class list by default (src/imagefolder_lmdb/class_list.py): labels index that list, and
 images of classes outside it are set aside and counted, never stored under another index.
 """
 

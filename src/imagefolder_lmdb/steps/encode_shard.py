@@ -1,6 +1,6 @@
 """Rule encode_shard: check and encode one contiguous slice of the manifest into a part LMDB.
 
-How each image is checked and stored is the image policy (scripts/image_policy.py). Bad images
+How each image is checked and stored is the image policy (src/imagefolder_lmdb/image_policy.py). Bad images
 fail the shard once it has checked all of its images, naming every one, or with
 ``on_error: skip`` are left out and listed in the shard report. Only re-encoded images go into
 the part; merge copies the others from the source.

@@ -1,6 +1,6 @@
 """Rule extract: make a split's source readable by the shards, writing as little as possible.
 
-Which kind of source it is, and what making it readable means for that kind, is scripts/sources/
+Which kind of source it is, and what making it readable means for that kind, is src/imagefolder_lmdb/sources/
 (a folder is used in place, a plain tar or zip is indexed and read in place, anything else is
 unpacked). This rule checks the official md5 sums when asked, builds the output folder under a
 temporary name, and renames it into place when whole.

@@ -8,7 +8,7 @@ record with ``--full``), compares each decoded record's checksum and size with t
 JSON report and a contact sheet of the sample labelled with class names. Exits 0 when everything
 holds, 1 otherwise, after a one-line summary that names the first problem (a damaged record by index
 and relative path). Run it after copying a dataset to another machine or folder: it needs the file
-and this folder's scripts, nothing of the run that made it, and opens the file read-only without a
+and the package (or scripts/ of a checkout), nothing of the run that made it, and opens the file read-only without a
 lock, so it creates nothing beside it and works on read-only filesystems.
 """
 
