@@ -35,8 +35,9 @@ What lives where, in file order:
 
 1. The format: record keys, meta keys and arrays, storage codes, ``Meta`` and its encoders and
    decoder (``encode_meta``, ``decode_meta``), ``FormatError``.
-2. Opening a file: ``open_env_readonly`` (read-only, lock-free settings), reader slots of
-   ``lock=True`` files (``ReadersFullError``, ``_begin_read``).
+2. Opening a file: ``check_lmdb_file`` (the file holds every page its LMDB header names, checked
+   with plain reads before LMDB maps it), ``open_env_readonly`` (read-only, lock-free settings),
+   reader slots of ``lock=True`` files (``ReadersFullError``, ``_begin_read``).
 3. The per-process table: one environment and one descriptor per file and process
    (``shared_env``, ``shared_fd``), closed before every fork (``close_all_envs``).
 4. Decoding stored bytes: ``pil_decode``, ``tensor_decode``, ``encoded_tensor_decode``.
@@ -62,6 +63,7 @@ import json
 import operator
 import os
 import pickle
+import struct
 import threading
 import time
 import warnings
@@ -94,6 +96,8 @@ __all__ = [
     "LocationsWarning",
     "Meta",
     "ReadersFullError",
+    "TruncatedFileError",
+    "check_lmdb_file",
     "checksum",
     "close_all_envs",
     "decode_meta",
@@ -330,6 +334,112 @@ class ReadersFullError(RuntimeError):
     """Every reader slot of a ``lock=True`` environment is taken; the message says how to size it."""
 
 
+class TruncatedFileError(FormatError):
+    """The file holds fewer bytes than its LMDB header says it must: an incomplete copy."""
+
+
+# LMDB maps the file and never compares its size with the meta page: the first touch of a page
+# past the end raises SIGBUS. So the size is checked with plain reads before LMDB opens it.
+# LMDB 0.9's meta page (mdb.c, 64-bit little-endian): page header (pgno u64, pad u16, flags u16,
+# lower/upper u16), then magic u32, version u32, address u64, mapsize u64, two MDB_db records of
+# 48 bytes (the free list's first u32 is the page size), last_pg u64, txnid u64.
+_LMDB_META = struct.Struct("<Q2xH4xIIQQI44x48xQQ")
+#: An LMDB page header's size: a value on overflow pages starts this far into its first page.
+_PAGE_HEADER = 16
+_LMDB_MAGIC = 0xBEEFC0DE
+_LMDB_DATA_VERSION = 1
+_P_META = 0x08
+_MAX_PAGE_SIZE = 1 << 16
+
+
+_INCOMPLETE = "The copy is incomplete (an interrupted scp or rsync, a full disk or quota)."
+#: The remedy for a damaged or incomplete file: a new copy, from a source checked first.
+_RECOPY = (
+    "Copy it again from the original, and check the original first with `python scripts/verify.py "
+    "ORIGINAL --full` (installed with pip: `imagefolder-lmdb verify ORIGINAL --full`)."
+)
+
+
+@dataclass(frozen=True)
+class LmdbHeader:
+    """What an LMDB file's current meta page says about its size (see read_lmdb_header)."""
+
+    page_size: int
+    last_page: int  # mm_last_pg: the highest page number in use
+    txnid: int
+
+    @property
+    def required_bytes(self) -> int:
+        """The least size of a whole file: LMDB may touch any page up to ``last_page``."""
+        return (self.last_page + 1) * self.page_size
+
+
+def _meta_page(fd: int, offset: int, number: int, where: str) -> LmdbHeader | None:
+    """Meta page ``number`` at ``offset``, as mdb_env_read_header checks it; None if cut off."""
+    raw = os.pread(fd, _LMDB_META.size, offset)
+    magic_at = slice(_PAGE_HEADER, _PAGE_HEADER + 4)
+    if number == 0 and len(raw) >= magic_at.stop and raw[magic_at] != _LMDB_MAGIC.to_bytes(4, "little"):
+        raise FormatError(
+            f"{where} is not an LMDB file (no LMDB meta page at its start). Point LMDBDataset at a "
+            "results/<split>.lmdb written by the workflow."
+        )
+    if len(raw) < _LMDB_META.size:
+        return None
+    _, flags, magic, version, _, _, page_size, last_page, txnid = _LMDB_META.unpack(raw)
+    if magic != _LMDB_MAGIC or not flags & _P_META:
+        raise FormatError(f"{where}: LMDB meta page {number} is damaged. {_RECOPY}")
+    if version != _LMDB_DATA_VERSION:
+        raise FormatError(
+            f"{where}: LMDB data format version {version}; this LMDB library ({'.'.join(map(str, lmdb.version()))}) "
+            f"reads version {_LMDB_DATA_VERSION}"
+        )
+    if not 512 <= page_size <= _MAX_PAGE_SIZE or page_size & (page_size - 1) or last_page < 1:
+        raise FormatError(f"{where}: LMDB meta page {number} is damaged (page size {page_size}). {_RECOPY}")
+    return LmdbHeader(page_size, last_page, txnid)
+
+
+def read_lmdb_header(fd: int, where: str) -> LmdbHeader:
+    """The current meta page of the LMDB file open as ``fd``, read as LMDB reads it: both meta
+    pages must be valid, and the one with the larger txnid (page 0 on a tie) is current. Raises
+    FormatError naming ``where`` for anything LMDB would refuse or crash on."""
+    size = os.fstat(fd).st_size
+    first = _meta_page(fd, 0, 0, where)
+    second = None if first is None else _meta_page(fd, first.page_size, 1, where)
+    if first is None or second is None:
+        at_least = "" if first is None else f" (its first meta page says {first.required_bytes:,} bytes)"
+        raise TruncatedFileError(
+            f"{where} is shorter than it should be: it holds {size:,} bytes, not even LMDB's two meta "
+            f"pages{at_least}. {_INCOMPLETE} {_RECOPY}"
+        )
+    return second if second.txnid > first.txnid else first
+
+
+def _data_file(path: str) -> str:
+    """The file that holds an environment's pages (a directory environment keeps them in data.mdb)."""
+    return os.path.join(path, "data.mdb") if os.path.isdir(path) else path
+
+
+def check_lmdb_file(path: str | os.PathLike[str]) -> LmdbHeader:
+    """Check, with plain reads and before any memory map, that the LMDB file at ``path`` holds every
+    page its header says it uses; raises TruncatedFileError (or FormatError) saying what to do.
+    Reader, verify, add_locations and convert_legacy call it before they open a file."""
+    where = os.fspath(path)
+    fd = os.open(_data_file(where), os.O_RDONLY)
+    try:
+        header = read_lmdb_header(fd, where)
+        size = os.fstat(fd).st_size
+    finally:
+        os.close(fd)
+    missing = header.required_bytes - size
+    if missing > 0:
+        raise TruncatedFileError(
+            f"{where} is shorter than it should be: its LMDB header says its pages run to "
+            f"{header.required_bytes:,} bytes, but the file holds {size:,}: the last {missing:,} "
+            f"byte{'s are' if missing > 1 else ' is'} missing. {_INCOMPLETE} {_RECOPY}"
+        )
+    return header
+
+
 def _lock_file(path: str) -> str:
     return os.path.join(path, "lock.mdb") if os.path.isdir(path) else path + "-lock"
 
@@ -379,6 +489,7 @@ def open_env_readonly(path: str, max_readers: int | None = None, lock: bool = Fa
     """
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path}: no such file")
+    check_lmdb_file(path)  # before LMDB maps it: a short file would raise SIGBUS on first touch
     subdir = os.path.isdir(path)  # legacy datasets are often directories holding data.mdb
     try:
         return lmdb.open(
@@ -792,8 +903,10 @@ def locations_problem(path: str, fd: int, env: lmdb.Environment, txn: lmdb.Trans
     None if they can.
 
     They must have been taken at the file's current LMDB transaction (a compacting copy restarts
-    at 1 and renumbers pages; a plain copy keeps both), stay inside the file, and give LMDB's bytes
-    for a spread of records. Reads through the offsets happen first, so LMDB's reads are warm.
+    at 1 and renumbers pages; a plain copy keeps both), match their checksum (files written before
+    it existed have none: see docs/FORMAT.md), have the shape of LMDB values (locations_layout_problem)
+    and give LMDB's bytes for a spread of records. Reads through the offsets happen first, so
+    LMDB's reads are warm.
     """
     assert meta.locations is not None
     recorded = meta.document.get("locations")
@@ -804,16 +917,62 @@ def locations_problem(path: str, fd: int, env: lmdb.Environment, txn: lmdb.Trans
             f"its record locations were taken at LMDB transaction {taken}, but the file is at "
             f"transaction {txnid}: it was rewritten since, for instance by a compacting copy (mdb_copy -c)"
         )
+    if "crc32" in recorded and recorded["crc32"] != locations_checksum(meta.locations):
+        return "its record locations (meta/locations) do not match their checksum: they are damaged"
+    pages_end = (env.info()["last_pgno"] + 1) * env.stat()["psize"]
+    problem = locations_layout_problem(meta.locations, env.stat()["psize"], min(pages_end, os.fstat(fd).st_size))
+    if problem is not None:
+        return problem
     offsets, lengths = meta.locations["offset"], meta.locations["length"]
-    located = offsets != 0
-    if located.any() and int((offsets[located] + lengths[located]).max()) > os.fstat(fd).st_size:
-        return "its record locations point past the end of the file"
     for index in spot_check_indices(offsets):
         through_offset = _pread(fd, int(lengths[index]), int(offsets[index]))
         stored = txn.get(record_key(index))
         if stored is None or through_offset != bytes(stored):
             return f"record {index}'s bytes at its recorded location differ from the record LMDB holds"
     return None
+
+
+def locations_checksum(locations: np.ndarray) -> int:
+    """The checksum meta/json records for meta/locations (``locations.crc32``): CRC-32 of its bytes."""
+    return checksum(np.ascontiguousarray(locations, dtype=LOCATION_DTYPE).tobytes())
+
+
+def locations_layout_problem(locations: np.ndarray, page_size: int, end: int) -> str | None:
+    """Why ``locations`` cannot describe LMDB values of a file whose pages end at byte ``end``, or
+    None: every located range must lie after the two meta pages and before ``end``, either inside
+    one page (a value in a leaf page) or from just after an overflow page's 16-byte header, and no
+    two may overlap. Cheap (no reads); catches damage the checksum cannot, in files without one."""
+    located = np.flatnonzero(locations["offset"])
+    starts = locations["offset"][located]
+    lengths = locations["length"][located].astype(np.uint64)
+    limit = np.uint64(end)
+    in_meta_pages = starts < np.uint64(2 * page_size)
+    if in_meta_pages.any():
+        return f"{_location_text(locations, int(located[np.argmax(in_meta_pages)]))} lies in LMDB's meta pages"
+    past_the_end = (starts >= limit) | (lengths > limit - np.minimum(starts, limit))
+    if past_the_end.any():
+        return (
+            f"{_location_text(locations, int(located[np.argmax(past_the_end)]))} runs past the end of the file's pages"
+        )
+    in_page = starts % np.uint64(page_size)
+    misshapen = (in_page != np.uint64(_PAGE_HEADER)) & (in_page + lengths > np.uint64(page_size))
+    if misshapen.any():
+        return (
+            f"{_location_text(locations, int(located[np.argmax(misshapen)]))} is neither inside one page nor "
+            "at the start of an overflow page: it is damaged"
+        )
+    order = np.argsort(starts, kind="stable") if np.any(starts[1:] < starts[:-1]) else np.arange(len(starts))
+    overlapping = starts[order][1:] < (starts + lengths)[order][:-1]
+    if overlapping.any():
+        first = int(np.argmax(overlapping))
+        a, b = (int(located[order[first + k]]) for k in (0, 1))
+        return f"{_location_text(locations, a)} and {_location_text(locations, b)} overlap: they are damaged"
+    return None
+
+
+def _location_text(locations: np.ndarray, index: int) -> str:
+    offset, length = int(locations["offset"][index]), int(locations["length"][index])
+    return f"record {index}'s recorded location (offset {offset:,}, length {length:,})"
 
 
 def _v1_records(
@@ -833,7 +992,7 @@ def _v1_records(
         warnings.warn(
             f"{path}: {problem}. It is read through LMDB, which gives the same bytes but is "
             f"slower on a cold cache; `python scripts/add_locations.py {path}` (installed with pip: "
-            f"`imagefolder-lmdb add-locations {path}`) records the locations of this copy.",
+            f"`imagefolder-lmdb add-locations {path}`) writes them again for this file.",
             LocationsWarning,
             stacklevel=4,  # _v1_records, _open_records, LMDBReader.__init__, the caller
         )

@@ -233,12 +233,13 @@ def test_a_plain_copy_keeps_the_fast_path(tmp_path: Path) -> None:
 
 
 def rewrite_locations(path: Path, change: Callable[[np.ndarray], np.ndarray]) -> None:
-    """Store ``change(locations)`` with a txnid that matches: what a buggy writer would leave."""
+    """Store ``change(locations)`` with a txnid and a checksum that match: what a buggy writer would
+    leave (damage is caught by the checksum alone: test_damaged_locations_are_caught_by_their_checksum)."""
     with lmdb.open(str(path), subdir=False, lock=False, map_size=1 << 30) as env, env.begin(write=True) as txn:
-        locations = np.frombuffer(txn.get(META_KEYS["locations"]), dtype=LOCATION_DTYPE).copy()
+        locations = change(np.frombuffer(txn.get(META_KEYS["locations"]), dtype=LOCATION_DTYPE).copy())
         document = json.loads(txn.get(META_KEYS["json"]))
-        document["locations"]["txnid"] = txn.id()
-        txn.put(META_KEYS["locations"], change(locations).tobytes())
+        document["locations"].update(txnid=txn.id(), crc32=dataset.locations_checksum(locations))
+        txn.put(META_KEYS["locations"], locations.tobytes())
         txn.put(META_KEYS["json"], dataset.encode_document(document))
 
 
@@ -336,7 +337,9 @@ def test_add_locations_again_after_a_compacting_copy(tmp_path: Path) -> None:
     write_dataset(tmp_path / "d.lmdb", values)
     with lmdb.open(str(tmp_path / "d.lmdb"), subdir=False, readonly=True, lock=False) as env:
         env.copy(str(tmp_path / "compact.lmdb"), compact=True)
-    located, written = add_locations_to_file(str(tmp_path / "compact.lmdb"))
+    outcome = add_locations_to_file(str(tmp_path / "compact.lmdb"))
+    located, written = outcome.located, outcome.written
+    assert outcome.finding is not None and "compacting copy" in outcome.finding.text
     assert written and located.records == 15 and located.located >= 10
     assert_offsets_give_lmdb_bytes(tmp_path / "compact.lmdb")
     assert_reader_reads_every_record(tmp_path / "compact.lmdb", by_offset=True)
