@@ -117,6 +117,8 @@ def locations_finding(env: lmdb.Environment, meta: Meta, walk: lmdb_pages.Walk, 
             f"the recorded locations were taken at LMDB transaction {entry.get('txnid')}, but the file is at "
             f"transaction {txnid}: it was rewritten since, for instance by a compacting copy (mdb_copy -c)",
         )
+    if len(meta.locations) != meta.length:
+        return Finding("wrong", f"meta/locations has {len(meta.locations)} entries for {meta.length} records")
     wrong = wrong_locations(meta.locations, walk, where)
     if wrong is not None:
         return Finding("wrong", wrong)
@@ -157,11 +159,11 @@ def _check(path: str, env: lmdb.Environment, recorded: np.ndarray, txnid: int) -
         and np.array_equal(after.length[located], recorded["length"][located])
     ):
         raise RuntimeError(f"{path}: a located record moved while its location was written (a bug)")
+    with env.begin() as txn:
+        meta = decode_meta(txn, path)
     fd = os.open(path, os.O_RDONLY)
     try:
-        with env.begin() as txn:
-            meta = decode_meta(txn, path)
-            problem = locations_problem(path, fd, env, txn, meta)
+        problem = locations_problem(fd, env, meta)
     finally:
         os.close(fd)
     if problem is not None:
@@ -171,13 +173,15 @@ def _check(path: str, env: lmdb.Environment, recorded: np.ndarray, txnid: int) -
 
 def current_locations(env: lmdb.Environment, path: str) -> Located | None:
     """What the file's stored locations say, if they are valid for it as it is, else None."""
+    with env.begin() as txn:
+        meta = decode_meta(txn, path)
+    entry = meta.document.get("locations")
+    if meta.locations is None or not entry:
+        return None
     fd = os.open(path, os.O_RDONLY)
     try:
-        with env.begin() as txn:
-            meta = decode_meta(txn, path)
-            entry = meta.document.get("locations")
-            if meta.locations is None or not entry or locations_problem(path, fd, env, txn, meta) is not None:
-                return None
+        if locations_problem(fd, env, meta) is not None:
+            return None
     finally:
         os.close(fd)
     return Located(records=meta.length, located=int(np.count_nonzero(meta.locations["offset"])), txnid=entry["txnid"])

@@ -26,10 +26,12 @@ number is not where it was read) is refused with ValueError rather than guessed 
 
 from __future__ import annotations
 
+import itertools
 import os
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -263,9 +265,41 @@ def _concat(parts: list[Nodes]) -> Nodes:
 OnLeaf = Callable[[int, bytes, "_LeafNodes"], None]
 
 
-def _walk_tree(fd: int, meta: MetaPage, db: Database, name: str, on_leaf: OnLeaf) -> Tree:
+class _KeyOrder:
+    """Checks that a tree's keys are in the order LMDB's searches rely on: ascending within each
+    page, and inside the range its parent's keys give it (else a search misses keys that are there)."""
+
+    def __init__(self, root: int, sort_key: Callable[[bytes], Any]) -> None:
+        self.sort_key = sort_key
+        self.bounds: dict[int, tuple[Any, Any]] = {root: (None, None)}  # pgno -> [low, high)
+
+    def _keys(self, page: bytes, ptrs: np.ndarray, ksize: np.ndarray) -> list[Any]:
+        at = (ptrs + NODE_HEADER).tolist()
+        return [self.sort_key(page[start : start + size]) for start, size in zip(at, ksize.tolist(), strict=True)]
+
+    def _check(self, pgno: int, keys: list[Any]) -> tuple[Any, Any]:
+        low, high = self.bounds.pop(pgno)
+        inside = not keys or ((low is None or keys[0] >= low) and (high is None or keys[-1] < high))
+        if not inside or any(a >= b for a, b in itertools.pairwise(keys)):
+            raise ValueError(f"page {pgno}: its keys are out of order: the file is damaged")
+        return low, high
+
+    def branch(self, pgno: int, page: bytes, count: int, children: list[int]) -> None:
+        ptrs, _, _, _, ksize = _node_fields(page, count)
+        keys = self._keys(page, ptrs[1:], ksize[1:])  # LMDB never compares a branch page's first key
+        low, high = self._check(pgno, keys)
+        edges = [low, *keys, high]
+        for slot, child in enumerate(children):
+            self.bounds[child] = (edges[slot], edges[slot + 1])
+
+    def leaf(self, pgno: int, page: bytes, nodes: _LeafNodes) -> None:
+        self._check(pgno, self._keys(page, nodes.ptrs, nodes.ksize))
+
+
+def _walk_tree(fd: int, meta: MetaPage, db: Database, name: str, on_leaf: OnLeaf, order: _KeyOrder | None) -> Tree:
     """Walk one database's B-tree level by level with plain reads, checking every page before its
-    nodes are followed, and the totals against the meta page's record of the database."""
+    nodes are followed (and the order of its keys, given ``order``), and the totals against the
+    meta page's record of the database."""
     tree = Tree()
     if db.root == P_INVALID:
         return tree
@@ -285,10 +319,15 @@ def _walk_tree(fd: int, meta: MetaPage, db: Database, name: str, on_leaf: OnLeaf
             flags, count = _page_header(page, pgno, meta.page_size)
             if flags & P_BRANCH:
                 branches += 1
-                below.extend(_children(page, count))
+                children = _children(page, count)
+                if order is not None:
+                    order.branch(pgno, page, count, children)
+                below.extend(children)
                 continue
             leaves += 1
             nodes = _leaf_nodes(page, count, pgno, meta)
+            if order is not None:
+                order.leaf(pgno, page, nodes)
             entries += count
             overflow += int(overflow_pages(nodes.length[nodes.big], meta.page_size).sum())
             tree.runs.append((nodes.first_overflow[nodes.big], overflow_pages(nodes.length[nodes.big], meta.page_size)))
@@ -313,9 +352,10 @@ def _check_size(fd: int, meta: MetaPage) -> None:
         raise ValueError(f"the file holds {size:,} bytes, its meta page says {needed:,}: it is truncated")
 
 
-def walk_fd(fd: int, key_width: int = 8) -> Walk:
+def walk_fd(fd: int, key_width: int = 8, ordered: bool = False) -> Walk:
     """Walk the main database of the LMDB file open as ``fd``; record keys are ``key_width``
-    ASCII digits. Checks each page and the totals against the meta page, so a misread cannot pass."""
+    ASCII digits. Checks each page and the totals against the meta page, so a misread cannot pass;
+    ``ordered``: also the order of every key (a Python loop over them, for checks of a whole file)."""
     meta = read_meta(fd)
     if meta.main.flags & MDB_DUPSORT:
         raise ValueError("the main database is duplicate-sorted (MDB_DUPSORT); not supported")
@@ -330,7 +370,8 @@ def walk_fd(fd: int, key_width: int = 8) -> Walk:
             walk.other_key_leaves.add(pgno)
             walk.other_keys += others
 
-    walk.tree = _walk_tree(fd, meta, meta.main, "main database", on_leaf)
+    order = _KeyOrder(meta.main.root, bytes) if ordered else None  # LMDB's default order: memcmp
+    walk.tree = _walk_tree(fd, meta, meta.main, "main database", on_leaf, order)
     walk.records = _concat(parts)
     return walk
 
@@ -364,7 +405,9 @@ def _free_list(fd: int, meta: MetaPage) -> tuple[Tree, np.ndarray]:
                 raise ValueError(f"free-list page {pgno}: a list of free pages is damaged")
             listed.append(pages)
 
-    tree = _walk_tree(fd, meta, meta.free, "free list", on_leaf)
+    # its keys are transaction ids compared as native (little-endian) integers: MDB_INTEGERKEY
+    order = _KeyOrder(meta.free.root, lambda key: int.from_bytes(key, "little"))
+    tree = _walk_tree(fd, meta, meta.free, "free list", on_leaf, order)
     return tree, np.concatenate(listed) if listed else np.zeros(0, dtype=np.uint64)
 
 
@@ -420,7 +463,7 @@ def check_fd(fd: int, key_width: int = 8, every_value: bool = False) -> Walk:
     No page may be used twice (by two trees, two values, a tree and a value or the free list):
     damage that would make LMDB return one value's bytes for another's, or reuse a page in use.
     Raises ValueError naming the first problem."""
-    walk = walk_fd(fd, key_width)
+    walk = walk_fd(fd, key_width, ordered=True)
     meta = walk.meta
     assert meta.free is not None
     free_tree, free_pages = _free_list(fd, meta)

@@ -40,9 +40,11 @@ from add_locations import locations_finding
 from dataset import (
     KEY_WIDTH,
     META_KEYS,
+    STORAGE_REASONS,
     FormatError,
     LMDBReader,
     LocationsWarning,
+    Meta,
     check_lmdb_file,
     checksum,
     decode_meta,
@@ -50,7 +52,7 @@ from dataset import (
     shared_env,
     shared_fd,
 )
-from meta_document import document_problems
+from meta_document import document_problems, storage_counts
 from workflow_io import hold_point, run_rule
 
 log = logging.getLogger("imagefolder_lmdb.verify")
@@ -78,6 +80,27 @@ def structure_problems(ds: LMDBReader) -> list[str]:
     return problems + document_problems(document)
 
 
+def totals_problems(meta: Meta, walk: lmdb_pages.Walk | None) -> list[str]:
+    """Disagreements between the per-record arrays and the totals meta/json records of them (the
+    checks files written before meta checksums get; the stored sizes come from the walk)."""
+    stats, problems = meta.document["stats"], []
+    if set(np.unique(meta.storage).tolist()) - set(STORAGE_REASONS):
+        problems.append(f"meta/storage holds codes outside {sorted(STORAGE_REASONS)}")
+    elif storage_counts(meta.storage.tolist()) != stats["storage"]:
+        problems.append(
+            f"meta/storage counts {storage_counts(meta.storage.tolist())}, meta/json says {stats['storage']}"
+        )
+    if int(meta.source_bytes.sum()) != stats["source_bytes"]:
+        problems.append(
+            f"meta/source_bytes adds up to {int(meta.source_bytes.sum())}, meta/json says {stats['source_bytes']}"
+        )
+    if walk is not None:
+        stored = int(walk.records.length[walk.records.index < meta.length].astype(np.int64).sum())
+        if stored != stats["stored_bytes"]:
+            problems.append(f"the records hold {stored} bytes, meta/json says {stats['stored_bytes']}")
+    return problems
+
+
 def pages_problem(path: str, every_value: bool) -> tuple[str | None, lmdb_pages.Walk | None]:
     """Why LMDB must not read the file (cut short, damaged pages), checked with plain reads; and
     the walk of its B-tree when it may. A directory (a legacy LMDB) is left to the reader."""
@@ -85,7 +108,12 @@ def pages_problem(path: str, every_value: bool) -> tuple[str | None, lmdb_pages.
         return None, None
     try:
         check_lmdb_file(path)
-        return None, lmdb_pages.check(path, KEY_WIDTH, every_value=every_value)
+        walk = lmdb_pages.check(path, KEY_WIDTH, every_value=every_value)
+        keys = walk.records.index
+        if not np.array_equal(keys, np.arange(len(keys))):
+            first = int(np.flatnonzero(keys != np.arange(len(keys)))[0])
+            raise ValueError(f"the record keys are not 0..{len(keys) - 1}: key {first} reads {int(keys[first])}")
+        return None, walk
     except FormatError as exc:
         return str(exc), None
     except ValueError as exc:
@@ -104,31 +132,34 @@ class Located:
     lengths: np.ndarray  # uint32 per record
 
 
-def locations_problems(ds: LMDBReader, walk: lmdb_pages.Walk | None) -> tuple[list[str], list[str], Located]:
+def locations_problems(
+    ds: LMDBReader, meta: Meta, walk: lmdb_pages.Walk | None
+) -> tuple[list[str], list[str], Located]:
     """(problems, warnings) of the file's record locations against the walk of its B-tree, and the
     locations to compare record by record (none where they do not claim to fit this file)."""
     env = shared_env(ds.path)
-    with env.begin() as txn:
-        meta = decode_meta(txn, ds.path)
     nothing = Located(np.zeros(len(ds), np.uint64), np.zeros(len(ds), np.uint32))
     if walk is None or meta.locations is None:
         return [], [], nothing
+    table = Located(meta.locations["offset"], meta.locations["length"])
+    if len(meta.locations) != len(ds):
+        table = nothing  # a damaged size: no entry can be matched to its record
     finding = locations_finding(env, meta, walk, ds.path)
     if finding is not None and finding.kind in ("missing", "rewritten"):
         return [], [], nothing  # not for this file as it is; the reader's own warning says so if it matters
     if finding is None:
-        return [], [], Located(meta.locations["offset"], meta.locations["length"])
+        return [], [], table
     remedy = f"`python scripts/add_locations.py {ds.path} --force` writes them again"
     if not finding.damaged:
         text = f"meta/locations: {finding.text}; the reader checks their layout only; {remedy} with one"
-        return [], [text], Located(meta.locations["offset"], meta.locations["length"])
+        return [], [text], table
     used = (
         "the reader reads records at them, so it returns wrong bytes for those records"
         if ds.reads_by_offset
         else "the reader does not use them: it reads every record through LMDB (the same bytes, slower on a cold cache)"
     )
     problem = f"meta/locations is damaged: {finding.text}; {used}; {remedy}"
-    return [problem], [], Located(meta.locations["offset"], meta.locations["length"])
+    return [problem], [], table
 
 
 def _own_bytes(ds: LMDBReader, index: int) -> bytes:
@@ -212,8 +243,10 @@ def verify(
         report["problems"].append(str(exc))
         return report, None, []
     document = ds.meta_document
-    problems = structure_problems(ds)
-    location_problems, location_warnings, located = locations_problems(ds, walk)
+    with shared_env(path).begin() as txn:
+        meta = decode_meta(txn, path)
+    problems = structure_problems(ds) + totals_problems(meta, walk)
+    location_problems, location_warnings, located = locations_problems(ds, meta, walk)
     problems.extend(location_problems)
     indices = sample_indices(len(ds), sample, full, seed)
     # progress on stderr (the rule's log); a sample of 64 is over before the bar would show

@@ -254,7 +254,7 @@ def past_the_end(locations: np.ndarray) -> np.ndarray:
     return locations
 
 
-@pytest.mark.parametrize(("change", "reason"), [(shifted, "differ from the record"), (past_the_end, "past the end")])
+@pytest.mark.parametrize(("change", "reason"), [(shifted, "do not match its checksum"), (past_the_end, "past the end")])
 def test_offsets_that_do_not_fit_are_caught_when_opened(
     tmp_path: Path, change: Callable[[np.ndarray], np.ndarray], reason: str
 ) -> None:
