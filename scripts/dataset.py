@@ -384,7 +384,7 @@ _PAGE_HEADER = 16
 _LMDB_MAGIC = 0xBEEFC0DE
 _LMDB_DATA_VERSION = 1
 _P_META = 0x08
-_P_BRANCH, _P_LEAF, _P_OTHER = 0x01, 0x02, 0x04 | 0x08 | 0x20  # other: overflow, meta, LEAF2
+_P_BRANCH, _P_LEAF = 0x01, 0x02
 _F_BIGDATA, _F_DUPDATA = 0x01, 0x04  # a leaf node whose value lies on overflow pages; duplicates
 _P_INVALID = 2**64 - 1  # the root of an empty database
 _MAX_PAGE_SIZE = 1 << 16
@@ -524,12 +524,14 @@ class PageGuard:
             raise self._damaged(pgno, "a page number outside the file")
         raw = os.pread(self.fd, size, pgno * size)
         stored, flags, lower, upper = struct.unpack_from("<Q2xHHH", raw) if len(raw) == size else (-1, 0, 0, 0)
-        if stored != pgno or flags & _P_OTHER or not flags & (_P_BRANCH | _P_LEAF):
+        if stored != pgno or flags not in (_P_BRANCH, _P_LEAF):  # on disk exactly one of the two
             raise self._damaged(pgno, "not the branch or leaf page it should be")
         if not _PAGE_HEADER <= lower <= upper <= size or lower % 2:
             raise self._damaged(pgno, "its header")
         ptrs = struct.unpack_from(f"<{(lower - _PAGE_HEADER) // 2}H", raw, _PAGE_HEADER)
-        page = _CheckedPage(bool(flags & _P_BRANCH), [], [])
+        page = _CheckedPage(flags == _P_BRANCH, [], [])
+        if page.branch and len(ptrs) < 2:  # LMDB asserts this never happens (an abort, not an error)
+            raise self._damaged(pgno, "a branch page with fewer than two keys")
         for ptr in ptrs:
             self._check_node(pgno, raw, ptr, upper, page)
         if any(a >= b for a, b in itertools.pairwise(page.keys[1 if page.branch else 0 :])):

@@ -151,7 +151,7 @@ def _page_header(page: bytes, pgno: int, page_size: int) -> tuple[int, int]:
     stored_pgno, _, flags, lower, upper = struct.unpack_from("<QHHHH", page)
     if stored_pgno != pgno:
         raise ValueError(f"page {pgno} says it is page {stored_pgno}: the file is damaged or not a plain copy")
-    if flags & (P_LEAF2 | P_OVERFLOW | P_META) or not flags & (P_BRANCH | P_LEAF):
+    if flags not in (P_BRANCH, P_LEAF):  # on disk exactly one of them (LMDB clears P_DIRTY first)
         raise ValueError(f"page {pgno} has flags {flags:#x}, expected a branch or leaf page")
     if not PAGE_HEADER <= lower <= upper <= page_size or lower % 2:
         raise ValueError(f"page {pgno} has a damaged header")
@@ -319,6 +319,8 @@ def _walk_tree(fd: int, meta: MetaPage, db: Database, name: str, on_leaf: OnLeaf
             flags, count = _page_header(page, pgno, meta.page_size)
             if flags & P_BRANCH:
                 branches += 1
+                if count < 2 and name == "main database":  # LMDB asserts this never happens (abort)
+                    raise ValueError(f"branch page {pgno} of the {name} has {count} keys")
                 children = _children(page, count)
                 if order is not None:
                     order.branch(pgno, page, count, children)
@@ -431,7 +433,7 @@ def _run_lengths(fd: int, meta: MetaPage, first: np.ndarray, least: np.ndarray, 
     for slot, pgno in enumerate(first.tolist()):
         header = os.pread(fd, PAGE_HEADER, pgno * meta.page_size)
         stored, _, flags, pages = struct.unpack("<QHHI", header)
-        if stored != pgno or not flags & P_OVERFLOW or pages < least[slot] or pgno + pages - 1 > meta.last_pgno:
+        if stored != pgno or flags != P_OVERFLOW or pages < least[slot] or pgno + pages - 1 > meta.last_pgno:
             raise ValueError(f"overflow page {pgno} of the {name} has a damaged header")
         counts[slot] = pages
     return counts
