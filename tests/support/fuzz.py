@@ -30,16 +30,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+if __name__ == "__main__":  # run as a script: scripts/ importable as the tests have it
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 
-import support  # noqa: F401,E402  - puts scripts/ on the path
+import lmdb
 
-import lmdb  # noqa: E402
-
-import lmdb_pages  # noqa: E402
-import verify  # noqa: E402
-from dataset import LMDBReader, close_all_envs, record_key  # noqa: E402
+import lmdb_pages
+import verify
+from dataset import LMDBReader, close_all_envs, record_key
 
 #: A child that runs longer than this is killed (SIGALRM) and counted as a signal.
 CASE_SECONDS = 60
