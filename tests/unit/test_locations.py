@@ -12,8 +12,7 @@ import json
 import os
 import shutil
 import warnings
-import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 import lmdb
@@ -25,7 +24,7 @@ import add_locations as add_locations_module
 import dataset
 import lmdb_pages
 import write_meta
-from add_locations import add_locations, add_locations_to_file
+from add_locations import add_locations_to_file
 from dataset import (
     LOCATION_DTYPE,
     META_KEYS,
@@ -33,17 +32,18 @@ from dataset import (
     LMDBDataset,
     LMDBReader,
     LocationsWarning,
-    Meta,
     close_all_envs,
     encode_meta,
-    record_key,
 )
 from support.commands import run_script
 from support.datasets import (
     assert_offsets_give_lmdb_bytes,
     assert_reader_reads_every_record,
     every_key_and_value,
+    meta_for,
+    random_values,
     stored_records,
+    write_dataset,
 )
 from support.images import jpeg_bytes, png_bytes
 from support.legacy import pickled, write_legacy
@@ -53,39 +53,6 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:The image decoding and encoding capabilities:DeprecationWarning"),
     pytest.mark.usefixtures("fresh_envs"),  # each test opens its files afresh
 ]
-
-
-def random_values(sizes: Sequence[int], seed: int = 0) -> list[bytes]:
-    rng = np.random.default_rng(seed)
-    return [rng.integers(0, 256, size, dtype=np.uint8).tobytes() for size in sizes]
-
-
-def meta_for(values: Sequence[bytes], storage: Sequence[int] | None = None) -> Meta:
-    n = len(values)
-    return Meta(
-        document={"format": "imagefolder-lmdb", "version": 1, "length": n, "classes": ["a", "b"]},
-        labels=np.arange(n) % 2,
-        sizes=np.ones((n, 2)),
-        crc32=np.array([zlib.crc32(v) for v in values], dtype=np.uint32),
-        storage=np.full(n, STORAGE_CODES["stored-as-is"]) if storage is None else np.asarray(storage),
-        source_bytes=np.array([len(v) for v in values]),
-        paths=[f"{'ab'[i % 2]}/{i}.bin" for i in range(n)],
-    )
-
-
-def write_dataset(
-    path: Path, values: Sequence[bytes], storage: Sequence[int] | None = None, locate: bool = True
-) -> None:
-    """A dataset as write_meta writes it; ``locate=False``: as the previous version wrote it."""
-    writer = LMDBWriter(str(path), expected_bytes=sum(map(len, values)) + (1 << 20))
-    for index, value in enumerate(values):
-        writer.append(record_key(index), value)
-    meta_values = encode_meta(meta_for(values, storage))
-    del meta_values[META_KEYS["locations"]]
-    writer.put_many(meta_values)
-    if locate:
-        add_locations(writer.env, str(path))
-    writer.close()
 
 
 # -- every shape of tree ----------------------------------------------------------------------------
