@@ -36,8 +36,9 @@ What lives where, in file order:
 1. The format: record keys, meta keys and arrays, storage codes, ``Meta`` and its encoders and
    decoder (``encode_meta``, ``decode_meta``), ``FormatError``.
 2. Opening a file: ``check_lmdb_file`` (the file holds every page its LMDB header names, checked
-   with plain reads before LMDB maps it), ``open_env_readonly`` (read-only, lock-free settings),
-   reader slots of ``lock=True`` files (``ReadersFullError``, ``_begin_read``).
+   with plain reads before LMDB maps it), ``PageGuard`` (the pages on the way to each key checked
+   before LMDB follows them), ``open_env_readonly`` (read-only, lock-free settings), reader slots
+   of ``lock=True`` files (``ReadersFullError``, ``_begin_read``).
 3. The per-process table: one environment and one descriptor per file and process
    (``shared_env``, ``shared_fd``), closed before every fork (``close_all_envs``).
 4. Decoding stored bytes: ``pil_decode``, ``tensor_decode``, ``encoded_tensor_decode``.
@@ -46,8 +47,9 @@ What lives where, in file order:
    says about itself and chooses its source once, when the dataset opens.
 6. v1 records through LMDB (``_LmdbRecords``): one read transaction per batch.
 7. v1 records by offset (``_LocatedRecords``): one ``os.pread`` per record at the offsets of
-   meta/locations, page-cache probes and fadvise hints for cold batches, the check made when a file
-   opens (``locations_problem``); records not located go to the LMDB source.
+   meta/locations, page-cache probes and fadvise hints for cold batches, the checks made when a
+   file opens (``locations_problem``: transaction, checksum, layout, spot checks against
+   meta/crc32); records not located go to the LMDB source.
 8. LEGACY folder2lmdb pickles (``_LegacyRecords``): the restricted unpickler, ``legacy_keys``,
    ``legacy_record``. Reached only with ``allow_pickle=True`` (and by scripts/convert_legacy.py).
 9. The dataset: ``_Index`` (ImageFolder's attributes, what the meta knows without decoding,
@@ -97,6 +99,7 @@ __all__ = [
     "LMDBDataset",
     "LocationsWarning",
     "Meta",
+    "PageGuard",
     "ReadersFullError",
     "TruncatedFileError",
     "check_lmdb_file",

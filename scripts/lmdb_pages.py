@@ -21,7 +21,14 @@ The on-disk layout is LMDB 0.9's (libraries/liblmdb/mdb.c), 64-bit little-endian
   right after that page's header, otherwise the value is inline after the key.
 
 Anything else (another magic or version, duplicate-sorted or named databases, a page whose stored
-number is not where it was read) is refused with ValueError rather than guessed at.
+number is not where it was read) is refused with ValueError rather than guessed at. Every page is
+checked before its nodes are followed (the file's size against the meta page, page numbers inside
+the file and each visited once, node offsets and keys inside their page, values inside their page
+or the file), since the file may be a damaged copy.
+
+``check`` (verify, add_locations) checks the whole file before LMDB may read it: also the order
+of every key, the free list's tree and the pages it lists, the overflow headers of the values that
+are not records (of every value, on request), and that no page is used twice.
 """
 
 from __future__ import annotations
