@@ -222,6 +222,16 @@ def open_reader(path: str) -> tuple[LMDBReader, list[str]]:
     return ds, [str(w.message) for w in caught if issubclass(w.category, LocationsWarning)]
 
 
+def meta_problems(ds: LMDBReader, walk: lmdb_pages.Walk | None) -> tuple[list[str], Located, list[str]]:
+    """What disagrees in the meta (with itself, the records, the walk of the B-tree), the record
+    locations to compare record by record, and the warnings about them."""
+    with shared_env(ds.path).begin() as txn:
+        meta = decode_meta(txn, ds.path)
+    problems = structure_problems(ds) + totals_problems(meta, walk)
+    location_problems, location_warnings, located = locations_problems(ds, meta, walk)
+    return problems + location_problems, located, location_warnings
+
+
 def sample_indices(n: int, sample: int, full: bool, seed: int) -> list[int]:
     if full:
         return list(range(n))
@@ -243,11 +253,7 @@ def verify(
         report["problems"].append(str(exc))
         return report, None, []
     document = ds.meta_document
-    with shared_env(path).begin() as txn:
-        meta = decode_meta(txn, path)
-    problems = structure_problems(ds) + totals_problems(meta, walk)
-    location_problems, location_warnings, located = locations_problems(ds, meta, walk)
-    problems.extend(location_problems)
+    problems, located, warnings_found = meta_problems(ds, walk)
     indices = sample_indices(len(ds), sample, full, seed)
     # progress on stderr (the rule's log); a sample of 64 is over before the bar would show
     checked = tqdm(indices, desc="verify", unit="img", mininterval=5.0, disable=len(indices) < 1000, file=sys.stderr)
@@ -264,7 +270,7 @@ def verify(
             "images": len(ds),
             "classes": len(ds.classes),
             "class_counts": class_counts(ds),
-            "warnings": opening_warnings + location_warnings + empty_class_warnings(ds),
+            "warnings": opening_warnings + warnings_found + empty_class_warnings(ds),
             "file_bytes": os.path.getsize(path) if os.path.isfile(path) else None,
             "source": document["source"],
             "class_list": document.get("class_list"),  # files before class lists shared: none

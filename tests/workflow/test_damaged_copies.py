@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -103,74 +104,97 @@ def damage_locations(path: Path) -> np.ndarray:
     return locations
 
 
-def test_damaged_locations_are_not_used_named_by_verify_and_repaired(copied: Path, tmp_path: Path) -> None:
-    records, _, _ = stored_records(copied)
-    clean = damage_locations(copied)
-    forced = tmp_path / "forced.lmdb"
-    shutil.copy(copied, forced)
-    first, second = SWAPPED
-    recorded = f"recorded at offset {int(clean['offset'][second]):,}, length {int(clean['length'][second]):,}"
-    held = f"the file holds it at offset {int(clean['offset'][first]):,}, length {int(clean['length'][first]):,}"
+@dataclass
+class Damaged:
+    """A copy whose stored locations of SWAPPED were swapped, and what it held before."""
 
-    # the reader: one warning, every record LMDB's own bytes
+    path: Path
+    records: list[bytes]  # every record as LMDB holds it (the damage changed none)
+    clean: np.ndarray  # the locations as they were
+
+    def where(self) -> tuple[str, str]:
+        """How the commands describe record SWAPPED[0]: where it is recorded, where it lies."""
+        first, second = SWAPPED
+        offset, length = int(self.clean["offset"][second]), int(self.clean["length"][second])
+        held = int(self.clean["offset"][first]), int(self.clean["length"][first])
+        return (
+            f"recorded at offset {offset:,}, length {length:,}",
+            f"the file holds it at offset {held[0]:,}, length {held[1]:,}",
+        )
+
+
+@pytest.fixture
+def damaged(copied: Path) -> Damaged:
+    records, _, _ = stored_records(copied)
+    return Damaged(copied, list(records.values()), damage_locations(copied))
+
+
+def test_damaged_locations_are_not_used_and_the_reader_warns_once(damaged: Damaged) -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        ds = LMDBReader(copied, decode="bytes")
+        ds = LMDBReader(damaged.path, decode="bytes")
         assert not ds.reads_by_offset
-        assert [ds.get_bytes(i) for i in range(len(ds))] == list(records.values())
-        assert [data for data, _ in ds.__getitems__(list(range(len(ds))))] == list(records.values())
-        paths = [path for path, _ in ds.samples]
+        assert [ds.get_bytes(i) for i in range(len(ds))] == damaged.records
+        assert [data for data, _ in ds.__getitems__(list(range(len(ds))))] == damaged.records
+    path = damaged.path
     assert [str(w.message) for w in caught if w.category is LocationsWarning] == [
-        f"{copied}: its record locations (meta/locations) do not match their checksum: they are damaged. It is "
+        f"{path}: its record locations (meta/locations) do not match their checksum: they are damaged. It is "
         "read through LMDB, which gives the same bytes but is slower on a cold cache; `python "
-        f"scripts/add_locations.py {copied}` (installed with pip: `imagefolder-lmdb add-locations {copied}`) "
+        f"scripts/add_locations.py {path}` (installed with pip: `imagefolder-lmdb add-locations {path}`) "
         "writes them again for this file."
     ]
-    close_all_envs()
 
-    # verify --full: the wrong locations, by record; not "the stored bytes changed"
+
+def test_verify_full_names_the_wrong_locations_not_changed_bytes(damaged: Damaged, tmp_path: Path) -> None:
+    with pytest.warns(LocationsWarning):
+        paths = [path for path, _ in LMDBReader(damaged.path).samples]
+    close_all_envs()
     report = tmp_path / "report.json"
-    verify = run_script("verify.py", copied, "--full", "--report", report)
+    verify = run_script("verify.py", damaged.path, "--full", "--report", report)
     assert verify.returncode == 1
+    recorded, held = damaged.where()
     table = (
         f"meta/locations is damaged: the recorded locations of 2 of 40 records do not match the file (record "
-        f"{first}: {recorded}; {held}); the reader does not use them: it reads every record through LMDB (the "
-        f"same bytes, slower on a cold cache); `python scripts/add_locations.py {copied} --force` writes them again"
+        f"{SWAPPED[0]}: {recorded}; {held}); the reader does not use them: it reads every record through LMDB "
+        f"(the same bytes, slower on a cold cache); `python scripts/add_locations.py {damaged.path} --force` "
+        "writes them again"
     )
     assert verify.stdout.strip().endswith(f"first problem: {table}")
-    problems = json.loads(report.read_text())["problems"]
-    assert problems == [table] + [
-        f"record {index} ({paths[index]}): its recorded location is wrong: offset "
-        f"{int(clean['offset'][other]):,}, length {int(clean['length'][other]):,} (meta/locations) do not hold "
-        "the record LMDB holds; LMDB's own bytes of it are intact"
+    clean = damaged.clean
+    assert json.loads(report.read_text())["problems"] == [table] + [
+        f"record {index} ({paths[index]}): its recorded location is wrong: offset {int(clean['offset'][other]):,}, "
+        f"length {int(clean['length'][other]):,} (meta/locations) do not hold the record LMDB holds; LMDB's own "
+        "bytes of it are intact"
         for index, other in zip(SWAPPED, reversed(SWAPPED), strict=True)
     ]
     assert "stored bytes changed" not in verify.stdout + report.read_text()
-    close_all_envs()
 
-    # add_locations says what it finds, and writes them again; so does --force
-    plain = run_script("add_locations.py", copied)
-    assert plain.returncode == 0, plain.stderr
-    assert plain.stdout.splitlines()[0] == (
-        f"{copied}: the recorded locations of 2 of 40 records do not match the file (record {first}: "
-        f"{recorded}; {held}); writing them again"
-    )
-    assert plain.stdout.splitlines()[1].startswith(f"OK {copied}: 40 of 40 records located")
-    force = run_script("add_locations.py", forced, "--force")
-    assert force.returncode == 0, force.stderr
-    assert force.stdout.splitlines()[0].startswith(f"{forced}: the recorded locations of 2 of 40 records")
-    for path in (copied, forced):
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", LocationsWarning)
-            ds = LMDBReader(path, decode="bytes")
-            assert ds.reads_by_offset and [ds.get_bytes(i) for i in range(len(ds))] == list(records.values())
-        close_all_envs()
-        assert run_script("verify.py", path, "--full").returncode == 0
+
+@pytest.mark.parametrize("force", [False, True], ids=["plain", "force"])
+def test_add_locations_says_what_it_finds_and_repairs(damaged: Damaged, force: bool) -> None:
+    path = damaged.path
+    result = run_script("add_locations.py", path, *(["--force"] if force else []))
+    assert result.returncode == 0, result.stderr
+    recorded, held = damaged.where()
+    assert result.stdout.splitlines() == [
+        f"{path}: the recorded locations of 2 of 40 records do not match the file (record {SWAPPED[0]}: "
+        f"{recorded}; {held}); writing them again",
+        f"OK {path}: 40 of 40 records located (the others are read through LMDB), LMDB transaction "
+        f"{stored_records(path)[2]['locations']['txnid']}",
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LocationsWarning)
+        ds = LMDBReader(path, decode="bytes")
+        assert ds.reads_by_offset and [ds.get_bytes(i) for i in range(len(ds))] == damaged.records
+    close_all_envs()
+    assert run_script("verify.py", path, "--full").returncode == 0
 
     # once they match, plain add_locations writes nothing; --force writes them again anyway
-    again = run_script("add_locations.py", copied)
-    assert again.stdout.strip().endswith("; they were recorded already, nothing written (they match the file)")
-    forced_again = run_script("add_locations.py", copied, "--force")
-    assert forced_again.stdout.splitlines()[0] == (
-        f"{copied}: the recorded locations match the file; writing them again (--force)"
-    )
+    again = run_script("add_locations.py", path, *(["--force"] if force else []))
+    if force:
+        assert (
+            again.stdout.splitlines()[0]
+            == f"{path}: the recorded locations match the file; writing them again (--force)"
+        )
+    else:
+        assert again.stdout.strip().endswith("; they were recorded already, nothing written (they match the file)")
