@@ -174,8 +174,11 @@ def in_child(job: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     return json.loads(sent) if sent else {"crashed": f"exit status {os.waitstatus_to_exitcode(status)}, no result"}
 
 
-def read_everything(path: Path, expected: list[bytes]) -> dict[str, Any]:
-    """Open the copy and read every record through the default path, batched and one by one."""
+def read_everything(path: Path, expected: list[bytes], originals: list[bytes]) -> dict[str, Any]:
+    """Open the copy and read every record through the default path, batched and one by one.
+    ``wrong``: records that differ from ``expected`` (LMDB's own bytes where the damage lies in a
+    value); ``wrong_by_offset``: those of them read by offset; ``other_records``: those that hold
+    another record's bytes."""
     result: dict[str, Any] = {"stage": "open"}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -185,13 +188,24 @@ def read_everything(path: Path, expected: list[bytes]) -> dict[str, Any]:
             batch = [data for data, _ in ds.__getitems__(list(range(len(ds))))]
             singles = [ds.get_bytes(i) for i in range(len(ds))]
             result["stage"] = "done"
-            result["wrong"] = [
-                i for i in range(len(ds)) if i >= len(expected) or batch[i] != expected[i] or singles[i] != expected[i]
-            ]
+            result.update(judged(ds, batch, singles, expected, originals))
         except Exception as exc:  # noqa: BLE001 - the message is what the test judges
             result["error"] = f"{type(exc).__name__}: {exc}"
     result["warnings"] = [f"{w.category.__name__}: {w.message}" for w in caught]
     return result
+
+
+def judged(
+    ds: LMDBReader, batch: list[bytes], singles: list[bytes], expected: list[bytes], originals: list[bytes]
+) -> dict[str, list[int]]:
+    wrong = [i for i in range(len(ds)) if i >= len(expected) or batch[i] != expected[i] or singles[i] != expected[i]]
+    offsets = ds._offsets
+    owner = {value: index for index, value in enumerate(originals)}
+    return {
+        "wrong": wrong,
+        "wrong_by_offset": [i for i in wrong if offsets is not None and offsets[i]],
+        "other_records": [i for i in wrong if owner.get(batch[i], i) != i or owner.get(singles[i], i) != i],
+    }
 
 
 def run_verify(path: Path, layout: Layout) -> dict[str, Any]:
@@ -214,7 +228,7 @@ def run_case(original: bytes, layout: Layout, case: Case, copy: Path) -> dict[st
     expected = expected_records(layout, case)
     return {
         "case": case.__dict__,
-        "reader": in_child(lambda: read_everything(copy, expected)),
+        "reader": in_child(lambda: read_everything(copy, expected, layout.records)),
         "verify": in_child(lambda: run_verify(copy, layout)),
     }
 
