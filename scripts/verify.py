@@ -149,10 +149,13 @@ def locations_problems(
         return [], [], nothing  # not for this file as it is; the reader's own warning says so if it matters
     if finding is None:
         return [], [], table
-    remedy = f"`python scripts/add_locations.py {ds.path} --force` writes them again"
     if not finding.damaged:
-        text = f"meta/locations: {finding.text}; the reader checks their layout only; {remedy} with one"
+        text = (
+            f"meta/locations: {finding.text}; the reader checks their layout and a few records only; "
+            f"`python scripts/add_locations.py {ds.path}` gives them one"
+        )
         return [], [text], table
+    remedy = f"`python scripts/add_locations.py {ds.path} --force` writes them again"
     used = (
         "the reader reads records at them, so it returns wrong bytes for those records"
         if ds.reads_by_offset
