@@ -530,7 +530,7 @@ class PageGuard:
         if stored != pgno or flags not in (_P_BRANCH, _P_LEAF):  # on disk exactly one of the two
             raise self._damaged(pgno, "not the branch or leaf page it should be")
         if not _PAGE_HEADER <= lower <= upper <= size or lower % 2:
-            raise self._damaged(pgno, "its header")
+            raise self._damaged(pgno, "a damaged header")
         ptrs = struct.unpack_from(f"<{(lower - _PAGE_HEADER) // 2}H", raw, _PAGE_HEADER)
         page = _CheckedPage(flags == _P_BRANCH, [], [])
         if page.branch and len(ptrs) < 2:  # LMDB asserts this never happens (an abort, not an error)
@@ -1557,10 +1557,17 @@ class LMDBReader(_Index):
     Reads: files written by the workflow record where each record lies in the file
     (``meta/locations``), so a record is one ``os.pread`` (``reads_by_offset``), also on a cold
     cache or a network filesystem, where LMDB's memory map faults in one 4 KB page at a time. They
-    are checked when the file is opened (its LMDB transaction id, and a spread of records compared
-    with LMDB's bytes); a file they do not fit (e.g. a compacting ``mdb_copy -c``) is read through
-    LMDB with a one-time LocationsWarning, as are older files without them, silently, and every
-    file opened with ``lock=True``. ``scripts/add_locations.py FILE`` records them in a file.
+    are checked when the file is opened (its LMDB transaction id, their checksum, their shape, and
+    a spread of records against their CRC-32); a file they do not fit (e.g. a compacting
+    ``mdb_copy -c``, or damage) is read through LMDB with a one-time LocationsWarning, as are older
+    files without them, silently, and every file opened with ``lock=True``.
+    ``scripts/add_locations.py FILE`` records them in a file.
+
+    Damaged files: a file shorter than its LMDB header says (an interrupted copy) is refused with
+    TruncatedFileError before LMDB maps it, and the pages on the way to each key LMDB is asked for
+    are checked first (``PageGuard``), so damage gives a FormatError with a message, not a crash
+    (``lock=True`` readers, whose file a writer may change, are not page-checked).
+    ``scripts/verify.py FILE --full`` checks every page and record.
 
     Batches: ``__getitems__(indices)`` reads a batch together: when its records are not in the
     page cache, the kernel is asked for all of them at once (``posix_fadvise(WILLNEED)``), so their
