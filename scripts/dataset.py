@@ -35,8 +35,10 @@ What lives where, in file order:
 
 1. The format: record keys, meta keys and arrays, storage codes, ``Meta`` and its encoders and
    decoder (``encode_meta``, ``decode_meta``), ``FormatError``.
-2. Opening a file: ``open_env_readonly`` (read-only, lock-free settings), reader slots of
-   ``lock=True`` files (``ReadersFullError``, ``_begin_read``).
+2. Opening a file: ``check_lmdb_file`` (the file holds every page its LMDB header names, checked
+   with plain reads before LMDB maps it), ``PageGuard`` (the pages on the way to each key checked
+   before LMDB follows them), ``open_env_readonly`` (read-only, lock-free settings), reader slots
+   of ``lock=True`` files (``ReadersFullError``, ``_begin_read``).
 3. The per-process table: one environment and one descriptor per file and process
    (``shared_env``, ``shared_fd``), closed before every fork (``close_all_envs``).
 4. Decoding stored bytes: ``pil_decode``, ``tensor_decode``, ``encoded_tensor_decode``.
@@ -45,8 +47,9 @@ What lives where, in file order:
    says about itself and chooses its source once, when the dataset opens.
 6. v1 records through LMDB (``_LmdbRecords``): one read transaction per batch.
 7. v1 records by offset (``_LocatedRecords``): one ``os.pread`` per record at the offsets of
-   meta/locations, page-cache probes and fadvise hints for cold batches, the check made when a file
-   opens (``locations_problem``); records not located go to the LMDB source.
+   meta/locations, page-cache probes and fadvise hints for cold batches, the checks made when a
+   file opens (``locations_problem``: transaction, checksum, layout, spot checks against
+   meta/crc32); records not located go to the LMDB source.
 8. LEGACY folder2lmdb pickles (``_LegacyRecords``): the restricted unpickler, ``legacy_keys``,
    ``legacy_record``. Reached only with ``allow_pickle=True`` (and by scripts/convert_legacy.py).
 9. The dataset: ``_Index`` (ImageFolder's attributes, what the meta knows without decoding,
@@ -56,12 +59,15 @@ What lives where, in file order:
 
 from __future__ import annotations
 
+import bisect
 import functools
 import io
+import itertools
 import json
 import operator
 import os
 import pickle
+import struct
 import threading
 import time
 import warnings
@@ -93,7 +99,10 @@ __all__ = [
     "LMDBDataset",
     "LocationsWarning",
     "Meta",
+    "PageGuard",
     "ReadersFullError",
+    "TruncatedFileError",
+    "check_lmdb_file",
     "checksum",
     "close_all_envs",
     "decode_meta",
@@ -155,6 +164,10 @@ STORAGE_REASONS: dict[int, str] = {
     8: "stored-as-is",  # encode.reencode = never and the file is not a plain RGB JPEG
 }
 STORAGE_CODES = {reason: code for code, reason in STORAGE_REASONS.items()}
+
+#: The meta arrays whose CRC-32 meta/json records under "checksums" (meta/locations has its own,
+#: under "locations": the reader can do without it, so its damage only slows reads down).
+CHECKSUMMED_ARRAYS = ("labels", "sizes", "crc32", "storage", "source_bytes", "paths")
 
 _ARRAY_DTYPES = {
     "labels": np.dtype("<i4"),
@@ -231,7 +244,9 @@ def encode_meta(meta: Meta) -> dict[bytes, bytes]:
     if locations.shape != (n,):
         raise ValueError(f"meta array 'locations' has shape {locations.shape}, expected ({n},)")
     values[META_KEYS["locations"]] = locations.tobytes()
-    values[META_KEYS["json"]] = encode_document(meta.document)
+    # meta/json names each array's CRC-32, so a reader can tell a damaged label from a real one.
+    checksums = {name: checksum(values[META_KEYS[name]]) for name in CHECKSUMMED_ARRAYS}
+    values[META_KEYS["json"]] = encode_document({**meta.document, "checksums": checksums})
     return values
 
 
@@ -240,23 +255,27 @@ def encode_document(document: dict[str, Any]) -> bytes:
     return json.dumps(document, sort_keys=True, indent=1).encode("utf-8")
 
 
-def _array(txn: lmdb.Transaction, name: str) -> np.ndarray:
+def _array_bytes(txn: lmdb.Transaction, name: str, checksums: dict[str, Any]) -> bytes:
+    """A meta array's stored bytes, checked against its CRC-32 in meta/json (older files: none)."""
     raw = txn.get(META_KEYS[name])
     if raw is None:
         raise FormatError(f"meta key {META_KEYS[name].decode()} is missing")
-    return np.frombuffer(bytes(raw), dtype=_ARRAY_DTYPES[name])
+    raw = bytes(raw)
+    if name in checksums and checksums[name] != checksum(raw):
+        raise FormatError(f"meta/{name} does not match its checksum")
+    return raw
 
 
-def _locations(txn: lmdb.Transaction, where: str) -> np.ndarray | None:
+def _array(txn: lmdb.Transaction, name: str, checksums: dict[str, Any]) -> np.ndarray:
+    return np.frombuffer(_array_bytes(txn, name, checksums), dtype=_ARRAY_DTYPES[name])
+
+
+def _locations(txn: lmdb.Transaction) -> np.ndarray | None:
     raw = txn.get(META_KEYS["locations"])
     if raw is None:
         return None  # written before record locations existed: read through LMDB
-    if len(raw) % LOCATION_DTYPE.itemsize:
-        raise FormatError(
-            f"{where}: meta/locations is damaged; `python scripts/add_locations.py {where}` (installed with pip: "
-            f"`imagefolder-lmdb add-locations {where}`) writes it again"
-        )
-    return np.frombuffer(bytes(raw), dtype=LOCATION_DTYPE)
+    whole = len(raw) - len(raw) % LOCATION_DTYPE.itemsize  # a damaged size is caught by locations_problem
+    return np.frombuffer(bytes(raw[:whole]), dtype=LOCATION_DTYPE)
 
 
 def decode_meta(txn: lmdb.Transaction, where: str) -> Meta:
@@ -264,42 +283,61 @@ def decode_meta(txn: lmdb.Transaction, where: str) -> Meta:
     raw = txn.get(META_KEYS["json"])
     if raw is None:
         raise FormatError(_missing_meta_message(txn, where))
+    document = _decode_document(raw, where)
+    sums = document.get("checksums")
+    sums = sums if isinstance(sums, dict) else {}  # files written before meta checksums: none
+    try:
+        meta = Meta(
+            document=document,
+            labels=_array(txn, "labels", sums),
+            sizes=_array(txn, "sizes", sums).reshape(-1, 2),
+            crc32=_array(txn, "crc32", sums),
+            storage=_array(txn, "storage", sums),
+            source_bytes=_array(txn, "source_bytes", sums),
+            paths=_array_bytes(txn, "paths", sums).decode("utf-8").split("\0")[:-1],
+            locations=_locations(txn),
+        )
+    except (FormatError, ValueError) as exc:  # ValueError: an array of a broken size, paths not UTF-8
+        raise FormatError(f"{where}: {exc}: the file is damaged. {_RECOPY}") from exc
+    _check_meta(meta, where)
+    return meta
+
+
+def _decode_document(raw: bytes | memoryview, where: str) -> dict[str, Any]:
+    """The meta JSON document, checked for what every reader relies on."""
     try:
         document = json.loads(bytes(raw))
     except ValueError as exc:
         raise FormatError(f"{where}: meta/json is not valid JSON ({exc}); the file is damaged") from exc
-    if document.get("format") != FORMAT_ID:
-        raise FormatError(f"{where}: format is {document.get('format')!r}, expected {FORMAT_ID!r}")
+    if not isinstance(document, dict) or document.get("format") != FORMAT_ID:
+        found = document.get("format") if isinstance(document, dict) else document
+        raise FormatError(f"{where}: format is {found!r}, expected {FORMAT_ID!r}")
     version = document.get("version")
     if version != FORMAT_VERSION:
         raise FormatError(
             f"{where}: {FORMAT_ID} version {version!r}, but this reader knows version "
             f"{FORMAT_VERSION} only; use the scripts/dataset.py of the workflow that wrote it"
         )
-    try:
-        meta = Meta(
-            document=document,
-            labels=_array(txn, "labels"),
-            sizes=_array(txn, "sizes").reshape(-1, 2),
-            crc32=_array(txn, "crc32"),
-            storage=_array(txn, "storage"),
-            source_bytes=_array(txn, "source_bytes"),
-            paths=bytes(txn.get(META_KEYS["paths"], b"")).decode("utf-8").split("\0")[:-1],
-            locations=_locations(txn, where),
-        )
-    except FormatError as exc:
-        raise FormatError(f"{where}: {exc}; the file is damaged, convert it again") from exc
+    length, classes = document.get("length"), document.get("classes")
+    if type(length) is not int or not 0 <= length <= MAX_RECORDS:
+        raise FormatError(f"{where}: meta/json has no valid record count (length {length!r}); the file is damaged")
+    if not isinstance(classes, list) or not all(isinstance(name, str) for name in classes):
+        raise FormatError(f"{where}: meta/json has no valid list of classes; the file is damaged")
+    return document
+
+
+def _check_meta(meta: Meta, where: str) -> None:
+    """Every array has one entry per record, and every label names a class (meta/locations, which
+    the reader can do without, is checked by locations_problem)."""
     n = meta.length
     for name in ("labels", "sizes", "crc32", "storage", "source_bytes", "paths"):
         if len(getattr(meta, name)) != n:
             raise FormatError(f"{where}: meta {name} has {len(getattr(meta, name))} entries, expected {n}")
-    if meta.locations is not None and len(meta.locations) != n:
+    if n and not 0 <= int(meta.labels.min()) <= int(meta.labels.max()) < len(meta.classes):
         raise FormatError(
-            f"{where}: meta locations has {len(meta.locations)} entries, expected {n}; "
-            f"`python scripts/add_locations.py {where}` (installed with pip: `imagefolder-lmdb add-locations "
-            f"{where}`) writes them again"
+            f"{where}: meta/labels holds labels outside 0..{len(meta.classes) - 1} (its {len(meta.classes)} "
+            f"classes): the file is damaged. {_RECOPY}"
         )
-    return meta
 
 
 def _missing_meta_message(txn: lmdb.Transaction, where: str) -> str:
@@ -313,6 +351,9 @@ def _missing_meta_message(txn: lmdb.Transaction, where: str) -> str:
             "you trust, read it as it is with LMDBDataset(path, allow_pickle=True) (a restricted "
             "unpickler that only builds bytes, numbers and lists)."
         )
+    if any(txn.get(key) is not None for name, key in META_KEYS.items() if name != "json"):
+        # write_meta stores every meta key in one transaction: some without meta/json is damage
+        return f"{where} holds meta arrays but no meta/json: the file is damaged. {_RECOPY}"
     if txn.get(record_key(0)) is not None:
         return (
             f"{where} has image records but no {FORMAT_ID} meta: the conversion did not finish. "
@@ -328,6 +369,227 @@ def _missing_meta_message(txn: lmdb.Transaction, where: str) -> str:
 
 class ReadersFullError(RuntimeError):
     """Every reader slot of a ``lock=True`` environment is taken; the message says how to size it."""
+
+
+class TruncatedFileError(FormatError):
+    """The file holds fewer bytes than its LMDB header says it must: an incomplete copy."""
+
+
+# LMDB maps the file and never compares its size with the meta page: the first touch of a page
+# past the end raises SIGBUS. So the size is checked with plain reads before LMDB opens it.
+# LMDB 0.9's meta page (mdb.c, 64-bit little-endian): page header (pgno u64, pad u16, flags u16,
+# lower/upper u16), then magic u32, version u32, address u64, mapsize u64, two MDB_db records of
+# 48 bytes (pad u32, flags u16, depth u16, four u64 counts, root u64; the free list's pad is the
+# page size), last_pg u64, txnid u64.
+_LMDB_META = struct.Struct("<Q2xH4xIIQQI44x4xHH32xQQQ")
+#: An LMDB page header's size: a value on overflow pages starts this far into its first page.
+_PAGE_HEADER = 16
+_LMDB_MAGIC = 0xBEEFC0DE
+_LMDB_DATA_VERSION = 1
+_P_META = 0x08
+_P_BRANCH, _P_LEAF = 0x01, 0x02
+_F_BIGDATA, _F_DUPDATA = 0x01, 0x04  # a leaf node whose value lies on overflow pages; duplicates
+_P_INVALID = 2**64 - 1  # the root of an empty database
+_MAX_PAGE_SIZE = 1 << 16
+
+
+_INCOMPLETE = "The copy is incomplete (an interrupted scp or rsync, a full disk or quota)."
+#: The remedy for a damaged or incomplete file: a new copy, from a source checked first.
+_RECOPY = (
+    "Copy it again from the original, and check the original first with `python scripts/verify.py "
+    "ORIGINAL --full` (installed with pip: `imagefolder-lmdb verify ORIGINAL --full`)."
+)
+
+
+@dataclass(frozen=True)
+class LmdbHeader:
+    """What an LMDB file's current meta page says about its size (see read_lmdb_header)."""
+
+    page_size: int
+    last_page: int  # mm_last_pg: the highest page number in use
+    txnid: int
+    root: int = _P_INVALID  # the main database's root page
+    depth: int = 0  # the main database's B-tree depth
+
+    @property
+    def required_bytes(self) -> int:
+        """The least size of a whole file: LMDB may touch any page up to ``last_page``."""
+        return (self.last_page + 1) * self.page_size
+
+
+def _meta_page(fd: int, offset: int, number: int, where: str) -> LmdbHeader | None:
+    """Meta page ``number`` at ``offset``, as mdb_env_read_header checks it; None if cut off."""
+    raw = os.pread(fd, _LMDB_META.size, offset)
+    magic_at = slice(_PAGE_HEADER, _PAGE_HEADER + 4)
+    if number == 0 and len(raw) >= magic_at.stop and raw[magic_at] != _LMDB_MAGIC.to_bytes(4, "little"):
+        raise FormatError(
+            f"{where} is not an LMDB file (no LMDB meta page at its start). Point LMDBDataset at a "
+            "results/<split>.lmdb written by the workflow."
+        )
+    if len(raw) < _LMDB_META.size:
+        return None
+    _, flags, magic, version, _, _, page_size, _, depth, root, last_page, txnid = _LMDB_META.unpack(raw)
+    if magic != _LMDB_MAGIC or not flags & _P_META:
+        raise FormatError(f"{where}: LMDB meta page {number} is damaged. {_RECOPY}")
+    if version != _LMDB_DATA_VERSION:
+        raise FormatError(
+            f"{where}: LMDB data format version {version}; this LMDB library ({'.'.join(map(str, lmdb.version()))}) "
+            f"reads version {_LMDB_DATA_VERSION}"
+        )
+    if not 512 <= page_size <= _MAX_PAGE_SIZE or page_size & (page_size - 1) or last_page < 1:
+        raise FormatError(f"{where}: LMDB meta page {number} is damaged (page size {page_size}). {_RECOPY}")
+    return LmdbHeader(page_size, last_page, txnid, root, depth)
+
+
+def read_lmdb_header(fd: int, where: str) -> LmdbHeader:
+    """The current meta page of the LMDB file open as ``fd``, read as LMDB reads it: both meta
+    pages must be valid, and the one with the larger txnid (page 0 on a tie) is current. Raises
+    FormatError naming ``where`` for anything LMDB would refuse or crash on."""
+    size = os.fstat(fd).st_size
+    first = _meta_page(fd, 0, 0, where)
+    second = None if first is None else _meta_page(fd, first.page_size, 1, where)
+    if first is None or second is None:
+        at_least = "" if first is None else f" (its first meta page says {first.required_bytes:,} bytes)"
+        raise TruncatedFileError(
+            f"{where} is shorter than it should be: it holds {size:,} bytes, not even LMDB's two meta "
+            f"pages{at_least}. {_INCOMPLETE} {_RECOPY}"
+        )
+    return second if second.txnid > first.txnid else first
+
+
+def _data_file(path: str) -> str:
+    """The file that holds an environment's pages (a directory environment keeps them in data.mdb)."""
+    return os.path.join(path, "data.mdb") if os.path.isdir(path) else path
+
+
+def check_lmdb_file(path: str | os.PathLike[str]) -> LmdbHeader:
+    """Check, with plain reads and before any memory map, that the LMDB file at ``path`` holds every
+    page its header says it uses; raises TruncatedFileError (or FormatError) saying what to do.
+    Reader, verify, add_locations and convert_legacy call it before they open a file."""
+    where = os.fspath(path)
+    fd = os.open(_data_file(where), os.O_RDONLY)
+    try:
+        header = read_lmdb_header(fd, where)
+        size = os.fstat(fd).st_size
+    finally:
+        os.close(fd)
+    missing = header.required_bytes - size
+    if missing > 0:
+        raise TruncatedFileError(
+            f"{where} is shorter than it should be: its LMDB header says its pages run to "
+            f"{header.required_bytes:,} bytes, but the file holds {size:,}: the last {missing:,} "
+            f"byte{'s are' if missing > 1 else ' is'} missing. {_INCOMPLETE} {_RECOPY}"
+        )
+    return header
+
+
+# LMDB trusts its pages: a damaged node offset, key size or value size sends it past the end of the
+# file (SIGBUS). So before the reader asks LMDB for a key, every page on the way to it is checked
+# with plain reads (once per page and process): the node offsets and keys lie inside the page,
+# child pages and values inside the file, keys in order (so LMDB's binary search takes the path
+# checked here). The file must not change meanwhile: lock=True readers, whose writer may change it,
+# are not checked this way.
+
+
+@dataclass(frozen=True)
+class _CheckedPage:
+    branch: bool
+    keys: list[bytes]  # each node's key, ascending (a branch page's first key is never compared)
+    children: list[int]  # a branch page's child pages, one per key
+
+
+class PageGuard:
+    """Checks the pages of one LMDB file on the way to a key before LMDB follows them."""
+
+    def __init__(self, fd: int, header: LmdbHeader, where: str) -> None:
+        self.fd, self.header, self.where = fd, header, where
+        self.checked: dict[int, _CheckedPage] = {}
+
+    def check_key(self, key: bytes) -> None:
+        """Raise FormatError unless LMDB can look ``key`` up without leaving checked pages."""
+        pgno = self.header.root
+        if pgno == _P_INVALID:
+            return  # an empty database: LMDB reads no page
+        for _ in range(self.header.depth):
+            page = self.checked.get(pgno) or self._check_page(pgno)
+            if not page.branch:
+                return
+            # LMDB's binary search over ascending keys: the last child whose key is <= ``key``
+            pgno = page.children[bisect.bisect_right(page.keys, key, 1, len(page.keys)) - 1]
+        raise self._damaged(pgno, f"the tree is deeper than the {self.header.depth} levels its meta page says")
+
+    def _damaged(self, pgno: int, what: str) -> FormatError:
+        return FormatError(f"{self.where}: its LMDB page {pgno} is damaged ({what}). {_RECOPY}")
+
+    def _check_page(self, pgno: int) -> _CheckedPage:
+        size = self.header.page_size
+        if not 2 <= pgno <= self.header.last_page:
+            raise self._damaged(pgno, "a page number outside the file")
+        raw = os.pread(self.fd, size, pgno * size)
+        stored, flags, lower, upper = struct.unpack_from("<Q2xHHH", raw) if len(raw) == size else (-1, 0, 0, 0)
+        if stored != pgno or flags not in (_P_BRANCH, _P_LEAF):  # on disk exactly one of the two
+            raise self._damaged(pgno, "not the branch or leaf page it should be")
+        if not _PAGE_HEADER <= lower <= upper <= size or lower % 2:
+            raise self._damaged(pgno, "a damaged header")
+        ptrs = struct.unpack_from(f"<{(lower - _PAGE_HEADER) // 2}H", raw, _PAGE_HEADER)
+        page = _CheckedPage(flags == _P_BRANCH, [], [])
+        if page.branch and len(ptrs) < 2:  # LMDB asserts this never happens (an abort, not an error)
+            raise self._damaged(pgno, "a branch page with fewer than two keys")
+        for ptr in ptrs:
+            self._check_node(pgno, raw, ptr, upper, page)
+        if any(a >= b for a, b in itertools.pairwise(page.keys[1 if page.branch else 0 :])):
+            raise self._damaged(pgno, "its keys are out of order")
+        self.checked[pgno] = page
+        return page
+
+    def _check_node(self, pgno: int, raw: bytes, ptr: int, upper: int, page: _CheckedPage) -> None:
+        """One node of a page: inside it, and what it points to inside the file."""
+        size = self.header.page_size
+        if ptr % 2 or not upper <= ptr <= size - _NODE_HEADER:
+            raise self._damaged(pgno, "a node offset outside the page")
+        lo, hi, flags, key_size = struct.unpack_from("<HHHH", raw, ptr)
+        data_at = ptr + _NODE_HEADER + key_size
+        page.keys.append(raw[ptr + _NODE_HEADER : data_at])
+        if page.branch:
+            page.children.append(lo | hi << 16 | flags << 32)
+            if not 2 <= page.children[-1] <= self.header.last_page or data_at > size:
+                raise self._damaged(pgno, "a child page outside the file")
+            return
+        length = lo | hi << 16
+        if flags & _F_DUPDATA:  # never in these files' main database (not duplicate-sorted)
+            raise self._damaged(pgno, f"node flags {flags:#x}: duplicate data")
+        if not flags & _F_BIGDATA:  # inline data, also a named database's record (F_SUBDATA)
+            if data_at + length > size:
+                raise self._damaged(pgno, "a value past the end of its page")
+            return
+        first = struct.unpack_from("<Q", raw, data_at)[0] if data_at + 8 <= size else 0
+        if first < 2 or first * size + _PAGE_HEADER + length > self.header.required_bytes:
+            raise self._damaged(pgno, "a value's overflow pages outside the file")
+
+
+_NODE_HEADER = 8
+
+
+class _GuardedTxn:
+    """A read transaction whose ``get`` first has a PageGuard check the way to the key; anything
+    else (``stat``, ``id``, the context manager) is the transaction's own."""
+
+    def __init__(self, txn: lmdb.Transaction, guard: PageGuard) -> None:
+        self.txn, self.guard = txn, guard
+
+    def get(self, key: bytes, default: Any = None) -> Any:
+        self.guard.check_key(key)
+        return self.txn.get(key, default)
+
+    def __enter__(self) -> _GuardedTxn:
+        self.txn.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.txn.__exit__(*exc)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.txn, name)
 
 
 def _lock_file(path: str) -> str:
@@ -379,6 +641,7 @@ def open_env_readonly(path: str, max_readers: int | None = None, lock: bool = Fa
     """
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path}: no such file")
+    check_lmdb_file(path)  # before LMDB maps it: a short file would raise SIGBUS on first touch
     subdir = os.path.isdir(path)  # legacy datasets are often directories holding data.mdb
     try:
         return lmdb.open(
@@ -438,6 +701,8 @@ _ENVS: dict[str, tuple[lmdb.Environment, _EnvOptions]] = {}
 _ENVS_LOCK = threading.Lock()
 #: file key -> (read-only descriptor, (st_dev, st_ino) of the file it reads)
 _FDS: dict[str, tuple[int, tuple[int, int]]] = {}
+#: file key -> the PageGuard of the file's pages (with a descriptor of its own)
+_GUARDS: dict[str, PageGuard] = {}
 
 
 @functools.lru_cache(maxsize=64)
@@ -482,6 +747,25 @@ def shared_fd(path: str) -> tuple[int, tuple[int, int]]:
     return entry
 
 
+def shared_guard(path: str) -> PageGuard:
+    """This process's PageGuard of the file at ``path``, made on first use."""
+    key = _env_key(path)
+    guard = _GUARDS.get(key)
+    if guard is None:
+        with _ENVS_LOCK:
+            guard = _GUARDS.get(key)
+            if guard is None:
+                fd = os.open(_data_file(path), os.O_RDONLY)
+                guard = _GUARDS[key] = PageGuard(fd, read_lmdb_header(fd, path), path)
+    return guard
+
+
+def guarded(txn: lmdb.Transaction, path: str, lock: bool) -> lmdb.Transaction:
+    """``txn`` with its ``get`` guarded (_GuardedTxn), unless ``lock``: a writer may change such a
+    file while it is read, and pages checked once could change under the guard."""
+    return txn if lock else _GuardedTxn(txn, shared_guard(path))  # type: ignore[return-value]
+
+
 def close_all_envs() -> None:
     """Close every dataset file this process has open; datasets reopen them when next read.
     Runs by itself before each fork; call it after replacing a file that was open."""
@@ -492,6 +776,9 @@ def close_all_envs() -> None:
         for fd, _ in _FDS.values():
             os.close(fd)
         _FDS.clear()
+        for guard in _GUARDS.values():
+            os.close(guard.fd)
+        _GUARDS.clear()
 
 
 def _forget_envs_in_child() -> None:
@@ -499,6 +786,7 @@ def _forget_envs_in_child() -> None:
     global _ENVS_LOCK
     _ENVS.clear()
     _FDS.clear()
+    _GUARDS.clear()
     _ENVS_LOCK = threading.Lock()
 
 
@@ -626,11 +914,11 @@ class _Opened:
 
 def _open_records(path: str, env: lmdb.Environment, lock: bool, allow_pickle: bool) -> _Opened:
     """Read what the file at ``path`` says about itself, and choose once where its records come from."""
-    with env.begin() as txn:
+    with guarded(env.begin(), path, lock) as txn:
         if allow_pickle and txn.get(META_KEYS["json"]) is None and is_legacy_pickle_lmdb(txn):
             return _open_legacy(txn, path)
         meta = decode_meta(txn, path)
-        records = _v1_records(path, env, txn, meta, lock)
+        records = _v1_records(path, env, meta, lock)
     return _Opened(records, meta.document, meta.classes, meta.paths, meta.labels.tolist(), meta)
 
 
@@ -787,13 +1075,14 @@ def spot_check_indices(offsets: np.ndarray, count: int = SPOT_CHECKS) -> list[in
     return located[picks].tolist()
 
 
-def locations_problem(path: str, fd: int, env: lmdb.Environment, txn: lmdb.Transaction, meta: Meta) -> str | None:
-    """Why ``meta.locations`` cannot be used to read the file at ``path`` (open as ``fd`` too), or
-    None if they can.
+def locations_problem(fd: int, env: lmdb.Environment, meta: Meta) -> str | None:
+    """Why ``meta.locations`` cannot be used to read the file open as ``env`` and as ``fd``, or None
+    if they can.
 
     They must have been taken at the file's current LMDB transaction (a compacting copy restarts
-    at 1 and renumbers pages; a plain copy keeps both), stay inside the file, and give LMDB's bytes
-    for a spread of records. Reads through the offsets happen first, so LMDB's reads are warm.
+    at 1 and renumbers pages; a plain copy keeps both), match their checksum (files written before
+    it existed have none: see docs/FORMAT.md), have the shape of LMDB values (locations_layout_problem)
+    and hold, for a spread of records, bytes with the record's CRC-32 (_spot_check_problem).
     """
     assert meta.locations is not None
     recorded = meta.document.get("locations")
@@ -804,21 +1093,76 @@ def locations_problem(path: str, fd: int, env: lmdb.Environment, txn: lmdb.Trans
             f"its record locations were taken at LMDB transaction {taken}, but the file is at "
             f"transaction {txnid}: it was rewritten since, for instance by a compacting copy (mdb_copy -c)"
         )
+    if len(meta.locations) != meta.length:
+        return f"meta/locations has {len(meta.locations)} entries for its {meta.length} records: it is damaged"
+    if "crc32" in recorded and recorded["crc32"] != locations_checksum(meta.locations):
+        return "its record locations (meta/locations) do not match their checksum: they are damaged"
+    pages_end = (env.info()["last_pgno"] + 1) * env.stat()["psize"]
+    problem = locations_layout_problem(meta.locations, env.stat()["psize"], min(pages_end, os.fstat(fd).st_size))
+    if problem is not None:
+        return problem
+    return _spot_check_problem(fd, meta)
+
+
+def _spot_check_problem(fd: int, meta: Meta) -> str | None:
+    """Whether a spread of located records holds, at its recorded location, bytes with the record's
+    CRC-32 (meta/crc32): another record's bytes, or a layout the offsets were not taken from, would
+    not. LMDB is not asked: its pages are never followed to judge the offsets."""
+    assert meta.locations is not None
     offsets, lengths = meta.locations["offset"], meta.locations["length"]
-    located = offsets != 0
-    if located.any() and int((offsets[located] + lengths[located]).max()) > os.fstat(fd).st_size:
-        return "its record locations point past the end of the file"
     for index in spot_check_indices(offsets):
-        through_offset = _pread(fd, int(lengths[index]), int(offsets[index]))
-        stored = txn.get(record_key(index))
-        if stored is None or through_offset != bytes(stored):
-            return f"record {index}'s bytes at its recorded location differ from the record LMDB holds"
+        if checksum(_pread(fd, int(lengths[index]), int(offsets[index]))) != int(meta.crc32[index]):
+            return (
+                f"record {index}'s bytes at its recorded location do not match its checksum (meta/crc32): "
+                "the locations are wrong, or the record itself is damaged (`verify --full` tells which)"
+            )
     return None
 
 
-def _v1_records(
-    path: str, env: lmdb.Environment, txn: lmdb.Transaction, meta: Meta, lock: bool
-) -> _LmdbRecords | _LocatedRecords:
+def locations_checksum(locations: np.ndarray) -> int:
+    """The checksum meta/json records for meta/locations (``locations.crc32``): CRC-32 of its bytes."""
+    return checksum(np.ascontiguousarray(locations, dtype=LOCATION_DTYPE).tobytes())
+
+
+def locations_layout_problem(locations: np.ndarray, page_size: int, end: int) -> str | None:
+    """Why ``locations`` cannot describe LMDB values of a file whose pages end at byte ``end``, or
+    None: every located range must lie after the two meta pages and before ``end``, either inside
+    one page (a value in a leaf page) or from just after an overflow page's 16-byte header, and no
+    two may overlap. Cheap (no reads); catches damage the checksum cannot, in files without one."""
+    located = np.flatnonzero(locations["offset"])
+    starts = locations["offset"][located]
+    lengths = locations["length"][located].astype(np.uint64)
+    limit = np.uint64(end)
+    in_meta_pages = starts < np.uint64(2 * page_size)
+    if in_meta_pages.any():
+        return f"{_location_text(locations, int(located[np.argmax(in_meta_pages)]))} lies in LMDB's meta pages"
+    past_the_end = (starts >= limit) | (lengths > limit - np.minimum(starts, limit))
+    if past_the_end.any():
+        return (
+            f"{_location_text(locations, int(located[np.argmax(past_the_end)]))} runs past the end of the file's pages"
+        )
+    in_page = starts % np.uint64(page_size)
+    misshapen = (in_page != np.uint64(_PAGE_HEADER)) & (in_page + lengths > np.uint64(page_size))
+    if misshapen.any():
+        return (
+            f"{_location_text(locations, int(located[np.argmax(misshapen)]))} is neither inside one page nor "
+            "at the start of an overflow page: it is damaged"
+        )
+    order = np.argsort(starts, kind="stable") if np.any(starts[1:] < starts[:-1]) else np.arange(len(starts))
+    overlapping = starts[order][1:] < (starts + lengths)[order][:-1]
+    if overlapping.any():
+        first = int(np.argmax(overlapping))
+        a, b = (int(located[order[first + k]]) for k in (0, 1))
+        return f"{_location_text(locations, a)} and {_location_text(locations, b)} overlap: they are damaged"
+    return None
+
+
+def _location_text(locations: np.ndarray, index: int) -> str:
+    offset, length = int(locations["offset"][index]), int(locations["length"][index])
+    return f"record {index}'s recorded location (offset {offset:,}, length {length:,})"
+
+
+def _v1_records(path: str, env: lmdb.Environment, meta: Meta, lock: bool) -> _LmdbRecords | _LocatedRecords:
     """The source of a v1 file: by offset if its recorded locations fit it (locations_problem), else
     through LMDB, with a one-time LocationsWarning; files without them (older ones) silently."""
     through_lmdb = _LmdbRecords(path, meta.storage)
@@ -828,12 +1172,12 @@ def _v1_records(
     if unusable or meta.locations is None or "locations" not in meta.document:
         return through_lmdb
     fd, file_id = shared_fd(path)
-    problem = locations_problem(path, fd, env, txn, meta)
+    problem = locations_problem(fd, env, meta)
     if problem is not None:
         warnings.warn(
             f"{path}: {problem}. It is read through LMDB, which gives the same bytes but is "
             f"slower on a cold cache; `python scripts/add_locations.py {path}` (installed with pip: "
-            f"`imagefolder-lmdb add-locations {path}`) records the locations of this copy.",
+            f"`imagefolder-lmdb add-locations {path}`) writes them again for this file.",
             LocationsWarning,
             stacklevel=4,  # _v1_records, _open_records, LMDBReader.__init__, the caller
         )
@@ -1213,10 +1557,17 @@ class LMDBReader(_Index):
     Reads: files written by the workflow record where each record lies in the file
     (``meta/locations``), so a record is one ``os.pread`` (``reads_by_offset``), also on a cold
     cache or a network filesystem, where LMDB's memory map faults in one 4 KB page at a time. They
-    are checked when the file is opened (its LMDB transaction id, and a spread of records compared
-    with LMDB's bytes); a file they do not fit (e.g. a compacting ``mdb_copy -c``) is read through
-    LMDB with a one-time LocationsWarning, as are older files without them, silently, and every
-    file opened with ``lock=True``. ``scripts/add_locations.py FILE`` records them in a file.
+    are checked when the file is opened (its LMDB transaction id, their checksum, their shape, and
+    a spread of records against their CRC-32); a file they do not fit (e.g. a compacting
+    ``mdb_copy -c``, or damage) is read through LMDB with a one-time LocationsWarning, as are older
+    files without them, silently, and every file opened with ``lock=True``.
+    ``scripts/add_locations.py FILE`` records them in a file.
+
+    Damaged files: a file shorter than its LMDB header says (an interrupted copy) is refused with
+    TruncatedFileError before LMDB maps it, and the pages on the way to each key LMDB is asked for
+    are checked first (``PageGuard``), so damage gives a FormatError with a message, not a crash
+    (``lock=True`` readers, whose file a writer may change, are not page-checked).
+    ``scripts/verify.py FILE --full`` checks every page and record.
 
     Batches: ``__getitems__(indices)`` reads a batch together: when its records are not in the
     page cache, the kernel is asked for all of them at once (``posix_fadvise(WILLNEED)``), so their
@@ -1271,8 +1622,9 @@ class LMDBReader(_Index):
         return shared_env(self.path, lock=self.lock, max_readers=self.max_readers)
 
     def _transaction(self) -> lmdb.Transaction:
-        """A read transaction of the file (see _begin_read): record sources open at most one per batch."""
-        return _begin_read(self._env(), self.path)
+        """A read transaction of the file (see _begin_read): record sources open at most one per batch.
+        Its ``get`` checks the pages on the way to each key first (guarded)."""
+        return guarded(_begin_read(self._env(), self.path), self.path, self.lock)
 
     # -- reading: the record source reads, the dataset transforms ---------------------------------
 

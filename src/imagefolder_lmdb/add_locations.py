@@ -1,13 +1,17 @@
 """Record where each record lies in an imagefolder-lmdb file, so readers fetch it with one pread.
 
-    python scripts/add_locations.py FILE.lmdb [FILE.lmdb ...]
+    python scripts/add_locations.py FILE.lmdb [FILE.lmdb ...] [--force]
     imagefolder-lmdb add-locations FILE.lmdb [...]   (the same, installed with pip)
 
 The workflow does this itself (write_meta); run it on a file written before record locations
 existed, or on a copy that the reader warns about (a compacting ``mdb_copy -c`` renumbers every
-page). No record is rewritten: the file's B-tree is walked (lmdb_pages: branch and leaf pages
-only) and one LMDB transaction stores ``meta/locations`` and the ``locations`` entry of
-``meta/json``. Run it while nothing reads the file. docs/FORMAT.md describes what is stored.
+page; damaged locations). No record is rewritten: the file's pages are checked and its B-tree
+walked (lmdb_pages: branch and leaf pages, the free list), the locations it holds are compared
+with the walk (the command says what it finds), and, unless they match and carry their checksum,
+one LMDB transaction stores ``meta/locations`` and the ``locations`` entry of ``meta/json``
+(``--force``: also when they match). A file that is cut short or whose pages are damaged is
+refused with nothing written. Run it while nothing reads the file. docs/FORMAT.md describes what
+is stored.
 
 Why some records stay unlocated: a write transaction copies every leaf page it changes to a new
 place, and this one changes the leaves holding meta keys. Values stored inside such a leaf
@@ -22,6 +26,7 @@ import argparse
 import os
 import sys
 from dataclasses import dataclass
+from typing import Literal
 
 import lmdb
 import numpy as np
@@ -33,8 +38,10 @@ from imagefolder_lmdb.dataset import (
     META_KEYS,
     FormatError,
     Meta,
+    check_lmdb_file,
     decode_meta,
     encode_document,
+    locations_checksum,
     locations_problem,
 )
 
@@ -48,19 +55,80 @@ class Located:
     txnid: int  # the LMDB transaction that wrote them, which identifies the layout they fit
 
 
-def locations_from_walk(walk: lmdb_pages.Walk, length: int, where: str) -> np.ndarray:
-    """LOCATION_DTYPE[length] from a walk: every record located except the inline values of leaf
-    pages that also hold meta keys (the next write transaction moves those pages)."""
+def _walked(walk: lmdb_pages.Walk, length: int, where: str) -> lmdb_pages.Nodes:
+    """The walk's nodes of records 0..length-1, in index order (refused unless exactly those)."""
     nodes = walk.records
     wanted = nodes.index < length
     if not np.array_equal(nodes.index[wanted], np.arange(length)):
         raise FormatError(f"{where}: the records are not exactly 0..{length - 1}; the file is damaged")
+    return lmdb_pages.Nodes(*(getattr(nodes, name)[wanted] for name in lmdb_pages.Nodes.__dataclass_fields__))
+
+
+def locations_from_walk(walk: lmdb_pages.Walk, length: int, where: str) -> np.ndarray:
+    """LOCATION_DTYPE[length] from a walk: every record located except the inline values of leaf
+    pages that also hold meta keys (the next write transaction moves those pages)."""
+    nodes = _walked(walk, length, where)
     leaves = np.fromiter(walk.other_key_leaves, dtype=np.uint64, count=len(walk.other_key_leaves))
-    movable = nodes.inline[wanted] & np.isin(nodes.leaf[wanted], leaves)
+    movable = nodes.inline & np.isin(nodes.leaf, leaves)
     locations = np.zeros(length, LOCATION_DTYPE)
-    locations["offset"] = np.where(movable, np.uint64(0), nodes.offset[wanted])
-    locations["length"] = nodes.length[wanted]
+    locations["offset"] = np.where(movable, np.uint64(0), nodes.offset)
+    locations["length"] = nodes.length
     return locations
+
+
+def wrong_locations(stored: np.ndarray, walk: lmdb_pages.Walk, where: str) -> str | None:
+    """Which located entries of ``stored`` differ from where the walk finds their record, or None."""
+    nodes = _walked(walk, len(stored), where)
+    located = stored["offset"] != 0
+    wrong = np.flatnonzero(located & ((stored["offset"] != nodes.offset) | (stored["length"] != nodes.length)))
+    if not wrong.size:
+        return None
+    first = int(wrong[0])
+    return (
+        f"the recorded locations of {wrong.size:,} of {len(stored):,} records do not match the file (record {first}: "
+        f"recorded at offset {int(stored['offset'][first]):,}, length {int(stored['length'][first]):,}; the file "
+        f"holds it at offset {int(nodes.offset[first]):,}, length {int(nodes.length[first]):,})"
+    )
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What is wrong with the record locations a file holds, judged against a walk of its B-tree."""
+
+    kind: Literal["missing", "rewritten", "wrong", "checksum", "no-checksum"]
+    text: str
+
+    @property
+    def damaged(self) -> bool:
+        """The locations claim to fit the file as it is, and do not: damage (or a writer's bug)."""
+        return self.kind in ("wrong", "checksum")
+
+
+def locations_finding(env: lmdb.Environment, meta: Meta, walk: lmdb_pages.Walk, where: str) -> Finding | None:
+    """What is wrong with the record locations of ``meta`` (the file open as ``env``); None when every
+    located entry is where ``walk`` finds its record and the checksum in meta/json matches."""
+    entry = meta.document.get("locations")
+    if meta.locations is None or not isinstance(entry, dict):
+        return Finding("missing", "no record locations are recorded")
+    txnid = env.info()["last_txnid"]
+    if entry.get("txnid") != txnid:
+        return Finding(
+            "rewritten",
+            f"the recorded locations were taken at LMDB transaction {entry.get('txnid')}, but the file is at "
+            f"transaction {txnid}: it was rewritten since, for instance by a compacting copy (mdb_copy -c)",
+        )
+    if len(meta.locations) != meta.length:
+        return Finding("wrong", f"meta/locations has {len(meta.locations)} entries for {meta.length} records")
+    wrong = wrong_locations(meta.locations, walk, where)
+    if wrong is not None:
+        return Finding("wrong", wrong)
+    if "crc32" not in entry:
+        return Finding(
+            "no-checksum", "the recorded locations match the file but carry no checksum (an earlier version wrote them)"
+        )
+    if entry["crc32"] != locations_checksum(meta.locations):
+        return Finding("checksum", "the recorded locations match the file, but not their checksum in meta/json")
+    return None
 
 
 def _commit(env: lmdb.Environment, meta: Meta, locations: np.ndarray) -> int:
@@ -70,7 +138,8 @@ def _commit(env: lmdb.Environment, meta: Meta, locations: np.ndarray) -> int:
         try:
             with env.begin(write=True) as txn:
                 txnid = txn.id()
-                document = {**meta.document, "locations": {"txnid": txnid, "located": located}}
+                entry = {"txnid": txnid, "located": located, "crc32": locations_checksum(locations)}
+                document = {**meta.document, "locations": entry}
                 txn.put(META_KEYS["locations"], locations.tobytes())
                 txn.put(META_KEYS["json"], encode_document(document))
             return txnid
@@ -90,11 +159,11 @@ def _check(path: str, env: lmdb.Environment, recorded: np.ndarray, txnid: int) -
         and np.array_equal(after.length[located], recorded["length"][located])
     ):
         raise RuntimeError(f"{path}: a located record moved while its location was written (a bug)")
+    with env.begin() as txn:
+        meta = decode_meta(txn, path)
     fd = os.open(path, os.O_RDONLY)
     try:
-        with env.begin() as txn:
-            meta = decode_meta(txn, path)
-            problem = locations_problem(path, fd, env, txn, meta)
+        problem = locations_problem(fd, env, meta)
     finally:
         os.close(fd)
     if problem is not None:
@@ -104,13 +173,15 @@ def _check(path: str, env: lmdb.Environment, recorded: np.ndarray, txnid: int) -
 
 def current_locations(env: lmdb.Environment, path: str) -> Located | None:
     """What the file's stored locations say, if they are valid for it as it is, else None."""
+    with env.begin() as txn:
+        meta = decode_meta(txn, path)
+    entry = meta.document.get("locations")
+    if meta.locations is None or not entry:
+        return None
     fd = os.open(path, os.O_RDONLY)
     try:
-        with env.begin() as txn:
-            meta = decode_meta(txn, path)
-            entry = meta.document.get("locations")
-            if meta.locations is None or not entry or locations_problem(path, fd, env, txn, meta) is not None:
-                return None
+        if locations_problem(fd, env, meta) is not None:
+            return None
     finally:
         os.close(fd)
     return Located(records=meta.length, located=int(np.count_nonzero(meta.locations["offset"])), txnid=entry["txnid"])
@@ -127,25 +198,53 @@ def add_locations(env: lmdb.Environment, path: str) -> Located:
     return Located(records=meta.length, located=int(np.count_nonzero(locations["offset"])), txnid=txnid)
 
 
-def add_locations_to_file(path: str) -> tuple[Located, bool]:
-    """add_locations on a finished file, unless its locations are valid already (then nothing is
-    written); returns them and whether they were written now."""
+@dataclass(frozen=True)
+class Outcome:
+    """What add_locations_to_file found and did."""
+
+    located: Located
+    written: bool
+    finding: Finding | None  # what was wrong with the stored locations, None if they matched the file
+
+
+def _checked_walk(path: str) -> lmdb_pages.Walk:
+    """The file's walk, after checking its size and every page a write transaction reads, so that
+    LMDB never follows damage (a signal, or a page in use handed out as free)."""
+    check_lmdb_file(path)
+    try:
+        return lmdb_pages.check(path, KEY_WIDTH)
+    except ValueError as exc:
+        raise FormatError(
+            f"{path}: its LMDB pages do not check out ({exc}): the file is damaged, or not one this workflow "
+            "wrote; nothing was written. Copy it again from the original, and check the original first with "
+            "`python scripts/verify.py ORIGINAL --full`"
+        ) from exc
+
+
+def add_locations_to_file(path: str, force: bool = False) -> Outcome:
+    """add_locations on a finished file, unless its locations match it already (then nothing is
+    written, unless ``force``); says what was wrong with them."""
     if os.path.isdir(path):
         raise FormatError(f"{path} is a directory LMDB; only single-file datasets have record locations")
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{path}: no such file")
+    walk = _checked_walk(path)
     size = os.path.getsize(path)
     # lock=False as the workflow's writers: one writer, no -lock file left beside the data.
     env = lmdb.open(path, subdir=False, map_size=max(1 << 30, 2 * size), lock=False, readahead=False, max_dbs=0)
     try:
-        located = current_locations(env, path)
-        if located is not None:
-            return located, False
-        located = add_locations(env, path)
+        with env.begin() as txn:
+            meta = decode_meta(txn, path)
+        finding = locations_finding(env, meta, walk, path)
+        if finding is None and not force:
+            assert meta.locations is not None
+            located = int(np.count_nonzero(meta.locations["offset"]))
+            return Outcome(Located(meta.length, located, env.info()["last_txnid"]), False, None)
+        outcome = Outcome(add_locations(env, path), True, finding)
         env.sync(True)
     finally:
         env.close()
-    return located, True
+    return outcome
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
@@ -159,22 +258,36 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         epilog="See docs/FORMAT.md, section 'Record locations'.",
     )
     parser.add_argument("files", nargs="+", metavar="FILE.lmdb", help="a dataset file (results/<split>.lmdb)")
+    parser.add_argument(
+        "--force", action="store_true", help="walk the file and write its locations again even if they match it"
+    )
     args = parser.parse_args(argv)
     status = 0
     for path in args.files:
         try:
-            located, written = add_locations_to_file(path)
+            outcome = add_locations_to_file(path, force=args.force)
         except (FormatError, ValueError, OSError, lmdb.Error) as exc:
             print(f"FAIL {path}: {exc}", file=sys.stderr, flush=True)
             status = 1
             continue
-        print(
-            f"OK {path}: {located.located:,} of {located.records:,} records located "
-            f"(the others are read through LMDB), LMDB transaction {located.txnid}"
-            + ("" if written else "; they were recorded already, nothing written"),
-            flush=True,
-        )
+        print(outcome_lines(path, outcome), flush=True)
     return status
+
+
+def outcome_lines(path: str, outcome: Outcome) -> str:
+    """What the command says about one file: what it found, then what the file holds now."""
+    located = outcome.located
+    lines = []
+    if outcome.finding is not None:
+        lines.append(f"{path}: {outcome.finding.text}; writing them again")
+    elif outcome.written:
+        lines.append(f"{path}: the recorded locations match the file; writing them again (--force)")
+    lines.append(
+        f"OK {path}: {located.located:,} of {located.records:,} records located "
+        f"(the others are read through LMDB), LMDB transaction {located.txnid}"
+        + ("" if outcome.written else "; they were recorded already, nothing written (they match the file)")
+    )
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,10 @@ The input is the layout of the widely copied folder2lmdb recipe (Efficient-PyTor
 read with dataset.py's restricted legacy unpickler (bytes, integers and lists only; any other global
 named in the file is refused), so converting an untrusted file runs no code from it.
 
+The input is checked as the reader checks a file (scripts/dataset.py): its size against its LMDB
+header before it is mapped, and the pages on the way to each key before LMDB follows them, so a
+copy cut short or damaged is refused with a message, never a crash.
+
 Images are stored as the workflow stores them (src/imagefolder_lmdb/image_policy.py): valid RGB JPEGs byte for
 byte, anything else re-encoded as ImageFolder's loader would see it. The file has no class names:
 ``--classes`` gives one name per line (line k names label k), otherwise classes are named by label
@@ -39,6 +43,7 @@ from imagefolder_lmdb.dataset import (
     Meta,
     checksum,
     encode_meta,
+    guarded,
     is_legacy_pickle_lmdb,
     legacy_keys,
     legacy_record,
@@ -100,7 +105,7 @@ def read_classes(path: str | None, labels: list[int]) -> list[str]:
 
 def legacy_input_keys(env: lmdb.Environment, path: str) -> list[bytes]:
     """The legacy record keys, after checking that ``path`` really is a legacy file."""
-    with env.begin() as txn:
+    with guarded(env.begin(), path, lock=False) as txn:  # LMDB follows no damaged page
         if txn.get(META_KEYS["json"]) is not None:
             raise ConvertError(f"{path} is already an {FORMAT_ID} dataset; nothing to convert")
         if not is_legacy_pickle_lmdb(txn):
@@ -122,7 +127,7 @@ def convert_records(
 ) -> Columns:
     """Encode every legacy record in key order, passing ``(key, value)`` of the output to ``append``."""
     columns = Columns()
-    with env.begin() as txn:
+    with guarded(env.begin(), path, lock=False) as txn:
         for position, key in enumerate(keys):
             name = key.decode("utf-8", "backslashreplace")
             what = f"{path}: legacy record {position} (key {name!r})"

@@ -21,14 +21,24 @@ The on-disk layout is LMDB 0.9's (libraries/liblmdb/mdb.c), 64-bit little-endian
   right after that page's header, otherwise the value is inline after the key.
 
 Anything else (another magic or version, duplicate-sorted or named databases, a page whose stored
-number is not where it was read) is refused with ValueError rather than guessed at.
+number is not where it was read) is refused with ValueError rather than guessed at. Every page is
+checked before its nodes are followed (the file's size against the meta page, page numbers inside
+the file and each visited once, node offsets and keys inside their page, values inside their page
+or the file), since the file may be a damaged copy.
+
+``check`` (verify, add_locations) checks the whole file before LMDB may read it: also the order
+of every key, the free list's tree and the pages it lists, the overflow headers of the values that
+are not records (of every value, on request), and that no page is used twice.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -71,6 +81,7 @@ class MetaPage:
     main: Database
     last_pgno: int
     txnid: int
+    free: Database | None = None  # the free-list database (pages freed by earlier transactions)
 
 
 @dataclass
@@ -85,6 +96,15 @@ class Nodes:
 
 
 @dataclass
+class Tree:
+    """The pages of one database's B-tree, found by a walk."""
+
+    pages: list[int] = field(default_factory=list)  # its branch and leaf pages
+    #: per leaf page: the first overflow page and the page count of each value stored on them
+    runs: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
+
+
+@dataclass
 class Walk:
     """The result of walking a file's main database."""
 
@@ -93,6 +113,7 @@ class Walk:
     #: leaf pages that hold at least one key that is not a record key (meta keys, here)
     other_key_leaves: set[int] = field(default_factory=set)
     other_keys: int = 0
+    tree: Tree = field(default_factory=Tree)
 
 
 def _read_page(fd: int, pgno: int, page_size: int) -> bytes:
@@ -119,7 +140,7 @@ def _meta_page(page: bytes, pgno: int) -> MetaPage:
     free = Database(*_DB.unpack_from(page, start))
     main = Database(*_DB.unpack_from(page, start + _DB.size))
     last_pgno, txnid = _META_TAIL.unpack_from(page, start + 2 * _DB.size)
-    return MetaPage(page_size=free.pad, main=main, last_pgno=last_pgno, txnid=txnid)
+    return MetaPage(page_size=free.pad, main=main, last_pgno=last_pgno, txnid=txnid, free=free)
 
 
 def read_meta(fd: int) -> MetaPage:
@@ -137,7 +158,7 @@ def _page_header(page: bytes, pgno: int, page_size: int) -> tuple[int, int]:
     stored_pgno, _, flags, lower, upper = struct.unpack_from("<QHHHH", page)
     if stored_pgno != pgno:
         raise ValueError(f"page {pgno} says it is page {stored_pgno}: the file is damaged or not a plain copy")
-    if flags & (P_LEAF2 | P_OVERFLOW | P_META) or not flags & (P_BRANCH | P_LEAF):
+    if flags not in (P_BRANCH, P_LEAF):  # on disk exactly one of them (LMDB clears P_DIRTY first)
         raise ValueError(f"page {pgno} has flags {flags:#x}, expected a branch or leaf page")
     if not PAGE_HEADER <= lower <= upper <= page_size or lower % 2:
         raise ValueError(f"page {pgno} has a damaged header")
@@ -145,13 +166,15 @@ def _page_header(page: bytes, pgno: int, page_size: int) -> tuple[int, int]:
 
 
 def _node_fields(page: bytes, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per node of a page: its offset, lo, hi, flags and key size (LMDB keeps nodes 2-byte aligned)."""
+    """Per node of a page: its offset, lo, hi, flags and key size (LMDB keeps nodes 2-byte aligned,
+    between the page's ``upper`` bound and its end)."""
     words = np.frombuffer(page, dtype="<u2")
     ptrs = words[PAGE_HEADER // 2 : PAGE_HEADER // 2 + count].astype(np.int64)
-    if np.any(ptrs % 2) or np.any(ptrs < PAGE_HEADER) or np.any(ptrs > len(page) - NODE_HEADER):
+    upper = int(words[7])
+    if np.any(ptrs % 2) or np.any(ptrs < upper) or np.any(ptrs > len(page) - NODE_HEADER):
         raise ValueError("a node offset points outside its page")
     at = ptrs // 2
-    ksize = words[at + 3]
+    ksize = words[at + 3].astype(np.int64)
     if np.any(ptrs + NODE_HEADER + ksize > len(page)):
         raise ValueError("a key runs past the end of its page")
     return ptrs, words[at].astype(np.uint64), words[at + 1].astype(np.uint64), words[at + 2], ksize
@@ -168,36 +191,67 @@ def _gather(page: np.ndarray, starts: np.ndarray, width: int) -> np.ndarray:
     return page[starts[:, None] + np.arange(width)]
 
 
-def _leaf_records(page: bytes, count: int, pgno: int, page_size: int, key_width: int) -> tuple[Nodes, int]:
-    """The record nodes of one leaf page, and how many of its keys are not record keys."""
+def overflow_pages(length: np.ndarray, page_size: int) -> np.ndarray:
+    """How many overflow pages LMDB gives a value of ``length`` bytes (OVPAGES in mdb.c)."""
+    return (length.astype(np.uint64) + np.uint64(PAGE_HEADER - 1)) // np.uint64(page_size) + np.uint64(1)
+
+
+@dataclass
+class _LeafNodes:
+    """Every node of one leaf page, checked to keep its data inside the page or the file."""
+
+    ptrs: np.ndarray  # int64: the node's offset in its page
+    ksize: np.ndarray  # int64: key size
+    length: np.ndarray  # uint64: data size
+    big: np.ndarray  # bool: the data is on overflow pages (F_BIGDATA)
+    data_at: np.ndarray  # int64: offset of the data (inline) or of the overflow page number, in the page
+    first_overflow: np.ndarray  # uint64: the first overflow page of a big node, 0 for an inline one
+
+
+def _leaf_nodes(page: bytes, count: int, pgno: int, meta: MetaPage) -> _LeafNodes:
+    """The nodes of leaf page ``pgno``: inline data inside the page, overflow runs inside the pages
+    the meta page counts (LMDB would follow either past the end of the file)."""
     ptrs, lo, hi, flags, ksize = _node_fields(page, count)
     if np.any(flags & ~np.uint16(F_BIGDATA)):
         raise ValueError(f"leaf page {pgno} holds a sub-database or duplicate data; not supported")
+    size = meta.page_size
+    big = (flags & F_BIGDATA).astype(bool)
+    length = lo | (hi << np.uint64(16))
+    data_at = ptrs + NODE_HEADER + ksize
+    first = np.zeros(count, dtype=np.uint64)
+    if np.any(big & (data_at + 8 > size)):
+        raise ValueError(f"leaf page {pgno}: an overflow page number runs past the end of its page")
+    if np.any(big):
+        first[big] = _gather(np.frombuffer(page, dtype=np.uint8), data_at[big], 8).copy().view("<u8").ravel()
+        last = first[big] + overflow_pages(length[big], size) - np.uint64(1)
+        if np.any(first[big] < 2) or np.any(last > np.uint64(meta.last_pgno)) or np.any(last < first[big]):
+            raise ValueError(f"leaf page {pgno}: a value's overflow pages lie outside the file's pages")
+    if np.any(~big & (data_at.astype(np.uint64) + length > np.uint64(size))):
+        raise ValueError(f"leaf page {pgno}: an inline value runs past the end of its page")
+    return _LeafNodes(ptrs, ksize, length, big, data_at, first)
+
+
+def _leaf_records(page: bytes, nodes: _LeafNodes, pgno: int, page_size: int, key_width: int) -> tuple[Nodes, int]:
+    """The record nodes of one leaf page, and how many of its keys are not record keys."""
     raw = np.frombuffer(page, dtype=np.uint8)
-    is_record = ksize == key_width
+    is_record = nodes.ksize == key_width
     candidates = np.flatnonzero(is_record)
-    digits = _gather(raw, ptrs[candidates] + NODE_HEADER, key_width).astype(np.int64) - ord("0")
+    digits = _gather(raw, nodes.ptrs[candidates] + NODE_HEADER, key_width).astype(np.int64) - ord("0")
     is_digits = np.all((digits >= 0) & (digits <= 9), axis=1)
     is_record[candidates[~is_digits]] = False
     chosen = np.flatnonzero(is_record)
     index = digits[is_digits] @ (10 ** np.arange(key_width - 1, -1, -1, dtype=np.int64))
-    data_at = ptrs[chosen] + NODE_HEADER + key_width
-    big = (flags[chosen] & F_BIGDATA).astype(bool)
-    length = (lo[chosen] | (hi[chosen] << np.uint64(16))).astype(np.uint64)
-    offset = np.uint64(pgno * page_size) + data_at.astype(np.uint64)
-    if np.any(big):
-        overflow = _gather(raw, data_at[big], 8).copy().view("<u8").ravel()
-        offset[big] = overflow * np.uint64(page_size) + np.uint64(PAGE_HEADER)
-    if np.any(~big & (data_at.astype(np.uint64) + length > np.uint64(page_size))):
-        raise ValueError(f"leaf page {pgno}: an inline value runs past the end of its page")
-    nodes = Nodes(
+    big = nodes.big[chosen]
+    offset = np.uint64(pgno * page_size) + nodes.data_at[chosen].astype(np.uint64)
+    offset[big] = nodes.first_overflow[chosen][big] * np.uint64(page_size) + np.uint64(PAGE_HEADER)
+    records = Nodes(
         index=index,
         offset=offset,
-        length=length.astype(np.uint32),
+        length=nodes.length[chosen].astype(np.uint32),
         leaf=np.full(len(chosen), pgno, dtype=np.uint64),
         inline=~big,
     )
-    return nodes, count - len(chosen)
+    return records, len(nodes.ptrs) - len(chosen)
 
 
 def _advise(fd: int, pages: list[int], page_size: int) -> None:
@@ -214,42 +268,120 @@ def _concat(parts: list[Nodes]) -> Nodes:
     return Nodes(*(np.concatenate([getattr(p, name) for p in parts]) for name in Nodes.__dataclass_fields__))
 
 
-def walk_fd(fd: int, key_width: int = 8) -> Walk:
-    """Walk the main database of the LMDB file open as ``fd``; record keys are ``key_width``
-    ASCII digits. Checks the page counts against the meta page, so a misread cannot pass."""
-    meta = read_meta(fd)
-    main, size = meta.main, meta.page_size
-    if main.flags & MDB_DUPSORT:
-        raise ValueError("the main database is duplicate-sorted (MDB_DUPSORT); not supported")
-    walk = Walk(meta=meta, records=_concat([]))
-    if main.root == P_INVALID:
-        return walk
-    level, depth, branches, leaves, parts = [main.root], 0, 0, 0, []
+#: Called with each leaf page of a tree walk: its number, its bytes and its checked nodes.
+OnLeaf = Callable[[int, bytes, "_LeafNodes"], None]
+
+
+class _KeyOrder:
+    """Checks that a tree's keys are in the order LMDB's searches rely on: ascending within each
+    page, and inside the range its parent's keys give it (else a search misses keys that are there)."""
+
+    def __init__(self, root: int, sort_key: Callable[[bytes], Any]) -> None:
+        self.sort_key = sort_key
+        self.bounds: dict[int, tuple[Any, Any]] = {root: (None, None)}  # pgno -> [low, high)
+
+    def _keys(self, page: bytes, ptrs: np.ndarray, ksize: np.ndarray) -> list[Any]:
+        at = (ptrs + NODE_HEADER).tolist()
+        return [self.sort_key(page[start : start + size]) for start, size in zip(at, ksize.tolist(), strict=True)]
+
+    def _check(self, pgno: int, keys: list[Any]) -> tuple[Any, Any]:
+        low, high = self.bounds.pop(pgno)
+        inside = not keys or ((low is None or keys[0] >= low) and (high is None or keys[-1] < high))
+        if not inside or any(a >= b for a, b in itertools.pairwise(keys)):
+            raise ValueError(f"page {pgno}: its keys are out of order: the file is damaged")
+        return low, high
+
+    def branch(self, pgno: int, page: bytes, count: int, children: list[int]) -> None:
+        ptrs, _, _, _, ksize = _node_fields(page, count)
+        keys = self._keys(page, ptrs[1:], ksize[1:])  # LMDB never compares a branch page's first key
+        low, high = self._check(pgno, keys)
+        edges = [low, *keys, high]
+        for slot, child in enumerate(children):
+            self.bounds[child] = (edges[slot], edges[slot + 1])
+
+    def leaf(self, pgno: int, page: bytes, nodes: _LeafNodes) -> None:
+        self._check(pgno, self._keys(page, nodes.ptrs, nodes.ksize))
+
+
+def _walk_tree(fd: int, meta: MetaPage, db: Database, name: str, on_leaf: OnLeaf, order: _KeyOrder | None) -> Tree:
+    """Walk one database's B-tree level by level with plain reads, checking every page before its
+    nodes are followed (and the order of its keys, given ``order``), and the totals against the
+    meta page's record of the database."""
+    tree = Tree()
+    if db.root == P_INVALID:
+        return tree
+    level, depth, branches, leaves, entries, overflow = [db.root], 0, 0, 0, 0, 0
+    seen: set[int] = set()
     while level:
         depth += 1
-        _advise(fd, level, size)
+        if depth > db.depth:
+            raise ValueError(f"the {name} is deeper than the {db.depth} levels its meta page says")
+        _advise(fd, level, meta.page_size)
         below: list[int] = []
         for pgno in level:
-            if pgno > meta.last_pgno:
-                raise ValueError(f"page {pgno} lies beyond the last page {meta.last_pgno}")
-            page = _read_page(fd, pgno, size)
-            flags, count = _page_header(page, pgno, size)
+            if not 2 <= pgno <= meta.last_pgno or pgno in seen:
+                raise ValueError(f"the {name} points to page {pgno}, which is not one of its own pages")
+            seen.add(pgno)
+            page = _read_page(fd, pgno, meta.page_size)
+            flags, count = _page_header(page, pgno, meta.page_size)
             if flags & P_BRANCH:
                 branches += 1
-                below.extend(_children(page, count))
+                if count < 2 and name == "main database":  # LMDB asserts this never happens (abort)
+                    raise ValueError(f"branch page {pgno} of the {name} has {count} keys")
+                children = _children(page, count)
+                if order is not None:
+                    order.branch(pgno, page, count, children)
+                below.extend(children)
                 continue
             leaves += 1
-            nodes, others = _leaf_records(page, count, pgno, size, key_width)
-            parts.append(nodes)
-            if others:
-                walk.other_key_leaves.add(pgno)
-                walk.other_keys += others
+            nodes = _leaf_nodes(page, count, pgno, meta)
+            if order is not None:
+                order.leaf(pgno, page, nodes)
+            entries += count
+            overflow += int(overflow_pages(nodes.length[nodes.big], meta.page_size).sum())
+            tree.runs.append((nodes.first_overflow[nodes.big], overflow_pages(nodes.length[nodes.big], meta.page_size)))
+            on_leaf(pgno, page, nodes)
         level = below
+    tree.pages = sorted(seen)
+    # A value's overflow run may be longer than its size needs (LMDB reuses a run for a smaller
+    # value), so the sizes give a lower bound of the meta page's count; check_fd reads the headers.
+    found = (depth, branches, leaves, entries)
+    expected = (db.depth, db.branch_pages, db.leaf_pages, db.entries)
+    if found != expected or overflow > db.overflow_pages:
+        raise ValueError(
+            f"walked the {name}: (depth, branch pages, leaf pages, entries) = {found} and at least {overflow} "
+            f"overflow pages, the meta page says {expected} and {db.overflow_pages}"
+        )
+    return tree
+
+
+def _check_size(fd: int, meta: MetaPage) -> None:
+    size, needed = os.fstat(fd).st_size, (meta.last_pgno + 1) * meta.page_size
+    if size < needed:
+        raise ValueError(f"the file holds {size:,} bytes, its meta page says {needed:,}: it is truncated")
+
+
+def walk_fd(fd: int, key_width: int = 8, ordered: bool = False) -> Walk:
+    """Walk the main database of the LMDB file open as ``fd``; record keys are ``key_width``
+    ASCII digits. Checks each page and the totals against the meta page, so a misread cannot pass;
+    ``ordered``: also the order of every key (a Python loop over them, for checks of a whole file)."""
+    meta = read_meta(fd)
+    if meta.main.flags & MDB_DUPSORT:
+        raise ValueError("the main database is duplicate-sorted (MDB_DUPSORT); not supported")
+    _check_size(fd, meta)
+    walk = Walk(meta=meta, records=_concat([]))
+    parts: list[Nodes] = []
+
+    def on_leaf(pgno: int, page: bytes, nodes: _LeafNodes) -> None:
+        records, others = _leaf_records(page, nodes, pgno, meta.page_size, key_width)
+        parts.append(records)
+        if others:
+            walk.other_key_leaves.add(pgno)
+            walk.other_keys += others
+
+    order = _KeyOrder(meta.main.root, bytes) if ordered else None  # LMDB's default order: memcmp
+    walk.tree = _walk_tree(fd, meta, meta.main, "main database", on_leaf, order)
     walk.records = _concat(parts)
-    found = (depth, branches, leaves, len(walk.records.index) + walk.other_keys)
-    expected = (main.depth, main.branch_pages, main.leaf_pages, main.entries)
-    if found != expected:
-        raise ValueError(f"walked (depth, branch pages, leaf pages, entries) = {found}, the meta page says {expected}")
     return walk
 
 
@@ -260,5 +392,127 @@ def walk(path: str | os.PathLike[str], key_width: int = 8) -> Walk:
     fd = os.open(path, os.O_RDONLY)
     try:
         return walk_fd(fd, key_width)
+    finally:
+        os.close(fd)
+
+
+# -- the whole file: both trees and the free list, every page used at most once --------------------
+
+
+def _free_list(fd: int, meta: MetaPage) -> tuple[Tree, np.ndarray]:
+    """Walk the free-list database (keys: transaction ids; values: a u64 count, then that many page
+    numbers); returns its tree and the pages it lists, each checked to lie inside the file."""
+    listed: list[np.ndarray] = []
+
+    def on_leaf(pgno: int, page: bytes, nodes: _LeafNodes) -> None:
+        for slot in range(len(nodes.ptrs)):
+            value = _free_value(fd, page, nodes, slot, meta.page_size)
+            # LMDB may reserve a record longer than the list it then holds (mdb_freelist_save)
+            count = int(value[0]) if len(value) else -1
+            pages = value[1 : 1 + count]
+            if not 0 <= count < len(value) or np.any(pages < 2) or np.any(pages > meta.last_pgno):
+                raise ValueError(f"free-list page {pgno}: a list of free pages is damaged")
+            listed.append(pages)
+
+    # its keys are transaction ids compared as native (little-endian) integers: MDB_INTEGERKEY
+    order = _KeyOrder(meta.free.root, lambda key: int.from_bytes(key, "little"))
+    tree = _walk_tree(fd, meta, meta.free, "free list", on_leaf, order)
+    return tree, np.concatenate(listed) if listed else np.zeros(0, dtype=np.uint64)
+
+
+def _free_value(fd: int, page: bytes, nodes: _LeafNodes, slot: int, page_size: int) -> np.ndarray:
+    """One free-list value as u64 words (inline, or read from its overflow pages)."""
+    length = int(nodes.length[slot])
+    if length % 8:
+        raise ValueError("a free-list value is not a list of 8-byte page numbers")
+    if nodes.big[slot]:
+        raw = os.pread(fd, length, int(nodes.first_overflow[slot]) * page_size + PAGE_HEADER)
+    else:
+        at = int(nodes.data_at[slot])
+        raw = page[at : at + length]
+    return np.frombuffer(raw, dtype="<u8")
+
+
+def _run_lengths(fd: int, meta: MetaPage, first: np.ndarray, least: np.ndarray, name: str) -> np.ndarray:
+    """The page counts overflow headers give for the runs starting at ``first``, each checked: the
+    page says it is that page and an overflow page, and its run holds its value inside the file."""
+    counts = least.copy()
+    for slot, pgno in enumerate(first.tolist()):
+        header = os.pread(fd, PAGE_HEADER, pgno * meta.page_size)
+        stored, _, flags, pages = struct.unpack("<QHHI", header)
+        if stored != pgno or flags != P_OVERFLOW or pages < least[slot] or pgno + pages - 1 > meta.last_pgno:
+            raise ValueError(f"overflow page {pgno} of the {name} has a damaged header")
+        counts[slot] = pages
+    return counts
+
+
+def _runs(tree: Tree) -> tuple[np.ndarray, np.ndarray]:
+    """(first page, least page count) of every value of a tree that lies on overflow pages."""
+    if not tree.runs:
+        return np.zeros(0, np.uint64), np.zeros(0, np.uint64)
+    return np.concatenate([f for f, _ in tree.runs]), np.concatenate([c for _, c in tree.runs])
+
+
+def _claims(parts: list[tuple[np.ndarray, np.ndarray, str]]) -> None:
+    """No page may be claimed twice: ``parts`` are (first pages, page counts, whose) runs."""
+    starts = np.concatenate([first for first, _, _ in parts])
+    counts = np.concatenate([count for _, count, _ in parts])
+    owners = np.concatenate([np.full(len(first), k) for k, (first, _, _) in enumerate(parts)])
+    order = np.argsort(starts, kind="stable")
+    ends = starts[order] + counts[order]
+    clash = np.flatnonzero(starts[order][1:] < ends[:-1])
+    if clash.size:
+        a, b = order[clash[0]], order[clash[0] + 1]
+        raise ValueError(f"page {int(starts[b])} is used twice: by {parts[owners[a]][2]} and by {parts[owners[b]][2]}")
+
+
+def check_fd(fd: int, key_width: int = 8, every_value: bool = False) -> Walk:
+    """walk_fd, plus what the rest of LMDB reads: the free list's tree and the pages it lists, and
+    the overflow headers of the values that are not records (of every value with ``every_value``).
+    No page may be used twice (by two trees, two values, a tree and a value or the free list):
+    damage that would make LMDB return one value's bytes for another's, or reuse a page in use.
+    Raises ValueError naming the first problem."""
+    walk = walk_fd(fd, key_width, ordered=True)
+    meta = walk.meta
+    assert meta.free is not None
+    free_tree, free_pages = _free_list(fd, meta)
+    first, least = _runs(walk.tree)
+    records = np.isin(first, (walk.records.offset[~walk.records.inline] - PAGE_HEADER) // meta.page_size)
+    read = np.ones(len(first), bool) if every_value else ~records
+    counts = least.copy()
+    counts[read] = _run_lengths(fd, meta, first[read], least[read], "main database")
+    if every_value and int(counts.sum()) != meta.main.overflow_pages:
+        raise ValueError(
+            f"the values' overflow runs hold {int(counts.sum())} pages, the meta page says {meta.main.overflow_pages}"
+        )
+    free_first, free_least = _runs(free_tree)
+    free_counts = _run_lengths(fd, meta, free_first, free_least, "free list")
+    if int(free_counts.sum()) != meta.free.overflow_pages:
+        raise ValueError(
+            f"the free list's overflow runs hold {int(free_counts.sum())} pages, "
+            f"its meta page says {meta.free.overflow_pages}"
+        )
+    one = np.ones
+    _claims(
+        [
+            (np.array([0], np.uint64), np.array([2], np.uint64), "the meta pages"),
+            (np.array(walk.tree.pages, np.uint64), one(len(walk.tree.pages), np.uint64), "the main database's tree"),
+            (first[records], counts[records], "a record's value"),
+            (first[~records], counts[~records], "a meta value"),
+            (np.array(free_tree.pages, np.uint64), one(len(free_tree.pages), np.uint64), "the free list's tree"),
+            (free_first, free_counts, "the free list's values"),
+            (free_pages.astype(np.uint64), one(len(free_pages), np.uint64), "the free list (a free page)"),
+        ]
+    )
+    return walk
+
+
+def check(path: str | os.PathLike[str], key_width: int = 8, every_value: bool = False) -> Walk:
+    """check_fd on the single-file LMDB at ``path``."""
+    if os.path.isdir(path):
+        raise ValueError(f"{path} is a directory: only single-file (subdir=False) LMDBs are walked")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return check_fd(fd, key_width, every_value)
     finally:
         os.close(fd)

@@ -21,7 +21,7 @@ from typing import Any, TextIO
 
 import lmdb
 
-from imagefolder_lmdb.dataset import STORAGE_CODES
+from imagefolder_lmdb.dataset import STORAGE_CODES, check_lmdb_file
 
 log = logging.getLogger("imagefolder_lmdb")
 
@@ -237,6 +237,8 @@ class LMDBWriter:
         self.expected_bytes = expected_bytes
         map_size = max(1 << 30, 4 * expected_bytes)
         keep_freed_memory_for_reuse()
+        if os.path.exists(path):
+            check_lmdb_file(path)  # write_meta writes into the merged file: never map a short one
         self.env = lmdb.open(
             path,
             subdir=False,
@@ -336,7 +338,9 @@ def atomic_lmdb(final: str, expected_bytes: int) -> Iterator[LMDBWriter]:
 
 
 def open_lmdb_readonly(path: str) -> lmdb.Environment:
-    """A part or merged LMDB written by this workflow, opened for a sequential scan."""
+    """A part or merged LMDB written by this workflow, opened for a sequential scan (after
+    checking that it is whole: LMDB would map a short file and crash on its missing pages)."""
+    check_lmdb_file(path)
     return lmdb.open(path, subdir=False, readonly=True, lock=False, readahead=True, max_dbs=0)
 
 

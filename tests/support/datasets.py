@@ -1,11 +1,14 @@
 """Reading a finished dataset back: every key and value as LMDB holds it, records and meta without
 what depends on the run (so that two conversions compare), and record locations (meta/locations)
-checked against LMDB's own answer."""
+checked against LMDB's own answer; and datasets of given values written directly, as write_meta
+writes them, in milliseconds."""
 
 from __future__ import annotations
 
 import json
 import os
+import zlib
+from collections.abc import Sequence
 from pathlib import Path
 
 import lmdb
@@ -13,7 +16,18 @@ import numpy as np
 import torch
 from PIL import Image
 
-from imagefolder_lmdb.dataset import LOCATION_DTYPE, META_KEYS, LMDBReader, close_all_envs, record_key
+from imagefolder_lmdb.add_locations import add_locations
+from imagefolder_lmdb.dataset import (
+    LOCATION_DTYPE,
+    META_KEYS,
+    STORAGE_CODES,
+    LMDBReader,
+    Meta,
+    close_all_envs,
+    encode_meta,
+    record_key,
+)
+from imagefolder_lmdb.workflow_io import LMDBWriter
 
 
 def every_key_and_value(path: Path) -> dict[bytes, bytes]:
@@ -87,3 +101,41 @@ def assert_reader_reads_every_record(path: Path, by_offset: bool) -> LMDBReader:
     assert [ds.get_bytes(i) for i in range(len(ds))] == list(records.values())
     assert [data for data, _ in ds.__getitems__(list(range(len(ds))))] == list(records.values())
     return ds
+
+
+# --------------------------------------------------------------------------------------------------
+# Datasets written directly.
+# --------------------------------------------------------------------------------------------------
+
+
+def random_values(sizes: Sequence[int], seed: int = 0) -> list[bytes]:
+    rng = np.random.default_rng(seed)
+    return [rng.integers(0, 256, size, dtype=np.uint8).tobytes() for size in sizes]
+
+
+def meta_for(values: Sequence[bytes], storage: Sequence[int] | None = None) -> Meta:
+    n = len(values)
+    return Meta(
+        document={"format": "imagefolder-lmdb", "version": 1, "length": n, "classes": ["a", "b"]},
+        labels=np.arange(n) % 2,
+        sizes=np.ones((n, 2)),
+        crc32=np.array([zlib.crc32(v) for v in values], dtype=np.uint32),
+        storage=np.full(n, STORAGE_CODES["stored-as-is"]) if storage is None else np.asarray(storage),
+        source_bytes=np.array([len(v) for v in values]),
+        paths=[f"{'ab'[i % 2]}/{i}.bin" for i in range(n)],
+    )
+
+
+def write_dataset(
+    path: Path, values: Sequence[bytes], storage: Sequence[int] | None = None, locate: bool = True
+) -> None:
+    """A dataset as write_meta writes it; ``locate=False``: as the previous version wrote it."""
+    writer = LMDBWriter(str(path), expected_bytes=sum(map(len, values)) + (1 << 20))
+    for index, value in enumerate(values):
+        writer.append(record_key(index), value)
+    meta_values = encode_meta(meta_for(values, storage))
+    del meta_values[META_KEYS["locations"]]
+    writer.put_many(meta_values)
+    if locate:
+        add_locations(writer.env, str(path))
+    writer.close()

@@ -12,8 +12,7 @@ import json
 import os
 import shutil
 import warnings
-import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 import lmdb
@@ -23,7 +22,7 @@ import torch
 
 from imagefolder_lmdb import add_locations as add_locations_module
 from imagefolder_lmdb import dataset, lmdb_pages
-from imagefolder_lmdb.add_locations import add_locations, add_locations_to_file
+from imagefolder_lmdb.add_locations import add_locations_to_file
 from imagefolder_lmdb.dataset import (
     LOCATION_DTYPE,
     META_KEYS,
@@ -31,10 +30,8 @@ from imagefolder_lmdb.dataset import (
     LMDBDataset,
     LMDBReader,
     LocationsWarning,
-    Meta,
     close_all_envs,
     encode_meta,
-    record_key,
 )
 from imagefolder_lmdb.steps import write_meta
 from imagefolder_lmdb.workflow_io import LMDBWriter
@@ -43,7 +40,10 @@ from support.datasets import (
     assert_offsets_give_lmdb_bytes,
     assert_reader_reads_every_record,
     every_key_and_value,
+    meta_for,
+    random_values,
     stored_records,
+    write_dataset,
 )
 from support.images import jpeg_bytes, png_bytes
 from support.legacy import pickled, write_legacy
@@ -52,39 +52,6 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:The image decoding and encoding capabilities:DeprecationWarning"),
     pytest.mark.usefixtures("fresh_envs"),  # each test opens its files afresh
 ]
-
-
-def random_values(sizes: Sequence[int], seed: int = 0) -> list[bytes]:
-    rng = np.random.default_rng(seed)
-    return [rng.integers(0, 256, size, dtype=np.uint8).tobytes() for size in sizes]
-
-
-def meta_for(values: Sequence[bytes], storage: Sequence[int] | None = None) -> Meta:
-    n = len(values)
-    return Meta(
-        document={"format": "imagefolder-lmdb", "version": 1, "length": n, "classes": ["a", "b"]},
-        labels=np.arange(n) % 2,
-        sizes=np.ones((n, 2)),
-        crc32=np.array([zlib.crc32(v) for v in values], dtype=np.uint32),
-        storage=np.full(n, STORAGE_CODES["stored-as-is"]) if storage is None else np.asarray(storage),
-        source_bytes=np.array([len(v) for v in values]),
-        paths=[f"{'ab'[i % 2]}/{i}.bin" for i in range(n)],
-    )
-
-
-def write_dataset(
-    path: Path, values: Sequence[bytes], storage: Sequence[int] | None = None, locate: bool = True
-) -> None:
-    """A dataset as write_meta writes it; ``locate=False``: as the previous version wrote it."""
-    writer = LMDBWriter(str(path), expected_bytes=sum(map(len, values)) + (1 << 20))
-    for index, value in enumerate(values):
-        writer.append(record_key(index), value)
-    meta_values = encode_meta(meta_for(values, storage))
-    del meta_values[META_KEYS["locations"]]
-    writer.put_many(meta_values)
-    if locate:
-        add_locations(writer.env, str(path))
-    writer.close()
 
 
 # -- every shape of tree ----------------------------------------------------------------------------
@@ -232,12 +199,13 @@ def test_a_plain_copy_keeps_the_fast_path(tmp_path: Path) -> None:
 
 
 def rewrite_locations(path: Path, change: Callable[[np.ndarray], np.ndarray]) -> None:
-    """Store ``change(locations)`` with a txnid that matches: what a buggy writer would leave."""
+    """Store ``change(locations)`` with a txnid and a checksum that match: what a buggy writer would
+    leave (damage is caught by the checksum alone: test_damaged_locations_are_caught_by_their_checksum)."""
     with lmdb.open(str(path), subdir=False, lock=False, map_size=1 << 30) as env, env.begin(write=True) as txn:
-        locations = np.frombuffer(txn.get(META_KEYS["locations"]), dtype=LOCATION_DTYPE).copy()
+        locations = change(np.frombuffer(txn.get(META_KEYS["locations"]), dtype=LOCATION_DTYPE).copy())
         document = json.loads(txn.get(META_KEYS["json"]))
-        document["locations"]["txnid"] = txn.id()
-        txn.put(META_KEYS["locations"], change(locations).tobytes())
+        document["locations"].update(txnid=txn.id(), crc32=dataset.locations_checksum(locations))
+        txn.put(META_KEYS["locations"], locations.tobytes())
         txn.put(META_KEYS["json"], dataset.encode_document(document))
 
 
@@ -252,7 +220,7 @@ def past_the_end(locations: np.ndarray) -> np.ndarray:
     return locations
 
 
-@pytest.mark.parametrize(("change", "reason"), [(shifted, "differ from the record"), (past_the_end, "past the end")])
+@pytest.mark.parametrize(("change", "reason"), [(shifted, "do not match its checksum"), (past_the_end, "past the end")])
 def test_offsets_that_do_not_fit_are_caught_when_opened(
     tmp_path: Path, change: Callable[[np.ndarray], np.ndarray], reason: str
 ) -> None:
@@ -335,7 +303,9 @@ def test_add_locations_again_after_a_compacting_copy(tmp_path: Path) -> None:
     write_dataset(tmp_path / "d.lmdb", values)
     with lmdb.open(str(tmp_path / "d.lmdb"), subdir=False, readonly=True, lock=False) as env:
         env.copy(str(tmp_path / "compact.lmdb"), compact=True)
-    located, written = add_locations_to_file(str(tmp_path / "compact.lmdb"))
+    outcome = add_locations_to_file(str(tmp_path / "compact.lmdb"))
+    located, written = outcome.located, outcome.written
+    assert outcome.finding is not None and "compacting copy" in outcome.finding.text
     assert written and located.records == 15 and located.located >= 10
     assert_offsets_give_lmdb_bytes(tmp_path / "compact.lmdb")
     assert_reader_reads_every_record(tmp_path / "compact.lmdb", by_offset=True)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
 
+import lmdb
 import pytest
 
-from imagefolder_lmdb.dataset import LMDBDataset, close_all_envs
+from imagefolder_lmdb.dataset import META_KEYS, LMDBDataset, close_all_envs, encode_document
 from support.commands import run_script
 from support.workflow import Converted
 
@@ -70,3 +72,19 @@ def test_verify_sample_misses_what_it_does_not_check(copied: Path) -> None:
     flip_one_byte_of_record(copied, DAMAGED)
     assert run_verify(copied, "--sample", "0").returncode == 0
     assert run_verify(copied, "--sample", "40").returncode == 1
+
+
+def test_verify_warns_about_locations_without_their_checksum(copied: Path, tmp_path: Path) -> None:
+    """A file whose locations an earlier version wrote (no checksum) verifies, with a warning."""
+    with lmdb.open(str(copied), subdir=False, lock=False, map_size=1 << 30) as env, env.begin(write=True) as txn:
+        document = json.loads(txn.get(META_KEYS["json"]))
+        del document["locations"]["crc32"]
+        document["locations"]["txnid"] = txn.id()
+        txn.put(META_KEYS["json"], encode_document(document))
+    report = tmp_path / "report.json"
+    assert run_verify(copied, "--full", "--report", str(report)).returncode == 0
+    assert json.loads(report.read_text())["warnings"] == [
+        "meta/locations: the recorded locations match the file but carry no checksum (an earlier version wrote "
+        "them); the reader checks their layout and a few records only; `python scripts/add_locations.py "
+        f"{copied}` gives them one"
+    ]

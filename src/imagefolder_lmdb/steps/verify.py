@@ -10,6 +10,12 @@ holds, 1 otherwise, after a one-line summary that names the first problem (a dam
 and relative path). Run it after copying a dataset to another machine or folder: it needs the file
 and the package (or scripts/ of a checkout), nothing of the run that made it, and opens the file read-only without a
 lock, so it creates nothing beside it and works on read-only filesystems.
+
+Before LMDB touches the file, its size is compared with its LMDB header and its pages are walked
+and checked with plain reads (lmdb_pages.check; with ``--full`` every value's overflow header
+too): a file cut short or with damaged LMDB pages is reported, never followed into a crash. The
+record locations (meta/locations) are compared with that walk, and each checked record's bytes at
+its recorded location with LMDB's own bytes, so a wrong location is told from a changed record.
 """
 
 import argparse
@@ -19,15 +25,34 @@ import logging
 import os
 import random
 import sys
+import warnings
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 import lmdb
+import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 from tqdm import tqdm
 
-from imagefolder_lmdb.dataset import META_KEYS, FormatError, LMDBReader, checksum, record_key, shared_env
-from imagefolder_lmdb.meta_document import document_problems
+from imagefolder_lmdb import lmdb_pages
+from imagefolder_lmdb.add_locations import locations_finding
+from imagefolder_lmdb.dataset import (
+    KEY_WIDTH,
+    META_KEYS,
+    STORAGE_REASONS,
+    FormatError,
+    LMDBReader,
+    LocationsWarning,
+    Meta,
+    check_lmdb_file,
+    checksum,
+    decode_meta,
+    record_key,
+    shared_env,
+    shared_fd,
+)
+from imagefolder_lmdb.meta_document import document_problems, storage_counts
 from imagefolder_lmdb.workflow_io import hold_point, run_rule
 
 log = logging.getLogger("imagefolder_lmdb.verify")
@@ -55,13 +80,126 @@ def structure_problems(ds: LMDBReader) -> list[str]:
     return problems + document_problems(document)
 
 
-def check_record(ds: LMDBReader, index: int) -> str | None:
-    """Problem with record ``index`` (checksum, decoding, size), or None."""
+def totals_problems(meta: Meta, walk: lmdb_pages.Walk | None) -> list[str]:
+    """Disagreements between the per-record arrays and the totals meta/json records of them (the
+    checks files written before meta checksums get; the stored sizes come from the walk)."""
+    stats, problems = meta.document["stats"], []
+    if set(np.unique(meta.storage).tolist()) - set(STORAGE_REASONS):
+        problems.append(f"meta/storage holds codes outside {sorted(STORAGE_REASONS)}")
+    elif storage_counts(meta.storage.tolist()) != stats["storage"]:
+        problems.append(
+            f"meta/storage counts {storage_counts(meta.storage.tolist())}, meta/json says {stats['storage']}"
+        )
+    if int(meta.source_bytes.sum()) != stats["source_bytes"]:
+        problems.append(
+            f"meta/source_bytes adds up to {int(meta.source_bytes.sum())}, meta/json says {stats['source_bytes']}"
+        )
+    if walk is not None:
+        stored = int(walk.records.length[walk.records.index < meta.length].astype(np.int64).sum())
+        if stored != stats["stored_bytes"]:
+            problems.append(f"the records hold {stored} bytes, meta/json says {stats['stored_bytes']}")
+    return problems
+
+
+def pages_problem(path: str, every_value: bool) -> tuple[str | None, lmdb_pages.Walk | None]:
+    """Why LMDB must not read the file (cut short, damaged pages), checked with plain reads; and
+    the walk of its B-tree when it may. A directory (a legacy LMDB) is left to the reader."""
+    if not os.path.isfile(path):
+        return None, None
+    try:
+        check_lmdb_file(path)
+        walk = lmdb_pages.check(path, KEY_WIDTH, every_value=every_value)
+        keys = walk.records.index
+        if not np.array_equal(keys, np.arange(len(keys))):
+            first = int(np.flatnonzero(keys != np.arange(len(keys)))[0])
+            raise ValueError(f"the record keys are not 0..{len(keys) - 1}: key {first} reads {int(keys[first])}")
+        return None, walk
+    except FormatError as exc:
+        return str(exc), None
+    except ValueError as exc:
+        return (
+            f"{path}: its LMDB pages are damaged ({exc}); LMDB would read wrong records or crash on it, so "
+            "nothing of it was read. Copy it again from the original, and check the original first with "
+            "`python scripts/verify.py ORIGINAL --full`"
+        ), None
+
+
+@dataclass
+class Located:
+    """The record locations the file holds, where they claim to fit it as it is (else no entries)."""
+
+    offsets: np.ndarray  # uint64 per record, 0 = not located
+    lengths: np.ndarray  # uint32 per record
+
+
+def locations_problems(
+    ds: LMDBReader, meta: Meta, walk: lmdb_pages.Walk | None
+) -> tuple[list[str], list[str], Located]:
+    """(problems, warnings) of the file's record locations against the walk of its B-tree, and the
+    locations to compare record by record (none where they do not claim to fit this file)."""
+    env = shared_env(ds.path)
+    nothing = Located(np.zeros(len(ds), np.uint64), np.zeros(len(ds), np.uint32))
+    if walk is None or meta.locations is None:
+        return [], [], nothing
+    table = Located(meta.locations["offset"], meta.locations["length"])
+    if len(meta.locations) != len(ds):
+        table = nothing  # a damaged size: no entry can be matched to its record
+    finding = locations_finding(env, meta, walk, ds.path)
+    if finding is not None and finding.kind in ("missing", "rewritten"):
+        return [], [], nothing  # not for this file as it is; the reader's own warning says so if it matters
+    if finding is None:
+        return [], [], table
+    if not finding.damaged:
+        text = (
+            f"meta/locations: {finding.text}; the reader checks their layout and a few records only; "
+            f"`python scripts/add_locations.py {ds.path}` gives them one"
+        )
+        return [], [text], table
+    remedy = f"`python scripts/add_locations.py {ds.path} --force` writes them again"
+    used = (
+        "the reader reads records at them, so it returns wrong bytes for those records"
+        if ds.reads_by_offset
+        else "the reader does not use them: it reads every record through LMDB (the same bytes, slower on a cold cache)"
+    )
+    problem = f"meta/locations is damaged: {finding.text}; {used}; {remedy}"
+    return [problem], [], table
+
+
+def _own_bytes(ds: LMDBReader, index: int) -> bytes:
+    """Record ``index`` as LMDB itself returns it (the reader may read it by offset instead)."""
+    with shared_env(ds.path).begin() as txn:
+        value = txn.get(record_key(index))
+    if value is None:
+        raise FormatError(f"{ds.path}: record {index} is missing; the file is damaged")
+    return bytes(value)
+
+
+def location_problem(ds: LMDBReader, index: int, own: bytes, located: Located) -> str | None:
+    """Whether record ``index``'s recorded location holds LMDB's own bytes of it (None if so, or
+    if it is not located)."""
+    offset, length = int(located.offsets[index]), int(located.lengths[index])
+    if not offset:
+        return None
+    if os.pread(shared_fd(ds.path)[0], length, offset) == own:
+        return None
+    assert ds.checksums is not None
+    intact = "intact" if checksum(own) == int(ds.checksums[index]) else "changed too (checksum mismatch)"
+    return (
+        f"record {index} ({ds.samples[index][0]}): its recorded location is wrong: offset {offset:,}, length "
+        f"{length:,} (meta/locations) do not hold the record LMDB holds; LMDB's own bytes of it are {intact}"
+    )
+
+
+def check_record(ds: LMDBReader, index: int, located: Located) -> str | None:
+    """Problem with record ``index`` (its location, checksum, decoding, size), or None."""
     assert ds.checksums is not None and ds.image_sizes is not None
     try:
-        data = ds.get_bytes(index)
+        data = _own_bytes(ds, index)
+        wrong_place = location_problem(ds, index, data, located)
     except (lmdb.Error, FormatError) as exc:
         return f"record {index} ({ds.samples[index][0]}): cannot be read: {exc}"
+    if wrong_place is not None:
+        return wrong_place
     if checksum(data) != int(ds.checksums[index]):
         return f"record {index} ({ds.samples[index][0]}): checksum mismatch, the stored bytes changed"
     try:
@@ -75,6 +213,28 @@ def check_record(ds: LMDBReader, index: int) -> str | None:
     return None
 
 
+def open_reader(path: str) -> tuple[LMDBReader, list[str]]:
+    """The reader on ``path`` (without torch's Dataset base: no 2 s torch import), and the warnings
+    it gave while opening (record locations that do not fit the file), for the report."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", LocationsWarning)
+        ds = LMDBReader(path)
+    for warning in caught:
+        if not issubclass(warning.category, LocationsWarning):
+            warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
+    return ds, [str(w.message) for w in caught if issubclass(w.category, LocationsWarning)]
+
+
+def meta_problems(ds: LMDBReader, walk: lmdb_pages.Walk | None) -> tuple[list[str], Located, list[str]]:
+    """What disagrees in the meta (with itself, the records, the walk of the B-tree), the record
+    locations to compare record by record, and the warnings about them."""
+    with shared_env(ds.path).begin() as txn:
+        meta = decode_meta(txn, ds.path)
+    problems = structure_problems(ds) + totals_problems(meta, walk)
+    location_problems, location_warnings, located = locations_problems(ds, meta, walk)
+    return problems + location_problems, located, location_warnings
+
+
 def sample_indices(n: int, sample: int, full: bool, seed: int) -> list[int]:
     if full:
         return list(range(n))
@@ -86,17 +246,21 @@ def verify(
 ) -> tuple[dict[str, Any], LMDBReader | None, list[int]]:
     """The report, the opened dataset (None if it could not be opened) and the checked indices."""
     report: dict[str, Any] = {"path": os.path.abspath(path), "ok": False, "problems": []}
+    problem, walk = pages_problem(path, every_value=full) if os.path.exists(path) else (None, None)
+    if problem is not None:
+        report["problems"].append(problem)
+        return report, None, []
     try:
-        ds = LMDBReader(path)  # LMDBDataset's code without torch's Dataset base: no 2 s torch import
+        ds, opening_warnings = open_reader(path)
     except (FormatError, FileNotFoundError) as exc:
         report["problems"].append(str(exc))
         return report, None, []
     document = ds.meta_document
-    problems = structure_problems(ds)
+    problems, located, warnings_found = meta_problems(ds, walk)
     indices = sample_indices(len(ds), sample, full, seed)
     # progress on stderr (the rule's log); a sample of 64 is over before the bar would show
     checked = tqdm(indices, desc="verify", unit="img", mininterval=5.0, disable=len(indices) < 1000, file=sys.stderr)
-    failures = [p for p in (check_record(ds, i) for i in checked) if p is not None]
+    failures = [p for p in (check_record(ds, i, located) for i in checked) if p is not None]
     problems.extend(failures[:LISTED_FAILURES])
     if len(failures) > LISTED_FAILURES:
         problems.append(f"... and {len(failures) - LISTED_FAILURES} more records with problems")
@@ -109,7 +273,7 @@ def verify(
             "images": len(ds),
             "classes": len(ds.classes),
             "class_counts": class_counts(ds),
-            "warnings": empty_class_warnings(ds),
+            "warnings": opening_warnings + warnings_found + empty_class_warnings(ds),
             "file_bytes": os.path.getsize(path) if os.path.isfile(path) else None,
             "source": document["source"],
             "class_list": document.get("class_list"),  # files before class lists shared: none

@@ -1,0 +1,309 @@
+"""Damaged files, written here in milliseconds (tests/workflow/test_damaged_copies.py and
+test_fuzz.py damage the workflow's own output): a file shorter than its header says, damaged meta
+pages, branch and leaf pages, meta arrays and record locations. Every check runs where a signal
+would end only a forked child (support.fuzz.in_child), so a regression fails the test instead of
+killing the test run."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import struct
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import lmdb
+import numpy as np
+import pytest
+
+from imagefolder_lmdb import dataset, lmdb_pages
+from imagefolder_lmdb.add_locations import add_locations_to_file
+from imagefolder_lmdb.dataset import LOCATION_DTYPE, META_KEYS, LMDBReader, close_all_envs, record_key
+from support.commands import run_script
+from support.datasets import random_values, write_dataset
+from support.fuzz import in_child, layout_of
+from support.legacy import pickled, write_legacy
+
+pytestmark = pytest.mark.usefixtures("fresh_envs")
+
+#: 300 records, most on overflow pages, every fifth small enough to lie inside a leaf page: a tree
+#: with a branch page above its leaves.
+SIZES = [300 if i % 5 == 0 else 3000 + 7 * i for i in range(300)]
+
+
+@pytest.fixture
+def written(tmp_path: Path) -> Path:
+    path = tmp_path / "d.lmdb"
+    write_dataset(path, random_values(SIZES))
+    return path
+
+
+def opened(path: Path, by_offset: bool = True) -> Callable[[], dict[str, Any]]:
+    """Open ``path`` with the reader and read every record (``by_offset=False``: through LMDB),
+    reporting what happened."""
+
+    def job() -> dict[str, Any]:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                ds = LMDBReader(path, decode="bytes")
+                if not by_offset:
+                    ds._offsets = None
+                values = [ds.get_bytes(i) for i in range(len(ds))]
+            except Exception as exc:  # noqa: BLE001 - the message is what the test checks
+                return {"error": f"{type(exc).__name__}: {exc}"}
+        return {
+            "values": [v.hex() for v in values],
+            "by_offset": ds.reads_by_offset,
+            "warnings": [str(w.message) for w in caught],
+        }
+
+    return job
+
+
+def patch(path: Path, offset: int, data: bytes) -> None:
+    with path.open("r+b") as stream:
+        stream.seek(offset)
+        stream.write(data)
+
+
+def rewrite_document(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
+    """Store ``change(meta/json)`` in a transaction of its own, its locations taken anew."""
+    with lmdb.open(str(path), subdir=False, lock=False, map_size=1 << 30) as env, env.begin(write=True) as txn:
+        document = json.loads(txn.get(META_KEYS["json"]))
+        document["locations"]["txnid"] = txn.id()
+        change(document)
+        txn.put(META_KEYS["json"], dataset.encode_document(document))
+
+
+# -- the size, before LMDB maps the file ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("keep", [0, 100, 4096, 4200])
+def test_a_file_cut_inside_its_meta_pages(written: Path, keep: int) -> None:
+    os.truncate(written, keep)
+    result = in_child(opened(written))
+    assert result["error"].startswith(
+        f"TruncatedFileError: {written} is shorter than it should be: it holds {keep:,} bytes"
+    )
+    assert "not even LMDB's two meta pages" in result["error"]
+    assert "Copy it again from the original" in result["error"]
+
+
+def test_a_file_one_byte_short(written: Path) -> None:
+    size = written.stat().st_size
+    os.truncate(written, size - 1)
+    assert in_child(opened(written))["error"] == (
+        f"TruncatedFileError: {written} is shorter than it should be: its LMDB header says its pages run to "
+        f"{size:,} bytes, but the file holds {size - 1:,}: the last 1 byte is missing. The copy is incomplete "
+        "(an interrupted scp or rsync, a full disk or quota). Copy it again from the original, and check the "
+        "original first with `python scripts/verify.py ORIGINAL --full` (installed with pip: `imagefolder-lmdb "
+        "verify ORIGINAL --full`)."
+    )
+
+
+def test_a_damaged_second_meta_page(written: Path) -> None:
+    patch(written, 4096 + 16, b"\0\0\0\0")  # its magic number
+    assert in_child(opened(written))["error"].startswith(f"FormatError: {written}: LMDB meta page 1 is damaged.")
+
+
+def test_a_legacy_directory_cut_short_is_refused_naming_the_directory(tmp_path: Path) -> None:
+    folder = tmp_path / "legacy.lmdb"
+    write_legacy(folder, pickled([(os.urandom(5000), i % 2) for i in range(20)]), subdir=True)
+    os.truncate(folder / "data.mdb", (folder / "data.mdb").stat().st_size - 8192)
+
+    def job() -> dict[str, Any]:
+        try:
+            LMDBReader(folder, allow_pickle=True)
+        except dataset.TruncatedFileError as exc:
+            return {"error": str(exc)}
+        return {}
+
+    assert in_child(job)["error"].startswith(f"{folder} is shorter than it should be")
+
+
+def test_convert_legacy_refuses_an_input_cut_short(tmp_path: Path) -> None:
+    source = tmp_path / "legacy.lmdb"
+    write_legacy(source, pickled([(os.urandom(5000), i % 2) for i in range(20)]))
+    os.truncate(source, source.stat().st_size - 8192)
+    result = run_script("convert_legacy.py", source, tmp_path / "out.lmdb")
+    assert result.returncode == 1 and f"FAIL {source}: {source} is shorter than it should be" in result.stderr
+    assert not (tmp_path / "out.lmdb").exists() and not list(tmp_path.glob("out.lmdb*"))
+
+
+# -- LMDB's own pages, checked on the way to each key -----------------------------------------------
+
+
+def meta_leaf(path: Path) -> int:
+    return max(lmdb_pages.walk(path).other_key_leaves)
+
+
+def node_at(path: Path, key: bytes) -> int:
+    """The file offset of the leaf node holding ``key``."""
+    walk = lmdb_pages.walk(path)
+    blob = path.read_bytes()
+    for pgno in walk.tree.pages:
+        page = blob[pgno * 4096 : (pgno + 1) * 4096]
+        flags, count = lmdb_pages._page_header(page, pgno, 4096)
+        ptrs, *_, ksize = lmdb_pages._node_fields(page, count)
+        for ptr, size in zip(ptrs.tolist(), ksize.tolist(), strict=True):
+            if flags & lmdb_pages.P_LEAF and page[ptr + 8 : ptr + 8 + size] == key:
+                return pgno * 4096 + ptr
+    raise KeyError(key)
+
+
+@pytest.mark.parametrize(
+    ("where", "at", "data", "found"),
+    [
+        ("meta leaf", 18, struct.pack("<H", 0xFFF0), "a node offset outside the page"),  # its second node
+        ("root", 18, struct.pack("<H", 0xFFF0), "a node offset outside the page"),
+        ("meta leaf", 10, struct.pack("<H", 0x05), "not the branch or leaf page it should be"),  # its flags
+    ],
+)
+def test_a_damaged_page_on_the_way_to_the_meta_is_refused_not_followed(
+    written: Path, where: str, at: int, data: bytes, found: str
+) -> None:
+    pgno = meta_leaf(written) if where == "meta leaf" else lmdb_pages.walk(written).meta.main.root
+    patch(written, pgno * 4096 + at, data)
+    error = in_child(opened(written))["error"]
+    assert error.startswith(f"FormatError: {written}: its LMDB page {pgno} is damaged ({found}).")
+
+
+@pytest.mark.parametrize("index", [0, 1, 299], ids=["inline", "overflow", "in-the-meta-leaf"])
+def test_a_damaged_value_size_is_refused_not_followed(written: Path, index: int) -> None:
+    clean = in_child(opened(written))["values"]
+    patch(written, node_at(written, record_key(index)) + 2, struct.pack("<H", 0x7FFF))  # the size: ~2 GB
+    pattern = r"FormatError: .*: its LMDB page \d+ is damaged \(a value('s overflow pages outside| past the end)"
+    through_lmdb = in_child(opened(written, by_offset=False))
+    assert re.match(pattern, through_lmdb.get("error", "")), through_lmdb
+    if index == 299:  # its leaf holds the meta: opening reads it
+        assert re.match(pattern, in_child(opened(written)).get("error", ""))
+    else:  # reads by offset never follow the damaged leaf
+        assert in_child(opened(written)) == {"values": clean, "by_offset": True, "warnings": []}
+
+
+# -- meta arrays ------------------------------------------------------------------------------------
+
+
+def test_a_damaged_label_is_refused_by_its_checksum(written: Path) -> None:
+    offset, _ = layout_of(written).values[b"meta/labels"]
+    patch(written, offset + 4 * 7, struct.pack("<i", 0))  # record 7's label 1 -> 0: still a class
+    assert in_child(opened(written))["error"] == (
+        f"FormatError: {written}: meta/labels does not match its checksum: the file is damaged. Copy it again "
+        "from the original, and check the original first with `python scripts/verify.py ORIGINAL --full` "
+        "(installed with pip: `imagefolder-lmdb verify ORIGINAL --full`)."
+    )
+
+
+def test_a_file_without_meta_checksums_reads_and_refuses_labels_outside_its_classes(written: Path) -> None:
+    rewrite_document(written, lambda document: document.pop("checksums"))
+    assert len(in_child(opened(written))["values"]) == len(SIZES)
+    offset, _ = layout_of(written).values[b"meta/labels"]
+    patch(written, offset + 4 * 7, struct.pack("<i", 9))
+    assert "meta/labels holds labels outside 0..1 (its 2 classes)" in in_child(opened(written))["error"]
+
+
+# -- record locations -------------------------------------------------------------------------------
+
+
+def stored_locations(path: Path) -> tuple[int, np.ndarray]:
+    offset, length = layout_of(path).values[b"meta/locations"]
+    return offset, np.frombuffer(path.read_bytes()[offset : offset + length], dtype=LOCATION_DTYPE).copy()
+
+
+def test_one_damaged_byte_of_the_locations_is_caught_by_their_checksum(written: Path) -> None:
+    values = in_child(opened(written))["values"]
+    offset, _ = stored_locations(written)
+    patch(written, offset + 12 * 3 + 1, b"\x7f")  # record 3's offset: the spot checks miss record 3
+    result = in_child(opened(written))
+    assert result["values"] == values and not result["by_offset"]
+    assert result["warnings"] == [
+        f"{written}: its record locations (meta/locations) do not match their checksum: they are damaged. It is "
+        "read through LMDB, which gives the same bytes but is slower on a cold cache; `python "
+        f"scripts/add_locations.py {written}` (installed with pip: `imagefolder-lmdb add-locations {written}`) "
+        "writes them again for this file."
+    ]
+
+
+@pytest.mark.parametrize(
+    ("change", "found"),
+    [
+        (lambda loc: loc.__setitem__(5, loc[6]), "and record 6's recorded location .* overlap: they are damaged"),
+        (lambda loc: loc["offset"].__setitem__(5, 4096), "record 5's recorded location .* lies in LMDB's meta pages"),
+        # record 201 (4,407 bytes) on overflow pages, moved by a byte: it would cross a page boundary
+        (lambda loc: loc["offset"].__setitem__(201, loc["offset"][201] + 1), "record 201's .* neither inside one"),
+    ],
+)
+def test_a_file_without_the_locations_checksum_gets_the_layout_checks(
+    written: Path, change: Callable[[np.ndarray], None], found: str
+) -> None:
+    """Older files: their locations carry no checksum; a damaged entry still never reads another
+    record's bytes: it overlaps another, or has no LMDB value's shape."""
+    rewrite_document(written, lambda document: document["locations"].pop("crc32"))
+    assert in_child(opened(written))["by_offset"], "an intact table of an older file is used"
+    offset, locations = stored_locations(written)
+    change(locations)
+    patch(written, offset, locations.tobytes())
+    result = in_child(opened(written))
+    assert not result["by_offset"] and len(result["warnings"]) == 1
+    assert re.search(found, result["warnings"][0]), result["warnings"]
+
+
+def test_add_locations_gives_an_older_file_its_checksum(written: Path) -> None:
+    rewrite_document(written, lambda document: document["locations"].pop("crc32"))
+    outcome = add_locations_to_file(str(written))
+    assert outcome.written and outcome.finding is not None and outcome.finding.kind == "no-checksum"
+    assert outcome.finding.text == (
+        "the recorded locations match the file but carry no checksum (an earlier version wrote them)"
+    )
+    with lmdb.open(str(written), subdir=False, readonly=True, lock=False) as env, env.begin() as txn:
+        entry = json.loads(txn.get(META_KEYS["json"]))["locations"]
+        stored = np.frombuffer(txn.get(META_KEYS["locations"]), LOCATION_DTYPE)
+        assert entry["crc32"] == dataset.locations_checksum(stored)
+    close_all_envs()
+    assert not add_locations_to_file(str(written)).written
+
+
+# -- the whole-file check of verify and add_locations -----------------------------------------------
+
+
+def test_two_records_on_the_same_overflow_pages_are_found(written: Path) -> None:
+    walk = lmdb_pages.walk(written)
+    first_page = (int(walk.records.offset[1]) - 16) // 4096  # record 1 lies on overflow pages
+    patch(written, node_at(written, record_key(2)) + 16, struct.pack("<Q", first_page))  # record 2's pages
+    with pytest.raises(ValueError, match=f"page {first_page} is used twice: by a record's value and by a record's"):
+        lmdb_pages.check(written)
+
+
+def test_keys_out_of_order_are_found(written: Path) -> None:
+    walk = lmdb_pages.walk(written)
+    leaf = int(walk.records.leaf[10])
+    page = written.read_bytes()[leaf * 4096 : (leaf + 1) * 4096]
+    ptr = struct.unpack_from("<H", page, 16)[0]
+    patch(written, leaf * 4096 + ptr + 8, b"99999999")  # the leaf's first key now sorts last
+    with pytest.raises(ValueError, match=f"page {leaf}: its keys are out of order"):
+        lmdb_pages.check(written)
+
+
+def test_a_damaged_overflow_header_is_found_with_every_value(written: Path) -> None:
+    walk = lmdb_pages.walk(written)
+    first = (int(walk.records.offset[~walk.records.inline][3]) - 16) // 4096
+    patch(written, first * 4096 + 10, struct.pack("<H", 0x05))
+    lmdb_pages.check(written)  # the headers of record values are read only when asked to
+    with pytest.raises(ValueError, match=f"overflow page {first} of the main database has a damaged header"):
+        lmdb_pages.check(written, every_value=True)
+
+
+def test_verify_reports_damaged_pages_without_touching_them(written: Path, tmp_path: Path) -> None:
+    pgno = lmdb_pages.walk(written).meta.main.root
+    patch(written, pgno * 4096 + 18, struct.pack("<H", 0xFFF0))
+    result = run_script("verify.py", written, "--full")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stdout.strip() == (
+        f"FAIL {written}: {written}: its LMDB pages are damaged (a node offset points outside its page); LMDB "
+        "would read wrong records or crash on it, so nothing of it was read. Copy it again from the original, "
+        "and check the original first with `python scripts/verify.py ORIGINAL --full`"
+    )
