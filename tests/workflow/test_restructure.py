@@ -4,19 +4,16 @@ give the same records and meta, byte for byte, apart from the creation time."""
 
 from __future__ import annotations
 
-import io
 import json
-import subprocess
-import tarfile
 from pathlib import Path
 
 import pytest
 
 from dataset import LMDBDataset
-from support import BIN, REPO
+from support import REPO
 from support.archives import make_tar
 from support.datasets import every_key_and_value
-from support.workflow import snakemake_environment, write_config
+from support.workflow import convert_with, workflow_at
 
 #: The last commit before the restructuring (the shared class list had just landed).
 BEFORE = "a0e36bc2f8a9066df0c5a9c541f1e2c726dfaf9f"
@@ -27,37 +24,24 @@ LOCATIONS_KEY = b"meta/locations"
 
 def workflow_before(into: Path) -> Path:
     """The repository as it was at BEFORE, unpacked into ``into``; returns its Snakefile."""
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", BEFORE], capture_output=True, check=False)
-    if archive.returncode != 0:
-        pytest.skip(f"commit {BEFORE[:10]} is not in this clone's history: {archive.stderr.decode().strip()}")
-    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-        tar.extractall(into, filter="data")
-    return into / "Snakefile"
-
-
-def convert_with(snakefile: Path, workdir: Path, splits: dict) -> None:
-    workdir.mkdir()
-    config = write_config(workdir, splits)
-    command = [str(BIN / "snakemake"), "-s", str(snakefile), "-d", str(workdir), "--cores", "2"]
-    completed = subprocess.run(
-        [*command, "--configfile", str(config)],
-        capture_output=True,
-        text=True,
-        env=snakemake_environment(),
-        check=False,
-    )
-    assert completed.returncode == 0, (completed.stdout + completed.stderr)[-4000:]
+    snakefile = workflow_at(BEFORE, into)
+    if snakefile is None:
+        pytest.skip(f"commit {BEFORE[:10]} is not in this clone's history")
+    return snakefile
 
 
 def comparable(path: Path) -> tuple[dict[bytes, bytes], dict]:
     """Every key and value, the meta JSON parsed, without what may differ: the creation time, and
-    what the workflow before did not write yet: the record locations and the source's root (issue 17)."""
+    what the workflow before did not write yet: the record locations, the source's root (issue 17),
+    the unset ``encode.short_side`` (issue 23)."""
     items = every_key_and_value(path)
     items.pop(LOCATIONS_KEY, None)
     document = json.loads(items.pop(b"meta/json"))
     document.pop("created")
     document.pop("locations", None)
     document["source"].pop("root", None)
+    if document["settings"]["encode"].get("short_side", "absent") is None:  # a setting added since
+        del document["settings"]["encode"]["short_side"]
     return items, document
 
 
