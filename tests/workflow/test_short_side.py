@@ -16,13 +16,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import lmdb
 import numpy as np
 import pytest
 from PIL import Image
 from torchvision.datasets import ImageFolder
 
-from dataset import LMDBDataset
+from dataset import META_KEYS, LMDBDataset, close_all_envs
 from support import REPO
+from support.commands import run_script
 from support.datasets import assert_same_dataset, every_key_and_value, records_and_meta
 from support.odd_images import EXIF_ORIENTATION, make_odd_tree
 from support.workflow import (
@@ -241,3 +243,20 @@ def test_a_file_converted_before_short_side_reads_exactly_as_before(
     assert meta_now == meta_before
     assert items_now == items_before
     assert every_key_and_value(old_file).keys() == every_key_and_value(as_is.lmdb).keys()
+
+
+def test_verify_finds_images_larger_than_the_file_says(as_is: Converted, tmp_path: Path) -> None:
+    # a file at the source's sizes whose meta claims short_side: what verify must not let pass
+    path = tmp_path / "claims.lmdb"
+    shutil.copy(as_is.lmdb, path)
+    close_all_envs()
+    with lmdb.open(str(path), subdir=False, map_size=2 * path.stat().st_size) as env, env.begin(write=True) as txn:
+        document = json.loads(txn.get(META_KEYS["json"]))
+        document["settings"]["encode"]["short_side"] = N
+        txn.put(META_KEYS["json"], json.dumps(document).encode())
+    result = run_script("verify.py", path, "--sample", "0")
+    assert result.returncode == 1
+    assert (
+        "records larger than encode.short_side: 64, the first record 1 (a_rgb/big_landscape.JPEG) at 640x480"
+        in result.stdout
+    )
