@@ -55,12 +55,17 @@ def check_config(config: dict) -> None:
             check_source(name, split)
         check_root(name, split)
         check_labels(name, split)
-    encode = config["encode"]
-    if encode["reencode"] == "never" and encode["max_side"] is not None:
-        raise WorkflowError(
-            "config keys encode.reencode and encode.max_side: resizing re-encodes images, "
-            "which reencode: never forbids. Set max_side: null or reencode: auto."
-        )
+    check_resizing(config["encode"])
+
+
+def check_resizing(encode: dict) -> None:
+    """A resize re-encodes, which ``reencode: never`` forbids."""
+    for key in ("max_side", "short_side"):
+        if encode["reencode"] == "never" and encode[key] is not None:
+            raise WorkflowError(
+                f"config keys encode.reencode and encode.{key}: resizing re-encodes images, "
+                f"which reencode: never forbids. Set {key}: null or reencode: auto."
+            )
 
 
 def check_shards(name: str, split: dict) -> None:

@@ -117,6 +117,7 @@ __all__ = [
     "record_key",
     "shared_env",
     "shared_fd",
+    "size_setting",
     "source_root",
     "tensor_decode",
 ]
@@ -159,7 +160,7 @@ STORAGE_REASONS: dict[int, str] = {
     3: "reencoded:grayscale",  # single-channel JPEG
     4: "reencoded:mpo",  # multi-picture JPEG from cameras: only the first frame is kept
     5: "reencoded:other-mode",  # any other pixel mode of a JPEG
-    6: "reencoded:resized",  # larger than encode.max_side
+    6: "reencoded:resized",  # shrunk: larger than encode.short_side or encode.max_side
     7: "reencoded:always",  # encode.reencode = always
     8: "stored-as-is",  # encode.reencode = never and the file is not a plain RGB JPEG
 }
@@ -1442,6 +1443,21 @@ def source_root(document: dict[str, Any]) -> str | None:
     return root if isinstance(root, str) else None
 
 
+def size_setting(document: dict[str, Any], key: str) -> int | None:
+    """``short_side`` or ``max_side`` of meta/json's ``settings.encode``: the size the images were
+    shrunk to at conversion; None where it was not set, or the file predates the setting."""
+    settings = document.get("settings")
+    encode = settings.get("encode") if isinstance(settings, dict) else None
+    value = encode.get(key) if isinstance(encode, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _resized_words(short_side: int | None, max_side: int | None) -> str | None:
+    """How a file's images were shrunk, for ``repr``; None when they keep the source's sizes."""
+    bounds = [f"{side} side <= {n}" for side, n in (("shorter", short_side), ("longer", max_side)) if n is not None]
+    return ", ".join(bounds) or None
+
+
 class _Index:
     """What opening the file found, as LMDBReader shows it: ImageFolder's index (``root``, ``classes``,
     ``class_to_idx``, ``samples``, ``imgs``, ``targets``), what the meta knows of each record
@@ -1460,6 +1476,9 @@ class _Index:
         self.samples: list[tuple[str, int]] = list(zip(opened.names, self.targets, strict=True))
         self.imgs = self.samples
         self.root: str | None = source_root(opened.document)
+        # a copy prepared at a smaller size (encode.short_side, encode.max_side); None: source sizes
+        self.short_side: int | None = size_setting(opened.document, "short_side")
+        self.max_side: int | None = size_setting(opened.document, "max_side")
         meta = opened.meta
         self.image_sizes: np.ndarray | None = None if meta is None else meta.sizes  # (width, height) each
         self.checksums: np.ndarray | None = None if meta is None else meta.crc32  # CRC-32 of each value
@@ -1544,7 +1563,9 @@ class LMDBReader(_Index):
     None where the images were not files under one folder (archives, unpacked archives, ILSVRC val
     images outside ``<wnid>/`` folders) or the file predates it. Assign it if the source moved.
     ``targets``, ``class_counts()``, ``image_sizes`` and ``aspect_ratios()`` come from the meta,
-    without decoding any image.
+    without decoding any image. ``short_side`` (and ``max_side``) say whether the file is a copy
+    prepared at a smaller size: larger images were shrunk so that their shorter side is
+    ``short_side`` (``storage_reason(i) == "reencoded:resized"``); None for the source's sizes.
 
     ``decode`` chooses what ``transform`` receives (and what a sample holds without one):
       - ``"pil"`` (default): an RGB ``PIL.Image``, exactly as ImageFolder's loader makes it;
@@ -1678,6 +1699,9 @@ class LMDBReader(_Index):
         ]
         if self.is_legacy:
             lines.append("    Layout: legacy folder2lmdb pickle (allow_pickle=True)")
+        resized = _resized_words(self.short_side, self.max_side)
+        if resized:
+            lines.append(f"    Resized at conversion: {resized}")
         if self.transform is not None:
             lines.append(f"    Transform: {self.transform!r}")
         return "\n".join(lines)

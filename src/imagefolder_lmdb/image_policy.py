@@ -6,8 +6,9 @@ One home for what decides the stored bytes, used by rule encode_shard and by con
   when named .JPEG, CMYK, grayscale, MPO, other formats) is re-encoded as ImageFolder's loader
   would see it: ``convert("RGB")``, then JPEG at ``encode.quality``.
 - ``always``: every image is re-encoded; ``never``: every readable image is stored as it is.
-- ``encode.max_side`` shrinks larger images (re-encoding them). Every image is checked first
-  (``encode.check``: a full decode, or headers and the JPEG end marker).
+- ``encode.short_side`` and ``encode.max_side`` shrink larger images (re-encoding them): see
+  :func:`stored_size` for the size, :func:`reencode` for the resampling. Every image is checked
+  first (``encode.check``: a full decode, or headers and the JPEG end marker).
 
 The storage reasons themselves are part of the format: ``dataset.STORAGE_REASONS``.
 """
@@ -35,6 +36,7 @@ class EncodeSettings:
     reencode: str = "auto"  # auto | always | never
     quality: int = 95
     max_side: int | None = None
+    short_side: int | None = None
     check: str = "decode"  # decode | header
     on_error: str = "fail"  # fail | skip
 
@@ -83,8 +85,13 @@ def check_decodes(image: Image.Image) -> None:
 
 
 def reencode_reason(image: Image.Image, settings: EncodeSettings) -> str | None:
-    """Why ``image`` must be re-encoded (a STORAGE_REASONS value), or None to keep its bytes."""
-    if image.format == "MPO":
+    """Why ``image`` must be re-encoded (a STORAGE_REASONS value), or None to keep its bytes.
+
+    A shrunk image is ``reencoded:resized`` whatever its format or mode: every re-encode converts
+    to RGB JPEG, and the change of size is what a reader of a resized dataset must be able to see."""
+    if stored_size(*image.size, settings) != image.size:
+        reason = "reencoded:resized"
+    elif image.format == "MPO":
         reason = "reencoded:mpo"
     elif image.format != "JPEG":
         reason = "reencoded:not-jpeg"
@@ -94,8 +101,6 @@ def reencode_reason(image: Image.Image, settings: EncodeSettings) -> str | None:
         reason = "reencoded:grayscale"
     elif image.mode != "RGB":
         reason = "reencoded:other-mode"
-    elif settings.max_side is not None and max(image.size) > settings.max_side:
-        reason = "reencoded:resized"
     elif settings.reencode == "always":
         reason = "reencoded:always"
     else:
@@ -104,16 +109,51 @@ def reencode_reason(image: Image.Image, settings: EncodeSettings) -> str | None:
 
 
 def shrunk_size(width: int, height: int, max_side: int) -> tuple[int, int]:
+    """``max_side``: the longer side becomes ``max_side``, the other in proportion, rounded to nearest."""
     scale = max_side / max(width, height)
     return max(1, round(width * scale)), max(1, round(height * scale))
 
 
+def short_side_size(width: int, height: int, short_side: int) -> tuple[int, int]:
+    """``short_side``: the shorter side becomes ``short_side``, the longer one in proportion, rounded
+    down, exactly as torchvision's ``Resize(short_side)`` sizes an image (so that transform, run
+    again on the stored image, finds nothing to resize)."""
+    if width <= height:
+        return short_side, height * short_side // width
+    return width * short_side // height, short_side
+
+
+def stored_size(width: int, height: int, settings: EncodeSettings) -> tuple[int, int]:
+    """The size an image of ``width`` x ``height`` is stored at: first ``short_side`` (a shorter
+    side above it is brought down to it), then ``max_side`` (a longer side still above it is
+    brought down to it, which then decides the scale). Never larger than the source."""
+    size = (width, height)
+    if settings.short_side is not None and min(size) > settings.short_side:
+        size = short_side_size(width, height, settings.short_side)
+    if settings.max_side is not None and max(size) > settings.max_side:
+        size = shrunk_size(width, height, settings.max_side)
+    return size
+
+
 def reencode(image: Image.Image, settings: EncodeSettings) -> Image.Image:
-    """The pixels ImageFolder's loader would return, optionally shrunk, ready to save as JPEG."""
+    """The pixels ImageFolder's loader would return (no EXIF rotation, as it applies none), shrunk
+    to :func:`stored_size`, ready to save as JPEG.
+
+    With ``short_side`` set, a JPEG is first decoded at the strongest of 1/2, 1/4, 1/8 reduction
+    that keeps both sides at least the stored size (libjpeg's DCT scaling: every coefficient is still
+    read, the full-size pixel work is skipped), then resampled with Pillow's antialiased BILINEAR
+    filter, torchvision's ``Resize`` default: an image decoded at full size (shorter side under
+    twice ``short_side``) is stored as ``Resize(short_side)`` makes it, up to JPEG loss.
+    ``max_side`` alone resizes as it always has: full decode, LANCZOS."""
+    size = stored_size(*image.size, settings)
+    if size == image.size:
+        return image.convert("RGB")
+    if settings.short_side is None:
+        return image.convert("RGB").resize(size, Image.Resampling.LANCZOS)
+    if image.format in ("JPEG", "MPO"):
+        image.draft(image.mode, size)  # picks the largest reduction whose result is still >= size
     rgb = image.convert("RGB")
-    if settings.max_side is not None and max(rgb.size) > settings.max_side:
-        rgb = rgb.resize(shrunk_size(*rgb.size, settings.max_side), Image.Resampling.LANCZOS)
-    return rgb
+    return rgb if rgb.size == size else rgb.resize(size, Image.Resampling.BILINEAR)
 
 
 def encode_image(data: bytes, settings: EncodeSettings) -> Encoded:

@@ -54,6 +54,18 @@ def class_list_line(report: dict[str, Any], paths: RunPaths, split: str) -> list
     return [line]
 
 
+def resized_line(report: dict[str, Any]) -> list[str]:
+    """A copy prepared at a smaller size (encode.short_side, encode.max_side): how many images
+    were shrunk, to what; nothing for a split that keeps the source's sizes."""
+    encode = report.get("settings", {}).get("encode", {})
+    sides = (("short_side", "shorter side"), ("max_side", "longer side"))
+    bounds = [f"{words} at most {encode[key]}" for key, words in sides if encode.get(key) is not None]
+    if not bounds:
+        return []
+    shrunk = report["storage"].get("reencoded:resized", 0)
+    return [f"  resized: {counted(shrunk, 'image')} shrunk to a {' and a '.join(bounds)}, the others as they were"]
+
+
 def speed_line(report: dict[str, Any], paths: RunPaths, split: str) -> str:
     encode = job_seconds(paths, "encode_shard", split)
     rules = ("extract", "count_check", "encode_shard", "merge", "write_meta", "verify")
@@ -80,6 +92,7 @@ def split_summary(name: str, paths: RunPaths) -> list[str]:
         f"  bytes: {report['stored_bytes'] / 1e6:.1f} MB stored from {report['source_bytes'] / 1e6:.1f} MB source "
         f"({report['stored_to_source_ratio']}x)",
         f"  stored: {storage}; skipped: {len(report['skipped'])}",
+        *resized_line(report),
         *class_list_line(report, paths, name),
         *ignored_line(report, paths, name),
         *(f"  warning: {warning}" for warning in report.get("warnings", [])),

@@ -8,6 +8,8 @@ each other relatively, so both names work.
 
 - ``support.images``: generated images: ImageNet-like ImageFolder trees (``make_images``, also the
   command ``python -m benchmarks.make_images``), the test tree's size, single JPEG/PNG values.
+- ``support.odd_images``: a tree of images of many sizes, aspect ratios, formats and modes (EXIF-
+  rotated, MPO, one pixel wide, ...) for the resizing settings.
 - ``support.archives``: tar, tar.gz and zip makers, members of any kind, hostile archives, zips as
   other tools write them.
 - ``support.ilsvrc``: ILSVRC2012-structured archives: a tar of class tars, the flat val tar, a devkit.

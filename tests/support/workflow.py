@@ -3,9 +3,11 @@ it (finished, or started and held at a script's hook point, then killed as a pow
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import subprocess
+import tarfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,6 +79,32 @@ def convert(
     config = write_config(workdir, {split: {"source": str(source), "shards": shards, "layout": layout}}, **sections)
     run = run_snakemake(workdir, "--configfile", str(config))
     return Converted(workdir, source, workdir / "results" / f"{split}.lmdb", run)
+
+
+def workflow_at(commit: str, into: Path) -> Path | None:
+    """The repository as it was at ``commit``, unpacked into ``into``; returns its Snakefile, or
+    None when this clone's history lacks the commit."""
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", commit], capture_output=True, check=False)
+    if archive.returncode != 0:
+        return None
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        tar.extractall(into, filter="data")
+    return into / "Snakefile"
+
+
+def convert_with(snakefile: Path, workdir: Path, splits: dict[str, dict[str, Any]], **sections: Any) -> None:
+    """``splits`` converted in ``workdir`` (a new folder) by the workflow of ``snakefile``; checked."""
+    workdir.mkdir()
+    config = write_config(workdir, splits, **sections)
+    command = [str(BIN / "snakemake"), "-s", str(snakefile), "-d", str(workdir), "--cores", "2"]
+    completed = subprocess.run(
+        [*command, "--configfile", str(config)],
+        capture_output=True,
+        text=True,
+        env=snakemake_environment(),
+        check=False,
+    )
+    assert completed.returncode == 0, (completed.stdout + completed.stderr)[-4000:]
 
 
 # --------------------------------------------------------------------------------------------------

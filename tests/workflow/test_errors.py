@@ -71,6 +71,8 @@ def test_truncated_jpeg_skipped_and_listed(tree_copy: Path, convert_in_tmp) -> N
         ({"encode": {"qualty": 90}}, "qualty"),
         ({"encode": {"quality": 101}}, "quality"),
         ({"encode": {"reencode": "sometimes"}}, "reencode"),
+        ({"encode": {"reencode": "never", "short_side": 256}}, "encode.short_side: resizing re-encodes"),
+        ({"encode": {"short_side": 0}}, "short_side"),
         ({"splits": {"train": {"source": "{tree}", "shards": 0}}}, "shards"),
         ({"splits": {"train": {"source": "{tree}", "expected_images": "many"}}}, "expected_images"),
         ({"splits": {"train": {"source": "{tree}", "classes": ["a"]}}}, "splits.train.classes: classes is a top-level"),

@@ -243,7 +243,9 @@ def test_root_inside_an_ilsvrc_train_source(ilsvrc: Ilsvrc, streamed: Path, tmp_
     assert_same_dataset(tmp_path / "run" / "results" / "train.lmdb", streamed / "results" / "train.lmdb")
 
 
-@pytest.mark.parametrize(("name", "shards"), [("imagenet.yaml", 16 + 2), ("imagenet100.yaml", 4 + 1)])
+@pytest.mark.parametrize(
+    ("name", "shards"), [("imagenet.yaml", 16 + 2), ("imagenet100.yaml", 4 + 1), ("imagenet-256.yaml", 16 + 2)]
+)
 def test_shipped_imagenet_config_is_valid(ilsvrc: Ilsvrc, tmp_path: Path, name: str, shards: int) -> None:
     """A shipped ImageNet config with its three paths pointed at the generated archives plans the run."""
     text = (REPO / "config" / name).read_text().replace("config/imagenet100.txt", str(REPO / "config/imagenet100.txt"))

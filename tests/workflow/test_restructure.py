@@ -5,19 +5,16 @@ for byte, apart from the creation time."""
 
 from __future__ import annotations
 
-import io
 import json
-import subprocess
-import tarfile
 from pathlib import Path
 
 import pytest
 
 from imagefolder_lmdb.dataset import LMDBDataset
-from support import BIN, REPO
+from support import REPO
 from support.archives import make_tar
 from support.datasets import every_key_and_value
-from support.workflow import snakemake_environment, write_config
+from support.workflow import convert_with, workflow_at
 
 #: The last commit before the restructuring (the shared class list had just landed).
 BEFORE = "a0e36bc2f8a9066df0c5a9c541f1e2c726dfaf9f"
@@ -30,36 +27,23 @@ LOCATIONS_KEY = b"meta/locations"
 
 
 def without_later_additions(document: dict) -> dict:
-    """The meta JSON less what later issues added to it, each by its own test: the checksums of
-    the meta arrays and of the record locations (issue 21)."""
+    """The meta JSON less what later issues added to it, each checked by its own tests: the
+    checksums of the meta arrays and of the record locations (issue 21), the unset
+    ``encode.short_side`` (issue 23)."""
     document.pop("checksums", None)
     if isinstance(document.get("locations"), dict):
         document["locations"].pop("crc32", None)
+    if document["settings"]["encode"].get("short_side", "absent") is None:
+        del document["settings"]["encode"]["short_side"]
     return document
 
 
 def workflow_before(into: Path, commit: str = BEFORE) -> Path:
     """The repository as it was at ``commit``, unpacked into ``into``; returns its Snakefile."""
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", commit], capture_output=True, check=False)
-    if archive.returncode != 0:
-        pytest.skip(f"commit {commit[:10]} is not in this clone's history: {archive.stderr.decode().strip()}")
-    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-        tar.extractall(into, filter="data")
-    return into / "Snakefile"
-
-
-def convert_with(snakefile: Path, workdir: Path, splits: dict) -> None:
-    workdir.mkdir()
-    config = write_config(workdir, splits)
-    command = [str(BIN / "snakemake"), "-s", str(snakefile), "-d", str(workdir), "--cores", "2"]
-    completed = subprocess.run(
-        [*command, "--configfile", str(config)],
-        capture_output=True,
-        text=True,
-        env=snakemake_environment(),
-        check=False,
-    )
-    assert completed.returncode == 0, (completed.stdout + completed.stderr)[-4000:]
+    snakefile = workflow_at(commit, into)
+    if snakefile is None:
+        pytest.skip(f"commit {commit[:10]} is not in this clone's history")
+    return snakefile
 
 
 def comparable(path: Path) -> tuple[dict[bytes, bytes], dict]:

@@ -88,7 +88,8 @@ def expected_part_bytes(reader: MemberReader, samples: Iterable[Sample], setting
     re-encoded images go into the part (see SOURCE_BYTES_CODES), a small fraction of the source
     unless everything is re-encoded."""
     expected = sum(source_size(reader, sample) for sample in samples)
-    return expected // 8 if settings.reencode != "always" and settings.max_side is None else expected
+    resizing = settings.max_side is not None or settings.short_side is not None
+    return expected // 8 if settings.reencode != "always" and not resizing else expected
 
 
 def store(writer: LMDBWriter, report: ShardReport, sample: Sample, encoded: Encoded, source_bytes: int) -> None:

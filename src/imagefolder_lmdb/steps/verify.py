@@ -77,7 +77,29 @@ def structure_problems(ds: LMDBReader) -> list[str]:
             problems.append(f"records 0 or {n - 1} missing: keys are not 0..{n - 1}")
     if any(not 0 <= t < len(ds.classes) for t in ds.targets):
         problems.append("labels outside the class range")
-    return problems + document_problems(document)
+    return problems + size_problems(ds) + document_problems(document)
+
+
+def size_problems(ds: LMDBReader) -> list[str]:
+    """Records larger than the file's own size settings allow (``short_side``, ``max_side``), from
+    the meta's image sizes: a copy prepared at a size must hold no image above it."""
+    if ds.image_sizes is None or not len(ds):
+        return []
+    problems = []
+    bounds = (
+        ("short_side", ds.short_side, ds.image_sizes.min(axis=1)),
+        ("max_side", ds.max_side, ds.image_sizes.max(axis=1)),
+    )
+    for key, bound, sides in bounds:
+        over = [] if bound is None else (sides > bound).nonzero()[0]
+        if len(over):
+            first = int(over[0])
+            width, height = (int(v) for v in ds.image_sizes[first])
+            problems.append(
+                f"{len(over)} records larger than encode.{key}: {bound}, the first record {first} "
+                f"({ds.samples[first][0]}) at {width}x{height}"
+            )
+    return problems
 
 
 def totals_problems(meta: Meta, walk: lmdb_pages.Walk | None) -> list[str]:
