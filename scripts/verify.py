@@ -190,14 +190,13 @@ def contact_sheet(ds: LMDBReader | None, indices: list[int], output: str) -> Non
     for position, index in enumerate(shown):
         assert ds is not None
         x, y = (position % columns) * CELL, (position // columns) * (CELL + label_height)
-        lines = [f"{index}: UNREADABLE"]
         try:
             image, target = ds[index]
             thumb = fit_into_cell(image)
             sheet.paste(thumb, (x + (CELL - thumb.width) // 2, y + (CELL - thumb.height) // 2))
             lines = [f"{index}: {ds.classes[target]}", *([words[target]] if words else [])]
         except Exception:  # noqa: BLE001 - a broken record is reported; show the gap
-            pass
+            lines = [f"{index}: UNREADABLE"]
         for number, line in enumerate(lines):
             draw.text((x + 3, y + CELL + 2 + number * WORDS_HEIGHT), fitted(line, draw, font), fill="black", font=font)
     if not shown:
