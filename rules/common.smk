@@ -154,9 +154,12 @@ def check_labels(name: str, split: dict) -> None:
         "val_labels": " val_labels may also name a member of an archive source "
         "(LOC_val_solution.csv inside Kaggle's zip).",
     }
+    check_shipped_devkit(name, split)
     for key in ("devkit", "val_labels"):
         if key == "val_labels" and labels_member(split) is not None:
             continue  # extract copies it out of the archive, or names the archive if it is not there
+        if key == "devkit" and shipped_devkit(split):
+            continue  # the shipped list stands in for the devkit's class list
         if split[key] is not None and not os.path.isfile(split[key]):
             raise WorkflowError(
                 f"config key splits.{name}.{key}: {split[key]!r} is not a file."
@@ -170,7 +173,42 @@ def check_labels(name: str, split: dict) -> None:
         raise WorkflowError(
             f"config key splits.{name}.devkit: layout ilsvrc-val needs the labels: set devkit "
             "(ILSVRC2012_devkit_t12.tar.gz) or val_labels (LOC_val_solution.csv)."
+            + ground_truth_hint(config)
         )
+
+
+def ground_truth_hint(config: dict) -> str:
+    """For ilsvrc-val without labels: why ``classes: imagenet1k`` does not label it either."""
+    scripts_importable()
+    from class_list import is_shipped
+
+    if not is_shipped(config["classes"]):
+        return ""
+    return (
+        f" classes: {config['classes']} names the classes, not the class of each validation image: "
+        "those come from the devkit's ground truth, which no class list can replace."
+    )
+
+
+def shipped_devkit(split: dict) -> str | None:
+    """The file of the shipped list ``devkit: imagenet1k`` names (None for a devkit file)."""
+    scripts_importable()
+    from class_list import is_shipped, shipped_path
+
+    return shipped_path(split["devkit"]) if is_shipped(split["devkit"]) else None
+
+
+def check_shipped_devkit(name: str, split: dict) -> None:
+    """``devkit: imagenet1k`` names the labels' classes; ILSVRC val labels need the ground truth."""
+    if split["layout"] != "ilsvrc-val" or not shipped_devkit(split):
+        return
+    scripts_importable()
+    from ilsvrc import SHIPPED_NOT_GROUND_TRUTH
+
+    raise WorkflowError(
+        f"config key splits.{name}.devkit: {split['devkit']!r} cannot label layout ilsvrc-val: "
+        f"{SHIPPED_NOT_GROUND_TRUTH}."
+    )
 
 
 check_config(config)
@@ -284,9 +322,12 @@ def shared_class_manifest(wildcards) -> list[str]:
 
 
 def label_files(wildcards) -> list[str]:
-    """The devkit / label CSV of a split, when it has one (not a CSV inside the source archive)."""
+    """The devkit / label CSV of a split, when it has one (not a CSV inside the source archive);
+    for ``devkit: imagenet1k`` the shipped list's file, so that a changed list reruns the split.
+    """
     split = split_config(wildcards)
-    return [path for path in (split["devkit"], label_file(wildcards)) if path]
+    devkit = shipped_devkit(split) or split["devkit"]
+    return [path for path in (devkit, label_file(wildcards)) if path]
 
 
 def label_file(wildcards) -> str | None:

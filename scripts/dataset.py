@@ -1434,6 +1434,16 @@ def _check_options(decode: str, lock: bool, max_readers: int | None) -> None:
         _torchvision_jpeg()  # fail here, not in a worker, when torchvision is missing
 
 
+def class_words(document: dict[str, Any], classes: list[str]) -> list[str] | None:
+    """meta/json's ``class_words``: the words of each class (``"tench, Tinca tinca"`` for
+    ``n01440764``), written when every class is an ImageNet-1k WNID; None where the file has none
+    (other classes, legacy files, files written before it existed) or they do not fit the classes."""
+    words = document.get("class_words")
+    if not isinstance(words, list) or len(words) != len(classes) or not all(isinstance(w, str) for w in words):
+        return None
+    return list(words)
+
+
 def source_root(document: dict[str, Any]) -> str | None:
     """The folder the records' relative paths lie under, as meta/json's ``source.root`` records
     it; None where unknown: not a folder of the files themselves (archives, trees unpacked into the
@@ -1460,7 +1470,8 @@ def _resized_words(short_side: int | None, max_side: int | None) -> str | None:
 
 class _Index:
     """What opening the file found, as LMDBReader shows it: ImageFolder's index (``root``, ``classes``,
-    ``class_to_idx``, ``samples``, ``imgs``, ``targets``), what the meta knows of each record
+    ``class_to_idx``, ``samples``, ``imgs``, ``targets``), the words of each class where the file has
+    them (``class_words``), what the meta knows of each record
     without decoding it (``image_sizes``, ``checksums``, ``storage_codes``; None for a legacy
     file), and which record source reads them (``is_legacy``, ``reads_by_offset``)."""
 
@@ -1479,6 +1490,7 @@ class _Index:
         # a copy prepared at a smaller size (encode.short_side, encode.max_side); None: source sizes
         self.short_side: int | None = size_setting(opened.document, "short_side")
         self.max_side: int | None = size_setting(opened.document, "max_side")
+        self.class_words: list[str] | None = class_words(opened.document, self.classes)  # words of classes[k]
         meta = opened.meta
         self.image_sizes: np.ndarray | None = None if meta is None else meta.sizes  # (width, height) each
         self.checksums: np.ndarray | None = None if meta is None else meta.crc32  # CRC-32 of each value
@@ -1566,6 +1578,8 @@ class LMDBReader(_Index):
     without decoding any image. ``short_side`` (and ``max_side``) say whether the file is a copy
     prepared at a smaller size: larger images were shrunk so that their shorter side is
     ``short_side`` (``storage_reason(i) == "reencoded:resized"``); None for the source's sizes.
+    without decoding any image. ``class_words[k]`` names ``classes[k]`` in words (``"tench, Tinca
+    tinca"`` for ``n01440764``) where every class is an ImageNet-1k WNID; else it is None.
 
     ``decode`` chooses what ``transform`` receives (and what a sample holds without one):
       - ``"pil"`` (default): an RGB ``PIL.Image``, exactly as ImageFolder's loader makes it;

@@ -8,14 +8,26 @@ name per line) or else from the first split listed; a split may opt out with
 ``share_classes: false``. Index = position in the sorted list, as ImageFolder gives on a tree
 holding exactly those class folders. Images of classes outside the list are set aside and
 counted, never stored under another class's index.
+
+The package ships named lists (``classes: imagenet1k``: the 1,000 ILSVRC2012 WNIDs with their
+WordNet words, ``src/imagefolder_lmdb/class_lists/``); a name stands for its file wherever a list or
+the devkit's class list is accepted. Any dataset whose classes are all ImageNet-1k WNIDs gets their
+words (meta/json ``class_words``), whatever named the classes.
 """
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+#: The class lists the package ships, by the name a config gives (``classes: imagenet1k``).
+SHIPPED_LISTS = ("imagenet1k",)
+#: Where they lie: package data beside this module.
+SHIPPED_FOLDER = Path(__file__).resolve().parent / "class_lists"
 
 
 class ClassListError(ValueError):
@@ -70,8 +82,63 @@ def read_class_file(path: str) -> list[str]:
     return [line for line in lines if line]
 
 
+@dataclass(frozen=True)
+class ShippedList:
+    """A class list the package ships: sorted names (WNIDs) and the words of each."""
+
+    name: str
+    names: list[str]
+    words: list[str]
+    path: str
+
+    @property
+    def origin(self) -> str:
+        return f"{self.name}, the list shipped with imagefolder-lmdb"
+
+
+def is_shipped(value: object) -> bool:
+    """Whether a ``classes:`` or ``devkit:`` value names a shipped list (a path never does)."""
+    return isinstance(value, str) and value in SHIPPED_LISTS
+
+
+def shipped_path(name: str) -> str:
+    return str(SHIPPED_FOLDER / f"{name}.tsv")
+
+
+@functools.cache
+def shipped_list(name: str) -> ShippedList:
+    """The shipped list ``name``: ``WNID<TAB>words`` lines, ``#`` comments, sorted by WNID."""
+    path = shipped_path(name)
+    try:
+        with open(path, encoding="utf-8") as stream:
+            rows = [line.rstrip("\n").split("\t", 1) for line in stream if line.strip() and not line.startswith("#")]
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ClassListError(
+            f"{path}: the shipped class list {name} cannot be read ({exc}). Reinstall imagefolder-lmdb."
+        ) from exc
+    names, words = [row[0] for row in rows], [row[1] if len(row) > 1 else "" for row in rows]
+    check_names(names, path)
+    if names != sorted(names) or not all(words):
+        raise ClassListError(f"{path}: damaged: not sorted, or a class without words. Reinstall imagefolder-lmdb.")
+    return ShippedList(name, names, words, path)
+
+
+def class_words(classes: list[str]) -> list[str] | None:
+    """The words of each class when every class is an ImageNet-1k WNID (a WNID names one WordNet
+    synset, so its words hold whatever named the class); None otherwise."""
+    known = shipped_list("imagenet1k")
+    words = dict(zip(known.names, known.words, strict=True))
+    if not classes or any(name not in words for name in classes):
+        return None
+    return [words[name] for name in classes]
+
+
 def configured_names(value: str | list[str], where: str = "config key classes") -> tuple[list[str], str]:
-    """The sorted names of a ``classes:`` value (a list, or a file's path) and their origin text."""
+    """The sorted names of a ``classes:`` value (a shipped list's name, a list, or a file's path)
+    and their origin text."""
+    if is_shipped(value):
+        shipped = shipped_list(str(value))
+        return list(shipped.names), f"from {shipped.origin}"
     if isinstance(value, str):
         names, origin = read_class_file(value), f"from {value}"
         where = f"{where} ({value})"

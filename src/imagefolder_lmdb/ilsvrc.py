@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from imagefolder_lmdb.archives import check_tar_members
+from imagefolder_lmdb.class_list import is_shipped, shipped_list
 
 VAL_NAME = re.compile(r"^ILSVRC2012_val_(\d{8})\.(JPEG|jpeg|jpg|JPG|png|PNG)$")
 DEVKIT_META = "data/meta.mat"
@@ -108,7 +109,17 @@ def labels_from_solution_csv(path: str) -> ValLabels:
     return ValLabels(classes=sorted(set(wnid_of_image.values())), wnid_of_image=wnid_of_image)
 
 
+#: Why ``devkit: imagenet1k`` cannot label validation images.
+SHIPPED_NOT_GROUND_TRUTH = (
+    "the shipped list names the 1,000 classes, not the class of each validation image: those labels are "
+    "the devkit's ground truth (data/ILSVRC2012_validation_ground_truth.txt), which no class list can replace. "
+    "Set devkit: ILSVRC2012_devkit_t12.tar.gz or val_labels: LOC_val_solution.csv (Kaggle's)"
+)
+
+
 def val_labels(devkit: str | None, solution_csv: str | None) -> ValLabels:
+    if is_shipped(devkit):
+        raise LabelError(f"layout ilsvrc-val with devkit: {devkit}: {SHIPPED_NOT_GROUND_TRUTH}.")
     if devkit:
         return labels_from_devkit(devkit)
     if solution_csv:
@@ -117,6 +128,9 @@ def val_labels(devkit: str | None, solution_csv: str | None) -> ValLabels:
 
 
 def devkit_classes(devkit: str) -> list[str]:
-    """The 1,000 WNIDs, sorted: what a complete train split must hold."""
+    """The 1,000 WNIDs, sorted: what a complete train split must hold (``devkit: imagenet1k``: the
+    shipped list, the same WNIDs)."""
+    if is_shipped(devkit):
+        return list(shipped_list(devkit).names)
     with devkit_errors(devkit), tempfile.TemporaryDirectory() as scratch:
         return sorted(parse_meta_mat(read_devkit_member(devkit, DEVKIT_META, scratch)).values())

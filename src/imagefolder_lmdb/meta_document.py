@@ -65,6 +65,11 @@ def document_problems(document: dict[str, Any]) -> list[str]:
     n, expected_index = document["length"], {name: i for i, name in enumerate(document["classes"])}
     if document.get("class_to_idx", expected_index) != expected_index:
         problems.append("class_to_idx in the meta disagrees with the class list")
+    words = document.get("class_words")  # optional: files without it are sound
+    if words is not None and (
+        not isinstance(words, list) or len(words) != len(expected_index) or not all(isinstance(w, str) for w in words)
+    ):
+        problems.append("class_words in the meta is not one string per class")
     stored = sum(document["stats"]["storage"].values())
     if stored != n:
         problems.append(f"the storage counts add up to {stored} records, the meta describes {n}")

@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 import scipy.io
 
+from imagefolder_lmdb.class_list import shipped_list
+
 from .archives import add_member
 from .images import make_images
 
@@ -32,8 +34,10 @@ def make_train_tar(tree: Path, path: Path, reverse: bool = False) -> int:
     return count
 
 
-def make_meta_mat(path: Path, id_to_wnid: dict[int, str]) -> None:
-    """meta.mat as the devkit has it: a struct array of synsets, leaves first, then a parent."""
+def make_meta_mat(path: Path, id_to_wnid: dict[int, str], words: dict[str, str] | None = None) -> None:
+    """meta.mat as the devkit has it: a struct array of synsets, leaves first, then a parent;
+    ``words`` gives a leaf's ``words`` field (else a made-up one)."""
+    words = words or {}
     fields = [
         "ILSVRC2012_ID",
         "WNID",
@@ -46,20 +50,46 @@ def make_meta_mat(path: Path, id_to_wnid: dict[int, str]) -> None:
     ]
     synsets = np.zeros((len(id_to_wnid) + 1, 1), dtype=[(f, "O") for f in fields])
     for row, (ilsvrc_id, wnid) in enumerate(sorted(id_to_wnid.items())):
-        synsets[row, 0] = (ilsvrc_id, wnid, f"thing {wnid}, other name", "a gloss", 0, np.zeros(0), 0, 10)
+        text = words.get(wnid, f"thing {wnid}, other name")
+        synsets[row, 0] = (ilsvrc_id, wnid, text, "a gloss", 0, np.zeros(0), 0, 10)
     children = np.array(sorted(id_to_wnid), dtype=np.uint16)
     synsets[-1, 0] = (len(id_to_wnid) + 1, "n00000001", "entity", "root", len(children), children, 5, 0)
     scipy.io.savemat(path, {"synsets": synsets})
 
 
-def make_devkit(path: Path, id_to_wnid: dict[int, str], ground_truth_ids: list[int], scratch: Path) -> None:
+def make_devkit(
+    path: Path,
+    id_to_wnid: dict[int, str],
+    ground_truth_ids: list[int],
+    scratch: Path,
+    words: dict[str, str] | None = None,
+) -> None:
     """ILSVRC2012_devkit_t12.tar.gz: meta.mat (written in ``scratch`` first) and the ground truth,
     one ILSVRC2012_ID per val image in image-number order."""
-    make_meta_mat(scratch / "meta.mat", id_to_wnid)
+    make_meta_mat(scratch / "meta.mat", id_to_wnid, words)
     with tarfile.open(path, "w:gz") as tar:
         tar.add(scratch / "meta.mat", arcname="ILSVRC2012_devkit_t12/data/meta.mat")
         text = "".join(f"{i}\n" for i in ground_truth_ids).encode()
         add_member(tar, "ILSVRC2012_devkit_t12/data/ILSVRC2012_validation_ground_truth.txt", text)
+
+
+def shuffled_ids(wnids: list[str], seed: int = 2012) -> dict[int, str]:
+    """ILSVRC2012_ID -> WNID, numbered in an order of their own as in the genuine devkit, whose
+    meta.mat does not number its leaves by WNID (ID 1 is n02119789, kit fox; 2 n02100735; 3
+    n02110185): a seeded shuffle, so code taking ID order for label order fails."""
+    order = list(wnids)
+    random.Random(seed).shuffle(order)
+    return {i + 1: wnid for i, wnid in enumerate(order)}
+
+
+def make_imagenet1k_devkit(path: Path, scratch: Path, ground_truth_ids: list[int] | None = None) -> Path:
+    """A devkit of the genuine format over the real 1,000 ILSVRC2012 WNIDs and their words (the
+    list the package ships), IDs in an order other than the WNIDs'."""
+    imagenet1k = shipped_list("imagenet1k")
+    scratch.mkdir(parents=True, exist_ok=True)
+    words = dict(zip(imagenet1k.names, imagenet1k.words, strict=True))
+    make_devkit(path, shuffled_ids(imagenet1k.names), ground_truth_ids or [], scratch, words)
+    return path
 
 
 def make_val_tar(images: list[Path], path: Path, keep: list[int]) -> None:

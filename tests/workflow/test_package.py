@@ -162,3 +162,11 @@ def test_editable_install_reads_scripts_in_place(repository: Path, tmp_path: Pat
     result = run_in(tmp_path / "editable", tmp_path, "python", "-c", probe)
     assert result.returncode == 0, result.stderr[-3000:]
     assert Path(result.stdout.split()[0]).resolve() == (repository / "scripts" / "dataset.py").resolve()
+
+
+def test_wheel_ships_the_class_lists(wheel: Path) -> None:
+    """``classes: imagenet1k`` needs its file wherever the workflow runs; the words' licence goes with it."""
+    folder = REPO / "src" / PACKAGE / "class_lists"
+    with zipfile.ZipFile(wheel) as archive:
+        for path in sorted(folder.iterdir()):
+            assert archive.read(f"{PACKAGE}/class_lists/{path.name}") == path.read_bytes(), path.name

@@ -2,7 +2,8 @@
 listing them in record order.
 
 A shard stores a label as a number; the class it means comes from, first to last: the split's
-``devkit:`` (its 1,000 WNIDs, sorted: the order ImageNet's integer labels use), the class names
+``devkit:`` (its 1,000 WNIDs, sorted: the order ImageNet's integer labels use; ``devkit: imagenet1k``
+takes them from the shipped list), the class names
 the files themselves store (Hugging Face ``ClassLabel`` metadata in Parquet files), or the class
 list the split shares (the config's ``classes:``, sorted, or the first split's classes). Records
 keep the shards' order (shards as the source names them, samples as they lie in each shard):
@@ -46,7 +47,8 @@ def label_names(own: list[str] | None, devkit: str | None, shared: ClassList | N
     raise CountMismatchError(
         f"{where}: its labels are integers, and nothing says which class each means. Set devkit: "
         "(ILSVRC2012_devkit_t12.tar.gz: the 1,000 WNIDs in label order) or classes: (a list or a file "
-        "of the class names; sorted, the k-th name is label k) in the config."
+        "of the class names; sorted, the k-th name is label k) in the config; for ImageNet-1k's labels, "
+        "classes: imagenet1k (the list shipped here) needs no devkit."
     )
 
 
@@ -57,8 +59,8 @@ def check_wanted_named(own: list[str], shared: ClassList | None, where: str) -> 
         return
     raise CountMismatchError(
         f"{where}: the class list ({shared.origin}) names none of the classes the files store "
-        f"({', '.join(own[:3])}, ...). To select classes by WNID, set devkit: "
-        "(ILSVRC2012_devkit_t12.tar.gz) for this split: its labels are then named by WNID."
+        f"({', '.join(own[:3])}, ...). To select classes by WNID, set devkit: imagenet1k (the shipped "
+        "list) or devkit: ILSVRC2012_devkit_t12.tar.gz for this split: its labels are then named by WNID."
     )
 
 

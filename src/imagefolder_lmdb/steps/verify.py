@@ -59,6 +59,7 @@ log = logging.getLogger("imagefolder_lmdb.verify")
 
 CELL = 160  # contact sheet thumbnail box, pixels
 LABEL_HEIGHT = 18
+WORDS_HEIGHT = 14  # a second caption line, the class's words, for files that have them
 MAX_SHEET_IMAGES = 64
 LISTED_FAILURES = 20
 
@@ -351,25 +352,39 @@ def sheet_indices(indices: list[int], seed: int = 0) -> list[int]:
     return sorted(random.Random(seed).sample(indices, MAX_SHEET_IMAGES))
 
 
+def fitted(text: str, draw: ImageDraw.ImageDraw, font: ImageFont.ImageFont | ImageFont.FreeTypeFont) -> str:
+    """``text``, cut short with "..." where it is wider than a cell's caption."""
+    width = CELL - 6
+    if draw.textlength(text, font=font) <= width:
+        return text
+    while text and draw.textlength(text + "...", font=font) > width:
+        text = text[:-1]
+    return text.rstrip(" ,") + "..."
+
+
 def contact_sheet(ds: LMDBReader | None, indices: list[int], output: str) -> None:
-    """A grid of the sampled images, each labelled ``index: class``."""
+    """A grid of the sampled images, each labelled ``index: class`` and, where the file has them,
+    the class's words below (``tench, Tinca tinca``)."""
     shown = sheet_indices(indices)
+    words = ds.class_words if ds is not None else None
+    label_height = LABEL_HEIGHT + (WORDS_HEIGHT if words else 0)
     columns = max(1, min(8, len(shown)))
     rows = max(1, -(-len(shown) // columns))
-    sheet = Image.new("RGB", (columns * CELL, rows * (CELL + LABEL_HEIGHT)), "white")
+    sheet = Image.new("RGB", (columns * CELL, rows * (CELL + label_height)), "white")
     draw = ImageDraw.Draw(sheet)
     font = ImageFont.load_default(size=12)
     for position, index in enumerate(shown):
         assert ds is not None
-        x, y = (position % columns) * CELL, (position // columns) * (CELL + LABEL_HEIGHT)
+        x, y = (position % columns) * CELL, (position // columns) * (CELL + label_height)
         try:
             image, target = ds[index]
             thumb = fit_into_cell(image)
             sheet.paste(thumb, (x + (CELL - thumb.width) // 2, y + (CELL - thumb.height) // 2))
-            caption = f"{index}: {ds.classes[target]}"
+            lines = [f"{index}: {ds.classes[target]}", *([words[target]] if words else [])]
         except Exception:  # noqa: BLE001 - a broken record is reported; show the gap
-            caption = f"{index}: UNREADABLE"
-        draw.text((x + 3, y + CELL + 2), caption[:26], fill="black", font=font)
+            lines = [f"{index}: UNREADABLE"]
+        for number, line in enumerate(lines):
+            draw.text((x + 3, y + CELL + 2 + number * WORDS_HEIGHT), fitted(line, draw, font), fill="black", font=font)
     if not shown:
         draw.text((4, 4), "no images", fill="black", font=font)
     temporary = output + ".incomplete.png"

@@ -17,6 +17,7 @@ import lmdb
 import numpy as np
 
 from imagefolder_lmdb.add_locations import add_locations, current_locations
+from imagefolder_lmdb.class_list import class_words
 from imagefolder_lmdb.dataset import META_KEYS, Meta, encode_meta
 from imagefolder_lmdb.meta_document import build_document, checked
 from imagefolder_lmdb.work_files import (
@@ -58,6 +59,13 @@ def class_list_entry(counts: CountsReport) -> dict[str, Any]:
         "classes_outside": outside["classes"],
         "classes_unread": outside["unread_classes"],
     }
+
+
+def words_entry(classes: list[str]) -> dict[str, list[str]]:
+    """meta/json's ``class_words`` (the WordNet words of each class) when every class is an
+    ImageNet-1k WNID; nothing otherwise."""
+    words = class_words(classes)
+    return {} if words is None else {"class_words": words}
 
 
 def source_root(header: ManifestHeader, kept: list[int], elsewhere: set[int]) -> str | None:
@@ -104,6 +112,7 @@ def build_meta(manifest_path: str, counts: CountsReport, reports: list[ShardRepo
         skipped=column(reports, "skipped"),
         tool={"name": TOOL, "version": TOOL_VERSION},
         class_list=class_list_entry(counts),
+        **words_entry(header.classes),
     )
     return Meta(
         document=checked(document),
