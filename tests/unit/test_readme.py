@@ -1,19 +1,25 @@
-"""The README stays true: its config table matches the schema, and it holds the blocks marked
-``<!-- runnable -->`` that tests/workflow/test_readme.py runs."""
+"""The documentation stays true: README.md and docs/*.md. Their config reference is the schema's,
+every link resolves, every config they show is valid, the README is short and opens with the two
+commands, and they hold the blocks marked ``<!-- runnable -->`` that tests/workflow/test_readme.py
+runs."""
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
+import jsonschema
+import pytest
 import yaml
 
 from support import REPO
-from support.readme import README, runnable_blocks
+from support.config_reference import BEGIN, COMMAND, END, PAGE, load_schema, render
+from support.readme import PAGES, README, anchors, fenced_blocks, links, page_name, runnable, section
 
 
 def schema_defaults() -> dict[str, object]:
     """Every config key the schema knows (``splits.<name>.*`` for split keys) and its default."""
-    schema = yaml.safe_load((REPO / "config" / "schema.yaml").read_text())
+    schema = load_schema()
     keys: dict[str, object] = {}
     for name, spec in schema["properties"].items():
         if name == "splits":
@@ -27,25 +33,101 @@ def schema_defaults() -> dict[str, object]:
     return keys
 
 
-def readme_config_table() -> dict[str, str]:
-    section = README.split("### Config reference", 1)[1].split("\n## ", 1)[0]
-    rows = re.findall(r"^\| `([^`]+)` \| (.+?) \|", section, re.M)
-    return {key: default.strip() for key, default in rows}
+def documented_defaults() -> dict[str, str]:
+    """The key and default of every row of docs/configuration.md's tables."""
+    tables = PAGE.read_text().split(BEGIN, 1)[1].split(END, 1)[0]
+    rows = re.findall(r"^\| `([^`]+)` \| .+? \| (`[^`]*`|—) \|", tables, re.M)
+    return dict(rows)
 
 
-def as_readme(value: object) -> str:
+def as_documented(value: object) -> str:
     if value == "—":
         return "—"
     return f"`{'null' if value is None else str(value).lower() if isinstance(value, bool) else value}`"
 
 
 def test_config_reference_matches_the_schema() -> None:
-    documented = readme_config_table()
+    documented = documented_defaults()
     assert set(documented) == set(schema_defaults())
     for key, default in schema_defaults().items():
-        assert documented[key] == as_readme(default), key
+        assert documented[key] == as_documented(default), key
+
+
+def test_configuration_page_is_generated_from_the_schema() -> None:
+    page = PAGE.read_text()
+    assert page == render(page, load_schema()), f"config/schema.yaml changed: run `.venv/bin/{COMMAND}`"
 
 
 def test_there_are_runnable_blocks() -> None:
-    kinds = [kind for kind, _ in runnable_blocks()]
+    blocks = runnable()
+    kinds = [block.kind for block in blocks]
     assert kinds.count("bash") >= 3 and "python" in kinds
+    assert blocks[0].page == "README.md" and blocks[0].code.startswith("make demo"), "the demo makes their data"
+    assert {block.page for block in blocks} >= {"README.md", "docs/training.md"}
+
+
+def test_readme_is_short_and_opens_with_the_two_commands() -> None:
+    lines = README.splitlines()
+    assert len(lines) <= 200, f"README.md has {len(lines)} lines"
+    first, second = fenced_blocks(README, "bash")[:2]
+    assert first.split("#")[0].strip() == "make demo" and second.split("#")[0].strip() == "make test"
+    assert README.index(second) < README.index("\n## "), "both before the first section"
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    command = fenced_blocks(README, "bash")[1].split("#")[0].strip()
+    script = (REPO / ".ci" / "run").read_text()
+    assert command in [line.strip() for line in script.splitlines()], ".ci/run runs what README says runs the tests"
+
+
+def relative_links(path: Path) -> list[str]:
+    return [target for target in links(path.read_text()) if not re.match(r"[a-z]+:", target)]
+
+
+@pytest.mark.parametrize("path", PAGES, ids=page_name)
+def test_links_resolve(path: Path) -> None:
+    """Relative links name files that exist; an anchor names a heading of the page it points to."""
+    for target in relative_links(path):
+        file, _, anchor = target.partition("#")
+        linked = (path.parent / file).resolve() if file else path
+        assert linked.exists(), f"{page_name(path)}: {target}: no such file"
+        assert linked.is_relative_to(REPO), f"{page_name(path)}: {target}: outside the repository"
+        if anchor:
+            assert linked.suffix == ".md", f"{page_name(path)}: {target}: an anchor into a file that is no page"
+            assert anchor in anchors(linked.read_text()), f"{page_name(path)}: {target}: no such heading"
+
+
+def test_the_link_checker_finds_broken_links(tmp_path: Path) -> None:
+    page = "# Title\n\n## A `code` heading\n\n[ok](#a-code-heading) [bad](#nowhere) `[not a link](x.md)`\n"
+    assert links(page) == ["#a-code-heading", "#nowhere"]
+    assert anchors(page) == {"title", "a-code-heading"}
+
+
+def test_every_docs_page_is_linked_from_the_readme() -> None:
+    linked = {(REPO / target.partition("#")[0]).resolve() for target in relative_links(REPO / "README.md")}
+    assert {path for path in PAGES if path.parent.name == "docs"} <= linked
+
+
+def configs_shown() -> list[tuple[str, str]]:
+    """Every whole config the pages show: a YAML block that holds ``splits``."""
+    return [
+        (page_name(path), block)
+        for path in PAGES
+        for block in fenced_blocks(path.read_text(), "yaml")
+        if re.search(r"^splits:", block, re.M)
+    ]
+
+
+def test_every_config_shown_is_valid() -> None:
+    shown = configs_shown()
+    assert len(shown) >= 6, "a copyable config for every source form"
+    validator = jsonschema.Draft202012Validator(load_schema())
+    for page, block in shown:
+        problems = [error.message for error in validator.iter_errors(yaml.safe_load(block))]
+        assert not problems, f"{page}:\n{block}\n{problems}"
+
+
+def test_cluster_page_lists_every_rule_resources() -> None:
+    table = section((REPO / "docs" / "cluster.md").read_text(), "## Resources")
+    rules = {path.stem for path in (REPO / "rules").glob("*.smk")} - {"common", "resume", "cluster"}
+    assert set(re.findall(r"^\| (\w+) \| \d+ \| \d+ \|", table, re.M)) == rules

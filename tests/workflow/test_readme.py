@@ -1,5 +1,6 @@
-"""The README stays true: every block marked ``<!-- runnable -->`` runs, in a copy of the repository,
-as a new user would type it."""
+"""The documentation stays true: every block marked ``<!-- runnable -->`` in README.md and docs/*.md
+runs, in one copy of the repository, as a new user would type it: README.md first (its ``make demo``
+makes the data the other blocks read), then docs/*.md by file name."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 
 from support import BIN
 from support.package import copy_working_tree
-from support.readme import runnable_blocks
+from support.readme import runnable
 
 
 @pytest.fixture(scope="module")
@@ -30,8 +31,9 @@ def run_block(kind: str, code: str, cwd: Path) -> subprocess.CompletedProcess[st
 
 
 def test_runnable_blocks_run_in_order(checkout: Path) -> None:
-    for number, (kind, code) in enumerate(runnable_blocks()):
-        result = run_block(kind, code, checkout)
+    for number, block in enumerate(runnable()):
+        result = run_block(block.kind, block.code, checkout)
         assert result.returncode == 0, (
-            f"README block {number} ({kind}) failed:\n{code}\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+            f"{block.page}: runnable block {number} ({block.kind}) failed:\n{block.code}\n"
+            f"{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
         )
