@@ -35,7 +35,7 @@ from slurm_node import SLURM_CONF, SingleNodeSlurm, SlurmJob, SlurmUnavailable, 
 from support import BIN, REPO
 from support.datasets import assert_same_dataset
 from support.images import make_images
-from support.readme import README
+from support.readme import page_text, section
 from support.workflow import Converted, run_snakemake, snakemake_command, write_config
 
 PROFILE = REPO / "profiles" / "slurm"
@@ -247,9 +247,9 @@ def rule_of(job: SlurmJob) -> str:
 
 
 def readme_resources() -> dict[str, tuple[int, int]]:
-    """Each rule's first-attempt memory (MB) and time (minutes), as README's SLURM table has them."""
-    section = README.split("## Run on a SLURM cluster", 1)[1].split("\n## ", 1)[0]
-    rows = re.findall(r"^\| (\w+) \| (\d+) \| (\d+) \|", section, re.M)
+    """Each rule's first-attempt memory (MB) and time (minutes), as docs/cluster.md's table has them."""
+    table = section(page_text("docs/cluster.md"), "## Resources")
+    rows = re.findall(r"^\| (\w+) \| (\d+) \| (\d+) \|", table, re.M)
     return {rule: (int(memory), int(minutes)) for rule, memory, minutes in rows}
 
 
@@ -301,7 +301,7 @@ SET_MERGE = ("--set-resources", "merge:mem_mb=8000", "merge:runtime=300")
 def test_every_rule_asks_for_the_readme_figures(
     args: tuple[str, ...], changed: dict[str, tuple[int, int]], tmp_path: Path
 ) -> None:
-    """One home: the rules' figures are what README lists, with or without profiles/slurm (which
+    """One home: the rules' figures are what docs/cluster.md lists, with or without profiles/slurm (which
     holds none); --set-resources changes one rule; a local --resources limit lowers what is above it."""
     source = tmp_path / "source"
     make_images(str(source), images=4, classes=2, seed=0, workers=1)
@@ -352,7 +352,7 @@ def test_demo_through_slurm_gives_the_local_result(
     slurm: SingleNodeSlurm, demo_like: tuple[dict[str, Any], dict[str, Any]], tmp_path: Path
 ) -> None:
     """Every shard runs as a task of an array job; the other rules as one job per split, asking for
-    the README's figures; the local rules never reach SLURM."""
+    docs/cluster.md's figures; the local rules never reach SLURM."""
     splits, sections = demo_like
     local, cluster = tmp_path / "local", tmp_path / "slurm"
     local.mkdir()

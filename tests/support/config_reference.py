@@ -87,12 +87,17 @@ def keys(schema: dict[str, Any]) -> dict[str, list[Key]]:
         for step in where:
             properties = properties[step]
         groups[heading] = [
-            Key(f"{prefix}{name}", type_words(spec), f"`{as_yaml(spec['default'])}`" if "default" in spec else "—",
-                meaning(spec))
+            key(prefix + name, spec)
             for name, spec in properties.items()
             if spec.get("type") != "object" and name != "splits"
         ]
     return groups
+
+
+def key(name: str, spec: dict[str, Any]) -> Key:
+    """The row of one key; a key without a default (a split's ``source``) must be given."""
+    default = f"`{as_yaml(spec['default'])}`" if "default" in spec else "—"
+    return Key(name, type_words(spec), default, meaning(spec))
 
 
 def tables(schema: dict[str, Any]) -> str:

@@ -44,9 +44,7 @@ def page_text(name: str) -> str:
 
 def runnable() -> list[Block]:
     """Every runnable block of every page, in the order they run."""
-    return [
-        Block(page_name(path), kind, code) for path in PAGES for kind, code in RUNNABLE.findall(path.read_text())
-    ]
+    return [Block(page_name(path), kind, code) for path in PAGES for kind, code in RUNNABLE.findall(path.read_text())]
 
 
 def runnable_blocks() -> list[tuple[str, str]]:
