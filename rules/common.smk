@@ -179,8 +179,7 @@ def check_labels(name: str, split: dict) -> None:
 
 def ground_truth_hint(config: dict) -> str:
     """For ilsvrc-val without labels: why ``classes: imagenet1k`` does not label it either."""
-    scripts_importable()
-    from class_list import is_shipped
+    from imagefolder_lmdb.class_list import is_shipped
 
     if not is_shipped(config["classes"]):
         return ""
@@ -192,8 +191,7 @@ def ground_truth_hint(config: dict) -> str:
 
 def shipped_devkit(split: dict) -> str | None:
     """The file of the shipped list ``devkit: imagenet1k`` names (None for a devkit file)."""
-    scripts_importable()
-    from class_list import is_shipped, shipped_path
+    from imagefolder_lmdb.class_list import is_shipped, shipped_path
 
     return shipped_path(split["devkit"]) if is_shipped(split["devkit"]) else None
 
@@ -202,8 +200,7 @@ def check_shipped_devkit(name: str, split: dict) -> None:
     """``devkit: imagenet1k`` names the labels' classes; ILSVRC val labels need the ground truth."""
     if split["layout"] != "ilsvrc-val" or not shipped_devkit(split):
         return
-    scripts_importable()
-    from ilsvrc import SHIPPED_NOT_GROUND_TRUTH
+    from imagefolder_lmdb.ilsvrc import SHIPPED_NOT_GROUND_TRUTH
 
     raise WorkflowError(
         f"config key splits.{name}.devkit: {split['devkit']!r} cannot label layout ilsvrc-val: "
