@@ -815,6 +815,11 @@ TORCHCODEC_PIN = "torchcodec==0.17.0"
 def pil_decode(data: bytes | memoryview) -> Image.Image:
     """Decode stored bytes exactly as torchvision's ``pil_loader`` decodes a file."""
     image = Image.open(io.BytesIO(data))  # BytesIO copies a memoryview once; Pillow reads that copy
+    image.load()
+    if image.mode == "RGB":
+        # What convert("RGB") returns for an RGB image (a copy: Image.copy is _new(im.copy())),
+        # without copying the decoded pixels that nothing else holds.
+        return image._new(image.im)
     return image.convert("RGB")
 
 

@@ -216,3 +216,14 @@ def test_malloc_keeps_freed_memory_once_per_process_unless_told_not_to(
     dataset.keep_freed_memory_for_reuse()
     expected = [(-1, dataset.KEEP_FREED_BYTES), (-3, dataset.HEAP_BLOCKS_UP_TO)]
     assert libc.calls == (expected if tuned else [])
+
+
+@pytest.mark.parametrize(("value", "storage"), storage_kinds().values(), ids=storage_kinds().keys())
+def test_pil_decode_returns_what_imagefolder_loader_returns(value: bytes, storage: int) -> None:
+    """The same object as torchvision's pil_loader (Image.open + convert("RGB")) makes: class, mode,
+    size, info and pixels (the reader spares the copy convert makes of an RGB image)."""
+    want = Image.open(io.BytesIO(value)).convert("RGB")
+    got = dataset.pil_decode(value)
+    assert type(got) is type(want) is Image.Image
+    assert (got.mode, got.size, got.info, got.palette) == (want.mode, want.size, want.info, want.palette)
+    assert np.array_equal(np.asarray(got), np.asarray(want))
