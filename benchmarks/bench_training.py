@@ -79,7 +79,7 @@ class Sizes:
 def make_sizes(quick: bool, classes: int, shards: int, images: int | None = None) -> Sizes:
     if quick:
         return Sizes(images or 640, min(classes, 10), 256, 64, 2, 2, 40, 3, shards)
-    return Sizes(images or 12_000, classes, 3_200, 64, 2, 3, 400, 40, shards)
+    return Sizes(images or 12_000, classes, 3_200, 64, 2, 5, 400, 40, shards)
 
 
 def pil_transform(kind: str) -> v2.Compose:

@@ -70,6 +70,8 @@ COLD_NAMES = {
     "loader_imagefolder": "torchvision ImageFolder",
     "loader_lmdb": "LMDBDataset",
 }
+#: Section 8's raw-read contenders, in table order (results from before issue 23 have no limit).
+COLD_READS = ("files", "get_bytes", "getitems", "limit", "txn_get", "txn_get_readahead")
 TRAINING_NAMES = {
     "imagefolder": "torchvision ImageFolder, the original files",
     "lmdb": "LMDBDataset, pass-through",
@@ -274,11 +276,7 @@ def cold_section(cold: R) -> list[str]:
         cached_files=f"{100 * cached['files']:.1f} %",
         reader=measured_reader(cold["reader"]),
         located=located_records(cold),
-        reads_table="\n".join(
-            cold_rows(
-                cold, ("files", "get_bytes", "getitems", "limit", "txn_get", "txn_get_readahead"), "reads/s", "files"
-            )
-        ),
+        reads_table="\n".join(cold_rows(cold, tuple(k for k in COLD_READS if k in cold["cold"]), "reads/s", "files")),
         loader_images=f"{sizes['loader_images']:,}",
         loader_batches=sizes["loader_images"] // sizes["loader_batch"],
         loader_batch=sizes["loader_batch"],
