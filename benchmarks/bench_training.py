@@ -45,6 +45,7 @@ from benchmarks import bench_cold
 from benchmarks.bench_common import (
     OUT,
     WorkflowFailed,
+    children_cpu_seconds,
     fresh_dir,
     median,
     read_benchmark_tsvs,
@@ -145,17 +146,20 @@ def loader_dataset(name: str, kind: str, tree: Path, files: dict[str, dict[str, 
     return dataset.LMDBDataset(source["lmdb"], transform=pil_transform(kind))
 
 
-def loader_run(ds: Any, sizes: Sizes, glibc_malloc: bool) -> float:
-    """img/s of one pass of ``sizes.loader_images`` images, from ``iter(loader)`` to the last batch."""
+def loader_run(ds: Any, sizes: Sizes, glibc_malloc: bool) -> tuple[float, float]:
+    """img/s of one pass of ``sizes.loader_images`` images, from ``iter(loader)`` to the last batch,
+    and the CPU seconds per image its workers used (counted once they are joined): on a shared
+    machine the figure other jobs disturb least."""
     generator = torch.Generator().manual_seed(SEED)
     loader = DataLoader(ds, batch_size=sizes.batch, shuffle=True, num_workers=sizes.workers, generator=generator)
     if glibc_malloc:
         os.environ[dataset.MALLOC_ENV] = "default"  # the workers fork at iter(), with this environment
+    cpu = children_cpu_seconds()
     try:
         seconds = timed_iteration(loader, sizes.loader_images // sizes.batch)
     finally:
         os.environ.pop(dataset.MALLOC_ENV, None)
-    return sizes.loader_images / seconds
+    return sizes.loader_images / seconds, (children_cpu_seconds() - cpu) / sizes.loader_images
 
 
 def timed_iteration(loader: DataLoader, batches: int) -> float:
@@ -171,8 +175,9 @@ def timed_iteration(loader: DataLoader, batches: int) -> float:
 
 
 def measure_loaders(tree: Path, files: dict[str, dict[str, Any]], sizes: Sizes, cache: bench_cold.PageCache) -> dict:
-    """Cold and warm img/s of every contender and transform, ``sizes.repeats`` rotating rounds."""
-    rates: dict[str, dict[str, dict[str, list[float]]]] = {
+    """Cold and warm img/s (and worker CPU per image) of every contender and transform, in
+    ``sizes.repeats`` rotating rounds."""
+    runs: dict[str, dict[str, dict[str, list[tuple[float, float]]]]] = {
         kind: {mode: {name: [] for name in LOADERS} for mode in ("cold", "warm")} for kind in TRANSFORMS
     }
     for turn in range(sizes.repeats):
@@ -184,20 +189,33 @@ def measure_loaders(tree: Path, files: dict[str, dict[str, Any]], sizes: Sizes, 
                         cache.empty()
                     ds = loader_dataset(name, kind, tree, files)
                     if ds is not None:
-                        rates[kind][mode][name].append(loader_run(ds, sizes, name == "lmdb_glibc_malloc"))
+                        runs[kind][mode][name].append(loader_run(ds, sizes, name == "lmdb_glibc_malloc"))
                 dataset.close_all_envs()
     assert not dataset._malloc_settled, "this process read a batch: ImageFolder's workers would inherit its malloc"
-    return {kind: {mode: summarise(runs) for mode, runs in modes.items()} for kind, modes in rates.items()}
+    return {kind: {mode: summarise(by_name) for mode, by_name in modes.items()} for kind, modes in runs.items()}
 
 
-def summarise(runs: dict[str, list[float]]) -> dict[str, dict[str, Any]]:
-    """Median img/s of each contender, and the median of its ratios to ImageFolder within each repeat."""
+def summarise(runs: dict[str, list[tuple[float, float]]]) -> dict[str, dict[str, Any]]:
+    """Median img/s and worker CPU ms per image of each contender, and the medians of its ratios to
+    ImageFolder within each repeat (img/s; images per worker CPU second)."""
     rows = {}
-    for name, values in runs.items():
-        if not values:
+    base_rates = [rate for rate, _ in runs["imagefolder"]]
+    base_cpu = [cpu for _, cpu in runs["imagefolder"]]
+    for name, pairs in runs.items():
+        if not pairs:
             continue
-        ratios = [value / base for value, base in zip(values, runs["imagefolder"], strict=True)]
-        rows[name] = {"img_s": median(values), "runs": values, "ratio": median(ratios), "ratios": ratios}
+        rates, cpus = [rate for rate, _ in pairs], [cpu for _, cpu in pairs]
+        ratios = [rate / base for rate, base in zip(rates, base_rates, strict=True)]
+        cpu_ratios = [base / cpu for cpu, base in zip(cpus, base_cpu, strict=True)]
+        rows[name] = {
+            "img_s": median(rates),
+            "runs": rates,
+            "ratio": median(ratios),
+            "ratios": ratios,
+            "cpu_ms": 1e3 * median(cpus),
+            "cpu_runs_ms": [1e3 * cpu for cpu in cpus],
+            "cpu_ratio": median(cpu_ratios),
+        }
     return rows
 
 

@@ -325,6 +325,22 @@ def training_loader_rows(training: R) -> list[str]:
     return rows
 
 
+def training_cpu_rows(training: R) -> list[str]:
+    """Section 9's worker-CPU table rows: ms per image and images per CPU-second vs ImageFolder."""
+    loaders, rows = training["loaders"], []
+    for key, name in TRAINING_NAMES.items():
+        cells = []
+        for kind in ("train", "val"):
+            for mode in ("warm", "cold"):
+                row = loaders[kind][mode].get(key)
+                cells += (
+                    [fmt(row["cpu_ms"], 2), f"**{times(row['cpu_ratio'])}**"] if row and "cpu_ms" in row else ["", ""]
+                )
+        if any(cells):
+            rows.append(f"| {name} | {' | '.join(cells)} |")
+    return rows
+
+
 def training_file_rows(training: R) -> list[str]:
     """Section 9's file table rows: the source tree and each conversion."""
     images, source = training["images"], training["source_bytes"]
@@ -380,6 +396,7 @@ def training_section(training: R) -> list[str]:
         reader=measured_reader(training["reader"]),
         skipped=training_skipped(training),
         loader_rows="\n".join(training_loader_rows(training)),
+        cpu_rows="\n".join(training_cpu_rows(training)),
         psnr_images=f"{sizes['psnr_images']:,}",
         file_rows="\n".join(training_file_rows(training)),
         shards=sizes["shards"],
