@@ -41,18 +41,8 @@ from torch.utils.data import DataLoader
 from torchvision.datasets import ImageFolder
 from torchvision.transforms import v2
 
-from benchmarks import bench_cold
-from benchmarks.bench_common import (
-    OUT,
-    WorkflowFailed,
-    children_cpu_seconds,
-    fresh_dir,
-    median,
-    read_benchmark_tsvs,
-    rotated,
-    run_snakemake,
-    timed,
-)
+from benchmarks import bench_cold, bench_common
+from benchmarks.bench_common import median, rotated
 from benchmarks.bench_reader import check_same_order
 from imagefolder_lmdb import dataset  # scripts/dataset.py, as the package holds it
 from tests.support.workflow import write_config
@@ -104,15 +94,15 @@ def tensor_transform(kind: str) -> v2.Compose:
 
 def convert(tree: Path, name: str, shards: int, encode: dict[str, Any]) -> dict[str, Any]:
     """One conversion by the real workflow in a fresh run folder: the file, wall seconds, encode CPU."""
-    rundir = fresh_dir(OUT / "runs" / f"training-{name}")
+    rundir = bench_common.fresh_dir(bench_common.OUT / "runs" / f"training-{name}")
     config = write_config(rundir, {"train": {"source": str(tree), "shards": shards}}, encode=encode)
     try:
-        seconds = run_snakemake(rundir, config)
-    except WorkflowFailed as exc:
+        seconds = bench_common.run_snakemake(rundir, config)
+    except bench_common.WorkflowFailed as exc:
         if "short_side" in str(exc):
             return {"skipped": "this workflow's config schema does not know encode.short_side yet"}
         raise
-    jobs = read_benchmark_tsvs(rundir / "work")
+    jobs = bench_common.read_benchmark_tsvs(rundir / "work")
     lmdb_path = rundir / "results" / "train.lmdb"
     return {
         "lmdb": str(lmdb_path),
@@ -154,12 +144,12 @@ def loader_run(ds: Any, sizes: Sizes, glibc_malloc: bool) -> tuple[float, float]
     loader = DataLoader(ds, batch_size=sizes.batch, shuffle=True, num_workers=sizes.workers, generator=generator)
     if glibc_malloc:
         os.environ[dataset.MALLOC_ENV] = "default"  # the workers fork at iter(), with this environment
-    cpu = children_cpu_seconds()
+    cpu = bench_common.children_cpu_seconds()
     try:
         seconds = timed_iteration(loader, sizes.loader_images // sizes.batch)
     finally:
         os.environ.pop(dataset.MALLOC_ENV, None)
-    return sizes.loader_images / seconds, (children_cpu_seconds() - cpu) / sizes.loader_images
+    return sizes.loader_images / seconds, (bench_common.children_cpu_seconds() - cpu) / sizes.loader_images
 
 
 def timed_iteration(loader: DataLoader, batches: int) -> float:
@@ -293,7 +283,7 @@ def measure_cold_batches(lmdb_path: str, tree: Path, sizes: Sizes, cache: bench_
             for number in range(per):
                 for name in rotated(names, number + turn):
                     batch = batches[name][number * sizes.batch : (number + 1) * sizes.batch]
-                    seconds[name] += timed(lambda reader=readers[name], batch=batch: reader(batch))
+                    seconds[name] += bench_common.timed(lambda reader=readers[name], batch=batch: reader(batch))
         finally:
             close()
         for name in names:

@@ -311,34 +311,37 @@ def training_psnr(training: R, key: str) -> str:
     return prose.fill("training", "psnr", median=fmt(pixels["median_db"], 1), worst=fmt(pixels["worst_db"], 1))
 
 
-def training_loader_rows(training: R) -> list[str]:
-    """Section 9's DataLoader table rows: img/s and ratios, per transform, warm and cold."""
+def training_table_rows(training: R, cell: Callable[[R], list[str]], last: Callable[[str], list[str]]) -> list[str]:
+    """Rows of a section 9 table: each contender's ``cell(row)`` for each transform, warm then cold,
+    then ``last(contender)``; contenders not measured are left out."""
     loaders, rows = training["loaders"], []
     for key, name in TRAINING_NAMES.items():
         cells = []
         for kind in ("train", "val"):
             for mode in ("warm", "cold"):
                 row = loaders[kind][mode].get(key)
-                cells += [fmt(row["img_s"]), f"**{times(row['ratio'])}**"] if row else ["", ""]
+                cells += cell(row) if row else ["", ""]
         if any(cells):
-            rows.append(f"| {name} | {' | '.join(cells)} | {training_psnr(training, key)} |")
+            rows.append("| " + " | ".join([name, *cells, *last(key)]) + " |")
     return rows
+
+
+def training_loader_rows(training: R) -> list[str]:
+    """Section 9's DataLoader table rows: img/s and ratios to ImageFolder, and the val PSNR."""
+    return training_table_rows(
+        training,
+        lambda row: [fmt(row["img_s"]), f"**{times(row['ratio'])}**"],
+        lambda key: [training_psnr(training, key)],
+    )
 
 
 def training_cpu_rows(training: R) -> list[str]:
     """Section 9's worker-CPU table rows: ms per image and images per CPU-second vs ImageFolder."""
-    loaders, rows = training["loaders"], []
-    for key, name in TRAINING_NAMES.items():
-        cells = []
-        for kind in ("train", "val"):
-            for mode in ("warm", "cold"):
-                row = loaders[kind][mode].get(key)
-                cells += (
-                    [fmt(row["cpu_ms"], 2), f"**{times(row['cpu_ratio'])}**"] if row and "cpu_ms" in row else ["", ""]
-                )
-        if any(cells):
-            rows.append(f"| {name} | {' | '.join(cells)} |")
-    return rows
+    return training_table_rows(
+        training,
+        lambda row: [fmt(row["cpu_ms"], 2), f"**{times(row['cpu_ratio'])}**"] if "cpu_ms" in row else ["", ""],
+        lambda key: [],
+    )
 
 
 def training_file_rows(training: R) -> list[str]:
