@@ -20,7 +20,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from imagefolder_lmdb.archives import check_tar_members
+from imagefolder_lmdb.archive_members import check_tar_members
 from imagefolder_lmdb.class_list import is_shipped, shipped_list
 
 VAL_NAME = re.compile(r"^ILSVRC2012_val_(\d{8})\.(JPEG|jpeg|jpg|JPG|png|PNG)$")

@@ -8,8 +8,8 @@
     parts/<shard>.json             ShardReport               encode_shard   merge, write_meta
 
 Where an image's bytes are (a file under the root, a byte range of a tar, a zip member) is a
-``Location`` (archives.py reads them). The renumbering around skipped images is decided
-once, by :func:`kept_indices`. Every writer goes through workflow_io's atomic outputs.
+``Location`` (archive_members.py reads them). The renumbering around skipped images is decided
+once, by :func:`kept_indices`. Every writer goes through the atomic outputs of outputs.py.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from imagefolder_lmdb.workflow_io import publish, read_json, temporary_path, write_json_atomic
+from imagefolder_lmdb.outputs import publish, read_json, temporary_path, write_json_atomic
 
 DESCRIPTION = "source.json"
 MEMBERS = "members.jsonl"

@@ -27,7 +27,7 @@ from imagefolder_lmdb.dataset import (
     encode_meta,
     record_key,
 )
-from imagefolder_lmdb.workflow_io import LMDBWriter
+from imagefolder_lmdb.outputs import LMDBWriter
 
 
 def every_key_and_value(path: Path) -> dict[bytes, bytes]:

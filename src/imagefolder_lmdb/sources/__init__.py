@@ -5,11 +5,11 @@ source.json and, for archives read in place, members.jsonl), how to list its ima
 ImageFolder order with their classes (rule count_check: ``list``), and how to read each listed
 image's bytes and say where it lives in error messages (rules encode_shard and merge:
 ``reader``). Today's kinds all read by ``Location`` (src/imagefolder_lmdb/work_files.py) through
-``archives.MemberReader``; a kind whose images live elsewhere returns a reader of its own.
+``archive_members.MemberReader``; a kind whose images live elsewhere returns a reader of its own.
 
     kind        module                 what
     folder      sources/folder.py      a folder used in place (an ImageFolder tree, or flat ILSVRC val)
-    index       sources/archive.py     a .tar, .zip, tar of class tars or folder of class tars, read in place
+    index       sources/indexed_archive.py a .tar, .zip, tar of class tars or folder of class tars, read in place
     extracted   sources/unpacked.py    a .tar.gz/.tgz, or any archive with extract: true, unpacked
     parquet     sources/parquet.py     Parquet files of image bytes and integer labels, read in place
     webdataset  sources/webdataset.py  tar shards of key.jpg + key.cls samples, read in place
@@ -27,7 +27,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from imagefolder_lmdb.archives import MemberReader
+from imagefolder_lmdb.archive_members import MemberReader
 from imagefolder_lmdb.class_list import ClassList, OutsideClasses
 from imagefolder_lmdb.work_files import ManifestHeader, Sample, SourceDescription
 
@@ -135,8 +135,8 @@ def reader_for(header: ManifestHeader) -> MemberReader:
 
 
 def _registry() -> list[type[Source]]:
-    from imagefolder_lmdb.sources.archive import ArchiveSource
     from imagefolder_lmdb.sources.folder import FolderSource
+    from imagefolder_lmdb.sources.indexed_archive import ArchiveSource
     from imagefolder_lmdb.sources.parquet import ParquetSource
     from imagefolder_lmdb.sources.unpacked import UnpackedSource
     from imagefolder_lmdb.sources.webdataset import WebDatasetSource

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
-from imagefolder_lmdb.archives import MemberReader
+from imagefolder_lmdb.archive_members import MemberReader
 from imagefolder_lmdb.class_list import ClassList
 from imagefolder_lmdb.sources import Columns, Labels, Listing, Request, Source
 from imagefolder_lmdb.sources.labelled import label_names, labelled_listing

@@ -17,7 +17,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from imagefolder_lmdb.archives import is_macos_metadata, relative_name
+from imagefolder_lmdb.archive_members import is_macos_metadata, relative_name
 from imagefolder_lmdb.class_list import ClassList, OutsideClasses
 from imagefolder_lmdb.sources import CountMismatchError, Listing
 from imagefolder_lmdb.work_files import Location, Member, Sample

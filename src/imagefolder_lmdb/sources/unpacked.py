@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 
-from imagefolder_lmdb.archives import extract_nested_tars, extract_tar, extract_zip, is_zip, relative_name
+from imagefolder_lmdb.archive_members import extract_nested_tars, extract_tar, extract_zip, is_zip, relative_name
 from imagefolder_lmdb.class_list import ClassList
 from imagefolder_lmdb.sources import CountMismatchError, Labels, Listing, Request, Source
 from imagefolder_lmdb.sources.folder import list_tree

@@ -8,7 +8,7 @@ grouped exactly as the webdataset library groups them (``tariterators.group_by_k
 suffix the rest, lower-cased; a new sample starts wherever the key changes, and at each shard's
 end; ``__*__`` names are skipped, a suffix twice in one sample is an error.
 
-Rule extract indexes every shard (``archives.index_tar``: links, devices and escaping names are
+Rule extract indexes every shard (``archive_members.index_tar``: links, devices and escaping names are
 refused; a shard cut short is named), reads each ``.cls`` (a few bytes) and writes one
 members.jsonl row per sample: ``<key>.<image extension>``, where its image's bytes lie, its label.
 No per-image file is written. Each sample has exactly one image member (any extension below; the
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 from tqdm import tqdm
 
-from imagefolder_lmdb.archives import MemberReader, index_tar, relative_name
+from imagefolder_lmdb.archive_members import MemberReader, index_tar, relative_name
 from imagefolder_lmdb.class_list import ClassList
 from imagefolder_lmdb.sources import Labels, Listing, Request, Source
 from imagefolder_lmdb.sources.labelled import label_names, labelled_listing

@@ -16,6 +16,7 @@ from typing import Any, TextIO
 
 from imagefolder_lmdb.class_list import ClassList, missing_from_source
 from imagefolder_lmdb.ilsvrc import devkit_classes
+from imagefolder_lmdb.outputs import hold_point, progress_kwargs, run_rule
 from imagefolder_lmdb.sources import CountMismatchError, Labels, Listing, source_of
 from imagefolder_lmdb.work_files import (
     CountsReport,
@@ -27,7 +28,6 @@ from imagefolder_lmdb.work_files import (
     write_counts,
     write_manifest,
 )
-from imagefolder_lmdb.workflow_io import hold_point, progress_kwargs, run_rule
 
 log = logging.getLogger("imagefolder_lmdb.count_check")
 

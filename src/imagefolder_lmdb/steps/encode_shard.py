@@ -13,7 +13,7 @@ from typing import Any, TextIO
 
 from tqdm import tqdm
 
-from imagefolder_lmdb.archives import MemberReader
+from imagefolder_lmdb.archive_members import MemberReader
 from imagefolder_lmdb.dataset import checksum, record_key
 from imagefolder_lmdb.image_policy import (
     UNUSABLE_IMAGE,
@@ -23,6 +23,15 @@ from imagefolder_lmdb.image_policy import (
     encode_image,
     likely_cause,
     what_went_wrong,
+)
+from imagefolder_lmdb.outputs import (
+    LMDBWriter,
+    atomic_lmdb,
+    hold_point,
+    kept_in_part,
+    progress_kwargs,
+    run_rule,
+    shard_range,
 )
 from imagefolder_lmdb.sources import reader_for
 from imagefolder_lmdb.work_files import (
@@ -34,15 +43,6 @@ from imagefolder_lmdb.work_files import (
     read_manifest,
     read_manifest_header,
     write_shard_report,
-)
-from imagefolder_lmdb.workflow_io import (
-    LMDBWriter,
-    atomic_lmdb,
-    hold_point,
-    kept_in_part,
-    progress_kwargs,
-    run_rule,
-    shard_range,
 )
 
 log = logging.getLogger("imagefolder_lmdb.encode_shard")

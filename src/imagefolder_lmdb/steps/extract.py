@@ -12,10 +12,10 @@ import sys
 from collections.abc import Collection
 from typing import Any, TextIO
 
-from imagefolder_lmdb.archives import check_official_md5, copy_member
+from imagefolder_lmdb.archive_members import check_official_md5, copy_member
+from imagefolder_lmdb.outputs import hold_point, progress_kwargs, publish, remove_path, run_rule, temporary_path
 from imagefolder_lmdb.sources import Columns, Request, source_for
 from imagefolder_lmdb.work_files import SourceDescription, write_source_description
-from imagefolder_lmdb.workflow_io import hold_point, progress_kwargs, publish, remove_path, run_rule, temporary_path
 
 log = logging.getLogger("imagefolder_lmdb.extract")
 

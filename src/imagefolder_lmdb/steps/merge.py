@@ -25,8 +25,17 @@ from typing import Any, TextIO
 
 from tqdm import tqdm
 
-from imagefolder_lmdb.archives import MemberReader
+from imagefolder_lmdb.archive_members import MemberReader
 from imagefolder_lmdb.dataset import checksum, record_key
+from imagefolder_lmdb.outputs import (
+    atomic_lmdb,
+    count_records,
+    hold_point,
+    kept_in_part,
+    open_lmdb_readonly,
+    progress_kwargs,
+    run_rule,
+)
 from imagefolder_lmdb.sources import reader_for
 from imagefolder_lmdb.work_files import (
     Sample,
@@ -35,15 +44,6 @@ from imagefolder_lmdb.work_files import (
     read_manifest,
     read_manifest_header,
     read_shard_report,
-)
-from imagefolder_lmdb.workflow_io import (
-    atomic_lmdb,
-    count_records,
-    hold_point,
-    kept_in_part,
-    open_lmdb_readonly,
-    progress_kwargs,
-    run_rule,
 )
 
 log = logging.getLogger("imagefolder_lmdb.merge")

@@ -8,7 +8,7 @@ from typing import Any, TextIO
 
 from PIL import Image, ImageDraw, ImageFont
 
-from imagefolder_lmdb.workflow_io import run_rule
+from imagefolder_lmdb.outputs import run_rule
 
 WIDTH, HEIGHT, MARGIN = 1000, 360, 40
 

@@ -53,7 +53,7 @@ from imagefolder_lmdb.dataset import (
     shared_fd,
 )
 from imagefolder_lmdb.meta_document import document_problems, storage_counts
-from imagefolder_lmdb.workflow_io import hold_point, run_rule
+from imagefolder_lmdb.outputs import hold_point, run_rule
 
 log = logging.getLogger("imagefolder_lmdb.verify")
 

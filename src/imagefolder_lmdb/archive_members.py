@@ -26,7 +26,7 @@ from tqdm import tqdm
 
 from imagefolder_lmdb.work_files import FileLocation, Location, Member, TarLocation, ZipLocation, location_size
 
-log = logging.getLogger("imagefolder_lmdb.archives")
+log = logging.getLogger("imagefolder_lmdb.archive_members")
 
 WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:")
 TAR_BLOCK = 512

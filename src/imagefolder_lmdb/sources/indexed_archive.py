@@ -15,7 +15,7 @@ import tarfile
 from collections.abc import Callable, Collection
 from typing import Any, TypeVar
 
-from imagefolder_lmdb.archives import (
+from imagefolder_lmdb.archive_members import (
     class_of_tar,
     class_tars_in,
     index_tar,
