@@ -117,17 +117,17 @@ class Source(ABC):
         return MemberReader(header.root, header.containers)
 
 
-def source_for(request: Request) -> Source:
+def claiming_source(request: Request) -> Source:
     """The kind of source that reads ``request.source`` (rule extract)."""
     return next(kind for kind in SOURCES if kind.claims(request))()
 
 
-def source_of(description: SourceDescription) -> Source:
-    """The kind of source extract described (rule count_check)."""
-    return next(kind for kind in SOURCES if kind.kind == description.kind)()
+def source_of_kind(kind: str) -> Source:
+    """The kind of source named ``kind``, as extract recorded it in source.json (rule count_check)."""
+    return next(source for source in SOURCES if source.kind == kind)()
 
 
-def reader_for(header: ManifestHeader) -> MemberReader:
+def open_sample_reader(header: ManifestHeader) -> MemberReader:
     """The reader of a manifest's samples: its source kind's (manifests before kinds were recorded
     are read by location, as every kind read them then)."""
     kinds = [kind for kind in SOURCES if kind.kind == header.kind]
@@ -136,14 +136,14 @@ def reader_for(header: ManifestHeader) -> MemberReader:
 
 def _registry() -> list[type[Source]]:
     from imagefolder_lmdb.sources.folder import FolderSource
-    from imagefolder_lmdb.sources.indexed_archive import ArchiveSource
+    from imagefolder_lmdb.sources.indexed_archive import IndexedArchiveSource
     from imagefolder_lmdb.sources.parquet import ParquetSource
     from imagefolder_lmdb.sources.unpacked import UnpackedSource
     from imagefolder_lmdb.sources.webdataset import WebDatasetSource
 
     # shard layouts first: they claim by layout, the generic kinds by what the path is
-    return [ParquetSource, WebDatasetSource, ArchiveSource, FolderSource, UnpackedSource]
+    return [ParquetSource, WebDatasetSource, IndexedArchiveSource, FolderSource, UnpackedSource]
 
 
-#: Every kind of source, in the order ``source_for`` asks them (the first that claims a source reads it).
+#: Every kind of source, in the order ``claiming_source`` asks them (the first that claims a source reads it).
 SOURCES: list[type[Source]] = _registry()

@@ -45,7 +45,7 @@ log = logging.getLogger("imagefolder_lmdb.sources")
 T = TypeVar("T")
 
 
-class ArchiveSource(Source):
+class IndexedArchiveSource(Source):
     """Archives read in place: a tar, a zip, a tar of class tars, a folder of class tars."""
 
     kind = "index"

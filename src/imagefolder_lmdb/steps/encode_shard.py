@@ -33,7 +33,7 @@ from imagefolder_lmdb.outputs import (
     run_rule,
     shard_range,
 )
-from imagefolder_lmdb.sources import reader_for
+from imagefolder_lmdb.sources import open_sample_reader
 from imagefolder_lmdb.work_files import (
     ParquetLocation,
     Sample,
@@ -114,7 +114,7 @@ def encode_shard(
     start, stop = shard_range(header.count, shards, shard)
     report = ShardReport(shard=shard, shards=shards, start=start, stop=stop)
     log.info("shard %d of %d: images %d..%d of %d from %s", shard, shards, start, stop - 1, header.count, header.root)
-    reader = reader_for(header)
+    reader = open_sample_reader(header)
     expected = expected_part_bytes(reader, read_manifest(manifest_path, start, stop), settings)
     advice = ""  # what to do about the bad images, once one is found
     with atomic_lmdb(part_path, expected_bytes=expected) as writer:

@@ -14,7 +14,7 @@ from typing import Any, TextIO
 
 from imagefolder_lmdb.archive_members import check_official_md5, copy_member
 from imagefolder_lmdb.outputs import hold_point, progress_kwargs, publish, remove_path, run_rule, temporary_path
-from imagefolder_lmdb.sources import Columns, Request, source_for
+from imagefolder_lmdb.sources import Columns, Request, claiming_source
 from imagefolder_lmdb.work_files import SourceDescription, write_source_description
 
 log = logging.getLogger("imagefolder_lmdb.extract")
@@ -54,7 +54,7 @@ def extract(
         columns=columns or Columns(),
         root=root.strip("/"),
     )
-    description = source_for(request).prepare(request, building, output)
+    description = claiming_source(request).prepare(request, building, output)
     if labels_member:
         log.info("copying %s from %s (val_labels)", labels_member, source)
         copy_member(source, labels_member, os.path.join(building, LABELS_COPY))

@@ -36,7 +36,7 @@ from imagefolder_lmdb.outputs import (
     progress_kwargs,
     run_rule,
 )
-from imagefolder_lmdb.sources import reader_for
+from imagefolder_lmdb.sources import open_sample_reader
 from imagefolder_lmdb.work_files import (
     Sample,
     ShardReport,
@@ -95,7 +95,7 @@ def merge(
     next_index = 0
     # left in reverse order: the reading threads finish before the source reader closes
     with (
-        contextlib.closing(reader_for(header)) as reader,
+        contextlib.closing(open_sample_reader(header)) as reader,
         atomic_lmdb(output, expected_bytes=stored_bytes + 2048 * expected) as writer,
         tqdm(total=expected, desc="merge", unit="img", **progress) as bar,
         ThreadPoolExecutor(max(1, threads - 1), thread_name_prefix="merge-read") as readers,
