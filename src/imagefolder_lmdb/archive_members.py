@@ -1,8 +1,9 @@
-"""Archives as sources: safety checks, member indexes for reading in place, safe extraction.
+"""The members of tar and zip archives: safety checks, indexes for reading in place, safe extraction.
 
 Reading in place is the default: a plain tar (also a tar of tars, like ILSVRC2012_img_train.tar)
 is indexed once, member name -> (offset, size), and shards then read each image with one
-``pread`` from the archive. A zip is read member by member. Nothing per image is written to disk.
+``pread`` from the archive; a zip is read member by member (the readers: sources/indexed_archive.py).
+Nothing per image is written to disk.
 
 Every member name is checked first, whichever route is taken: absolute paths, ``..``
 components, links and devices are refused with an error naming the archive and the member.
@@ -15,7 +16,6 @@ import re
 import stat
 import struct
 import tarfile
-import threading
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator
@@ -24,7 +24,8 @@ from typing import Any
 
 from tqdm import tqdm
 
-from imagefolder_lmdb.work_files import FileLocation, Location, Member, TarLocation, ZipLocation, location_size
+from imagefolder_lmdb.source_locations import TarLocation, ZipLocation
+from imagefolder_lmdb.work_files import Member
 
 log = logging.getLogger("imagefolder_lmdb.archive_members")
 
@@ -265,86 +266,6 @@ def index_zip(archive: str, container: int = 0, progress: dict[str, Any] | None 
                 yield Member(name, ZipLocation(container, info.filename, info.file_size))
             if len(infos) % PROGRESS_STEP == 0:
                 bar.update(bar.total - len(infos) - bar.n)  # tqdm's own interval decides what is shown
-
-
-# --------------------------------------------------------------------------------------------------
-# Reading members in the shards.
-# --------------------------------------------------------------------------------------------------
-
-
-class MemberReader:
-    """Reads files and archive members for one shard, keeping each container open once.
-
-    Safe to share between threads (the merge reads ahead with a few): a tar is read with
-    ``os.pread`` on one shared descriptor, and each thread gets its own handle on a zip.
-    """
-
-    def __init__(self, root: str, containers: list[str]) -> None:
-        self.root = root
-        self.containers = containers
-        self._fds: dict[int, int] = {}
-        self._zips: dict[tuple[int, int], zipfile.ZipFile] = {}  # (thread, container)
-        self._opening = threading.Lock()
-
-    def read(self, path: str, location: Location) -> bytes:
-        if isinstance(location, TarLocation):
-            return self._pread(location.tar, location.offset, location.size)
-        if isinstance(location, ZipLocation):
-            return self._zip(location.zip).read(location.member)
-        with open(self.file_path(path, location), "rb") as stream:
-            return stream.read()
-
-    def recorded_size(self, location: Location) -> int | None:
-        """The size the source's index recorded (a guess for some kinds), or None where only the
-        file system knows it."""
-        return location_size(location)
-
-    def file_path(self, path: str, location: FileLocation | None) -> str:
-        """The file of a sample that lies in a folder (its own path, or where a val image lies)."""
-        return os.path.join(self.root, location.file if location is not None else path)
-
-    def describe(self, path: str, location: Location) -> str:
-        """Where an image comes from, for error messages."""
-        if isinstance(location, TarLocation):
-            return f"{self.containers[location.tar]} member {path}"
-        if isinstance(location, ZipLocation):
-            return f"{self.containers[location.zip]} member {path}"
-        return self.file_path(path, location)
-
-    def _pread(self, container: int, offset: int, size: int) -> bytes:
-        data = os.pread(self._fd(container), size, offset)
-        if len(data) != size:
-            raise DamagedArchiveError(
-                f"{self.containers[container]}: {size} bytes expected at offset {offset}, {len(data)} read; "
-                "the archive is truncated or changed since it was indexed"
-            )
-        return data
-
-    def _fd(self, container: int) -> int:
-        fd = self._fds.get(container)
-        if fd is None:
-            with self._opening:
-                fd = self._fds.get(container)
-                if fd is None:
-                    fd = self._fds[container] = os.open(self.containers[container], os.O_RDONLY)
-        return fd
-
-    def _zip(self, container: int) -> zipfile.ZipFile:
-        key = (threading.get_ident(), container)
-        zf = self._zips.get(key)
-        if zf is None:
-            with self._opening:
-                zf = self._zips[key] = zipfile.ZipFile(self.containers[container])
-        return zf
-
-    def close(self) -> None:
-        with self._opening:
-            for fd in self._fds.values():
-                os.close(fd)
-            for zf in self._zips.values():
-                zf.close()
-            self._fds.clear()
-            self._zips.clear()
 
 
 # --------------------------------------------------------------------------------------------------

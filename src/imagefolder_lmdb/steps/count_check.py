@@ -17,7 +17,8 @@ from typing import Any, TextIO
 from imagefolder_lmdb.class_list import ClassList, missing_from_source
 from imagefolder_lmdb.ilsvrc import devkit_classes
 from imagefolder_lmdb.outputs import hold_point, progress_kwargs, run_rule
-from imagefolder_lmdb.sources import CountMismatchError, Labels, Listing, source_of_kind
+from imagefolder_lmdb.sources import source_of_kind
+from imagefolder_lmdb.sources.base import CountMismatchError, Labels, Listing
 from imagefolder_lmdb.work_files import (
     CountsReport,
     ManifestHeader,

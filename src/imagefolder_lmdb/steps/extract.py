@@ -14,7 +14,8 @@ from typing import Any, TextIO
 
 from imagefolder_lmdb.archive_members import check_official_md5, copy_member
 from imagefolder_lmdb.outputs import hold_point, progress_kwargs, publish, remove_path, run_rule, temporary_path
-from imagefolder_lmdb.sources import Columns, Request, claiming_source
+from imagefolder_lmdb.sources import claiming_source
+from imagefolder_lmdb.sources.base import Columns, Request
 from imagefolder_lmdb.work_files import SourceDescription, write_source_description
 
 log = logging.getLogger("imagefolder_lmdb.extract")

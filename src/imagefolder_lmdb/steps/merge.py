@@ -25,7 +25,6 @@ from typing import Any, TextIO
 
 from tqdm import tqdm
 
-from imagefolder_lmdb.archive_members import MemberReader
 from imagefolder_lmdb.dataset import checksum, record_key
 from imagefolder_lmdb.outputs import (
     atomic_lmdb,
@@ -37,6 +36,7 @@ from imagefolder_lmdb.outputs import (
     run_rule,
 )
 from imagefolder_lmdb.sources import open_sample_reader
+from imagefolder_lmdb.sources.base import SampleReader
 from imagefolder_lmdb.work_files import (
     Sample,
     ShardReport,
@@ -124,7 +124,7 @@ class ShardInput:
     samples: dict[int, Sample]
 
 
-def source_bytes(reader: MemberReader, sample: Sample, crc: int, shard: ShardInput) -> bytes:
+def source_bytes(reader: SampleReader, sample: Sample, crc: int, shard: ShardInput) -> bytes:
     """A passed-through image, read again from the source and checked against its CRC-32."""
     data = reader.read(sample.path, sample.location)
     if checksum(data) != crc:
@@ -136,7 +136,7 @@ def source_bytes(reader: MemberReader, sample: Sample, crc: int, shard: ShardInp
 
 
 def append_shard(
-    writer: Any, shard: ShardInput, reader: MemberReader, readers: ThreadPoolExecutor, first_index: int
+    writer: Any, shard: ShardInput, reader: SampleReader, readers: ThreadPoolExecutor, first_index: int
 ) -> int:
     """Append one shard's records renumbered from ``first_index``; returns the next free index."""
     report = shard.report
@@ -162,7 +162,7 @@ def append_shard(
 Pending = tuple[int, "bytes | Future[bytes]"]
 
 
-def shard_values(shard: ShardInput, txn: Any, reader: MemberReader, readers: ThreadPoolExecutor) -> Iterator[Pending]:
+def shard_values(shard: ShardInput, txn: Any, reader: SampleReader, readers: ThreadPoolExecutor) -> Iterator[Pending]:
     """Each stored record's (size, value) in index order: part records read here, in cursor
     order (an LMDB transaction belongs to its thread); passed-through images handed to the
     reading threads."""

@@ -30,9 +30,9 @@ from imagefolder_lmdb.outputs import (
     run_rule,
     temporary_path,
 )
+from imagefolder_lmdb.source_locations import FileLocation
 from imagefolder_lmdb.work_files import (
     CountsReport,
-    FileLocation,
     ManifestHeader,
     Sample,
     ShardReport,
