@@ -9,7 +9,6 @@ Every member name is checked first, whichever route is taken: absolute paths, ``
 components, links and devices are refused with an error naming the archive and the member.
 """
 
-import hashlib
 import logging
 import os
 import re
@@ -24,6 +23,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from imagefolder_lmdb.outputs import atomic_file
 from imagefolder_lmdb.source_locations import TarLocation, ZipLocation
 from imagefolder_lmdb.work_files import Member
 
@@ -328,7 +328,7 @@ def copy_member(archive: str, name: str, destination: str) -> None:
             f"{archive}: no member {name!r} (splits.<name>.val_labels is neither a file nor a member of this "
             "archive). Give the path of the CSV, or its path inside the archive as `unzip -l` shows it."
         )
-    with open(destination, "wb") as stream:
+    with atomic_file(destination, "wb") as stream:
         stream.write(data)
 
 
@@ -346,47 +346,3 @@ def is_plain_tar(path: str) -> bool:
 
 def is_zip(path: str) -> bool:
     return path.lower().endswith(ZIP_SUFFIXES)
-
-
-# --------------------------------------------------------------------------------------------------
-# Checksums of the official archives.
-# --------------------------------------------------------------------------------------------------
-
-#: md5 of the files as distributed by image-net.org (also in torchvision.datasets.imagenet).
-OFFICIAL_MD5 = {
-    "ILSVRC2012_img_train.tar": "1d675b47d978889d74fa0da5fadfb00e",
-    "ILSVRC2012_img_val.tar": "29b22e2961454d5413ddabcf34fc5622",
-    "ILSVRC2012_devkit_t12.tar.gz": "fa75699e90414af021442c21a62c3abf",
-}
-
-
-def md5_of(path: str, progress: dict[str, Any] | None = None, chunk: int = 8 << 20) -> str:
-    digest = hashlib.md5(usedforsecurity=False)
-    with (
-        open(path, "rb") as stream,
-        tqdm(
-            total=os.path.getsize(path),
-            desc=f"md5 {os.path.basename(path)}",
-            unit="B",
-            unit_scale=True,
-            **(progress or {}),
-        ) as bar,
-    ):
-        while block := stream.read(chunk):
-            digest.update(block)
-            bar.update(len(block))
-    return digest.hexdigest()
-
-
-def check_official_md5(path: str, progress: dict[str, Any] | None = None) -> str:
-    """Compare an official archive with its published md5; other file names are not checked."""
-    expected = OFFICIAL_MD5.get(os.path.basename(path))
-    if expected is None:
-        return f"{path}: no published md5 for this file name, not checked"
-    actual = md5_of(path, progress)
-    if actual != expected:
-        raise DamagedArchiveError(
-            f"{path}: md5 {actual} differs from the published {expected}; the file is damaged or "
-            "incomplete. Download it again."
-        )
-    return f"{path}: md5 {actual} matches the published value"

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from imagefolder_lmdb.outputs import publish, read_json, temporary_path, write_json_atomic
+from imagefolder_lmdb.outputs import atomic_file, write_json_atomic
 from imagefolder_lmdb.source_locations import (
     Location,
     location_from_json,
@@ -30,6 +30,12 @@ from imagefolder_lmdb.source_locations import (
 
 DESCRIPTION = "source.json"
 MEMBERS = "members.jsonl"
+
+
+def read_json(path: str) -> Any:
+    with open(path, encoding="utf-8") as stream:
+        return json.load(stream)
+
 
 # --------------------------------------------------------------------------------------------------
 # extract -> count_check: the source description and the member index.
@@ -92,7 +98,7 @@ def write_members(folder: str, members: Iterable[Member], strip: str = "") -> in
     """members.jsonl: one ``[path without strip, location(, label)]`` row per file member; returns
     the count."""
     count = 0
-    with open(os.path.join(folder, MEMBERS), "w", encoding="utf-8") as stream:
+    with atomic_file(os.path.join(folder, MEMBERS), encoding="utf-8") as stream:
         for member in members:
             row: list[Any] = [member.path[len(strip) :], location_to_json(member.location)]
             if member.label is not None:
@@ -146,8 +152,7 @@ class Sample:
 def write_manifest(path: str, header: ManifestHeader, samples: Iterable[Sample]) -> None:
     """First line: the header object; then ``[index, label, path(, location)]`` per image (JSON,
     so any character a file name can hold survives)."""
-    temporary = temporary_path(path)
-    with open(temporary, "w", encoding="utf-8") as stream:
+    with atomic_file(path, encoding="utf-8") as stream:
         json.dump(header.__dict__, stream, ensure_ascii=False)
         stream.write("\n")
         for sample in samples:
@@ -156,12 +161,16 @@ def write_manifest(path: str, header: ManifestHeader, samples: Iterable[Sample])
                 row.append(location_to_json(sample.location))
             stream.write(json.dumps(row, ensure_ascii=False))
             stream.write("\n")
-    publish(temporary, path)
 
 
 def read_manifest_header(path: str) -> ManifestHeader:
     with open(path, encoding="utf-8") as stream:
         return ManifestHeader(**json.loads(stream.readline()))
+
+
+def shard_range(count: int, shards: int, shard: int) -> tuple[int, int]:
+    """The contiguous slice of the manifest's ``count`` images that shard ``shard`` of ``shards`` encodes."""
+    return count * shard // shards, count * (shard + 1) // shards
 
 
 def read_manifest(path: str, start: int = 0, stop: int | None = None) -> Iterator[Sample]:

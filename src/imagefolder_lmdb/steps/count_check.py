@@ -15,8 +15,9 @@ from dataclasses import replace
 from typing import Any, TextIO
 
 from imagefolder_lmdb.class_list import ClassList, missing_from_source
+from imagefolder_lmdb.hold_points import hold_point
 from imagefolder_lmdb.ilsvrc import devkit_classes
-from imagefolder_lmdb.outputs import hold_point, progress_kwargs, run_rule
+from imagefolder_lmdb.rule_runner import progress_kwargs, run_rule
 from imagefolder_lmdb.sources import source_of_kind
 from imagefolder_lmdb.sources.base import CountMismatchError, Labels, Listing
 from imagefolder_lmdb.work_files import (

@@ -13,27 +13,29 @@ from typing import Any, TextIO
 from tqdm import tqdm
 
 from imagefolder_lmdb.dataset import checksum, record_key
+from imagefolder_lmdb.hold_points import hold_point
 from imagefolder_lmdb.image_policy import (
     UNUSABLE_IMAGE,
     BadImageError,
     Encoded,
     EncodeSettings,
     encode_image,
+    kept_in_part,
     likely_cause,
     what_went_wrong,
 )
-from imagefolder_lmdb.outputs import (
-    LMDBWriter,
-    atomic_lmdb,
-    hold_point,
-    kept_in_part,
-    progress_kwargs,
-    run_rule,
-    shard_range,
-)
+from imagefolder_lmdb.outputs import LMDBWriter, atomic_lmdb
+from imagefolder_lmdb.rule_runner import progress_kwargs, run_rule
 from imagefolder_lmdb.sources import open_sample_reader
 from imagefolder_lmdb.sources.base import SampleReader
-from imagefolder_lmdb.work_files import Sample, ShardReport, read_manifest, read_manifest_header, write_shard_report
+from imagefolder_lmdb.work_files import (
+    Sample,
+    ShardReport,
+    read_manifest,
+    read_manifest_header,
+    shard_range,
+    write_shard_report,
+)
 
 log = logging.getLogger("imagefolder_lmdb.encode_shard")
 

@@ -52,8 +52,10 @@ from imagefolder_lmdb.dataset import (
     shared_env,
     shared_fd,
 )
+from imagefolder_lmdb.hold_points import hold_point
 from imagefolder_lmdb.meta_document import document_problems, storage_counts
-from imagefolder_lmdb.outputs import hold_point, run_rule
+from imagefolder_lmdb.outputs import atomic_file
+from imagefolder_lmdb.rule_runner import run_rule
 
 log = logging.getLogger("imagefolder_lmdb.verify")
 
@@ -387,9 +389,8 @@ def contact_sheet(ds: LMDBReader | None, indices: list[int], output: str) -> Non
             draw.text((x + 3, y + CELL + 2 + number * WORDS_HEIGHT), fitted(line, draw, font), fill="black", font=font)
     if not shown:
         draw.text((4, 4), "no images", fill="black", font=font)
-    temporary = output + ".incomplete.png"
-    sheet.save(temporary)
-    os.replace(temporary, output)
+    with atomic_file(output, "wb") as stream:
+        sheet.save(stream, format="PNG")
 
 
 def summary_line(report: dict[str, Any]) -> str:
@@ -408,11 +409,9 @@ def summary_line(report: dict[str, Any]) -> str:
 
 
 def write_report(report: dict[str, Any], output: str) -> None:
-    temporary = output + ".incomplete"
-    with open(temporary, "w", encoding="utf-8") as stream:
+    with atomic_file(output, encoding="utf-8") as stream:
         json.dump(report, stream, indent=1, ensure_ascii=False)
         stream.write("\n")
-    os.replace(temporary, output)
 
 
 def verify_or_report_crash(
