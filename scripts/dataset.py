@@ -74,7 +74,7 @@ import warnings
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 import lmdb
 import numpy as np
@@ -733,38 +733,48 @@ def shared_env(path: str, lock: bool = False, max_readers: int | None = None) ->
     return env
 
 
+_T = TypeVar("_T")
+
+
+def _made_once(table: dict[str, _T], path: str, make: Callable[[], _T]) -> _T:
+    """``table``'s entry for the file at ``path``, made by ``make`` on first use (under the lock;
+    later lookups, every read's, take none)."""
+    key = _env_key(path)
+    entry = table.get(key)
+    if entry is None:
+        with _ENVS_LOCK:
+            entry = table.get(key)
+            if entry is None:
+                entry = table[key] = make()
+    return entry
+
+
 def shared_fd(path: str) -> tuple[int, tuple[int, int]]:
     """This process's read-only descriptor of ``path``, opened on first use, and the identity
     ``(st_dev, st_ino)`` of the file it reads (record locations are only valid for that file)."""
-    key = _env_key(path)
-    entry = _FDS.get(key)
-    if entry is None:
-        with _ENVS_LOCK:
-            entry = _FDS.get(key)
-            if entry is None:
-                fd = os.open(path, os.O_RDONLY)
-                info = os.fstat(fd)
-                entry = _FDS[key] = (fd, (info.st_dev, info.st_ino))
-    return entry
+
+    def open_fd() -> tuple[int, tuple[int, int]]:
+        fd = os.open(path, os.O_RDONLY)
+        info = os.fstat(fd)
+        return fd, (info.st_dev, info.st_ino)
+
+    return _made_once(_FDS, path, open_fd)
 
 
 def shared_guard(path: str) -> PageGuard:
     """This process's PageGuard of the file at ``path``, made on first use."""
-    key = _env_key(path)
-    guard = _GUARDS.get(key)
-    if guard is None:
-        with _ENVS_LOCK:
-            guard = _GUARDS.get(key)
-            if guard is None:
-                fd = os.open(_data_file(path), os.O_RDONLY)
-                guard = _GUARDS[key] = PageGuard(fd, read_lmdb_header(fd, path), path)
-    return guard
+
+    def make_guard() -> PageGuard:
+        fd = os.open(_data_file(path), os.O_RDONLY)
+        return PageGuard(fd, read_lmdb_header(fd, path), path)
+
+    return _made_once(_GUARDS, path, make_guard)
 
 
-def guarded(txn: lmdb.Transaction, path: str, lock: bool) -> lmdb.Transaction:
+def guarded(txn: lmdb.Transaction, path: str, lock: bool) -> lmdb.Transaction | _GuardedTxn:
     """``txn`` with its ``get`` guarded (_GuardedTxn), unless ``lock``: a writer may change such a
     file while it is read, and pages checked once could change under the guard."""
-    return txn if lock else _GuardedTxn(txn, shared_guard(path))  # type: ignore[return-value]
+    return txn if lock else _GuardedTxn(txn, shared_guard(path))
 
 
 def close_all_envs() -> None:
@@ -875,7 +885,7 @@ def _decode(data: bytes | memoryview, decode: str, jpeg: bool) -> Any:
 
 #: Opens a read transaction of the dataset's file. The dataset passes its own (LMDBReader._transaction):
 #: it owns the file's lock settings and reader slots; a source opens at most one per batch.
-_Begin = Callable[[], lmdb.Transaction]
+_Begin = Callable[[], "lmdb.Transaction | _GuardedTxn"]
 
 
 class _Records(Protocol):
@@ -1578,7 +1588,7 @@ class LMDBReader(_Index):
     without decoding any image. ``short_side`` (and ``max_side``) say whether the file is a copy
     prepared at a smaller size: larger images were shrunk so that their shorter side is
     ``short_side`` (``storage_reason(i) == "reencoded:resized"``); None for the source's sizes.
-    without decoding any image. ``class_words[k]`` names ``classes[k]`` in words (``"tench, Tinca
+    ``class_words[k]`` names ``classes[k]`` in words (``"tench, Tinca
     tinca"`` for ``n01440764``) where every class is an ImageNet-1k WNID; else it is None.
 
     ``decode`` chooses what ``transform`` receives (and what a sample holds without one):
@@ -1656,7 +1666,7 @@ class LMDBReader(_Index):
     def _env(self) -> lmdb.Environment:
         return shared_env(self.path, lock=self.lock, max_readers=self.max_readers)
 
-    def _transaction(self) -> lmdb.Transaction:
+    def _transaction(self) -> lmdb.Transaction | _GuardedTxn:
         """A read transaction of the file (see _begin_read): record sources open at most one per batch.
         Its ``get`` checks the pages on the way to each key first (guarded)."""
         return guarded(_begin_read(self._env(), self.path), self.path, self.lock)
@@ -1703,22 +1713,27 @@ class LMDBReader(_Index):
         return self.__dict__.copy()
 
     def __repr__(self) -> str:
-        lines = [
-            f"Dataset {type(self).__name__}",
-            f"    Number of datapoints: {len(self)}",
-            f"    Path: {self.path}",
-            f"    Root location: {self.root}",  # as ImageFolder's repr names its folder
-            f"    Classes: {len(self.classes)}",
-            f"    Decode: {self.decode}",
-        ]
-        if self.is_legacy:
-            lines.append("    Layout: legacy folder2lmdb pickle (allow_pickle=True)")
-        resized = _resized_words(self.short_side, self.max_side)
-        if resized:
-            lines.append(f"    Resized at conversion: {resized}")
-        if self.transform is not None:
-            lines.append(f"    Transform: {self.transform!r}")
-        return "\n".join(lines)
+        return _described(self)
+
+
+def _described(ds: LMDBReader) -> str:
+    """``repr(ds)``, in the form of ImageFolder's."""
+    lines = [
+        f"Dataset {type(ds).__name__}",
+        f"    Number of datapoints: {len(ds)}",
+        f"    Path: {ds.path}",
+        f"    Root location: {ds.root}",  # as ImageFolder's repr names its folder
+        f"    Classes: {len(ds.classes)}",
+        f"    Decode: {ds.decode}",
+    ]
+    if ds.is_legacy:
+        lines.append("    Layout: legacy folder2lmdb pickle (allow_pickle=True)")
+    resized = _resized_words(ds.short_side, ds.max_side)
+    if resized:
+        lines.append(f"    Resized at conversion: {resized}")
+    if ds.transform is not None:
+        lines.append(f"    Transform: {ds.transform!r}")
+    return "\n".join(lines)
 
 
 def _build_dataset_class() -> type:
