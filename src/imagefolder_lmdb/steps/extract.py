@@ -3,7 +3,9 @@
 Which kind of source it is, and what making it readable means for that kind, is src/imagefolder_lmdb/sources/
 (a folder is used in place, a plain tar or zip is indexed and read in place, anything else is
 unpacked). This rule checks the official md5 sums when asked, builds the output folder under a
-temporary name, and renames it into place when whole.
+temporary name, and renames it into place when whole. (The rule keeps the name ``extract`` that
+logs, benchmark records, cluster resources and ``--forcerun extract`` use, though it unpacks only
+compressed archives, or on request.)
 """
 
 import logging
@@ -28,7 +30,7 @@ log = logging.getLogger("imagefolder_lmdb.extract")
 LABELS_COPY = "val_labels.csv"
 
 
-def extract(
+def make_source_readable(
     source: str,
     output: str,
     layout: str,
@@ -87,7 +89,7 @@ def main(smk: Any, stream: TextIO) -> None:
     params = smk.params
     files = list(smk.input.source)
     source = params.source if isinstance(params.source, str) else files[0]
-    extract(
+    make_source_readable(
         source,
         smk.output[0],
         params.layout,
