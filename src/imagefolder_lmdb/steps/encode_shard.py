@@ -102,7 +102,6 @@ def encode_shard(
     log.info("shard %d of %d: images %d..%d of %d from %s", shard, shards, start, stop - 1, header.count, header.root)
     reader = open_sample_reader(header)
     expected = expected_part_bytes(reader, read_manifest(manifest_path, start, stop), settings)
-    advice = ""  # what to do about the bad images, once one is found
     with atomic_lmdb(part_path, expected_bytes=expected) as writer:
         listed = read_manifest(manifest_path, start, stop)
         samples = tqdm(listed, total=stop - start, desc=f"shard {shard}", unit="img", **progress)
@@ -114,10 +113,9 @@ def encode_shard(
             except BadImageError as exc:
                 log.warning("%s %s", "bad image:" if settings.on_error == "fail" else "skipped", exc)
                 report.skipped.append({"index": sample.index, "path": sample.path, "reason": str(exc)})
-                advice = how_to_go_on(reader)
         if report.skipped and settings.on_error == "fail":
             # raised after checking the whole shard, so that one round of fixes covers all of it
-            raise BadImageError(bad_images_message(report.skipped, advice))
+            raise BadImageError(bad_images_message(report.skipped, how_to_go_on(reader)))
     reader.close()
     write_shard_report(report_path, report)
     log.info("stored %d images, skipped %d", len(report.index), len(report.skipped))
