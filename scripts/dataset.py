@@ -74,7 +74,7 @@ import warnings
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, TypeVar
 
 import lmdb
 import numpy as np
@@ -256,7 +256,7 @@ def encode_document(document: dict[str, Any]) -> bytes:
     return json.dumps(document, sort_keys=True, indent=1).encode("utf-8")
 
 
-def _array_bytes(txn: lmdb.Transaction, name: str, checksums: dict[str, Any]) -> bytes:
+def _array_bytes(txn: _ReadTxn, name: str, checksums: dict[str, Any]) -> bytes:
     """A meta array's stored bytes, checked against its CRC-32 in meta/json (older files: none)."""
     raw = txn.get(META_KEYS[name])
     if raw is None:
@@ -267,11 +267,11 @@ def _array_bytes(txn: lmdb.Transaction, name: str, checksums: dict[str, Any]) ->
     return raw
 
 
-def _array(txn: lmdb.Transaction, name: str, checksums: dict[str, Any]) -> np.ndarray:
+def _array(txn: _ReadTxn, name: str, checksums: dict[str, Any]) -> np.ndarray:
     return np.frombuffer(_array_bytes(txn, name, checksums), dtype=_ARRAY_DTYPES[name])
 
 
-def _locations(txn: lmdb.Transaction) -> np.ndarray | None:
+def _locations(txn: _ReadTxn) -> np.ndarray | None:
     raw = txn.get(META_KEYS["locations"])
     if raw is None:
         return None  # written before record locations existed: read through LMDB
@@ -279,7 +279,7 @@ def _locations(txn: lmdb.Transaction) -> np.ndarray | None:
     return np.frombuffer(bytes(raw[:whole]), dtype=LOCATION_DTYPE)
 
 
-def decode_meta(txn: lmdb.Transaction, where: str) -> Meta:
+def decode_meta(txn: _ReadTxn, where: str) -> Meta:
     """Read and check the meta of an open environment; ``where`` names the file in errors."""
     raw = txn.get(META_KEYS["json"])
     if raw is None:
@@ -341,7 +341,7 @@ def _check_meta(meta: Meta, where: str) -> None:
         )
 
 
-def _missing_meta_message(txn: lmdb.Transaction, where: str) -> str:
+def _missing_meta_message(txn: _ReadTxn, where: str) -> str:
     if is_legacy_pickle_lmdb(txn):
         return (
             f"{where} is a legacy LMDB of pickled (image, label) records (the folder2lmdb layout: keys "
@@ -593,6 +593,10 @@ class _GuardedTxn:
         return getattr(self.txn, name)
 
 
+#: A read transaction as the reading functions take it: LMDB's own, or one whose gets are guarded.
+_ReadTxn: TypeAlias = "lmdb.Transaction | _GuardedTxn"
+
+
 def _lock_file(path: str) -> str:
     return os.path.join(path, "lock.mdb") if os.path.isdir(path) else path + "-lock"
 
@@ -771,7 +775,7 @@ def shared_guard(path: str) -> PageGuard:
     return _made_once(_GUARDS, path, make_guard)
 
 
-def guarded(txn: lmdb.Transaction, path: str, lock: bool) -> lmdb.Transaction | _GuardedTxn:
+def guarded(txn: lmdb.Transaction, path: str, lock: bool) -> _ReadTxn:
     """``txn`` with its ``get`` guarded (_GuardedTxn), unless ``lock``: a writer may change such a
     file while it is read, and pages checked once could change under the guard."""
     return txn if lock else _GuardedTxn(txn, shared_guard(path))
@@ -885,7 +889,7 @@ def _decode(data: bytes | memoryview, decode: str, jpeg: bool) -> Any:
 
 #: Opens a read transaction of the dataset's file. The dataset passes its own (LMDBReader._transaction):
 #: it owns the file's lock settings and reader slots; a source opens at most one per batch.
-_Begin = Callable[[], "lmdb.Transaction | _GuardedTxn"]
+_Begin = Callable[[], _ReadTxn]
 
 
 class _Records(Protocol):
@@ -974,7 +978,7 @@ class _LmdbRecords:
         with begin() as txn:
             return bytes(self._value(txn, index))
 
-    def _value(self, txn: lmdb.Transaction, index: int) -> memoryview:
+    def _value(self, txn: _ReadTxn, index: int) -> memoryview:
         data = txn.get(record_key(index))
         if data is None:
             raise FormatError(f"{self.path}: record {index} is missing; the file is damaged")
@@ -1329,7 +1333,7 @@ class _LegacyUnpickler(pickle.Unpickler):  # legacy, allow_pickle=True only: res
         return super().find_class(module, name)
 
 
-def is_legacy_pickle_lmdb(txn: lmdb.Transaction) -> bool:
+def is_legacy_pickle_lmdb(txn: _ReadTxn) -> bool:
     """Whether the environment looks like a folder2lmdb file (checked without unpickling)."""
     return any(txn.get(key) is not None for key in LEGACY_KEYS)
 
@@ -1347,7 +1351,7 @@ def legacy_loads(data: bytes | memoryview, what: str) -> Any:
         ) from exc
 
 
-def legacy_keys(txn: lmdb.Transaction, where: str) -> list[bytes]:
+def legacy_keys(txn: _ReadTxn, where: str) -> list[bytes]:
     """The record keys of a legacy file in index order: ``__keys__`` if present, else 0..__len__-1."""
     raw_keys = txn.get(b"__keys__")
     if raw_keys is not None:
@@ -1396,7 +1400,7 @@ class _LegacyRecords:
         self.path = path
         self.keys = keys  # record keys in index order (legacy_keys)
 
-    def record(self, txn: lmdb.Transaction, index: int) -> tuple[bytes, int]:
+    def record(self, txn: _ReadTxn, index: int) -> tuple[bytes, int]:
         """The ``(image bytes, label)`` of record ``index``."""
         key = self.keys[index]
         return legacy_record(txn.get(key), f"{self.path}: legacy record {key.decode('utf-8', 'backslashreplace')!r}")
@@ -1414,7 +1418,7 @@ class _LegacyRecords:
             return self.record(txn, index)[0]
 
 
-def _open_legacy(txn: lmdb.Transaction, path: str) -> _Opened:
+def _open_legacy(txn: _ReadTxn, path: str) -> _Opened:
     """LEGACY (allow_pickle=True): index a folder2lmdb file; reads every record for its label."""
     records = _LegacyRecords(path, legacy_keys(txn, path))
     targets = [records.record(txn, index)[1] for index in range(len(records.keys))]
@@ -1666,7 +1670,7 @@ class LMDBReader(_Index):
     def _env(self) -> lmdb.Environment:
         return shared_env(self.path, lock=self.lock, max_readers=self.max_readers)
 
-    def _transaction(self) -> lmdb.Transaction | _GuardedTxn:
+    def _transaction(self) -> _ReadTxn:
         """A read transaction of the file (see _begin_read): record sources open at most one per batch.
         Its ``get`` checks the pages on the way to each key first (guarded)."""
         return guarded(_begin_read(self._env(), self.path), self.path, self.lock)
