@@ -77,7 +77,7 @@ import warnings
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, TypeVar
 
 import lmdb
 import numpy as np
@@ -260,7 +260,7 @@ def encode_document(document: dict[str, Any]) -> bytes:
     return json.dumps(document, sort_keys=True, indent=1).encode("utf-8")
 
 
-def _array_bytes(txn: lmdb.Transaction, name: str, checksums: dict[str, Any]) -> bytes:
+def _array_bytes(txn: _ReadTxn, name: str, checksums: dict[str, Any]) -> bytes:
     """A meta array's stored bytes, checked against its CRC-32 in meta/json (older files: none)."""
     raw = txn.get(META_KEYS[name])
     if raw is None:
@@ -271,11 +271,11 @@ def _array_bytes(txn: lmdb.Transaction, name: str, checksums: dict[str, Any]) ->
     return raw
 
 
-def _array(txn: lmdb.Transaction, name: str, checksums: dict[str, Any]) -> np.ndarray:
+def _array(txn: _ReadTxn, name: str, checksums: dict[str, Any]) -> np.ndarray:
     return np.frombuffer(_array_bytes(txn, name, checksums), dtype=_ARRAY_DTYPES[name])
 
 
-def _locations(txn: lmdb.Transaction) -> np.ndarray | None:
+def _locations(txn: _ReadTxn) -> np.ndarray | None:
     raw = txn.get(META_KEYS["locations"])
     if raw is None:
         return None  # written before record locations existed: read through LMDB
@@ -283,7 +283,7 @@ def _locations(txn: lmdb.Transaction) -> np.ndarray | None:
     return np.frombuffer(bytes(raw[:whole]), dtype=LOCATION_DTYPE)
 
 
-def decode_meta(txn: lmdb.Transaction, where: str) -> Meta:
+def decode_meta(txn: _ReadTxn, where: str) -> Meta:
     """Read and check the meta of an open environment; ``where`` names the file in errors."""
     raw = txn.get(META_KEYS["json"])
     if raw is None:
@@ -345,7 +345,7 @@ def _check_meta(meta: Meta, where: str) -> None:
         )
 
 
-def _missing_meta_message(txn: lmdb.Transaction, where: str) -> str:
+def _missing_meta_message(txn: _ReadTxn, where: str) -> str:
     if is_legacy_pickle_lmdb(txn):
         return (
             f"{where} is a legacy LMDB of pickled (image, label) records (the folder2lmdb layout: keys "
@@ -597,6 +597,10 @@ class _GuardedTxn:
         return getattr(self.txn, name)
 
 
+#: A read transaction as the reading functions take it: LMDB's own, or one whose gets are guarded.
+_ReadTxn: TypeAlias = "lmdb.Transaction | _GuardedTxn"
+
+
 def _lock_file(path: str) -> str:
     return os.path.join(path, "lock.mdb") if os.path.isdir(path) else path + "-lock"
 
@@ -737,38 +741,48 @@ def shared_env(path: str, lock: bool = False, max_readers: int | None = None) ->
     return env
 
 
+_T = TypeVar("_T")
+
+
+def _made_once(table: dict[str, _T], path: str, make: Callable[[], _T]) -> _T:
+    """``table``'s entry for the file at ``path``, made by ``make`` on first use (under the lock;
+    later lookups, every read's, take none)."""
+    key = _env_key(path)
+    entry = table.get(key)
+    if entry is None:
+        with _ENVS_LOCK:
+            entry = table.get(key)
+            if entry is None:
+                entry = table[key] = make()
+    return entry
+
+
 def shared_fd(path: str) -> tuple[int, tuple[int, int]]:
     """This process's read-only descriptor of ``path``, opened on first use, and the identity
     ``(st_dev, st_ino)`` of the file it reads (record locations are only valid for that file)."""
-    key = _env_key(path)
-    entry = _FDS.get(key)
-    if entry is None:
-        with _ENVS_LOCK:
-            entry = _FDS.get(key)
-            if entry is None:
-                fd = os.open(path, os.O_RDONLY)
-                info = os.fstat(fd)
-                entry = _FDS[key] = (fd, (info.st_dev, info.st_ino))
-    return entry
+
+    def open_fd() -> tuple[int, tuple[int, int]]:
+        fd = os.open(path, os.O_RDONLY)
+        info = os.fstat(fd)
+        return fd, (info.st_dev, info.st_ino)
+
+    return _made_once(_FDS, path, open_fd)
 
 
 def shared_guard(path: str) -> PageGuard:
     """This process's PageGuard of the file at ``path``, made on first use."""
-    key = _env_key(path)
-    guard = _GUARDS.get(key)
-    if guard is None:
-        with _ENVS_LOCK:
-            guard = _GUARDS.get(key)
-            if guard is None:
-                fd = os.open(_data_file(path), os.O_RDONLY)
-                guard = _GUARDS[key] = PageGuard(fd, read_lmdb_header(fd, path), path)
-    return guard
+
+    def make_guard() -> PageGuard:
+        fd = os.open(_data_file(path), os.O_RDONLY)
+        return PageGuard(fd, read_lmdb_header(fd, path), path)
+
+    return _made_once(_GUARDS, path, make_guard)
 
 
-def guarded(txn: lmdb.Transaction, path: str, lock: bool) -> lmdb.Transaction:
+def guarded(txn: lmdb.Transaction, path: str, lock: bool) -> _ReadTxn:
     """``txn`` with its ``get`` guarded (_GuardedTxn), unless ``lock``: a writer may change such a
     file while it is read, and pages checked once could change under the guard."""
-    return txn if lock else _GuardedTxn(txn, shared_guard(path))  # type: ignore[return-value]
+    return txn if lock else _GuardedTxn(txn, shared_guard(path))
 
 
 def close_all_envs() -> None:
@@ -977,7 +991,7 @@ def _exif_orientation(segment: memoryview) -> int:
 
 #: Opens a read transaction of the dataset's file. The dataset passes its own (LMDBReader._transaction):
 #: it owns the file's lock settings and reader slots; a source opens at most one per batch.
-_Begin = Callable[[], lmdb.Transaction]
+_Begin = Callable[[], _ReadTxn]
 
 
 class _Records(Protocol):
@@ -1066,7 +1080,7 @@ class _LmdbRecords:
         with begin() as txn:
             return bytes(self._value(txn, index))
 
-    def _value(self, txn: lmdb.Transaction, index: int) -> memoryview:
+    def _value(self, txn: _ReadTxn, index: int) -> memoryview:
         data = txn.get(record_key(index))
         if data is None:
             raise FormatError(f"{self.path}: record {index} is missing; the file is damaged")
@@ -1458,7 +1472,7 @@ class _LegacyUnpickler(pickle.Unpickler):  # legacy, allow_pickle=True only: res
         return super().find_class(module, name)
 
 
-def is_legacy_pickle_lmdb(txn: lmdb.Transaction) -> bool:
+def is_legacy_pickle_lmdb(txn: _ReadTxn) -> bool:
     """Whether the environment looks like a folder2lmdb file (checked without unpickling)."""
     return any(txn.get(key) is not None for key in LEGACY_KEYS)
 
@@ -1476,7 +1490,7 @@ def legacy_loads(data: bytes | memoryview, what: str) -> Any:
         ) from exc
 
 
-def legacy_keys(txn: lmdb.Transaction, where: str) -> list[bytes]:
+def legacy_keys(txn: _ReadTxn, where: str) -> list[bytes]:
     """The record keys of a legacy file in index order: ``__keys__`` if present, else 0..__len__-1."""
     raw_keys = txn.get(b"__keys__")
     if raw_keys is not None:
@@ -1525,7 +1539,7 @@ class _LegacyRecords:
         self.path = path
         self.keys = keys  # record keys in index order (legacy_keys)
 
-    def record(self, txn: lmdb.Transaction, index: int) -> tuple[bytes, int]:
+    def record(self, txn: _ReadTxn, index: int) -> tuple[bytes, int]:
         """The ``(image bytes, label)`` of record ``index``."""
         key = self.keys[index]
         return legacy_record(txn.get(key), f"{self.path}: legacy record {key.decode('utf-8', 'backslashreplace')!r}")
@@ -1543,7 +1557,7 @@ class _LegacyRecords:
             return self.record(txn, index)[0]
 
 
-def _open_legacy(txn: lmdb.Transaction, path: str) -> _Opened:
+def _open_legacy(txn: _ReadTxn, path: str) -> _Opened:
     """LEGACY (allow_pickle=True): index a folder2lmdb file; reads every record for its label."""
     records = _LegacyRecords(path, legacy_keys(txn, path))
     targets = [records.record(txn, index)[1] for index in range(len(records.keys))]
@@ -1717,7 +1731,7 @@ class LMDBReader(_Index):
     without decoding any image. ``short_side`` (and ``max_side``) say whether the file is a copy
     prepared at a smaller size: larger images were shrunk so that their shorter side is
     ``short_side`` (``storage_reason(i) == "reencoded:resized"``); None for the source's sizes.
-    without decoding any image. ``class_words[k]`` names ``classes[k]`` in words (``"tench, Tinca
+    ``class_words[k]`` names ``classes[k]`` in words (``"tench, Tinca
     tinca"`` for ``n01440764``) where every class is an ImageNet-1k WNID; else it is None.
 
     ``decode`` chooses what ``transform`` receives (and what a sample holds without one):
@@ -1799,7 +1813,7 @@ class LMDBReader(_Index):
     def _env(self) -> lmdb.Environment:
         return shared_env(self.path, lock=self.lock, max_readers=self.max_readers)
 
-    def _transaction(self) -> lmdb.Transaction:
+    def _transaction(self) -> _ReadTxn:
         """A read transaction of the file (see _begin_read): record sources open at most one per batch.
         Its ``get`` checks the pages on the way to each key first (guarded)."""
         return guarded(_begin_read(self._env(), self.path), self.path, self.lock)
@@ -1848,22 +1862,27 @@ class LMDBReader(_Index):
         return self.__dict__.copy()
 
     def __repr__(self) -> str:
-        lines = [
-            f"Dataset {type(self).__name__}",
-            f"    Number of datapoints: {len(self)}",
-            f"    Path: {self.path}",
-            f"    Root location: {self.root}",  # as ImageFolder's repr names its folder
-            f"    Classes: {len(self.classes)}",
-            f"    Decode: {self.decode}",
-        ]
-        if self.is_legacy:
-            lines.append("    Layout: legacy folder2lmdb pickle (allow_pickle=True)")
-        resized = _resized_words(self.short_side, self.max_side)
-        if resized:
-            lines.append(f"    Resized at conversion: {resized}")
-        if self.transform is not None:
-            lines.append(f"    Transform: {self.transform!r}")
-        return "\n".join(lines)
+        return _described(self)
+
+
+def _described(ds: LMDBReader) -> str:
+    """``repr(ds)``, in the form of ImageFolder's."""
+    lines = [
+        f"Dataset {type(ds).__name__}",
+        f"    Number of datapoints: {len(ds)}",
+        f"    Path: {ds.path}",
+        f"    Root location: {ds.root}",  # as ImageFolder's repr names its folder
+        f"    Classes: {len(ds.classes)}",
+        f"    Decode: {ds.decode}",
+    ]
+    if ds.is_legacy:
+        lines.append("    Layout: legacy folder2lmdb pickle (allow_pickle=True)")
+    resized = _resized_words(ds.short_side, ds.max_side)
+    if resized:
+        lines.append(f"    Resized at conversion: {resized}")
+    if ds.transform is not None:
+        lines.append(f"    Transform: {ds.transform!r}")
+    return "\n".join(lines)
 
 
 def _build_dataset_class() -> type:

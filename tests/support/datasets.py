@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,7 +28,15 @@ from imagefolder_lmdb.dataset import (
     encode_meta,
     record_key,
 )
-from imagefolder_lmdb.workflow_io import LMDBWriter
+from imagefolder_lmdb.outputs import LMDBWriter
+
+
+def copy_alone(lmdb_file: Path, destination: Path) -> Path:
+    """``lmdb_file`` copied alone to ``destination``, in a new folder: a new path and inode, no run
+    around it (as onto a node's local disk)."""
+    destination.parent.mkdir()
+    shutil.copy(lmdb_file, destination)
+    return destination
 
 
 def every_key_and_value(path: Path) -> dict[bytes, bytes]:

@@ -33,8 +33,8 @@ from imagefolder_lmdb.dataset import (
     close_all_envs,
     encode_meta,
 )
+from imagefolder_lmdb.outputs import LMDBWriter
 from imagefolder_lmdb.steps import write_meta
-from imagefolder_lmdb.workflow_io import LMDBWriter
 from support.commands import run_script
 from support.datasets import (
     assert_offsets_give_lmdb_bytes,
