@@ -8,6 +8,8 @@ made, then the clock) and warm (right after, the cache primed by the cold pass).
 - ``files``: ``open`` + ``read`` of the image files, one at a time (paths from ImageFolder);
 - ``get_bytes``: ``LMDBDataset(path, decode="bytes").get_bytes(i)``, one at a time;
 - ``getitems``: ``__getitems__`` on batches of 64 indices, ``decode="bytes"``;
+- ``limit``: the disk's limit for those batches (issue 23): each batch's ranges hinted with
+  ``posix_fadvise(WILLNEED)``, then read with one ``os.pread`` each, nothing else;
 - ``txn_get`` / ``txn_get_readahead``: reference rows, raw py-lmdb ``txn.get`` on an environment
   opened as the reader opened it before issue 14 (``readahead=False``), and with readahead;
 - ``loader_lmdb`` / ``loader_imagefolder``: a DataLoader (2 workers, batch 32, shuffled with a
@@ -183,6 +185,35 @@ def getitems(data: Data) -> tuple[Run, Callable[[], None]]:
     return (lambda: [ds.__getitems__(batch) for batch in batches]), dataset.close_all_envs
 
 
+def hinted_preads(fd: int, ranges: list[tuple[int, int]]) -> None:
+    """The disk's limit for one batch: every ``(offset, length)`` hinted at once
+    (``posix_fadvise(WILLNEED)``), then each read with one ``os.pread``, nothing else."""
+    for offset, length in ranges:
+        os.posix_fadvise(fd, offset, length, os.POSIX_FADV_WILLNEED)
+    for offset, length in ranges:
+        os.pread(fd, length, offset)
+
+
+def limit(data: Data) -> tuple[Run, Callable[[], None]]:
+    """hinted_preads on getitems' batches, at the offsets the reader reads them from."""
+    ds = dataset.LMDBDataset(data.lmdb, decode="bytes")
+    offsets, lengths = ds._offsets, ds._lengths
+    if offsets is None or lengths is None:
+        raise RuntimeError(f"{data.lmdb} is not read by offset: no limit to compare with")
+    step = data.sizes.batch
+    batches = [
+        [(int(offsets[i]), int(lengths[i])) for i in data.indices[k : k + step]]
+        for k in range(0, len(data.indices), step)
+    ]
+    fd = os.open(data.lmdb, os.O_RDONLY)
+
+    def close() -> None:
+        os.close(fd)
+        dataset.close_all_envs()
+
+    return (lambda: [hinted_preads(fd, batch) for batch in batches]), close
+
+
 def raw_txn_get(readahead: bool) -> Contender:
     """py-lmdb's ``txn.get``, one transaction per read, on an environment opened with the options
     the reader used before issue 14 (``dataset.open_env_readonly``), ``readahead`` aside."""
@@ -241,6 +272,7 @@ CONTENDERS: dict[str, Contender] = {
     "files": files,
     "get_bytes": get_bytes,
     "getitems": getitems,
+    "limit": limit,
     "txn_get": raw_txn_get(readahead=False),
     "txn_get_readahead": raw_txn_get(readahead=True),
     "loader_imagefolder": loader("imagefolder"),

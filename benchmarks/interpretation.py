@@ -10,6 +10,7 @@ and fills in the templates.
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,6 +67,7 @@ class Target:
     ratio: float
     goal: float
     at_most: bool = False  # True: the ratio must not exceed the goal
+    unit: str = "x"  # what the ratio and the goal are in: "x" (a ratio) or e.g. "dB"
 
     @property
     def passed(self) -> bool | None:
@@ -78,7 +80,9 @@ class Target:
         """The target's row in a targets table."""
         verdict = {True: "pass", False: "**MISS**", None: "n/a"}[self.passed]
         sign = "≤" if self.at_most else "≥"
-        return f"| {self.name} | {times(self.ratio)} | {sign} {self.goal}x | {verdict} |"
+        if self.unit == "x":
+            return f"| {self.name} | {times(self.ratio)} | {sign} {self.goal}x | {verdict} |"
+        return f"| {self.name} | {fmt(self.ratio, 1)} {self.unit} | {sign} {self.goal} {self.unit} | {verdict} |"
 
 
 def conversion_targets(convert: R) -> list[Target]:
@@ -135,6 +139,43 @@ def cold_targets(cold: R) -> list[Target]:
     ]
 
 
+def per_repeat_ratio(rows: R, key: str, reference: str) -> float:
+    """The median over repeats of ``rows[key]``'s rate over ``rows[reference]``'s in the same repeat."""
+    pairs = zip(rows[key]["runs"], rows[reference]["runs"], strict=True)
+    return statistics.median(ratio(a, b) for a, b in pairs)
+
+
+def cold_limit_target(cold: R) -> list[Target]:
+    """Issue 23's target for section 8: cold batches against the hinted-pread limit of the same batches."""
+    if "limit" not in cold["cold"]:
+        return []
+    measured = per_repeat_ratio(cold["cold"], "getitems", "limit")
+    return [Target("8. cold `__getitems__` vs the hinted-pread limit", measured, 0.8)]
+
+
+def training_targets(training: R) -> list[Target]:
+    """Issue 23's targets (section 9): DataLoader ratios to ImageFolder, size, pixels, conversion, cold batches."""
+    loaders, rows = training["loaders"], []
+    for kind in ("train", "val"):
+        for mode in ("warm", "cold"):
+            row = loaders[kind][mode]["lmdb"]
+            rows.append(Target(f"9. pass-through vs ImageFolder, {kind} transform, {mode}", row["ratio"], 1.0))
+    short, files = training["files"]["short_side"], training["files"]
+    if "bytes" in short:
+        for kind, goal in (("train", 1.6), ("val", 2.5)):
+            measured = loaders[kind]["warm"].get("lmdb_short", {}).get("ratio", float("nan"))
+            rows.append(Target(f"9. `short_side: 256` vs ImageFolder, {kind} transform, warm", measured, goal))
+        size = ratio(short["bytes"], training["source_bytes"])
+        rows.append(Target("9. `short_side: 256` file vs source bytes", size, 0.5, at_most=True))
+        psnr = training["pixels"].get("lmdb_short", {}).get("median_db", float("nan"))
+        rows.append(Target("9. `short_side: 256` val output vs originals', PSNR median", psnr, 35, unit="dB"))
+        speed = ratio(files["passthrough"]["seconds"], short["seconds"])
+        rows.append(Target("9. conversion speed, `short_side: 256` vs pass-through `check: decode`", speed, 1.0))
+    limit = training["cold_batches"]["rows"]["getitems"]["ratio"]
+    rows.append(Target("9. cold `__getitems__` batches vs the hinted-pread limit", limit, 0.8))
+    return rows
+
+
 def targets(results: R) -> list[Target]:
     """Every target of the sections that ran, by name."""
     rows: list[Target] = []
@@ -147,7 +188,9 @@ def targets(results: R) -> list[Target]:
     if archives := section(results, "archives"):
         rows += archive_targets(archives)
     if cold := section(results, "cold"):
-        rows += cold_targets(cold)
+        rows += cold_targets(cold) + cold_limit_target(cold)
+    if training := section(results, "training"):
+        rows += training_targets(training)
     return sorted(rows, key=lambda t: t.name)
 
 

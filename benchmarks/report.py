@@ -23,6 +23,7 @@ from benchmarks import prose
 from benchmarks.interpretation import (
     IMAGENET_IMAGES,
     R,
+    cold_limit_target,
     cold_targets,
     fmt,
     imagenet_seconds,
@@ -31,6 +32,7 @@ from benchmarks.interpretation import (
     summary_lines,
     targets,
     times,
+    training_targets,
     warm,
 )
 from benchmarks.notes import notes
@@ -62,10 +64,26 @@ COLD_NAMES = {
     "files": "files: `open` + `read`, one at a time",
     "get_bytes": '`LMDBDataset(decode="bytes").get_bytes(i)`, one at a time',
     "getitems": '`__getitems__`, batches of {batch}, `decode="bytes"`',
+    "limit": "limit: the same batches hinted (`posix_fadvise(WILLNEED)`), then `os.pread` each",
     "txn_get": "reference: py-lmdb `txn.get`, `readahead=False` (the reader before issue 14)",
     "txn_get_readahead": "reference: py-lmdb `txn.get`, `readahead=True`",
     "loader_imagefolder": "torchvision ImageFolder",
     "loader_lmdb": "LMDBDataset",
+}
+#: Section 8's raw-read contenders, in table order (results from before issue 23 have no limit).
+COLD_READS = ("files", "get_bytes", "getitems", "limit", "txn_get", "txn_get_readahead")
+TRAINING_NAMES = {
+    "imagefolder": "torchvision ImageFolder, the original files",
+    "lmdb": "LMDBDataset, pass-through",
+    "lmdb_short": "LMDBDataset, `short_side: 256`, quality 90",
+    "lmdb_tensor": 'LMDBDataset, pass-through, `decode="tensor"`, transforms on tensors',
+    "lmdb_glibc_malloc": "LMDBDataset, pass-through, glibc's malloc settings",
+}
+TRAINING_FILES = {"passthrough": "pass-through (`check: decode`)", "short_side": "`short_side: 256`, quality 90"}
+TRAINING_COLD = {
+    "limit": "limit: `posix_fadvise(WILLNEED)` on the batch, then `os.pread` each",
+    "getitems": '`__getitems__`, `decode="bytes"`',
+    "files": "files: `open` + `read`, one at a time",
 }
 ROUTE_NAMES = {
     "stream": "streaming (default: read in place)",
@@ -242,7 +260,7 @@ def cold_section(cold: R) -> list[str]:
     """Section 8: templates/cold.md with this run's tables and figures."""
     sizes, cached = cold["sizes"], cold["still_cached_after_emptying"]
     target_rows = ["| target | measured | goal | |", "| --- | ---: | ---: | --- |"]
-    target_rows += [t.row() for t in cold_targets(cold)]
+    target_rows += [t.row() for t in cold_targets(cold) + cold_limit_target(cold)]
     text = prose.fill(
         "cold",
         "section",
@@ -258,9 +276,7 @@ def cold_section(cold: R) -> list[str]:
         cached_files=f"{100 * cached['files']:.1f} %",
         reader=measured_reader(cold["reader"]),
         located=located_records(cold),
-        reads_table="\n".join(
-            cold_rows(cold, ("files", "get_bytes", "getitems", "txn_get", "txn_get_readahead"), "reads/s", "files")
-        ),
+        reads_table="\n".join(cold_rows(cold, tuple(k for k in COLD_READS if k in cold["cold"]), "reads/s", "files")),
         loader_images=f"{sizes['loader_images']:,}",
         loader_batches=sizes["loader_images"] // sizes["loader_batch"],
         loader_batch=sizes["loader_batch"],
@@ -283,6 +299,115 @@ def located_records(cold: R) -> str:
     if located is None:
         return prose.fill("cold", "not_located")
     return prose.fill("cold", "located", located=f"{located:,}", images=f"{cold['images']:,}")
+
+
+def training_psnr(training: R, key: str) -> str:
+    """Section 9's PSNR cell of contender ``key``: median / worst, "identical", or empty."""
+    pixels = training["pixels"].get(key)
+    if pixels is None:
+        return ""
+    if math.isinf(pixels["worst_db"]):
+        return prose.fill("training", "identical")
+    return prose.fill("training", "psnr", median=fmt(pixels["median_db"], 1), worst=fmt(pixels["worst_db"], 1))
+
+
+def training_table_rows(training: R, cell: Callable[[R], list[str]], last: Callable[[str], list[str]]) -> list[str]:
+    """Rows of a section 9 table: each contender's ``cell(row)`` for each transform, warm then cold,
+    then ``last(contender)``; contenders not measured are left out."""
+    loaders, rows = training["loaders"], []
+    for key, name in TRAINING_NAMES.items():
+        cells = []
+        for kind in ("train", "val"):
+            for mode in ("warm", "cold"):
+                row = loaders[kind][mode].get(key)
+                cells += cell(row) if row else ["", ""]
+        if any(cells):
+            rows.append("| " + " | ".join([name, *cells, *last(key)]) + " |")
+    return rows
+
+
+def training_loader_rows(training: R) -> list[str]:
+    """Section 9's DataLoader table rows: img/s and ratios to ImageFolder, and the val PSNR."""
+    return training_table_rows(
+        training,
+        lambda row: [fmt(row["img_s"]), f"**{times(row['ratio'])}**"],
+        lambda key: [training_psnr(training, key)],
+    )
+
+
+def training_cpu_rows(training: R) -> list[str]:
+    """Section 9's worker-CPU table rows: ms per image and images per CPU-second vs ImageFolder."""
+    return training_table_rows(
+        training,
+        lambda row: [fmt(row["cpu_ms"], 2), f"**{times(row['cpu_ratio'])}**"] if "cpu_ms" in row else ["", ""],
+        lambda key: [],
+    )
+
+
+def training_file_rows(training: R) -> list[str]:
+    """Section 9's file table rows: the source tree and each conversion."""
+    images, source = training["images"], training["source_bytes"]
+    rows = [f"| the original files (ImageFolder) | {fmt(source / 1e6)} | 1.00x | | | |"]
+    for key, name in TRAINING_FILES.items():
+        f = training["files"][key]
+        if "bytes" not in f:
+            continue
+        per_image = f"{fmt(1e3 * f['seconds'] / images, 2)} ms"
+        cpu = f"{fmt(1e3 * f['encode_cpu_seconds'] / images, 2)} ms"
+        size = f"{fmt(f['bytes'] / 1e6)} | {times(f['bytes'] / source)}"
+        rows.append(f"| {name} | {size} | {fmt(f['seconds'], 1)} s | {per_image} | {cpu} |")
+    return rows
+
+
+def training_cold_rows(training: R) -> list[str]:
+    rows = []
+    for key, name in TRAINING_COLD.items():
+        row = training["cold_batches"]["rows"][key]
+        repeats = ", ".join(fmt(run) for run in row["runs"])
+        rows.append(f"| {name} | {fmt(row['reads_s'])} | {repeats} | **{times(row['ratio'])}** |")
+    return rows
+
+
+def training_skipped(training: R) -> str:
+    """The note on a conversion that could not run (the short_side one, before the workflow knows it)."""
+    notes = [
+        prose.fill("training", "skipped", what=TRAINING_FILES[key], why=f["skipped"])
+        for key, f in training["files"].items()
+        if "skipped" in f
+    ]
+    return "\n" + "\n".join(notes) + "\n" if notes else ""
+
+
+def training_section(training: R) -> list[str]:
+    """Section 9: templates/training.md with this run's tables and figures."""
+    sizes = training["sizes"]
+    target_rows = ["| target | measured | goal | |", "| --- | ---: | ---: | --- |"]
+    target_rows += [t.row() for t in training_targets(training)]
+    text = prose.fill(
+        "training",
+        "section",
+        keep_lines=True,
+        images=f"{training['images']:,}",
+        source_mb=fmt(training["source_bytes"] / 1e6),
+        classes=sizes["classes"],
+        workers=sizes["workers"],
+        batch=sizes["batch"],
+        seed=training["seed"],
+        loader_images=f"{sizes['loader_images']:,}",
+        repeats=sizes["repeats"],
+        method=prose.fill("training", f"method_{training['method']}"),
+        reader=measured_reader(training["reader"]),
+        skipped=training_skipped(training),
+        loader_rows="\n".join(training_loader_rows(training)),
+        cpu_rows="\n".join(training_cpu_rows(training)),
+        psnr_images=f"{sizes['psnr_images']:,}",
+        file_rows="\n".join(training_file_rows(training)),
+        shards=sizes["shards"],
+        cold_batches=training["cold_batches"]["batches_per_repeat"],
+        cold_rows="\n".join(training_cold_rows(training)),
+        targets_table="\n".join(target_rows),
+    )
+    return text.rstrip("\n").split("\n")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -344,6 +469,7 @@ PARTS: list[tuple[str, str, str, Callable[[R], list[str]]]] = [
     ("scale", "scale", "## 6. Scale and fixed costs", scale_table),
     ("archives", "archives", "## 7. ILSVRC2012 archives: streaming vs extract-then-convert (issue 4)", archive_table),
     ("cold", "cold", "## 8. Cold reads: LMDB vs plain files, page cache emptied (issue 14)", cold_section),
+    ("training", "training", "## 9. Training input (issue 23)", training_section),
 ]
 
 

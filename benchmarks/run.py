@@ -4,6 +4,7 @@
     .venv/bin/python -m benchmarks.run --quick          # a few hundred images, to try it out
     .venv/bin/python -m benchmarks.run --report-only    # rewrite BENCHMARKS.md from the last results
     .venv/bin/python -m benchmarks.run --sections cold  # only section 8, cold reads (issue 14)
+    .venv/bin/python -m benchmarks.run --sections training  # only section 9, training input (issue 23)
 
 Generated data is cached in benchmarks/out/data/ (ignored by git); raw figures go to
 benchmarks/out/results.json, the report to BENCHMARKS.md and benchmarks/benchmarks.png. A
@@ -33,6 +34,7 @@ from benchmarks import (
     bench_reader,
     bench_scale,
     bench_startup,
+    bench_training,
     report,
 )
 from benchmarks.bench_common import CORES, OUT, WorkflowFailed
@@ -45,9 +47,9 @@ def results_path(quick: bool) -> Path:
     return OUT / ("results.quick.json" if quick else "results.json")
 
 
-SECTIONS = ("convert", "memory", "merge", "reader", "scale", "archives", "cold")
+SECTIONS = ("convert", "memory", "merge", "reader", "scale", "archives", "cold", "training")
 #: Sections that make their own data rather than use the 2N / N trees.
-OWN_DATA = frozenset({"cold"})
+OWN_DATA = frozenset({"cold", "training"})
 
 
 @dataclass(frozen=True)
@@ -141,6 +143,13 @@ def cold_section(plan: Plan, method: str) -> dict[str, Any]:
     return bench_cold.measure_cold(tree, sizes, method)
 
 
+def training_section(plan: Plan, method: str) -> dict[str, Any]:
+    sizes = bench_training.make_sizes(plan.quick, plan.classes, plan.shards)
+    log(f"training: {sizes.images} images, cache emptied with {method}")
+    tree = bench_data.image_tree(sizes.images, sizes.classes)
+    return bench_training.measure_training(tree, sizes, method)
+
+
 def machine() -> dict[str, Any]:
     return {
         "cores": os.cpu_count(),
@@ -184,6 +193,8 @@ def run(plan: Plan, sections: list[str], cold_method: str) -> dict[str, Any]:
         run_section("archives", results, archives_section, plan, trees)
     if "cold" in sections:
         run_section("cold", results, cold_section, plan, cold_method)
+    if "training" in sections:
+        run_section("training", results, training_section, plan, cold_method)
     seconds = time.perf_counter() - start
     if previous is None:
         results["total_seconds"] = seconds

@@ -22,10 +22,10 @@
 
 This one file is the whole reader and the single owner of the on-disk format (docs/FORMAT.md): the
 writer scripts of the workflow import their key and meta encoders from here, so writer and reader
-cannot drift apart. It depends on lmdb, numpy, Pillow and torch only; copy it next to your training
-code and ``from dataset import LMDBDataset`` (the licence notice above travels with it), or install
-the repository with pip and ``from imagefolder_lmdb import LMDBDataset``: the package ships this very
-file (pyproject.toml).
+cannot drift apart. It depends on lmdb, numpy, Pillow and torch only (decode="tensor" also on
+torchcodec); copy it next to your training code and ``from dataset import LMDBDataset`` (the
+licence notice above travels with it), or install the repository with pip and ``from
+imagefolder_lmdb import LMDBDataset``: the package ships this very file (pyproject.toml).
 
 The format involves no pickle: meta is JSON plus little-endian numeric arrays, so opening a dataset
 never runs code from the file. Only the clearly marked legacy section below unpickles, for LMDBs made
@@ -41,7 +41,8 @@ What lives where, in file order:
    of ``lock=True`` files (``ReadersFullError``, ``_begin_read``).
 3. The per-process table: one environment and one descriptor per file and process
    (``shared_env``, ``shared_fd``), closed before every fork (``close_all_envs``).
-4. Decoding stored bytes: ``pil_decode``, ``tensor_decode``, ``encoded_tensor_decode``.
+4. Decoding stored bytes: ``pil_decode``, ``tensor_decode``, ``encoded_tensor_decode`` (TorchCodec,
+   or Pillow where TorchCodec would apply an EXIF orientation: ``_may_be_turned``).
 5. Record sources, the interface: what a dataset asks of the place its records come from
    (``_Records``: ``read`` a batch, ``get_bytes``), and ``_open_records``, which reads what a file
    says about itself and chooses its source once, when the dataset opens.
@@ -49,7 +50,8 @@ What lives where, in file order:
 7. v1 records by offset (``_LocatedRecords``): one ``os.pread`` per record at the offsets of
    meta/locations, page-cache probes and fadvise hints for cold batches, the checks made when a
    file opens (``locations_problem``: transaction, checksum, layout, spot checks against
-   meta/crc32); records not located go to the LMDB source.
+   meta/crc32); records not located go to the LMDB source. Memory for batches:
+   ``keep_freed_memory_for_reuse``.
 8. LEGACY folder2lmdb pickles (``_LegacyRecords``): the restricted unpickler, ``legacy_keys``,
    ``legacy_record``. Reached only with ``allow_pickle=True`` (and by scripts/convert_legacy.py).
 9. The dataset: ``_Index`` (ImageFolder's attributes, what the meta knows without decoding,
@@ -60,6 +62,7 @@ What lives where, in file order:
 from __future__ import annotations
 
 import bisect
+import ctypes
 import functools
 import io
 import itertools
@@ -74,7 +77,7 @@ import warnings
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, TypeVar
 
 import lmdb
 import numpy as np
@@ -110,6 +113,7 @@ __all__ = [
     "encode_meta",
     "encoded_tensor_decode",
     "is_legacy_pickle_lmdb",
+    "keep_freed_memory_for_reuse",
     "legacy_keys",
     "legacy_record",
     "open_env_readonly",
@@ -256,7 +260,7 @@ def encode_document(document: dict[str, Any]) -> bytes:
     return json.dumps(document, sort_keys=True, indent=1).encode("utf-8")
 
 
-def _array_bytes(txn: lmdb.Transaction, name: str, checksums: dict[str, Any]) -> bytes:
+def _array_bytes(txn: _ReadTxn, name: str, checksums: dict[str, Any]) -> bytes:
     """A meta array's stored bytes, checked against its CRC-32 in meta/json (older files: none)."""
     raw = txn.get(META_KEYS[name])
     if raw is None:
@@ -267,11 +271,11 @@ def _array_bytes(txn: lmdb.Transaction, name: str, checksums: dict[str, Any]) ->
     return raw
 
 
-def _array(txn: lmdb.Transaction, name: str, checksums: dict[str, Any]) -> np.ndarray:
+def _array(txn: _ReadTxn, name: str, checksums: dict[str, Any]) -> np.ndarray:
     return np.frombuffer(_array_bytes(txn, name, checksums), dtype=_ARRAY_DTYPES[name])
 
 
-def _locations(txn: lmdb.Transaction) -> np.ndarray | None:
+def _locations(txn: _ReadTxn) -> np.ndarray | None:
     raw = txn.get(META_KEYS["locations"])
     if raw is None:
         return None  # written before record locations existed: read through LMDB
@@ -279,7 +283,7 @@ def _locations(txn: lmdb.Transaction) -> np.ndarray | None:
     return np.frombuffer(bytes(raw[:whole]), dtype=LOCATION_DTYPE)
 
 
-def decode_meta(txn: lmdb.Transaction, where: str) -> Meta:
+def decode_meta(txn: _ReadTxn, where: str) -> Meta:
     """Read and check the meta of an open environment; ``where`` names the file in errors."""
     raw = txn.get(META_KEYS["json"])
     if raw is None:
@@ -341,7 +345,7 @@ def _check_meta(meta: Meta, where: str) -> None:
         )
 
 
-def _missing_meta_message(txn: lmdb.Transaction, where: str) -> str:
+def _missing_meta_message(txn: _ReadTxn, where: str) -> str:
     if is_legacy_pickle_lmdb(txn):
         return (
             f"{where} is a legacy LMDB of pickled (image, label) records (the folder2lmdb layout: keys "
@@ -593,6 +597,10 @@ class _GuardedTxn:
         return getattr(self.txn, name)
 
 
+#: A read transaction as the reading functions take it: LMDB's own, or one whose gets are guarded.
+_ReadTxn: TypeAlias = "lmdb.Transaction | _GuardedTxn"
+
+
 def _lock_file(path: str) -> str:
     return os.path.join(path, "lock.mdb") if os.path.isdir(path) else path + "-lock"
 
@@ -733,38 +741,48 @@ def shared_env(path: str, lock: bool = False, max_readers: int | None = None) ->
     return env
 
 
+_T = TypeVar("_T")
+
+
+def _made_once(table: dict[str, _T], path: str, make: Callable[[], _T]) -> _T:
+    """``table``'s entry for the file at ``path``, made by ``make`` on first use (under the lock;
+    later lookups, every read's, take none)."""
+    key = _env_key(path)
+    entry = table.get(key)
+    if entry is None:
+        with _ENVS_LOCK:
+            entry = table.get(key)
+            if entry is None:
+                entry = table[key] = make()
+    return entry
+
+
 def shared_fd(path: str) -> tuple[int, tuple[int, int]]:
     """This process's read-only descriptor of ``path``, opened on first use, and the identity
     ``(st_dev, st_ino)`` of the file it reads (record locations are only valid for that file)."""
-    key = _env_key(path)
-    entry = _FDS.get(key)
-    if entry is None:
-        with _ENVS_LOCK:
-            entry = _FDS.get(key)
-            if entry is None:
-                fd = os.open(path, os.O_RDONLY)
-                info = os.fstat(fd)
-                entry = _FDS[key] = (fd, (info.st_dev, info.st_ino))
-    return entry
+
+    def open_fd() -> tuple[int, tuple[int, int]]:
+        fd = os.open(path, os.O_RDONLY)
+        info = os.fstat(fd)
+        return fd, (info.st_dev, info.st_ino)
+
+    return _made_once(_FDS, path, open_fd)
 
 
 def shared_guard(path: str) -> PageGuard:
     """This process's PageGuard of the file at ``path``, made on first use."""
-    key = _env_key(path)
-    guard = _GUARDS.get(key)
-    if guard is None:
-        with _ENVS_LOCK:
-            guard = _GUARDS.get(key)
-            if guard is None:
-                fd = os.open(_data_file(path), os.O_RDONLY)
-                guard = _GUARDS[key] = PageGuard(fd, read_lmdb_header(fd, path), path)
-    return guard
+
+    def make_guard() -> PageGuard:
+        fd = os.open(_data_file(path), os.O_RDONLY)
+        return PageGuard(fd, read_lmdb_header(fd, path), path)
+
+    return _made_once(_GUARDS, path, make_guard)
 
 
-def guarded(txn: lmdb.Transaction, path: str, lock: bool) -> lmdb.Transaction:
+def guarded(txn: lmdb.Transaction, path: str, lock: bool) -> _ReadTxn:
     """``txn`` with its ``get`` guarded (_GuardedTxn), unless ``lock``: a writer may change such a
     file while it is read, and pages checked once could change under the guard."""
-    return txn if lock else _GuardedTxn(txn, shared_guard(path))  # type: ignore[return-value]
+    return txn if lock else _GuardedTxn(txn, shared_guard(path))
 
 
 def close_all_envs() -> None:
@@ -801,13 +819,21 @@ if hasattr(os, "register_at_fork"):
 Decode = Literal["pil", "tensor", "bytes"]
 DECODE_CHOICES: tuple[str, ...] = ("pil", "tensor", "bytes")
 #: The one storage code whose value may be anything (PNG, BMP, CMYK JPEG): it is decoded with Pillow;
-#: every other code's value is a valid RGB JPEG that decode_jpeg reads.
+#: every other code's value is a valid RGB JPEG that TorchCodec's decode_jpeg reads.
 _STORED_AS_IS = STORAGE_CODES["stored-as-is"]
+#: The TorchCodec release decode="tensor" is tested with (image decoders from 0.16 on); the
+#: install hint of the error raised without it.
+TORCHCODEC_PIN = "torchcodec==0.17.0"
 
 
 def pil_decode(data: bytes | memoryview) -> Image.Image:
     """Decode stored bytes exactly as torchvision's ``pil_loader`` decodes a file."""
     image = Image.open(io.BytesIO(data))  # BytesIO copies a memoryview once; Pillow reads that copy
+    image.load()
+    if image.mode == "RGB":
+        # What convert("RGB") returns for an RGB image (a copy: Image.copy is _new(im.copy())),
+        # without copying the decoded pixels that nothing else holds.
+        return image._new(image.im)
     return image.convert("RGB")
 
 
@@ -819,19 +845,22 @@ def pil_to_chw(image: Image.Image) -> torch.Tensor:
 
 
 @functools.cache
-def _torchvision_jpeg() -> tuple[Callable[..., torch.Tensor], Any]:
-    """torchvision's JPEG decoder and its RGB mode, imported on first use (importing costs seconds)."""
+def _torchcodec_jpeg() -> Callable[..., torch.Tensor]:
+    """TorchCodec's JPEG decoder, imported on first use (it needs no FFmpeg for images)."""
     try:
-        from torchvision.io import ImageReadMode, decode_jpeg
-    except ImportError as exc:  # pragma: no cover - the workflow environment has torchvision
-        raise ImportError('decode="tensor" needs torchvision; use decode="pil" without it') from exc
-    return decode_jpeg, ImageReadMode.RGB
+        from torchcodec.decoders import decode_jpeg
+    except ImportError as exc:
+        raise ImportError(
+            f'decode="tensor" decodes JPEGs with TorchCodec, which is not installed here: `pip install '
+            f'{TORCHCODEC_PIN}` (or a release compatible with your torch), or use decode="pil"'
+        ) from exc
+    return decode_jpeg
 
 
 def tensor_decode(data: bytes | memoryview, jpeg: bool = True) -> torch.Tensor:
     """Decode stored bytes to a uint8 ``(3, H, W)`` RGB tensor, ready for transforms v2.
 
-    ``jpeg=True``: torchvision's ``decode_jpeg`` reads ``data`` in place (no copy of the encoded
+    ``jpeg=True``: TorchCodec's ``decode_jpeg`` reads ``data`` in place (no copy of the encoded
     bytes, so ``data`` may be an LMDB buffer while its transaction is alive). ``jpeg=False`` (values
     stored as-is: PNG, BMP, CMYK JPEG, ...) decodes with Pillow, as ImageFolder would.
     """
@@ -847,11 +876,14 @@ def tensor_decode(data: bytes | memoryview, jpeg: bool = True) -> torch.Tensor:
 
 
 def encoded_tensor_decode(encoded: torch.Tensor, jpeg: bool = True) -> torch.Tensor:
-    """``tensor_decode`` of stored bytes already held in a uint8 tensor (the fast path reads into one)."""
-    if not jpeg:
+    """``tensor_decode`` of stored bytes already held in a uint8 tensor (the fast path reads into one).
+
+    TorchCodec always turns an image as its EXIF orientation says, which ImageFolder's Pillow
+    loader never does: a JPEG that may carry an orientation other than "as stored" is decoded with
+    Pillow instead, so that every decode choice gives ImageFolder's pixels."""
+    if not jpeg or _may_be_turned(memoryview(encoded.numpy())):
         return pil_to_chw(pil_decode(memoryview(encoded.numpy())))
-    decode_jpeg, rgb = _torchvision_jpeg()
-    return decode_jpeg(encoded, mode=rgb)
+    return _torchcodec_jpeg()(encoded, mode="RGB")
 
 
 def _decode(data: bytes | memoryview, decode: str, jpeg: bool) -> Any:
@@ -862,6 +894,90 @@ def _decode(data: bytes | memoryview, decode: str, jpeg: bool) -> Any:
     if decode == "tensor":
         return tensor_decode(data, jpeg=jpeg)
     return bytes(data)
+
+
+# -- the EXIF orientation TorchCodec would apply ---------------------------------------------------
+# TorchCodec (its DecodeJpeg.cpp and Exif.h) reads the orientation from the first APP1 segment that
+# libjpeg saw by the time decoding starts: those before the first scan, and for progressive or
+# multi-scan files those between scans too. _may_be_turned mirrors that reading and errs towards
+# Pillow: anything it cannot follow counts as "may be turned".
+
+_APP1, _SOS, _SOI = 0xE1, 0xDA, 0xD8
+#: Markers without a length field (TEM, RST0-RST7).
+_BARE_MARKERS = frozenset({0x01, *range(0xD0, 0xD8)})
+#: Start-of-frame markers of single-scan-capable sequential JPEGs (baseline, extended Huffman).
+_SEQUENTIAL_SOF = frozenset({0xC0, 0xC1})
+_ANY_SOF = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}  # DHT, JPG and DAC are not frames
+_MARKER = struct.Struct(">BBH")  # 0xFF, the marker, the segment's length (itself included)
+
+
+def _may_be_turned(data: memoryview) -> bool:
+    """Whether TorchCodec might turn this JPEG for its EXIF orientation (see above)."""
+    header = _jpeg_header(data)
+    if header is None:
+        return True
+    app1, single_scan, scan_start = header
+    if app1 is not None:
+        return _exif_orientation(app1) not in (-1, 1)
+    # APP1 segments after the first scan are read only when libjpeg buffers every scan first
+    return not single_scan and data[scan_start:].tobytes().find(b"\xff\xe1") >= 0
+
+
+def _jpeg_header(data: memoryview) -> tuple[memoryview | None, bool, int] | None:
+    """(the first APP1 segment's payload or None, whether the first scan is the only one, where the
+    scan starts), from the markers up to the first start of scan; None where the bytes are not
+    laid out as that walk expects."""
+    if len(data) < 4 or data[0] != 0xFF or data[1] != _SOI:
+        return None
+    app1, frame, components, position = None, None, 0, 2
+    while position + 4 <= len(data):
+        fill, marker, length = _MARKER.unpack_from(data, position)
+        if fill != 0xFF:
+            return None
+        if marker == 0xFF or marker in _BARE_MARKERS:  # a fill byte, or a marker without a length
+            position += 1 if marker == 0xFF else 2
+            continue
+        end = position + 2 + length
+        if length < 2 or end > len(data):
+            return None
+        if marker == _APP1 and app1 is None:
+            app1 = data[position + 4 : end]
+        elif marker in _ANY_SOF and length >= 8:
+            frame, components = marker, data[position + 9]
+        elif marker == _SOS:
+            single = frame in _SEQUENTIAL_SOF and length >= 3 and data[position + 4] == components
+            return app1, single, end
+        position = end
+    return None
+
+
+def _exif_orientation(segment: memoryview) -> int:
+    """The orientation TorchCodec reads from an APP1 payload, -1 for none (fetch_exif_orientation)."""
+    if len(segment) <= 6:
+        return -1
+    exif = segment[6:]  # after "Exif\0\0", which TorchCodec does not check
+    size = len(exif)
+    intel = size >= 1 and (size == 1 or exif[0] == exif[1]) and exif[0] == ord("I")
+
+    def number(offset: int, width: int) -> int:  # out of range: the C code's INCORRECT_TAG
+        if offset + width - 1 >= size:
+            return 0xFFFF
+        raw = bytes(exif[offset : offset + width])
+        return int.from_bytes(raw, "little" if intel else "big")
+
+    if number(2, 2) != 0x2A:
+        return -1
+    offset = number(4, 4)
+    entries = number(offset, 2)
+    offset = (offset + 2) & 0xFFFFFFFF  # uint32_t arithmetic, as in the C code
+    for _ in range(entries):
+        tag = number(offset, 2)
+        if tag == 0xFFFF:
+            break
+        if tag == 0x0112:
+            return number((offset + 8) & 0xFFFFFFFF, 2)
+        offset = (offset + 12) & 0xFFFFFFFF
+    return -1
 
 
 # --------------------------------------------------------------------------------------------------
@@ -875,7 +991,7 @@ def _decode(data: bytes | memoryview, decode: str, jpeg: bool) -> Any:
 
 #: Opens a read transaction of the dataset's file. The dataset passes its own (LMDBReader._transaction):
 #: it owns the file's lock settings and reader slots; a source opens at most one per batch.
-_Begin = Callable[[], lmdb.Transaction]
+_Begin = Callable[[], _ReadTxn]
 
 
 class _Records(Protocol):
@@ -964,7 +1080,7 @@ class _LmdbRecords:
         with begin() as txn:
             return bytes(self._value(txn, index))
 
-    def _value(self, txn: lmdb.Transaction, index: int) -> memoryview:
+    def _value(self, txn: _ReadTxn, index: int) -> memoryview:
         data = txn.get(record_key(index))
         if data is None:
             raise FormatError(f"{self.path}: record {index} is missing; the file is damaged")
@@ -1287,6 +1403,43 @@ class _LocatedRecords:
         return pil_decode(data) if decode == "pil" else data
 
 
+# -- memory for batches ---------------------------------------------------------------------------
+# Every batch allocates its values (and Pillow its images) afresh and frees them when it is done.
+# With glibc's defaults the freed top of the heap goes back to the kernel and blocks over 128 KB are
+# mmap'd, so each batch page-faults all of its memory in again: on a cold cache that time is added
+# to the disk's, and batches by offset fell well short of the bare hinted preads (BENCHMARKS.md).
+
+#: glibc's mallopt parameters (malloc.h).
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+#: Freed memory kept for the next batch, at most; blocks up to the second figure come from the heap.
+KEEP_FREED_BYTES, HEAP_BLOCKS_UP_TO = 64 << 20, 16 << 20
+#: Set to "default" to leave glibc's malloc settings alone in every process that reads.
+MALLOC_ENV = "IMAGEFOLDER_LMDB_MALLOC"
+#: glibc's environment variables for the same settings (MALLOC_<name>_): a user's choice wins.
+_USER_MALLOC_SETTINGS = ("TRIM_THRESHOLD", "MMAP_THRESHOLD", "TOP_PAD", "MMAP_MAX")
+_malloc_settled = False  # inherited by forked workers, as the settings are; spawned ones start anew
+
+
+def keep_freed_memory_for_reuse() -> None:
+    """Once per process, before its first batch: let glibc reuse a finished batch's memory for the
+    next one instead of handing it back to the kernel. Memory kept stays below KEEP_FREED_BYTES.
+    Skipped off glibc, where the user set these limits (MALLOC_*_, GLIBC_TUNABLES) or where
+    ``IMAGEFOLDER_LMDB_MALLOC=default``."""
+    global _malloc_settled
+    if _malloc_settled:
+        return
+    _malloc_settled = True
+    tuned = any(f"MALLOC_{name}_" in os.environ for name in _USER_MALLOC_SETTINGS)
+    if tuned or "glibc.malloc" in os.environ.get("GLIBC_TUNABLES", "") or os.environ.get(MALLOC_ENV) == "default":
+        return
+    try:
+        mallopt = ctypes.CDLL("libc.so.6").mallopt
+    except (OSError, AttributeError):  # not glibc
+        return
+    mallopt(_M_TRIM_THRESHOLD, KEEP_FREED_BYTES)
+    mallopt(_M_MMAP_THRESHOLD, HEAP_BLOCKS_UP_TO)
+
+
 # --------------------------------------------------------------------------------------------------
 # 8. LEGACY: LMDBs of the folder2lmdb recipe (Efficient-PyTorch and its many copies). Opt-in only.
 # --------------------------------------------------------------------------------------------------
@@ -1319,7 +1472,7 @@ class _LegacyUnpickler(pickle.Unpickler):  # legacy, allow_pickle=True only: res
         return super().find_class(module, name)
 
 
-def is_legacy_pickle_lmdb(txn: lmdb.Transaction) -> bool:
+def is_legacy_pickle_lmdb(txn: _ReadTxn) -> bool:
     """Whether the environment looks like a folder2lmdb file (checked without unpickling)."""
     return any(txn.get(key) is not None for key in LEGACY_KEYS)
 
@@ -1337,7 +1490,7 @@ def legacy_loads(data: bytes | memoryview, what: str) -> Any:
         ) from exc
 
 
-def legacy_keys(txn: lmdb.Transaction, where: str) -> list[bytes]:
+def legacy_keys(txn: _ReadTxn, where: str) -> list[bytes]:
     """The record keys of a legacy file in index order: ``__keys__`` if present, else 0..__len__-1."""
     raw_keys = txn.get(b"__keys__")
     if raw_keys is not None:
@@ -1386,7 +1539,7 @@ class _LegacyRecords:
         self.path = path
         self.keys = keys  # record keys in index order (legacy_keys)
 
-    def record(self, txn: lmdb.Transaction, index: int) -> tuple[bytes, int]:
+    def record(self, txn: _ReadTxn, index: int) -> tuple[bytes, int]:
         """The ``(image bytes, label)`` of record ``index``."""
         key = self.keys[index]
         return legacy_record(txn.get(key), f"{self.path}: legacy record {key.decode('utf-8', 'backslashreplace')!r}")
@@ -1404,7 +1557,7 @@ class _LegacyRecords:
             return self.record(txn, index)[0]
 
 
-def _open_legacy(txn: lmdb.Transaction, path: str) -> _Opened:
+def _open_legacy(txn: _ReadTxn, path: str) -> _Opened:
     """LEGACY (allow_pickle=True): index a folder2lmdb file; reads every record for its label."""
     records = _LegacyRecords(path, legacy_keys(txn, path))
     targets = [records.record(txn, index)[1] for index in range(len(records.keys))]
@@ -1431,7 +1584,7 @@ def _check_options(decode: str, lock: bool, max_readers: int | None) -> None:
     if max_readers is not None and max_readers < 1:
         raise ValueError(f"max_readers={max_readers}: must be at least 1")
     if decode == "tensor":
-        _torchvision_jpeg()  # fail here, not in a worker, when torchvision is missing
+        _torchcodec_jpeg()  # fail here, not in a worker, when TorchCodec is missing
 
 
 def class_words(document: dict[str, Any], classes: list[str]) -> list[str] | None:
@@ -1578,15 +1731,17 @@ class LMDBReader(_Index):
     without decoding any image. ``short_side`` (and ``max_side``) say whether the file is a copy
     prepared at a smaller size: larger images were shrunk so that their shorter side is
     ``short_side`` (``storage_reason(i) == "reencoded:resized"``); None for the source's sizes.
-    without decoding any image. ``class_words[k]`` names ``classes[k]`` in words (``"tench, Tinca
+    ``class_words[k]`` names ``classes[k]`` in words (``"tench, Tinca
     tinca"`` for ``n01440764``) where every class is an ImageNet-1k WNID; else it is None.
 
     ``decode`` chooses what ``transform`` receives (and what a sample holds without one):
       - ``"pil"`` (default): an RGB ``PIL.Image``, exactly as ImageFolder's loader makes it;
-      - ``"tensor"``: a uint8 ``(3, H, W)`` RGB tensor from torchvision's ``decode_jpeg``, the JPEG
-        read straight into a tensor (no extra copy of it), for transforms v2. Values stored as-is
-        (PNG, BMP, ...) go through Pillow. Pixel-equal to ``"pil"`` with the pinned torchvision
-        0.29.1 and Pillow 13 (both libjpeg-turbo; tests check it); other builds may differ slightly;
+      - ``"tensor"``: a uint8 ``(3, H, W)`` RGB tensor from TorchCodec's ``decode_jpeg`` (``pip
+        install torchcodec``; no FFmpeg needed), the JPEG read straight into a tensor (no extra copy
+        of it), for transforms v2. Values stored as-is (PNG, BMP, ...) and JPEGs whose EXIF
+        orientation TorchCodec would apply go through Pillow. Pixel-equal to ``"pil"`` with the
+        pinned TorchCodec and Pillow (both libjpeg-turbo; tests check it); other builds may differ
+        slightly;
       - ``"bytes"``: the stored bytes (a JPEG unless stored as-is), e.g. for GPU decoding.
 
     Reads: files written by the workflow record where each record lies in the file
@@ -1607,7 +1762,9 @@ class LMDBReader(_Index):
     Batches: ``__getitems__(indices)`` reads a batch together: when its records are not in the
     page cache, the kernel is asked for all of them at once (``posix_fadvise(WILLNEED)``), so their
     reads queue up together instead of one after the other; records not located are read in one
-    LMDB transaction. DataLoader calls it by itself whenever it batches, and
+    LMDB transaction. Before its first batch a process lets glibc keep the memory a batch frees for
+    the next one (``keep_freed_memory_for_reuse``; ``IMAGEFOLDER_LMDB_MALLOC=default`` leaves
+    malloc as it is). DataLoader calls it by itself whenever it batches, and
     ``torch.utils.data.Subset(ds, indices)`` passes its batches through to it.
     ``DistributedSampler`` works as with any map-style dataset.
 
@@ -1656,7 +1813,7 @@ class LMDBReader(_Index):
     def _env(self) -> lmdb.Environment:
         return shared_env(self.path, lock=self.lock, max_readers=self.max_readers)
 
-    def _transaction(self) -> lmdb.Transaction:
+    def _transaction(self) -> _ReadTxn:
         """A read transaction of the file (see _begin_read): record sources open at most one per batch.
         Its ``get`` checks the pages on the way to each key first (guarded)."""
         return guarded(_begin_read(self._env(), self.path), self.path, self.lock)
@@ -1670,6 +1827,8 @@ class LMDBReader(_Index):
         DataLoader's batched fetch calls this instead of ``__getitem__`` once per sample; the list
         it returns goes to ``collate_fn``. Transforms run after every record has been read."""
         positions = [self._check_index(index) for index in indices]
+        if len(positions) > 1:
+            keep_freed_memory_for_reuse()
         batch = self._records.read(positions, self.decode, self._transaction, self.targets)
         return [self._finish(image, target) for image, target in batch]
 
@@ -1703,22 +1862,27 @@ class LMDBReader(_Index):
         return self.__dict__.copy()
 
     def __repr__(self) -> str:
-        lines = [
-            f"Dataset {type(self).__name__}",
-            f"    Number of datapoints: {len(self)}",
-            f"    Path: {self.path}",
-            f"    Root location: {self.root}",  # as ImageFolder's repr names its folder
-            f"    Classes: {len(self.classes)}",
-            f"    Decode: {self.decode}",
-        ]
-        if self.is_legacy:
-            lines.append("    Layout: legacy folder2lmdb pickle (allow_pickle=True)")
-        resized = _resized_words(self.short_side, self.max_side)
-        if resized:
-            lines.append(f"    Resized at conversion: {resized}")
-        if self.transform is not None:
-            lines.append(f"    Transform: {self.transform!r}")
-        return "\n".join(lines)
+        return _described(self)
+
+
+def _described(ds: LMDBReader) -> str:
+    """``repr(ds)``, in the form of ImageFolder's."""
+    lines = [
+        f"Dataset {type(ds).__name__}",
+        f"    Number of datapoints: {len(ds)}",
+        f"    Path: {ds.path}",
+        f"    Root location: {ds.root}",  # as ImageFolder's repr names its folder
+        f"    Classes: {len(ds.classes)}",
+        f"    Decode: {ds.decode}",
+    ]
+    if ds.is_legacy:
+        lines.append("    Layout: legacy folder2lmdb pickle (allow_pickle=True)")
+    resized = _resized_words(ds.short_side, ds.max_side)
+    if resized:
+        lines.append(f"    Resized at conversion: {resized}")
+    if ds.transform is not None:
+        lines.append(f"    Transform: {ds.transform!r}")
+    return "\n".join(lines)
 
 
 def _build_dataset_class() -> type:

@@ -52,7 +52,7 @@ from imagefolder_lmdb.dataset import (
 )
 from imagefolder_lmdb.image_policy import UNUSABLE_IMAGE, Encoded, EncodeSettings, encode_image
 from imagefolder_lmdb.meta_document import build_document, checked
-from imagefolder_lmdb.workflow_io import atomic_lmdb
+from imagefolder_lmdb.outputs import atomic_lmdb
 
 TOOL = "imagefolder-lmdb-convert-legacy"
 TOOL_VERSION = "1.0.0"

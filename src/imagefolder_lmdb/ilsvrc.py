@@ -1,4 +1,5 @@
-"""ILSVRC2012 specifics: the devkit's class list and validation ground truth, and val labels.
+"""ILSVRC2012 specifics: the devkit's class list and validation ground truth, val labels, and the
+published md5 of the official archives.
 
 Class index = position of the WNID among the sorted WNIDs, which is what ImageFolder gives on the
 extracted train tree, so train and val share one ``class_to_idx``.
@@ -12,6 +13,7 @@ md5 and saves a pickle, so the devkit is read here with the same scipy call torc
 
 import contextlib
 import csv
+import hashlib
 import os
 import re
 import tarfile
@@ -19,8 +21,11 @@ import tempfile
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
-from imagefolder_lmdb.archives import check_tar_members
+from tqdm import tqdm
+
+from imagefolder_lmdb.archive_members import DamagedArchiveError, check_tar_members
 from imagefolder_lmdb.class_list import is_shipped, shipped_list
 
 VAL_NAME = re.compile(r"^ILSVRC2012_val_(\d{8})\.(JPEG|jpeg|jpg|JPG|png|PNG)$")
@@ -134,3 +139,43 @@ def devkit_classes(devkit: str) -> list[str]:
         return list(shipped_list(devkit).names)
     with devkit_errors(devkit), tempfile.TemporaryDirectory() as scratch:
         return sorted(parse_meta_mat(read_devkit_member(devkit, DEVKIT_META, scratch)).values())
+
+
+#: md5 of the files as distributed by image-net.org (also in torchvision.datasets.imagenet).
+OFFICIAL_MD5 = {
+    "ILSVRC2012_img_train.tar": "1d675b47d978889d74fa0da5fadfb00e",
+    "ILSVRC2012_img_val.tar": "29b22e2961454d5413ddabcf34fc5622",
+    "ILSVRC2012_devkit_t12.tar.gz": "fa75699e90414af021442c21a62c3abf",
+}
+
+
+def md5_of(path: str, progress: dict[str, Any] | None = None, chunk: int = 8 << 20) -> str:
+    digest = hashlib.md5(usedforsecurity=False)
+    with (
+        open(path, "rb") as stream,
+        tqdm(
+            total=os.path.getsize(path),
+            desc=f"md5 {os.path.basename(path)}",
+            unit="B",
+            unit_scale=True,
+            **(progress or {}),
+        ) as bar,
+    ):
+        while block := stream.read(chunk):
+            digest.update(block)
+            bar.update(len(block))
+    return digest.hexdigest()
+
+
+def check_official_md5(path: str, progress: dict[str, Any] | None = None) -> str:
+    """Compare an official archive with its published md5; other file names are not checked."""
+    expected = OFFICIAL_MD5.get(os.path.basename(path))
+    if expected is None:
+        return f"{path}: no published md5 for this file name, not checked"
+    actual = md5_of(path, progress)
+    if actual != expected:
+        raise DamagedArchiveError(
+            f"{path}: md5 {actual} differs from the published {expected}; the file is damaged or "
+            "incomplete. Download it again."
+        )
+    return f"{path}: md5 {actual} matches the published value"

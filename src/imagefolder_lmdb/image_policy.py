@@ -10,7 +10,8 @@ One home for what decides the stored bytes, used by rule encode_shard and by con
   :func:`stored_size` for the size, :func:`reencode` for the resampling. Every image is checked
   first (``encode.check``: a full decode, or headers and the JPEG end marker).
 
-The storage reasons themselves are part of the format: ``dataset.STORAGE_REASONS``.
+The storage reasons themselves are part of the format: ``dataset.STORAGE_REASONS``. Which stored
+values a shard's part holds, and which merge copies from the source: ``kept_in_part``.
 """
 
 import io
@@ -51,6 +52,18 @@ class Encoded:
     storage: int  # a key of dataset.STORAGE_REASONS
     width: int
     height: int
+
+
+#: Storage codes whose stored value is the source file itself. encode_shard checks those images but
+#: leaves their bytes out of its part; merge copies them from the source, checking each against the
+#: CRC-32 taken when it was checked. So the bulk of a dataset is written once, not twice, and the
+#: work folder never holds a second copy of it.
+SOURCE_BYTES_CODES = frozenset({STORAGE_CODES["passthrough"], STORAGE_CODES["stored-as-is"]})
+
+
+def kept_in_part(storage_code: int) -> bool:
+    """Whether a shard's part holds the stored value (a re-encoded image), not the source."""
+    return storage_code not in SOURCE_BYTES_CODES
 
 
 def open_checked(data: bytes, check: str) -> Image.Image:

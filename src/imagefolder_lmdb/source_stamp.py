@@ -8,12 +8,15 @@ under the same name (``mv fixed.jpg bad.jpg``) changes the time but not the stam
 failed shard reruns.
 """
 
+import contextlib
 import hashlib
 import json
 import os
 import stat
 import time
 from typing import Any
+
+from imagefolder_lmdb.outputs import atomic_file
 
 CACHE = os.path.join(".snakemake", "imagefolder-lmdb.listing-stamps.json")
 #: A folder changed this recently may change again within its time's resolution (1-2 s on some
@@ -71,13 +74,6 @@ def read_cache(path: str) -> dict[str, list[Any]]:
 
 
 def write_cache(path: str, cache: dict[str, list[Any]]) -> None:
-    """Replace the cache whole; losing it (a race with another process) only costs a listing."""
-    temporary = f"{path}.{os.getpid()}.tmp"
-    try:
-        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        with open(temporary, "w", encoding="utf-8") as stream:
-            json.dump(cache, stream, ensure_ascii=False)
-        os.replace(temporary, path)
-    except OSError:
-        if os.path.exists(temporary):
-            os.remove(temporary)
+    """Replace the cache whole; losing it (a race with another process, a full disk) only costs a listing."""
+    with contextlib.suppress(OSError), atomic_file(path, encoding="utf-8") as stream:
+        json.dump(cache, stream, ensure_ascii=False)

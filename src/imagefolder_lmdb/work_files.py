@@ -7,9 +7,10 @@
     counts.json                    CountsReport              count_check    write_meta (and the user)
     parts/<shard>.json             ShardReport               encode_shard   merge, write_meta
 
-Where an image's bytes are (a file under the root, a byte range of a tar, a zip member) is a
-``Location`` (archives.py reads them). The renumbering around skipped images is decided
-once, by :func:`kept_indices`. Every writer goes through workflow_io's atomic outputs.
+Where an image's bytes are (a file under the root, a byte range of a tar, a zip member, a Parquet
+row) is a ``Location`` (source_locations.py; the sources' readers read them). The renumbering
+around skipped images is decided once, by :func:`kept_indices`. Every writer writes through
+outputs.py, so a file is at its final path only when whole.
 """
 
 from __future__ import annotations
@@ -17,73 +18,23 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from imagefolder_lmdb.workflow_io import publish, read_json, temporary_path, write_json_atomic
+from imagefolder_lmdb.outputs import atomic_file, write_json_atomic
+from imagefolder_lmdb.source_locations import (
+    Location,
+    location_from_json,
+    location_to_json,
+)
 
 DESCRIPTION = "source.json"
 MEMBERS = "members.jsonl"
 
-# --------------------------------------------------------------------------------------------------
-# Where an image's bytes are.
-# --------------------------------------------------------------------------------------------------
 
-
-@dataclass(frozen=True, slots=True)
-class FileLocation:
-    """A file under the manifest's root, at a path other than the sample's own (val images)."""
-
-    file: str
-
-
-@dataclass(frozen=True, slots=True)
-class TarLocation:
-    """A byte range of an uncompressed tar (also a member of a class tar inside ILSVRC's train tar)."""
-
-    tar: int  # index into the manifest's containers
-    offset: int
-    size: int
-
-
-@dataclass(frozen=True, slots=True)
-class ZipLocation:
-    """A zip member, read back by zipfile's own name for it."""
-
-    zip: int  # index into the manifest's containers
-    member: str
-    size: int
-
-
-@dataclass(frozen=True)
-class ParquetLocation:
-    """A row of a Parquet file: the image column's value in one row group (layout parquet)."""
-
-    parquet: int  # index into the manifest's containers
-    row_group: int
-    row: int  # within the row group
-
-
-#: None: the file at ``root/path`` of the sample itself (an ImageFolder tree).
-Location = FileLocation | TarLocation | ZipLocation | ParquetLocation | None
-LOCATION_TYPES = (FileLocation, TarLocation, ZipLocation, ParquetLocation)
-
-
-def location_from_json(value: dict[str, Any] | None) -> Location:
-    """The location a manifest or member row stores as a JSON object (told apart by its first key)."""
-    if value is None:
-        return None
-    kind = next(cls for cls in LOCATION_TYPES if fields(cls)[0].name in value)
-    return kind(**value)
-
-
-def location_to_json(location: Location) -> dict[str, Any] | None:
-    return None if location is None else asdict(location)
-
-
-def location_size(location: Location) -> int | None:
-    """The size an archive index recorded, or None where only the file system knows it."""
-    return location.size if isinstance(location, TarLocation | ZipLocation) else None
+def read_json(path: str) -> Any:
+    with open(path, encoding="utf-8") as stream:
+        return json.load(stream)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -111,6 +62,15 @@ class SourceDescription:
     label_names: list[str] | None = None  # parquet: the class names its files' metadata gives
     image_column: str | None = None  # parquet: the column the image bytes are in
 
+    def tree_root(self) -> str:
+        """The image tree's root of a folder or an unpacked archive (a work file without one is damaged)."""
+        if self.root is None:
+            raise ValueError(
+                f"{DESCRIPTION} of {self.source} (kind {self.kind}) names no image tree: the file is damaged. "
+                "Delete the split's folder under `work` and run the same command again."
+            )
+        return self.root
+
 
 def write_source_description(folder: str, description: SourceDescription) -> None:
     write_json_atomic(os.path.join(folder, DESCRIPTION), asdict(description))
@@ -126,7 +86,7 @@ class Member:
     Shards of samples (webdataset, parquet) also carry each sample's integer label."""
 
     path: str  # "/"-separated, as stored (for a tar of tars: "<inner tar name without .tar>/member")
-    location: TarLocation | ZipLocation | ParquetLocation | None  # None: a folder
+    location: Location  # None: a folder (never a FileLocation: those are files of a folder source)
     label: int | None = None  # webdataset, parquet: the label the shard stores
 
     @property
@@ -138,7 +98,7 @@ def write_members(folder: str, members: Iterable[Member], strip: str = "") -> in
     """members.jsonl: one ``[path without strip, location(, label)]`` row per file member; returns
     the count."""
     count = 0
-    with open(os.path.join(folder, MEMBERS), "w", encoding="utf-8") as stream:
+    with atomic_file(os.path.join(folder, MEMBERS), encoding="utf-8") as stream:
         for member in members:
             row: list[Any] = [member.path[len(strip) :], location_to_json(member.location)]
             if member.label is not None:
@@ -192,8 +152,7 @@ class Sample:
 def write_manifest(path: str, header: ManifestHeader, samples: Iterable[Sample]) -> None:
     """First line: the header object; then ``[index, label, path(, location)]`` per image (JSON,
     so any character a file name can hold survives)."""
-    temporary = temporary_path(path)
-    with open(temporary, "w", encoding="utf-8") as stream:
+    with atomic_file(path, encoding="utf-8") as stream:
         json.dump(header.__dict__, stream, ensure_ascii=False)
         stream.write("\n")
         for sample in samples:
@@ -202,12 +161,16 @@ def write_manifest(path: str, header: ManifestHeader, samples: Iterable[Sample])
                 row.append(location_to_json(sample.location))
             stream.write(json.dumps(row, ensure_ascii=False))
             stream.write("\n")
-    publish(temporary, path)
 
 
 def read_manifest_header(path: str) -> ManifestHeader:
     with open(path, encoding="utf-8") as stream:
         return ManifestHeader(**json.loads(stream.readline()))
+
+
+def shard_range(count: int, shards: int, shard: int) -> tuple[int, int]:
+    """The contiguous slice of the manifest's ``count`` images that shard ``shard`` of ``shards`` encodes."""
+    return count * shard // shards, count * (shard + 1) // shards
 
 
 def read_manifest(path: str, start: int = 0, stop: int | None = None) -> Iterator[Sample]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,13 +28,33 @@ from imagefolder_lmdb.dataset import (
     encode_meta,
     record_key,
 )
-from imagefolder_lmdb.workflow_io import LMDBWriter
+from imagefolder_lmdb.outputs import LMDBWriter
+
+
+def copy_alone(lmdb_file: Path, destination: Path) -> Path:
+    """``lmdb_file`` copied alone to ``destination``, in a new folder: a new path and inode, no run
+    around it (as onto a node's local disk)."""
+    destination.parent.mkdir()
+    shutil.copy(lmdb_file, destination)
+    return destination
 
 
 def every_key_and_value(path: Path) -> dict[bytes, bytes]:
     close_all_envs()  # a dataset opened earlier in this process would block a second open
     with lmdb.open(str(path), subdir=False, readonly=True, lock=False) as env, env.begin() as txn:
         return {bytes(key): bytes(value) for key, value in txn.cursor()}
+
+
+def without_later_additions(document: dict) -> dict:
+    """The meta JSON less what later issues added to it, each checked by its own tests: the
+    checksums of the meta arrays and of the record locations (issue 21), the unset
+    ``encode.short_side`` (issue 23)."""
+    document.pop("checksums", None)
+    if isinstance(document.get("locations"), dict):
+        document["locations"].pop("crc32", None)
+    if document["settings"]["encode"].get("short_side", "absent") is None:
+        del document["settings"]["encode"]["short_side"]
+    return document
 
 
 def records_and_meta(path: Path) -> tuple[dict[bytes, bytes], dict]:

@@ -16,8 +16,8 @@ from imagefolder_lmdb.class_list import class_words, configured_names, shipped_l
 from imagefolder_lmdb.dataset import STORAGE_CODES, LMDBReader, Meta, checksum, close_all_envs, encode_meta, record_key
 from imagefolder_lmdb.ilsvrc import LabelError, devkit_classes, val_labels
 from imagefolder_lmdb.meta_document import document_problems
+from imagefolder_lmdb.outputs import LMDBWriter
 from imagefolder_lmdb.steps import verify
-from imagefolder_lmdb.workflow_io import LMDBWriter
 from support import REPO
 from support.images import jpeg_bytes
 

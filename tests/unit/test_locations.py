@@ -33,8 +33,8 @@ from imagefolder_lmdb.dataset import (
     close_all_envs,
     encode_meta,
 )
+from imagefolder_lmdb.outputs import LMDBWriter
 from imagefolder_lmdb.steps import write_meta
-from imagefolder_lmdb.workflow_io import LMDBWriter
 from support.commands import run_script
 from support.datasets import (
     assert_offsets_give_lmdb_bytes,
@@ -49,7 +49,6 @@ from support.images import jpeg_bytes, png_bytes
 from support.legacy import pickled, write_legacy
 
 pytestmark = [
-    pytest.mark.filterwarnings("ignore:The image decoding and encoding capabilities:DeprecationWarning"),
     pytest.mark.usefixtures("fresh_envs"),  # each test opens its files afresh
 ]
 
@@ -153,6 +152,44 @@ def test_a_cold_batch_is_hinted_at_once_and_a_cached_one_not(
     assert [data for data, _ in ds.__getitems__(order)] == [values[i] for i in order]
     expected = [(ds._offsets.item(i), ds._lengths.item(i)) for i in order]
     assert hinted == ([] if cached else expected)
+
+
+def drop_from_page_cache(path: Path) -> None:
+    """The file's pages out of the page cache (no root needed); skips where they stay (tmpfs)."""
+    offsets = stored_records(path)[1]["offset"]
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)  # dirty pages cannot be dropped
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        if dataset._cached(fd, int(offsets[offsets != 0][0])):
+            pytest.skip("this filesystem keeps its pages cached (tmpfs?) or cannot probe")
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("decode", ["bytes", "pil", "tensor"])
+def test_a_cold_batch_reads_what_a_warm_one_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, decode: str) -> None:
+    values = [jpeg_bytes(i, (300 + 40 * i, 200 + 30 * i)) for i in range(6)] + [png_bytes(6), png_bytes(7, (400, 300))]
+    codes = [STORAGE_CODES["passthrough"]] * 6 + [STORAGE_CODES["stored-as-is"]] * 2
+    write_dataset(tmp_path / "d.lmdb", values, storage=codes)
+    order = [7, 2, 0, 5, 6, 1, 4, 3, 2]
+    warm = LMDBDataset(tmp_path / "d.lmdb", decode=decode).__getitems__(order)
+    close_all_envs()
+    drop_from_page_cache(tmp_path / "d.lmdb")
+    hints: list[int] = []
+    original = dataset._hint_rest
+    monkeypatch.setattr(dataset, "_hint_rest", lambda *args, **kw: hints.append(1) or original(*args, **kw))
+    cold = LMDBDataset(tmp_path / "d.lmdb", decode=decode)
+    got = cold.__getitems__(order)
+    assert cold.reads_by_offset and hints, "read by offset, the cold batch hinted"
+    for (image, target), (want, want_target) in zip(got, warm, strict=True):
+        assert target == want_target
+        if decode == "tensor":
+            assert torch.equal(image, want)
+        elif decode == "pil":
+            assert np.array_equal(np.asarray(image), np.asarray(want))
+        else:
+            assert type(image) is bytes and image == want
 
 
 def test_the_page_cache_probe(tmp_path: Path) -> None:

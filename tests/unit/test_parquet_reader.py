@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from imagefolder_lmdb.source_locations import ParquetLocation
 from imagefolder_lmdb.sources.parquet import ParquetReader
-from imagefolder_lmdb.work_files import ParquetLocation
 from support import REPO
 from support.images import jpeg_bytes
 from support.parquet import Row, write_hf_parquet, write_plain_parquet
@@ -57,7 +57,7 @@ def test_messages_name_the_file_and_its_row_and_sizes_come_from_the_footer(files
     reader = ParquetReader([str(f) for f in files], "image")
     location = ParquetLocation(1, 2, 3)
     assert reader.describe("x/b-15", location) == f"{files[1]}, row 15 (counted from 0; row group 2), sample x/b-15"
-    size = reader.recorded_size(location)
+    size = reader.source_size("x/b-15", location)
     assert size is not None and 0.5 < size / len(expected(location)) < 2
 
 

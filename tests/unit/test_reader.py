@@ -1,9 +1,12 @@
 """The reader on files written here, no conversion: clear refusals of what is no dataset, decoding
-(tensor equals PIL for every kind of JPEG, stored-as-is values through Pillow)."""
+(tensor equals PIL for every kind of JPEG and every storage kind, EXIF orientations included,
+stored-as-is values through Pillow; TorchCodec optional), malloc settings for batches."""
 
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
 from pathlib import Path
 
 import lmdb
@@ -13,11 +16,9 @@ import torch
 from PIL import Image
 
 from imagefolder_lmdb import dataset
-from imagefolder_lmdb.dataset import FormatError, LMDBDataset, record_key
+from imagefolder_lmdb.dataset import STORAGE_CODES, FormatError, LMDBDataset, record_key
+from imagefolder_lmdb.image_policy import EncodeSettings, encode_image
 from support.datasets import pil_as_tensor
-
-#: torchvision 0.29 deprecates its image decoders in favour of TorchCodec and says so on every call.
-pytestmark = pytest.mark.filterwarnings("ignore:The image decoding and encoding capabilities:DeprecationWarning")
 
 
 def test_refuses_a_file_that_is_not_lmdb(tmp_path: Path) -> None:
@@ -60,3 +61,169 @@ def test_stored_as_is_values_decode_to_tensors_through_pillow() -> None:
     data = buffer.getvalue()
     tensor = dataset.tensor_decode(data, jpeg=False)
     assert tensor.shape == (3, 3, 5) and torch.equal(tensor, pil_as_tensor(dataset.pil_decode(data)))
+
+
+def photo(size: tuple[int, int] = (61, 43), seed: int = 0) -> Image.Image:
+    pixels = np.random.default_rng(seed).integers(0, 256, (7, 5, 3), dtype=np.uint8)
+    return Image.fromarray(pixels).resize(size, Image.Resampling.BICUBIC)
+
+
+def saved(image: Image.Image, fmt: str = "JPEG", **options: object) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, format=fmt, **options)
+    return buffer.getvalue()
+
+
+def oriented_jpeg(orientation: int | None, progressive: bool = False) -> bytes:
+    """A JPEG whose EXIF says ``orientation`` (None: no EXIF at all)."""
+    exif = Image.Exif()
+    if orientation is not None:
+        exif[0x0112] = orientation
+    options = {"exif": exif.tobytes()} if orientation is not None else {}
+    return saved(photo(), quality=90, progressive=progressive, **options)
+
+
+def app1_after_the_first_scan(jpeg: bytes, orientation: int) -> bytes:
+    """A progressive JPEG with its EXIF segment between its first and second scans, where libjpeg
+    still reads it before decoding (it buffers every scan of a progressive file first)."""
+    exif = Image.Exif()
+    exif[0x0112] = orientation
+    payload = exif.tobytes()  # "Exif\0\0" and the TIFF structure
+    segment = b"\xff\xe1" + (len(payload) + 2).to_bytes(2, "big") + payload
+    first_scan = jpeg.index(b"\xff\xda")
+    second_scan = jpeg.index(b"\xff\xc4", first_scan)  # the next scan's Huffman tables
+    return jpeg[:second_scan] + segment + jpeg[second_scan:]
+
+
+@pytest.mark.parametrize("progressive", [False, True], ids=["baseline", "progressive"])
+@pytest.mark.parametrize("orientation", [None, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9])
+def test_tensor_decode_ignores_exif_orientation_as_imagefolder_does(orientation: int | None, progressive: bool) -> None:
+    """TorchCodec turns images by their EXIF orientation, Pillow's loader (ImageFolder's) does not:
+    the reader gives Pillow's pixels, and hands only the JPEGs TorchCodec would turn to Pillow."""
+    from torchcodec.decoders import decode_jpeg
+
+    data = oriented_jpeg(orientation, progressive)
+    want = pil_as_tensor(dataset.pil_decode(data))
+    assert torch.equal(dataset.tensor_decode(data), want)
+    turned_by_torchcodec = not torch.equal(decode_jpeg(data), want)
+    assert turned_by_torchcodec == (orientation in range(2, 9))
+    assert dataset._may_be_turned(memoryview(data)) == (orientation not in (None, 1))
+
+
+def test_an_exif_segment_between_progressive_scans_is_seen() -> None:
+    from torchcodec.decoders import decode_jpeg
+
+    data = app1_after_the_first_scan(oriented_jpeg(None, progressive=True), orientation=6)
+    want = pil_as_tensor(dataset.pil_decode(data))
+    assert decode_jpeg(data).shape == (3, 61, 43), "TorchCodec turns it"
+    assert dataset._may_be_turned(memoryview(data))
+    assert torch.equal(dataset.tensor_decode(data), want)
+
+
+def test_jpegs_without_a_turn_are_decoded_by_torchcodec(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_pillow(data: object) -> None:
+        raise AssertionError("decoded with Pillow")
+
+    monkeypatch.setattr(dataset, "pil_decode", no_pillow)
+    for data in (
+        oriented_jpeg(None),
+        oriented_jpeg(1),
+        oriented_jpeg(1, progressive=True),
+        saved(photo(), xmp=b"<x/>"),
+    ):
+        assert dataset.tensor_decode(data).shape == (3, 43, 61)
+
+
+def storage_kinds() -> dict[str, tuple[bytes, int]]:
+    """Each kind of source image as the workflow stores it (encode_image, the defaults): the bytes
+    and the storage code; ``reencode: never`` keeps the odd ones as they are."""
+    image = photo((203, 117), seed=3)
+    sources = {
+        "rgb-jpeg": saved(image, quality=90),
+        "progressive-jpeg": saved(image, quality=90, progressive=True),
+        "exif-turned-jpeg": oriented_jpeg(6),
+        "cmyk-jpeg": saved(image.convert("CMYK"), quality=90),
+        "grayscale-jpeg": saved(image.convert("L"), quality=90),
+        "png": saved(image, "PNG"),
+        "rgba-png": saved(image.convert("RGBA"), "PNG"),
+    }
+    kinds = {}
+    for name, data in sources.items():
+        for reencode in ("auto", "always", "never"):
+            stored = encode_image(data, EncodeSettings(reencode=reencode))
+            kinds[f"{name}, reencode {reencode}"] = (stored.value, stored.storage)
+    return kinds
+
+
+@pytest.mark.parametrize(("value", "storage"), storage_kinds().values(), ids=storage_kinds().keys())
+def test_tensor_decode_equals_pil_for_every_storage_kind(value: bytes, storage: int) -> None:
+    tensor = dataset.tensor_decode(value, jpeg=storage != STORAGE_CODES["stored-as-is"])
+    assert tensor.dtype == torch.uint8 and torch.equal(tensor, pil_as_tensor(dataset.pil_decode(value)))
+
+
+def test_decode_tensor_without_torchcodec_names_the_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "torchcodec", None)
+    monkeypatch.setitem(sys.modules, "torchcodec.decoders", None)
+    dataset._torchcodec_jpeg.cache_clear()
+    try:
+        with pytest.raises(ImportError, match=rf"pip install {dataset.TORCHCODEC_PIN}.*decode=\"pil\""):
+            dataset._check_options("tensor", lock=False, max_readers=None)
+        assert dataset.tensor_decode(saved(photo(), "PNG"), jpeg=False).shape == (3, 43, 61)
+    finally:
+        dataset._torchcodec_jpeg.cache_clear()
+
+
+def test_the_reader_imports_and_decodes_without_torchcodec_and_torchvision() -> None:
+    script = (
+        "import sys; sys.modules['torchcodec'] = sys.modules['torchvision'] = None\n"
+        "import dataset, io; from PIL import Image; buffer = io.BytesIO()\n"
+        "Image.new('RGB', (4, 3)).save(buffer, 'JPEG'); print(dataset.pil_decode(buffer.getvalue()).size)"
+    )
+    scripts = Path(dataset.__file__).resolve().parent  # the file itself, as a user copies it
+    done = subprocess.run([sys.executable, "-c", script], cwd=scripts, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "(4, 3)"
+
+
+# -- memory for batches -----------------------------------------------------------------------------
+
+
+class FakeLibc:
+    def __init__(self) -> None:
+        self.calls: list[tuple[int, int]] = []
+
+    def mallopt(self, parameter: int, value: int) -> int:
+        self.calls.append((parameter, value))
+        return 1
+
+
+@pytest.mark.parametrize(
+    ("environment", "tuned"),
+    [({}, True), ({"IMAGEFOLDER_LMDB_MALLOC": "default"}, False), ({"MALLOC_TRIM_THRESHOLD_": "1"}, False)],
+    ids=["default", "opted-out", "user-tuned"],
+)
+def test_malloc_keeps_freed_memory_once_per_process_unless_told_not_to(
+    monkeypatch: pytest.MonkeyPatch, environment: dict[str, str], tuned: bool
+) -> None:
+    libc = FakeLibc()
+    monkeypatch.setattr(dataset.ctypes, "CDLL", lambda name: libc)
+    monkeypatch.setattr(dataset, "_malloc_settled", False)
+    for name in ("IMAGEFOLDER_LMDB_MALLOC", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    dataset.keep_freed_memory_for_reuse()
+    dataset.keep_freed_memory_for_reuse()
+    expected = [(-1, dataset.KEEP_FREED_BYTES), (-3, dataset.HEAP_BLOCKS_UP_TO)]
+    assert libc.calls == (expected if tuned else [])
+
+
+@pytest.mark.parametrize(("value", "storage"), storage_kinds().values(), ids=storage_kinds().keys())
+def test_pil_decode_returns_what_imagefolder_loader_returns(value: bytes, storage: int) -> None:
+    """The same object as torchvision's pil_loader (Image.open + convert("RGB")) makes: class, mode,
+    size, info and pixels (the reader spares the copy convert makes of an RGB image)."""
+    want = Image.open(io.BytesIO(value)).convert("RGB")
+    got = dataset.pil_decode(value)
+    assert type(got) is type(want) is Image.Image
+    assert (got.mode, got.size, got.info, got.palette) == (want.mode, want.size, want.info, want.palette)
+    assert np.array_equal(np.asarray(got), np.asarray(want))

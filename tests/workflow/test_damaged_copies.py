@@ -6,7 +6,6 @@ says, its exit status (never a signal) and what it leaves behind."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 import warnings
@@ -19,7 +18,7 @@ import pytest
 from imagefolder_lmdb.dataset import LOCATION_DTYPE, LMDBReader, LocationsWarning, close_all_envs, spot_check_indices
 from support import REPO
 from support.commands import run_script
-from support.datasets import stored_records
+from support.datasets import copy_alone, stored_records
 from support.fuzz import layout_of
 from support.workflow import Converted
 
@@ -34,10 +33,7 @@ RECOPY = (
 @pytest.fixture
 def copied(converted: Converted, tmp_path: Path) -> Path:
     """The converted dataset copied alone into another folder, as onto a node's local disk."""
-    path = tmp_path / "node" / "train.lmdb"
-    path.parent.mkdir()
-    shutil.copy(converted.lmdb, path)
-    return path
+    return copy_alone(converted.lmdb, tmp_path / "node" / "train.lmdb")
 
 
 def open_in_python(path: Path) -> subprocess.CompletedProcess[str]:

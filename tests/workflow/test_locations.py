@@ -11,7 +11,6 @@ from support.datasets import assert_offsets_give_lmdb_bytes, assert_reader_reads
 from support.workflow import Converted
 
 pytestmark = [
-    pytest.mark.filterwarnings("ignore:The image decoding and encoding capabilities:DeprecationWarning"),
     pytest.mark.usefixtures("fresh_envs"),  # the test opens its files afresh
 ]
 

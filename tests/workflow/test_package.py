@@ -33,9 +33,10 @@ DIST_INFO = f"{PACKAGE}-{PYPROJECT['project']['version']}.dist-info"
 
 
 def shipped_modules() -> list[str]:
-    """The package's modules as git tracks them: every .py file under src/imagefolder_lmdb."""
+    """The package's files as git tracks them: every file under src/imagefolder_lmdb (its modules
+    and its package data, the class lists)."""
     tracked = subprocess.run(["git", "ls-files", "src"], cwd=REPO, capture_output=True, text=True, check=True).stdout
-    return [path.removeprefix("src/") for path in tracked.split() if path.endswith(".py")]
+    return [path.removeprefix("src/") for path in tracked.split()]
 
 
 @pytest.fixture(scope="module")

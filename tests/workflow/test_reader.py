@@ -30,8 +30,6 @@ from imagefolder_lmdb.image_policy import EncodeSettings, encode_image
 from support.datasets import pil_as_tensor
 from support.workflow import Converted
 
-#: torchvision 0.29 deprecates its image decoders in favour of TorchCodec and says so on every call.
-pytestmark = pytest.mark.filterwarnings("ignore:The image decoding and encoding capabilities:DeprecationWarning")
 
 
 def tensor_transform() -> v2.Compose:

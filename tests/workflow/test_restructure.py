@@ -13,7 +13,7 @@ import pytest
 from imagefolder_lmdb.dataset import LMDBDataset
 from support import REPO
 from support.archives import make_tar
-from support.datasets import every_key_and_value
+from support.datasets import every_key_and_value, without_later_additions
 from support.workflow import convert_with, workflow_at
 
 #: The last commit before the restructuring (the shared class list had just landed).
@@ -24,18 +24,6 @@ BEFORE_PACKAGE = "cf509c58eafeb78da87cfe443edf055bbe7c013a"
 #: What the record locations (issue 14, which landed between the two) add to a file; the workflow
 #: before them wrote none, so these are left out of the comparison.
 LOCATIONS_KEY = b"meta/locations"
-
-
-def without_later_additions(document: dict) -> dict:
-    """The meta JSON less what later issues added to it, each checked by its own tests: the
-    checksums of the meta arrays and of the record locations (issue 21), the unset
-    ``encode.short_side`` (issue 23)."""
-    document.pop("checksums", None)
-    if isinstance(document.get("locations"), dict):
-        document["locations"].pop("crc32", None)
-    if document["settings"]["encode"].get("short_side", "absent") is None:
-        del document["settings"]["encode"]["short_side"]
-    return document
 
 
 def workflow_before(into: Path, commit: str = BEFORE) -> Path:

@@ -25,7 +25,7 @@ from torchvision.datasets import ImageFolder
 from imagefolder_lmdb.dataset import META_KEYS, LMDBDataset, close_all_envs
 from support import REPO
 from support.commands import run_script
-from support.datasets import assert_same_dataset, every_key_and_value, records_and_meta
+from support.datasets import assert_same_dataset, every_key_and_value, records_and_meta, without_later_additions
 from support.odd_images import EXIF_ORIENTATION, make_odd_tree
 from support.workflow import (
     Converted,
@@ -240,7 +240,7 @@ def test_a_file_converted_before_short_side_reads_exactly_as_before(
     items_now, meta_now = records_and_meta(as_is.lmdb)
     items_before, meta_before = records_and_meta(old_file)
     assert meta_now["settings"]["encode"].pop("short_side") is None
-    assert meta_now == meta_before
+    assert without_later_additions(meta_now) == without_later_additions(meta_before)
     assert items_now == items_before
     assert every_key_and_value(old_file).keys() == every_key_and_value(as_is.lmdb).keys()
 

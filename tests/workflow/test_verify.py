@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import pytest
 
 from imagefolder_lmdb.dataset import META_KEYS, LMDBDataset, close_all_envs, encode_document
 from support.commands import run_script
+from support.datasets import copy_alone
 from support.workflow import Converted
 
 #: A record in the middle of the file, stored byte for byte (checked below).
@@ -26,10 +26,7 @@ def run_verify(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
 @pytest.fixture
 def copied(converted: Converted, tmp_path: Path) -> Path:
     """The converted dataset copied alone into another folder: new path, new inode, no run around it."""
-    path = tmp_path / "elsewhere" / "copied.lmdb"
-    path.parent.mkdir()
-    shutil.copy(converted.lmdb, path)
-    return path
+    return copy_alone(converted.lmdb, tmp_path / "elsewhere" / "copied.lmdb")
 
 
 def flip_one_byte_of_record(path: Path, index: int) -> None:

@@ -1,7 +1,8 @@
 """Source kind ``folder``: a folder used where it is, nothing extracted.
 
 An ImageFolder tree is listed by torchvision itself; for layout ilsvrc-val, the flat (or partly
-sorted) validation images are labelled by file name.
+sorted) validation images are labelled by file name. Its samples are files, read by ``FileReader``
+(as are those of an archive unpacked into the work folder).
 """
 
 from __future__ import annotations
@@ -10,10 +11,11 @@ import logging
 import os
 
 from imagefolder_lmdb.class_list import ClassList
-from imagefolder_lmdb.sources import Labels, Listing, Request, Source
+from imagefolder_lmdb.source_locations import FileLocation, Location, location_as
+from imagefolder_lmdb.sources.base import Labels, Listing, Request, SampleReader, Source
 from imagefolder_lmdb.sources.ilsvrc_val import label_val, val_files
-from imagefolder_lmdb.sources.tree import check_folder_not_splits, scan_folder
-from imagefolder_lmdb.work_files import SourceDescription
+from imagefolder_lmdb.sources.tree import check_folder_not_splits, folder_to_read, scan_folder
+from imagefolder_lmdb.work_files import ManifestHeader, SourceDescription
 
 log = logging.getLogger("imagefolder_lmdb.sources")
 
@@ -28,7 +30,7 @@ class FolderSource(Source):
         return os.path.isdir(request.source)
 
     def prepare(self, request: Request, building: str, output: str) -> SourceDescription:
-        folder = request.folder()
+        folder = folder_to_read(request)
         log.info("source %s is a folder: used in place, nothing to extract", folder)
         check_folder_not_splits(request.source, request.root)
         root = os.path.abspath(folder)
@@ -39,14 +41,42 @@ class FolderSource(Source):
     ) -> Listing:
         return list_tree(description, labels, progress, wanted)
 
+    def reader(self, header: ManifestHeader) -> SampleReader:
+        return FileReader(header.root)
+
 
 def list_tree(description: SourceDescription, labels: Labels, progress: dict, wanted: ClassList | None) -> Listing:
     """The images of a tree on disk (a folder, or an archive unpacked into the work folder)."""
-    root = description.root
-    assert root is not None, "a folder or unpacked source has a root"
+    root = description.tree_root()
     if description.layout == "ilsvrc-val":
         listing = label_val(val_files(root), labels.devkit, labels.csv, wanted)
     else:
         listing = scan_folder(root, progress, wanted)
     listing.root = root
     return listing
+
+
+class FileReader(SampleReader):
+    """Reads samples that are files under the manifest's root: the sample's own path, or (a val
+    image labelled by its name) the file its location names."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+
+    def file(self, path: str, location: Location) -> str:
+        if location is None:
+            return os.path.join(self.root, path)
+        return os.path.join(self.root, location_as(FileLocation, path, location).file)
+
+    def read(self, path: str, location: Location) -> bytes:
+        with open(self.file(path, location), "rb") as stream:
+            return stream.read()
+
+    def describe(self, path: str, location: Location) -> str:
+        return self.file(path, location)
+
+    def source_size(self, path: str, location: Location) -> int:
+        try:
+            return os.path.getsize(self.file(path, location))
+        except OSError:
+            return 0

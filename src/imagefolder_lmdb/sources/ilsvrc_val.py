@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from imagefolder_lmdb.class_list import ClassList, OutsideClasses
 from imagefolder_lmdb.ilsvrc import val_labels
-from imagefolder_lmdb.sources import Listing
+from imagefolder_lmdb.source_locations import FileLocation, Location
+from imagefolder_lmdb.sources.base import Listing
 from imagefolder_lmdb.sources.tree import is_image, relative_files
-from imagefolder_lmdb.work_files import FileLocation, Location, Sample
+from imagefolder_lmdb.work_files import Sample
 
 
 def label_val(

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from imagefolder_lmdb.class_list import ClassList, OutsideClasses
 from imagefolder_lmdb.ilsvrc import devkit_classes
-from imagefolder_lmdb.sources import CountMismatchError, Listing
+from imagefolder_lmdb.sources.base import CountMismatchError, Listing
 from imagefolder_lmdb.work_files import Member, Sample
 
 

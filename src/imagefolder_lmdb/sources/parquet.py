@@ -27,19 +27,11 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
-from imagefolder_lmdb.archives import MemberReader
 from imagefolder_lmdb.class_list import ClassList
-from imagefolder_lmdb.sources import Columns, Labels, Listing, Request, Source
+from imagefolder_lmdb.source_locations import Location, ParquetLocation, location_as
+from imagefolder_lmdb.sources.base import Columns, Labels, Listing, Request, SampleReader, Source
 from imagefolder_lmdb.sources.labelled import label_names, labelled_listing
-from imagefolder_lmdb.work_files import (
-    Location,
-    ManifestHeader,
-    Member,
-    ParquetLocation,
-    SourceDescription,
-    read_labelled_members,
-    write_members,
-)
+from imagefolder_lmdb.work_files import ManifestHeader, Member, SourceDescription, read_labelled_members, write_members
 
 if TYPE_CHECKING:  # pyarrow is imported where it is used: parsing the Snakefile must not load it
     import pyarrow as pa
@@ -108,7 +100,7 @@ class ParquetSource(Source):
         listing.image_column = description.image_column
         return listing
 
-    def reader(self, header: ManifestHeader) -> MemberReader:
+    def reader(self, header: ManifestHeader) -> SampleReader:
         return ParquetReader(header.containers, header.image_column or Columns().image)
 
 
@@ -310,8 +302,7 @@ class RowNamer:
     starts: dict[int, list[int]] = field(default_factory=dict)
 
     def __call__(self, member: Member) -> str:
-        location = member.location
-        assert isinstance(location, ParquetLocation)
+        location = location_as(ParquetLocation, member.path, member.location)
         return describe_row(self.containers[location.parquet], self.row_starts(location.parquet), location, member.path)
 
     def row_starts(self, number: int) -> list[int]:
@@ -358,13 +349,15 @@ class RowGroup:
     values: pa.Array | None = None
 
 
-class ParquetReader(MemberReader):
+class ParquetReader(SampleReader):
     """Reads image bytes by ParquetLocation, one row group's image column at a time. Thread-safe:
     threads that need the same row group wait for the one that loads it, and recently used row
     groups stay cached (up to CACHED_ROW_GROUP_BYTES)."""
 
+    remedy = "Write the Parquet files named again without the rows named (or with them fixed)"
+
     def __init__(self, containers: list[str], image_column: str, cache_bytes: int = CACHED_ROW_GROUP_BYTES) -> None:
-        super().__init__("", containers)
+        self.containers = containers
         self.image_column = image_column
         self.cache_bytes = cache_bytes
         self._files: dict[int, OpenedFile] = {}
@@ -372,26 +365,26 @@ class ParquetReader(MemberReader):
         self._lock = threading.Lock()
 
     def read(self, path: str, location: Location) -> bytes:
-        assert isinstance(location, ParquetLocation), location
-        value = self._row_group(location.parquet, location.row_group)[location.row].as_py()
+        row = location_as(ParquetLocation, path, location)
+        value = self._row_group(row.parquet, row.row_group)[row.row].as_py()
         if value is None:
             raise ValueError("no image bytes in this row (null; a Hugging Face image stored by path only?)")
         return value
 
     def describe(self, path: str, location: Location) -> str:
-        assert isinstance(location, ParquetLocation), location
-        return describe_row(self.containers[location.parquet], self._file(location.parquet).starts, location, path)
+        row = location_as(ParquetLocation, path, location)
+        return describe_row(self.containers[row.parquet], self._file(row.parquet).starts, row, path)
 
-    def recorded_size(self, location: Location) -> int | None:
+    def source_size(self, path: str, location: Location) -> int:
         """The image column's size in this row's row group, per row (from the footer: a guess)."""
-        assert isinstance(location, ParquetLocation), location
-        opened = self._file(location.parquet)
-        if location.row_group not in opened.row_sizes:
-            group = opened.metadata.row_group(location.row_group)
+        row = location_as(ParquetLocation, path, location)
+        opened = self._file(row.parquet)
+        if row.row_group not in opened.row_sizes:
+            group = opened.metadata.row_group(row.row_group)
             chunks = [group.column(i) for i in range(group.num_columns)]
             size = sum(c.total_uncompressed_size for c in chunks if c.path_in_schema == opened.column)
-            opened.row_sizes[location.row_group] = size // max(1, group.num_rows)
-        return opened.row_sizes[location.row_group]
+            opened.row_sizes[row.row_group] = size // max(1, group.num_rows)
+        return opened.row_sizes[row.row_group]
 
     def _file(self, number: int) -> OpenedFile:
         with self._lock:
@@ -446,7 +439,6 @@ class ParquetReader(MemberReader):
         with self._lock:
             self._groups.clear()
             self._files.clear()
-        super().close()
 
 
 def opened_file(path: str, image_column: str) -> OpenedFile:

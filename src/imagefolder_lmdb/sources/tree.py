@@ -17,10 +17,11 @@ from typing import Any
 
 from tqdm import tqdm
 
-from imagefolder_lmdb.archives import is_macos_metadata, relative_name
+from imagefolder_lmdb.archive_members import is_macos_metadata, relative_name
 from imagefolder_lmdb.class_list import ClassList, OutsideClasses
-from imagefolder_lmdb.sources import CountMismatchError, Listing
-from imagefolder_lmdb.work_files import Location, Member, Sample
+from imagefolder_lmdb.source_locations import Location
+from imagefolder_lmdb.sources.base import CountMismatchError, Listing, Request
+from imagefolder_lmdb.work_files import Member, Sample
 
 log = logging.getLogger("imagefolder_lmdb.sources")
 
@@ -234,6 +235,15 @@ def folder_inside(source: str, root: str | None) -> str:
     """The folder ``root`` of a folder source (the source itself when there is none)."""
     root = (root or "").strip("/")
     return os.path.join(source, *root.split("/")) if root else source
+
+
+def folder_to_read(request: Request) -> str:
+    """A folder source's folder to read, ``source/root``; stops, naming the folders there are, if
+    ``root`` is not one."""
+    folder = folder_inside(request.source, request.root)
+    if not os.path.isdir(folder):
+        raise RootFilter(request.root).missing_in_folder(request.source)
+    return folder
 
 
 class RootFilter:

@@ -11,10 +11,10 @@ from __future__ import annotations
 import logging
 import os
 
-from imagefolder_lmdb.archives import extract_nested_tars, extract_tar, extract_zip, is_zip, relative_name
+from imagefolder_lmdb.archive_members import extract_nested_tars, extract_tar, extract_zip, is_zip, relative_name
 from imagefolder_lmdb.class_list import ClassList
-from imagefolder_lmdb.sources import CountMismatchError, Labels, Listing, Request, Source
-from imagefolder_lmdb.sources.folder import list_tree
+from imagefolder_lmdb.sources.base import CountMismatchError, Labels, Listing, Request, SampleReader, Source
+from imagefolder_lmdb.sources.folder import FileReader, list_tree
 from imagefolder_lmdb.sources.tree import (
     RootFilter,
     check_not_split_folders,
@@ -24,7 +24,7 @@ from imagefolder_lmdb.sources.tree import (
     report_set_aside,
     tree_root,
 )
-from imagefolder_lmdb.work_files import SourceDescription
+from imagefolder_lmdb.work_files import ManifestHeader, SourceDescription
 
 log = logging.getLogger("imagefolder_lmdb.sources")
 
@@ -50,6 +50,9 @@ class UnpackedSource(Source):
             return list_tree(description, labels, progress, wanted)
         except CountMismatchError as exc:  # name the user's archive, not only our unpacked copy
             raise CountMismatchError(f"{description.source}, unpacked into {exc}") from exc
+
+    def reader(self, header: ManifestHeader) -> SampleReader:
+        return FileReader(header.root)
 
 
 def is_class_tar(name: str) -> bool:

@@ -8,7 +8,7 @@ grouped exactly as the webdataset library groups them (``tariterators.group_by_k
 suffix the rest, lower-cased; a new sample starts wherever the key changes, and at each shard's
 end; ``__*__`` names are skipped, a suffix twice in one sample is an error.
 
-Rule extract indexes every shard (``archives.index_tar``: links, devices and escaping names are
+Rule extract indexes every shard (``archive_members.index_tar``: links, devices and escaping names are
 refused; a shard cut short is named), reads each ``.cls`` (a few bytes) and writes one
 members.jsonl row per sample: ``<key>.<image extension>``, where its image's bytes lie, its label.
 No per-image file is written. Each sample has exactly one image member (any extension below; the
@@ -32,19 +32,13 @@ from dataclasses import dataclass, field
 
 from tqdm import tqdm
 
-from imagefolder_lmdb.archives import MemberReader, index_tar, relative_name
+from imagefolder_lmdb.archive_members import index_tar, relative_name
 from imagefolder_lmdb.class_list import ClassList
-from imagefolder_lmdb.sources import Labels, Listing, Request, Source
+from imagefolder_lmdb.source_locations import Location, TarLocation, location_as
+from imagefolder_lmdb.sources.base import Labels, Listing, Request, SampleReader, Source
+from imagefolder_lmdb.sources.indexed_archive import TarReader
 from imagefolder_lmdb.sources.labelled import label_names, labelled_listing
-from imagefolder_lmdb.work_files import (
-    Location,
-    ManifestHeader,
-    Member,
-    SourceDescription,
-    TarLocation,
-    iter_labelled_members,
-    write_members,
-)
+from imagefolder_lmdb.work_files import ManifestHeader, Member, SourceDescription, iter_labelled_members, write_members
 
 log = logging.getLogger("imagefolder_lmdb.sources")
 
@@ -104,18 +98,17 @@ class WebDatasetSource(Source):
         listing.root = os.path.dirname(shards[0])
         return listing
 
-    def reader(self, header: ManifestHeader) -> MemberReader:
-        return ShardReader(header.root, header.containers)
+    def reader(self, header: ManifestHeader) -> SampleReader:
+        return ShardReader(header.containers)
 
 
-class ShardReader(MemberReader):
+class ShardReader(TarReader):
     """Reads samples' images from the shards; names the shard, the sample key and the member."""
 
     def describe(self, path: str, location: Location) -> str:
-        if not isinstance(location, TarLocation):
-            return super().describe(path, location)
         member = path.split("/", 1)[-1]  # the manifest path is <class>/<member>
-        return f"{self.containers[location.tar]}: sample {sample_key(member)} (member {member})"
+        shard = self.containers[location_as(TarLocation, path, location).tar]
+        return f"{shard}: sample {sample_key(member)} (member {member})"
 
 
 def sample_key(member: str) -> str:
@@ -125,8 +118,8 @@ def sample_key(member: str) -> str:
 
 def sample_where(shards: list[str], member: Member) -> str:
     """A listed sample, as messages name it: its shard and key."""
-    assert isinstance(member.location, TarLocation)
-    return f"{shards[member.location.tar]}: sample {sample_key(member.path)}"
+    shard = shards[location_as(TarLocation, member.path, member.location).tar]
+    return f"{shard}: sample {sample_key(member.path)}"
 
 
 # --------------------------------------------------------------------------------------------------
@@ -169,8 +162,7 @@ def grouped_samples(shard: str, members: Iterator[Member]) -> Iterator[KeyedSamp
                 f"{shard}: sample {key} has two .{suffix} members ({current.parts[suffix][0]}, {member.path}); "
                 "webdataset refuses such a shard too. Write each sample's members once."
             )
-        assert isinstance(member.location, TarLocation)
-        current.parts[suffix] = (member.path, member.location)
+        current.parts[suffix] = (member.path, location_as(TarLocation, member.path, member.location))
     if current is not None:
         yield current
 

@@ -15,8 +15,11 @@ from dataclasses import replace
 from typing import Any, TextIO
 
 from imagefolder_lmdb.class_list import ClassList, missing_from_source
+from imagefolder_lmdb.hold_points import hold_point
 from imagefolder_lmdb.ilsvrc import devkit_classes
-from imagefolder_lmdb.sources import CountMismatchError, Labels, Listing, source_of
+from imagefolder_lmdb.rule_runner import progress_kwargs, run_rule
+from imagefolder_lmdb.sources import source_of_kind
+from imagefolder_lmdb.sources.base import CountMismatchError, Labels, Listing
 from imagefolder_lmdb.work_files import (
     CountsReport,
     ManifestHeader,
@@ -27,7 +30,6 @@ from imagefolder_lmdb.work_files import (
     write_counts,
     write_manifest,
 )
-from imagefolder_lmdb.workflow_io import hold_point, progress_kwargs, run_rule
 
 log = logging.getLogger("imagefolder_lmdb.count_check")
 
@@ -175,7 +177,7 @@ def count_check(
     log.info("listing %s (%s, layout %s)", description.source, description.kind, description.layout)
     wanted = class_list_of(class_list, shared_manifest)
     labels = Labels(devkit, description.labels or val_csv)  # extract's copy of a CSV inside the archive
-    listing = source_of(description).list(description, source_dir, labels, progress, wanted)
+    listing = source_of_kind(description.kind).list(description, source_dir, labels, progress, wanted)
     listing.ignored = sorted([*listing.ignored, *description.set_aside])
     held = list(listing.classes)
     with_images = classes_with_images(listing)  # what expected_classes counts: labels can name empty classes

@@ -7,42 +7,34 @@ the part; merge copies the others from the source.
 """
 
 import logging
-import os
 from collections.abc import Iterable
 from typing import Any, TextIO
 
 from tqdm import tqdm
 
-from imagefolder_lmdb.archives import MemberReader
 from imagefolder_lmdb.dataset import checksum, record_key
+from imagefolder_lmdb.hold_points import hold_point
 from imagefolder_lmdb.image_policy import (
     UNUSABLE_IMAGE,
     BadImageError,
     Encoded,
     EncodeSettings,
     encode_image,
+    kept_in_part,
     likely_cause,
     what_went_wrong,
 )
-from imagefolder_lmdb.sources import reader_for
+from imagefolder_lmdb.outputs import LMDBWriter, atomic_lmdb
+from imagefolder_lmdb.rule_runner import progress_kwargs, run_rule
+from imagefolder_lmdb.sources import open_sample_reader
+from imagefolder_lmdb.sources.base import SampleReader
 from imagefolder_lmdb.work_files import (
-    ParquetLocation,
     Sample,
     ShardReport,
-    TarLocation,
-    ZipLocation,
     read_manifest,
     read_manifest_header,
-    write_shard_report,
-)
-from imagefolder_lmdb.workflow_io import (
-    LMDBWriter,
-    atomic_lmdb,
-    hold_point,
-    kept_in_part,
-    progress_kwargs,
-    run_rule,
     shard_range,
+    write_shard_report,
 )
 
 log = logging.getLogger("imagefolder_lmdb.encode_shard")
@@ -51,7 +43,7 @@ log = logging.getLogger("imagefolder_lmdb.encode_shard")
 LISTED_BAD_IMAGES = 20
 
 
-def read_and_encode(reader: MemberReader, sample: Sample, settings: EncodeSettings) -> tuple[Encoded, int]:
+def read_and_encode(reader: SampleReader, sample: Sample, settings: EncodeSettings) -> tuple[Encoded, int]:
     """Encoded image and source size of one sample; BadImageError names the file."""
     try:
         data = reader.read(sample.path, sample.location)
@@ -70,24 +62,18 @@ def bad_images_message(bad: list[dict[str, Any]], how_to_go_on: str) -> str:
     return f"{len(bad)} {noun} in this shard:\n{listed}{more}\n{how_to_go_on}"
 
 
-def how_to_go_on(sample: Sample) -> str:
-    if isinstance(sample.location, ParquetLocation):
-        fix = "Write the Parquet files named again without the rows named (or with them fixed)"
-    elif isinstance(sample.location, TarLocation | ZipLocation):
-        fix = "Pack the archive again without the members named (or with them fixed)"
-    else:
-        fix = "Fix or remove the files named"
+def how_to_go_on(reader: SampleReader) -> str:
     return (
-        f"{fix} and run the same command again, or set encode.on_error: skip to leave bad images out "
+        f"{reader.remedy} and run the same command again, or set encode.on_error: skip to leave bad images out "
         "(they are listed in the report)."
     )
 
 
-def expected_part_bytes(reader: MemberReader, samples: Iterable[Sample], settings: EncodeSettings) -> int:
+def expected_part_bytes(reader: SampleReader, samples: Iterable[Sample], settings: EncodeSettings) -> int:
     """A guess at the part's size, to size its map (which grows if the guess is short): only
     re-encoded images go into the part (see SOURCE_BYTES_CODES), a small fraction of the source
     unless everything is re-encoded."""
-    expected = sum(source_size(reader, sample) for sample in samples)
+    expected = sum(reader.source_size(sample.path, sample.location) for sample in samples)
     resizing = settings.max_side is not None or settings.short_side is not None
     return expected // 8 if settings.reencode != "always" and not resizing else expected
 
@@ -114,9 +100,8 @@ def encode_shard(
     start, stop = shard_range(header.count, shards, shard)
     report = ShardReport(shard=shard, shards=shards, start=start, stop=stop)
     log.info("shard %d of %d: images %d..%d of %d from %s", shard, shards, start, stop - 1, header.count, header.root)
-    reader = reader_for(header)
+    reader = open_sample_reader(header)
     expected = expected_part_bytes(reader, read_manifest(manifest_path, start, stop), settings)
-    advice = ""  # what to do about the bad images, once one is found
     with atomic_lmdb(part_path, expected_bytes=expected) as writer:
         listed = read_manifest(manifest_path, start, stop)
         samples = tqdm(listed, total=stop - start, desc=f"shard {shard}", unit="img", **progress)
@@ -128,25 +113,13 @@ def encode_shard(
             except BadImageError as exc:
                 log.warning("%s %s", "bad image:" if settings.on_error == "fail" else "skipped", exc)
                 report.skipped.append({"index": sample.index, "path": sample.path, "reason": str(exc)})
-                advice = how_to_go_on(sample)
         if report.skipped and settings.on_error == "fail":
             # raised after checking the whole shard, so that one round of fixes covers all of it
-            raise BadImageError(bad_images_message(report.skipped, advice))
+            raise BadImageError(bad_images_message(report.skipped, how_to_go_on(reader)))
     reader.close()
     write_shard_report(report_path, report)
     log.info("stored %d images, skipped %d", len(report.index), len(report.skipped))
     return report
-
-
-def source_size(reader: MemberReader, sample: Sample) -> int:
-    """Bytes of a sample's source, 0 if it cannot be found (that is reported when it is read)."""
-    recorded = reader.recorded_size(sample.location)
-    if recorded is not None:
-        return recorded
-    try:
-        return os.path.getsize(reader.file_path(sample.path, sample.location))  # type: ignore[arg-type]
-    except OSError:
-        return 0
 
 
 def main(smk: Any, stream: TextIO) -> None:

@@ -3,7 +3,9 @@
 Which kind of source it is, and what making it readable means for that kind, is src/imagefolder_lmdb/sources/
 (a folder is used in place, a plain tar or zip is indexed and read in place, anything else is
 unpacked). This rule checks the official md5 sums when asked, builds the output folder under a
-temporary name, and renames it into place when whole.
+temporary name, and renames it into place when whole. (The rule keeps the name ``extract`` that
+logs, benchmark records, cluster resources and ``--forcerun extract`` use, though it unpacks only
+compressed archives, or on request.)
 """
 
 import logging
@@ -12,10 +14,14 @@ import sys
 from collections.abc import Collection
 from typing import Any, TextIO
 
-from imagefolder_lmdb.archives import check_official_md5, copy_member
-from imagefolder_lmdb.sources import Columns, Request, source_for
+from imagefolder_lmdb.archive_members import copy_member
+from imagefolder_lmdb.hold_points import hold_point
+from imagefolder_lmdb.ilsvrc import check_official_md5
+from imagefolder_lmdb.outputs import publish, remove_path, temporary_path
+from imagefolder_lmdb.rule_runner import progress_kwargs, run_rule
+from imagefolder_lmdb.sources import claiming_source
+from imagefolder_lmdb.sources.base import Columns, Request
 from imagefolder_lmdb.work_files import SourceDescription, write_source_description
-from imagefolder_lmdb.workflow_io import hold_point, progress_kwargs, publish, remove_path, run_rule, temporary_path
 
 log = logging.getLogger("imagefolder_lmdb.extract")
 
@@ -24,7 +30,7 @@ log = logging.getLogger("imagefolder_lmdb.extract")
 LABELS_COPY = "val_labels.csv"
 
 
-def extract(
+def make_source_readable(
     source: str,
     output: str,
     layout: str,
@@ -54,7 +60,7 @@ def extract(
         columns=columns or Columns(),
         root=root.strip("/"),
     )
-    description = source_for(request).prepare(request, building, output)
+    description = claiming_source(request).prepare(request, building, output)
     if labels_member:
         log.info("copying %s from %s (val_labels)", labels_member, source)
         copy_member(source, labels_member, os.path.join(building, LABELS_COPY))
@@ -83,7 +89,7 @@ def main(smk: Any, stream: TextIO) -> None:
     params = smk.params
     files = list(smk.input.source)
     source = params.source if isinstance(params.source, str) else files[0]
-    extract(
+    make_source_readable(
         source,
         smk.output[0],
         params.layout,

@@ -25,9 +25,13 @@ from typing import Any, TextIO
 
 from tqdm import tqdm
 
-from imagefolder_lmdb.archives import MemberReader
 from imagefolder_lmdb.dataset import checksum, record_key
-from imagefolder_lmdb.sources import reader_for
+from imagefolder_lmdb.hold_points import hold_point
+from imagefolder_lmdb.image_policy import kept_in_part
+from imagefolder_lmdb.outputs import atomic_lmdb, count_records, open_lmdb_readonly
+from imagefolder_lmdb.rule_runner import progress_kwargs, run_rule
+from imagefolder_lmdb.sources import open_sample_reader
+from imagefolder_lmdb.sources.base import SampleReader
 from imagefolder_lmdb.work_files import (
     Sample,
     ShardReport,
@@ -35,15 +39,6 @@ from imagefolder_lmdb.work_files import (
     read_manifest,
     read_manifest_header,
     read_shard_report,
-)
-from imagefolder_lmdb.workflow_io import (
-    atomic_lmdb,
-    count_records,
-    hold_point,
-    kept_in_part,
-    open_lmdb_readonly,
-    progress_kwargs,
-    run_rule,
 )
 
 log = logging.getLogger("imagefolder_lmdb.merge")
@@ -95,7 +90,7 @@ def merge(
     next_index = 0
     # left in reverse order: the reading threads finish before the source reader closes
     with (
-        contextlib.closing(reader_for(header)) as reader,
+        contextlib.closing(open_sample_reader(header)) as reader,
         atomic_lmdb(output, expected_bytes=stored_bytes + 2048 * expected) as writer,
         tqdm(total=expected, desc="merge", unit="img", **progress) as bar,
         ThreadPoolExecutor(max(1, threads - 1), thread_name_prefix="merge-read") as readers,
@@ -124,7 +119,7 @@ class ShardInput:
     samples: dict[int, Sample]
 
 
-def source_bytes(reader: MemberReader, sample: Sample, crc: int, shard: ShardInput) -> bytes:
+def source_bytes(reader: SampleReader, sample: Sample, crc: int, shard: ShardInput) -> bytes:
     """A passed-through image, read again from the source and checked against its CRC-32."""
     data = reader.read(sample.path, sample.location)
     if checksum(data) != crc:
@@ -136,7 +131,7 @@ def source_bytes(reader: MemberReader, sample: Sample, crc: int, shard: ShardInp
 
 
 def append_shard(
-    writer: Any, shard: ShardInput, reader: MemberReader, readers: ThreadPoolExecutor, first_index: int
+    writer: Any, shard: ShardInput, reader: SampleReader, readers: ThreadPoolExecutor, first_index: int
 ) -> int:
     """Append one shard's records renumbered from ``first_index``; returns the next free index."""
     report = shard.report
@@ -162,7 +157,7 @@ def append_shard(
 Pending = tuple[int, "bytes | Future[bytes]"]
 
 
-def shard_values(shard: ShardInput, txn: Any, reader: MemberReader, readers: ThreadPoolExecutor) -> Iterator[Pending]:
+def shard_values(shard: ShardInput, txn: Any, reader: SampleReader, readers: ThreadPoolExecutor) -> Iterator[Pending]:
     """Each stored record's (size, value) in index order: part records read here, in cursor
     order (an LMDB transaction belongs to its thread); passed-through images handed to the
     reading threads."""

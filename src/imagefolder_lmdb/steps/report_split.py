@@ -8,7 +8,8 @@ from typing import Any, TextIO
 
 from PIL import Image, ImageDraw, ImageFont
 
-from imagefolder_lmdb.workflow_io import run_rule
+from imagefolder_lmdb.outputs import atomic_file
+from imagefolder_lmdb.rule_runner import run_rule
 
 WIDTH, HEIGHT, MARGIN = 1000, 360, 40
 
@@ -39,9 +40,8 @@ def class_histogram(class_counts: dict[str, int], output: str, title: str) -> No
         fill="black",
         font=font,
     )
-    temporary = output + ".incomplete.png"
-    image.save(temporary)
-    os.replace(temporary, output)
+    with atomic_file(output, "wb") as stream:
+        image.save(stream, format="PNG")
 
 
 def benchmark_table(records: list[str], output: str, benchmarks: str) -> None:
@@ -52,12 +52,10 @@ def benchmark_table(records: list[str], output: str, benchmarks: str) -> None:
         with open(path, newline="", encoding="utf-8") as stream:
             rows.extend({"job": job, **row} for row in csv.DictReader(stream, delimiter="\t"))
     fields = ["job"] + [f for f in (rows[0].keys() if rows else []) if f != "job"]
-    temporary = output + ".incomplete"
-    with open(temporary, "w", newline="", encoding="utf-8") as stream:
+    with atomic_file(output, newline="", encoding="utf-8") as stream:
         writer = csv.DictWriter(stream, fieldnames=fields, delimiter="\t")
         writer.writeheader()
         writer.writerows(rows)
-    os.replace(temporary, output)
 
 
 def main(smk: Any, stream: TextIO) -> None:

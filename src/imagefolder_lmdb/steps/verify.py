@@ -52,8 +52,10 @@ from imagefolder_lmdb.dataset import (
     shared_env,
     shared_fd,
 )
+from imagefolder_lmdb.hold_points import hold_point
 from imagefolder_lmdb.meta_document import document_problems, storage_counts
-from imagefolder_lmdb.workflow_io import hold_point, run_rule
+from imagefolder_lmdb.outputs import atomic_file
+from imagefolder_lmdb.rule_runner import run_rule
 
 log = logging.getLogger("imagefolder_lmdb.verify")
 
@@ -278,37 +280,18 @@ def verify(
     except (FormatError, FileNotFoundError) as exc:
         report["problems"].append(str(exc))
         return report, None, []
-    document = ds.meta_document
     problems, located, warnings_found = meta_problems(ds, walk)
     indices = sample_indices(len(ds), sample, full, seed)
-    # progress on stderr (the rule's log); a sample of 64 is over before the bar would show
-    checked = tqdm(indices, desc="verify", unit="img", mininterval=5.0, disable=len(indices) < 1000, file=sys.stderr)
-    failures = [p for p in (check_record(ds, i, located) for i in checked) if p is not None]
+    failures = record_problems(ds, indices, located)
     problems.extend(failures[:LISTED_FAILURES])
     if len(failures) > LISTED_FAILURES:
         problems.append(f"... and {len(failures) - LISTED_FAILURES} more records with problems")
-    stats = document["stats"]
+    warnings_found = opening_warnings + warnings_found + empty_class_warnings(ds)
     report.update(
         {
             "ok": not problems,
             "problems": problems,
-            "format": f"{document['format']} v{document['version']}",
-            "images": len(ds),
-            "classes": len(ds.classes),
-            "class_counts": class_counts(ds),
-            "warnings": opening_warnings + warnings_found + empty_class_warnings(ds),
-            "file_bytes": os.path.getsize(path) if os.path.isfile(path) else None,
-            "source": document["source"],
-            "class_list": document.get("class_list"),  # files before class lists shared: none
-            "source_bytes": stats["source_bytes"],
-            "stored_bytes": stats["stored_bytes"],
-            "stored_to_source_ratio": round(stats["stored_bytes"] / stats["source_bytes"], 4)
-            if stats["source_bytes"]
-            else None,
-            "storage": stats["storage"],
-            "skipped": stats["skipped"],
-            "settings": document["settings"],
-            "created": document["created"],
+            **dataset_facts(ds, path, warnings_found),
             "checked": {
                 "mode": "all" if full else "sample",
                 "records": len(indices),
@@ -318,6 +301,38 @@ def verify(
         }
     )
     return report, ds, indices
+
+
+def record_problems(ds: LMDBReader, indices: list[int], located: Located) -> list[str]:
+    """What is wrong with each record of ``indices`` that does not read back as written."""
+    # progress on stderr (the rule's log); a sample of 64 is over before the bar would show
+    checked = tqdm(indices, desc="verify", unit="img", mininterval=5.0, disable=len(indices) < 1000, file=sys.stderr)
+    return [problem for problem in (check_record(ds, i, located) for i in checked) if problem is not None]
+
+
+def dataset_facts(ds: LMDBReader, path: str, warnings_found: list[str]) -> dict[str, Any]:
+    """What the report tells of the file from its meta (and the warnings, in the report's order)."""
+    document = ds.meta_document
+    stats = document["stats"]
+    return {
+        "format": f"{document['format']} v{document['version']}",
+        "images": len(ds),
+        "classes": len(ds.classes),
+        "class_counts": class_counts(ds),
+        "warnings": warnings_found,
+        "file_bytes": os.path.getsize(path) if os.path.isfile(path) else None,
+        "source": document["source"],
+        "class_list": document.get("class_list"),  # files before class lists shared: none
+        "source_bytes": stats["source_bytes"],
+        "stored_bytes": stats["stored_bytes"],
+        "stored_to_source_ratio": round(stats["stored_bytes"] / stats["source_bytes"], 4)
+        if stats["source_bytes"]
+        else None,
+        "storage": stats["storage"],
+        "skipped": stats["skipped"],
+        "settings": document["settings"],
+        "created": document["created"],
+    }
 
 
 def class_counts(ds: LMDBReader) -> dict[str, int]:
@@ -387,9 +402,8 @@ def contact_sheet(ds: LMDBReader | None, indices: list[int], output: str) -> Non
             draw.text((x + 3, y + CELL + 2 + number * WORDS_HEIGHT), fitted(line, draw, font), fill="black", font=font)
     if not shown:
         draw.text((4, 4), "no images", fill="black", font=font)
-    temporary = output + ".incomplete.png"
-    sheet.save(temporary)
-    os.replace(temporary, output)
+    with atomic_file(output, "wb") as stream:
+        sheet.save(stream, format="PNG")
 
 
 def summary_line(report: dict[str, Any]) -> str:
@@ -408,11 +422,9 @@ def summary_line(report: dict[str, Any]) -> str:
 
 
 def write_report(report: dict[str, Any], output: str) -> None:
-    temporary = output + ".incomplete"
-    with open(temporary, "w", encoding="utf-8") as stream:
+    with atomic_file(output, encoding="utf-8") as stream:
         json.dump(report, stream, indent=1, ensure_ascii=False)
         stream.write("\n")
-    os.replace(temporary, output)
 
 
 def verify_or_report_crash(

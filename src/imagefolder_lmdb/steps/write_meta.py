@@ -19,10 +19,13 @@ import numpy as np
 from imagefolder_lmdb.add_locations import add_locations, current_locations
 from imagefolder_lmdb.class_list import class_words
 from imagefolder_lmdb.dataset import META_KEYS, Meta, encode_meta
+from imagefolder_lmdb.hold_points import hold_point
 from imagefolder_lmdb.meta_document import build_document, checked
+from imagefolder_lmdb.outputs import LMDBWriter, count_records, open_lmdb_readonly, publish, remove_path, temporary_path
+from imagefolder_lmdb.rule_runner import run_rule
+from imagefolder_lmdb.source_locations import FileLocation
 from imagefolder_lmdb.work_files import (
     CountsReport,
-    FileLocation,
     ManifestHeader,
     Sample,
     ShardReport,
@@ -32,16 +35,6 @@ from imagefolder_lmdb.work_files import (
     read_manifest,
     read_manifest_header,
     read_shard_report,
-)
-from imagefolder_lmdb.workflow_io import (
-    LMDBWriter,
-    count_records,
-    hold_point,
-    open_lmdb_readonly,
-    publish,
-    remove_path,
-    run_rule,
-    temporary_path,
 )
 
 log = logging.getLogger("imagefolder_lmdb.write_meta")

@@ -1,8 +1,12 @@
-"""Helpers shared by the rule scripts: logging, atomic outputs, LMDB writing (the files the rules
-pass to each other: src/imagefolder_lmdb/work_files.py).
+"""Outputs at their final paths only when whole: files, folders and LMDB files.
 
-Every output a script makes goes through here, so "a final path only ever holds a complete file"
-is implemented once: write under a temporary name in the same folder, flush to disk, rename.
+Every output the workflow finalises goes through here, so "a final path only ever holds a complete
+file" is implemented once: build it under a temporary name in the same folder (``*.incomplete``:
+a leftover of a killed run is never taken for a result), flush it to disk, rename it, and flush the
+folder, so that the rename itself survives a crash. Plain files are written with ``atomic_file``;
+a folder or an LMDB built under ``temporary_path`` is renamed into place with ``publish``;
+``atomic_lmdb`` does both for an LMDB written record by record. A full disk is reported naming the
+file and the space it needed (``DiskFullError``).
 """
 
 from __future__ import annotations
@@ -11,94 +15,17 @@ import contextlib
 import ctypes
 import errno
 import json
-import logging
 import os
 import shutil
-import sys
-import time
-from collections.abc import Callable, Iterator
-from typing import Any, TextIO
+from collections.abc import Iterator
+from typing import IO, Any
 
 import lmdb
 
-from imagefolder_lmdb.dataset import STORAGE_CODES, check_lmdb_file
-
-log = logging.getLogger("imagefolder_lmdb")
+from imagefolder_lmdb.dataset import check_lmdb_file
 
 #: Suffix of every temporary output. A leftover from a killed run carries it and is never a result.
 TMP_SUFFIX = ".incomplete"
-
-
-# --------------------------------------------------------------------------------------------------
-# Logging: each rule's script writes everything to its log file.
-# --------------------------------------------------------------------------------------------------
-
-
-def log_to(path: str | None) -> TextIO:
-    """Send stderr (tracebacks, tqdm) and the logger to ``path``; returns the open stream."""
-    stream: TextIO = open(path, "w", buffering=1) if path else sys.stderr  # noqa: SIM115
-    sys.stderr = stream
-    logging.basicConfig(
-        stream=stream,
-        level=logging.INFO,
-        format="%(asctime)s %(levelname)s %(message)s",
-        force=True,
-    )
-    return stream
-
-
-def run_rule(main: Callable[[Any, TextIO], None], smk: Any) -> None:
-    """Run a rule script's ``main(snakemake, log_stream)`` with its log set up.
-
-    The full traceback goes to the rule's log; the error message itself also goes to the
-    terminal, so the user sees which file is at fault without opening the log.
-    """
-    log_path = smk.log[0] if smk.log else None
-    stream = log_to(log_path)
-    try:
-        main(smk, stream)
-    except Exception as exc:
-        log.exception("%s failed", smk.rule)
-        where = f"\n(full log: {log_path})" if log_path else ""
-        print(f"ERROR in rule {smk.rule}: {explain(exc)}{where}", file=sys.__stderr__, flush=True)
-        sys.exit(1)
-
-
-def explain(exc: BaseException) -> str:
-    """The message a user needs; a bare ENOSPC from any write becomes actionable."""
-    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC and not isinstance(exc, DiskFullError):
-        return (
-            f"no space left on the device while writing {exc.filename or 'an output'}. Free some space "
-            "(or point `work`/`results` elsewhere) and run the same command again."
-        )
-    return str(exc)
-
-
-#: Test hook for the crash tests: a script reaching the point named in HOLD_ENV creates the file
-#: named in HOLD_MARKER_ENV and waits there to be killed, so a SIGKILL lands at a known moment.
-#: Unset, it does nothing.
-HOLD_ENV = "IMAGEFOLDER_LMDB_TEST_HOLD"
-HOLD_MARKER_ENV = "IMAGEFOLDER_LMDB_TEST_HOLD_MARKER"
-
-
-def hold_point(name: str) -> None:
-    if os.environ.get(HOLD_ENV) != name:
-        return
-    with open(os.environ[HOLD_MARKER_ENV], "w"):
-        pass
-    while True:
-        time.sleep(1)
-
-
-def progress_kwargs(stream: TextIO) -> dict[str, Any]:
-    """tqdm settings: live on a terminal, a line every few seconds in a log file."""
-    interactive = stream.isatty()
-    return {
-        "file": stream,
-        "mininterval": 0.5 if interactive else 5.0,
-        "dynamic_ncols": interactive,
-        "ascii": not interactive,
-    }
 
 
 # --------------------------------------------------------------------------------------------------
@@ -121,6 +48,7 @@ def remove_path(path: str) -> None:
 
 
 def fsync_path(path: str) -> None:
+    """Flush a file's data, or a folder's entries, to disk."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -129,41 +57,38 @@ def fsync_path(path: str) -> None:
 
 
 def publish(temporary: str, final: str) -> None:
-    """Rename a finished temporary output into place, durably (data first, then the rename)."""
-    if os.path.isfile(temporary):
-        fsync_path(temporary)
+    """Rename a finished temporary output (a file or a folder) into place, durably: its data first,
+    then the rename, then the folder that records the rename."""
+    fsync_path(temporary)
     os.replace(temporary, final)
     fsync_path(os.path.dirname(os.path.abspath(final)))
 
 
+@contextlib.contextmanager
+def atomic_file(final: str, mode: str = "w", **open_args: Any) -> Iterator[IO[Any]]:
+    """``final`` opened for writing (``open``'s ``mode`` and arguments), whole or not at all: the block
+    writes a temporary file beside it, which is published (flushed, renamed, the folder flushed)
+    when the block ends without an error. On any error the temporary is removed and ``final`` is
+    as it was. The temporary's name holds the process id, so two processes finalising the same
+    path never write into one file."""
+    os.makedirs(os.path.dirname(os.path.abspath(final)), exist_ok=True)
+    temporary = f"{final}.{os.getpid()}{TMP_SUFFIX}"
+    try:
+        with open(temporary, mode, **open_args) as stream:
+            yield stream
+        publish(temporary, final)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.remove(temporary)
+        if isinstance(exc, OSError) and exc.filename is None:
+            exc.filename = final  # a failed write names no file: say which output it was
+        raise
+
+
 def write_json_atomic(path: str, document: Any) -> None:
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    temporary = temporary_path(path)
-    with open(temporary, "w", encoding="utf-8") as stream:
+    with atomic_file(path, encoding="utf-8") as stream:
         json.dump(document, stream, indent=1, sort_keys=True, ensure_ascii=False)
         stream.write("\n")
-    publish(temporary, path)
-
-
-def read_json(path: str) -> Any:
-    with open(path, encoding="utf-8") as stream:
-        return json.load(stream)
-
-
-#: Storage codes whose stored value is the source file itself. encode_shard checks those images but
-#: leaves their bytes out of its part; merge copies them from the source, checking each against the
-#: CRC-32 taken when it was checked. So the bulk of a dataset is written once, not twice, and the
-#: work folder never holds a second copy of it.
-SOURCE_BYTES_CODES = frozenset({STORAGE_CODES["passthrough"], STORAGE_CODES["stored-as-is"]})
-
-
-def kept_in_part(storage_code: int) -> bool:
-    return storage_code not in SOURCE_BYTES_CODES
-
-
-def shard_range(count: int, shards: int, shard: int) -> tuple[int, int]:
-    """The contiguous slice of ``count`` images that shard ``shard`` of ``shards`` encodes."""
-    return count * shard // shards, count * (shard + 1) // shards
 
 
 # --------------------------------------------------------------------------------------------------

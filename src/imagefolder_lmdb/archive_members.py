@@ -1,21 +1,20 @@
-"""Archives as sources: safety checks, member indexes for reading in place, safe extraction.
+"""The members of tar and zip archives: safety checks, indexes for reading in place, safe extraction.
 
 Reading in place is the default: a plain tar (also a tar of tars, like ILSVRC2012_img_train.tar)
 is indexed once, member name -> (offset, size), and shards then read each image with one
-``pread`` from the archive. A zip is read member by member. Nothing per image is written to disk.
+``pread`` from the archive; a zip is read member by member (the readers: sources/indexed_archive.py).
+Nothing per image is written to disk.
 
 Every member name is checked first, whichever route is taken: absolute paths, ``..``
 components, links and devices are refused with an error naming the archive and the member.
 """
 
-import hashlib
 import logging
 import os
 import re
 import stat
 import struct
 import tarfile
-import threading
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator
@@ -24,9 +23,11 @@ from typing import Any
 
 from tqdm import tqdm
 
-from imagefolder_lmdb.work_files import FileLocation, Location, Member, TarLocation, ZipLocation, location_size
+from imagefolder_lmdb.outputs import atomic_file
+from imagefolder_lmdb.source_locations import TarLocation, ZipLocation
+from imagefolder_lmdb.work_files import Member
 
-log = logging.getLogger("imagefolder_lmdb.archives")
+log = logging.getLogger("imagefolder_lmdb.archive_members")
 
 WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:")
 TAR_BLOCK = 512
@@ -268,86 +269,6 @@ def index_zip(archive: str, container: int = 0, progress: dict[str, Any] | None 
 
 
 # --------------------------------------------------------------------------------------------------
-# Reading members in the shards.
-# --------------------------------------------------------------------------------------------------
-
-
-class MemberReader:
-    """Reads files and archive members for one shard, keeping each container open once.
-
-    Safe to share between threads (the merge reads ahead with a few): a tar is read with
-    ``os.pread`` on one shared descriptor, and each thread gets its own handle on a zip.
-    """
-
-    def __init__(self, root: str, containers: list[str]) -> None:
-        self.root = root
-        self.containers = containers
-        self._fds: dict[int, int] = {}
-        self._zips: dict[tuple[int, int], zipfile.ZipFile] = {}  # (thread, container)
-        self._opening = threading.Lock()
-
-    def read(self, path: str, location: Location) -> bytes:
-        if isinstance(location, TarLocation):
-            return self._pread(location.tar, location.offset, location.size)
-        if isinstance(location, ZipLocation):
-            return self._zip(location.zip).read(location.member)
-        with open(self.file_path(path, location), "rb") as stream:
-            return stream.read()
-
-    def recorded_size(self, location: Location) -> int | None:
-        """The size the source's index recorded (a guess for some kinds), or None where only the
-        file system knows it."""
-        return location_size(location)
-
-    def file_path(self, path: str, location: FileLocation | None) -> str:
-        """The file of a sample that lies in a folder (its own path, or where a val image lies)."""
-        return os.path.join(self.root, location.file if location is not None else path)
-
-    def describe(self, path: str, location: Location) -> str:
-        """Where an image comes from, for error messages."""
-        if isinstance(location, TarLocation):
-            return f"{self.containers[location.tar]} member {path}"
-        if isinstance(location, ZipLocation):
-            return f"{self.containers[location.zip]} member {path}"
-        return self.file_path(path, location)
-
-    def _pread(self, container: int, offset: int, size: int) -> bytes:
-        data = os.pread(self._fd(container), size, offset)
-        if len(data) != size:
-            raise DamagedArchiveError(
-                f"{self.containers[container]}: {size} bytes expected at offset {offset}, {len(data)} read; "
-                "the archive is truncated or changed since it was indexed"
-            )
-        return data
-
-    def _fd(self, container: int) -> int:
-        fd = self._fds.get(container)
-        if fd is None:
-            with self._opening:
-                fd = self._fds.get(container)
-                if fd is None:
-                    fd = self._fds[container] = os.open(self.containers[container], os.O_RDONLY)
-        return fd
-
-    def _zip(self, container: int) -> zipfile.ZipFile:
-        key = (threading.get_ident(), container)
-        zf = self._zips.get(key)
-        if zf is None:
-            with self._opening:
-                zf = self._zips[key] = zipfile.ZipFile(self.containers[container])
-        return zf
-
-    def close(self) -> None:
-        with self._opening:
-            for fd in self._fds.values():
-                os.close(fd)
-            for zf in self._zips.values():
-                zf.close()
-            self._fds.clear()
-            self._zips.clear()
-
-
-# --------------------------------------------------------------------------------------------------
 # Extraction (the route for compressed tars, or on request).
 # --------------------------------------------------------------------------------------------------
 
@@ -407,7 +328,7 @@ def copy_member(archive: str, name: str, destination: str) -> None:
             f"{archive}: no member {name!r} (splits.<name>.val_labels is neither a file nor a member of this "
             "archive). Give the path of the CSV, or its path inside the archive as `unzip -l` shows it."
         )
-    with open(destination, "wb") as stream:
+    with atomic_file(destination, "wb") as stream:
         stream.write(data)
 
 
@@ -425,47 +346,3 @@ def is_plain_tar(path: str) -> bool:
 
 def is_zip(path: str) -> bool:
     return path.lower().endswith(ZIP_SUFFIXES)
-
-
-# --------------------------------------------------------------------------------------------------
-# Checksums of the official archives.
-# --------------------------------------------------------------------------------------------------
-
-#: md5 of the files as distributed by image-net.org (also in torchvision.datasets.imagenet).
-OFFICIAL_MD5 = {
-    "ILSVRC2012_img_train.tar": "1d675b47d978889d74fa0da5fadfb00e",
-    "ILSVRC2012_img_val.tar": "29b22e2961454d5413ddabcf34fc5622",
-    "ILSVRC2012_devkit_t12.tar.gz": "fa75699e90414af021442c21a62c3abf",
-}
-
-
-def md5_of(path: str, progress: dict[str, Any] | None = None, chunk: int = 8 << 20) -> str:
-    digest = hashlib.md5(usedforsecurity=False)
-    with (
-        open(path, "rb") as stream,
-        tqdm(
-            total=os.path.getsize(path),
-            desc=f"md5 {os.path.basename(path)}",
-            unit="B",
-            unit_scale=True,
-            **(progress or {}),
-        ) as bar,
-    ):
-        while block := stream.read(chunk):
-            digest.update(block)
-            bar.update(len(block))
-    return digest.hexdigest()
-
-
-def check_official_md5(path: str, progress: dict[str, Any] | None = None) -> str:
-    """Compare an official archive with its published md5; other file names are not checked."""
-    expected = OFFICIAL_MD5.get(os.path.basename(path))
-    if expected is None:
-        return f"{path}: no published md5 for this file name, not checked"
-    actual = md5_of(path, progress)
-    if actual != expected:
-        raise DamagedArchiveError(
-            f"{path}: md5 {actual} differs from the published {expected}; the file is damaged or "
-            "incomplete. Download it again."
-        )
-    return f"{path}: md5 {actual} matches the published value"

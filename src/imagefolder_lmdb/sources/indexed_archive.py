@@ -2,7 +2,8 @@
 
 A plain ``.tar`` (also ILSVRC's tar of per-class tars) or a ``.zip``, and a folder of per-class
 tars (ILSVRC2012_img_train.tar unpacked one level): ``members.jsonl`` lists each file member and
-where its bytes are, and the shards read them from the archive. No per-image file is written.
+where its bytes are, and the shards read them from the archive (``TarReader``: one ``pread`` per
+image; ``ZipReader``: zipfile, a handle per thread). No per-image file is written.
 Every member is checked first (absolute paths, ``..``, links, devices are refused, naming the
 archive and the member). With a class list, the class tars of other classes are never opened.
 """
@@ -12,10 +13,13 @@ from __future__ import annotations
 import logging
 import os
 import tarfile
+import threading
+import zipfile
 from collections.abc import Callable, Collection
 from typing import Any, TypeVar
 
-from imagefolder_lmdb.archives import (
+from imagefolder_lmdb.archive_members import (
+    DamagedArchiveError,
     class_of_tar,
     class_tars_in,
     index_tar,
@@ -26,11 +30,13 @@ from imagefolder_lmdb.archives import (
     relative_name,
 )
 from imagefolder_lmdb.class_list import ClassList
-from imagefolder_lmdb.sources import Labels, Listing, Request, Source
+from imagefolder_lmdb.source_locations import Location, TarLocation, ZipLocation, location_as
+from imagefolder_lmdb.sources.base import Labels, Listing, Request, SampleReader, Source
 from imagefolder_lmdb.sources.ilsvrc_val import label_val
 from imagefolder_lmdb.sources.tree import (
     RootFilter,
     check_not_split_folders,
+    folder_to_read,
     is_image,
     order_members,
     report_set_aside,
@@ -38,14 +44,14 @@ from imagefolder_lmdb.sources.tree import (
     tree_members,
     wrapper_prefix,
 )
-from imagefolder_lmdb.work_files import Member, SourceDescription, read_members, write_members
+from imagefolder_lmdb.work_files import ManifestHeader, Member, SourceDescription, read_members, write_members
 
 log = logging.getLogger("imagefolder_lmdb.sources")
 
 T = TypeVar("T")
 
 
-class ArchiveSource(Source):
+class IndexedArchiveSource(Source):
     """Archives read in place: a tar, a zip, a tar of class tars, a folder of class tars."""
 
     kind = "index"
@@ -53,7 +59,7 @@ class ArchiveSource(Source):
     @classmethod
     def claims(cls, request: Request) -> bool:
         if os.path.isdir(request.source):
-            return request.layout == "ilsvrc-train" and bool(class_tars(request.folder()))
+            return request.layout == "ilsvrc-train" and bool(class_tars(folder_to_read(request)))
         return not request.extract and (is_plain_tar(request.source) or is_zip(request.source))
 
     def prepare(self, request: Request, building: str, output: str) -> SourceDescription:
@@ -63,7 +69,7 @@ class ArchiveSource(Source):
             return index_archives(
                 source, [source], layout, building, request.progress, wanted=request.wanted, select=select
             )
-        folder = request.folder()
+        folder = folder_to_read(request)
         tars = class_tars(folder)
         check_no_class_folders(folder, tars)
         if request.extract:
@@ -83,6 +89,9 @@ class ArchiveSource(Source):
         listing.containers = description.containers
         listing.outside.unread += description.unread_classes
         return listing
+
+    def reader(self, header: ManifestHeader) -> SampleReader:
+        return ZipReader(header.containers) if is_zip(header.containers[0]) else TarReader(header.containers)
 
 
 def within_class_list(items: list[T], class_of: Callable[[T], str], wanted: Collection[str] | None) -> list[T]:
@@ -210,3 +219,86 @@ def check_no_class_folders(source: str, tars: list[str]) -> None:
 
 def class_tars(folder: str) -> list[str]:
     return sorted(e.path for e in os.scandir(folder) if e.is_file() and e.name.endswith(".tar"))
+
+
+# --------------------------------------------------------------------------------------------------
+# Rules encode_shard and merge: image bytes by location.
+# --------------------------------------------------------------------------------------------------
+
+
+class TarReader(SampleReader):
+    """Reads byte ranges of uncompressed tars: one ``os.pread`` per image on a descriptor per tar,
+    shared by the threads."""
+
+    remedy = "Pack the archive again without the members named (or with them fixed)"
+
+    def __init__(self, containers: list[str]) -> None:
+        self.containers = containers
+        self._fds: dict[int, int] = {}
+        self._opening = threading.Lock()
+
+    def read(self, path: str, location: Location) -> bytes:
+        at = location_as(TarLocation, path, location)
+        data = os.pread(self._fd(at.tar), at.size, at.offset)
+        if len(data) != at.size:
+            raise DamagedArchiveError(
+                f"{self.containers[at.tar]}: {at.size} bytes expected at offset {at.offset}, {len(data)} read; "
+                "the archive is truncated or changed since it was indexed"
+            )
+        return data
+
+    def describe(self, path: str, location: Location) -> str:
+        return f"{self.containers[location_as(TarLocation, path, location).tar]} member {path}"
+
+    def source_size(self, path: str, location: Location) -> int:
+        return location_as(TarLocation, path, location).size
+
+    def _fd(self, container: int) -> int:
+        fd = self._fds.get(container)
+        if fd is None:
+            with self._opening:
+                fd = self._fds.get(container)
+                if fd is None:
+                    fd = self._fds[container] = os.open(self.containers[container], os.O_RDONLY)
+        return fd
+
+    def close(self) -> None:
+        with self._opening:
+            for fd in self._fds.values():
+                os.close(fd)
+            self._fds.clear()
+
+
+class ZipReader(SampleReader):
+    """Reads zip members; each thread gets its own handle on a zip (a ZipFile is not thread-safe)."""
+
+    remedy = TarReader.remedy
+
+    def __init__(self, containers: list[str]) -> None:
+        self.containers = containers
+        self._zips: dict[tuple[int, int], zipfile.ZipFile] = {}  # (thread, container)
+        self._opening = threading.Lock()
+
+    def read(self, path: str, location: Location) -> bytes:
+        at = location_as(ZipLocation, path, location)
+        return self._zip(at.zip).read(at.member)
+
+    def describe(self, path: str, location: Location) -> str:
+        return f"{self.containers[location_as(ZipLocation, path, location).zip]} member {path}"
+
+    def source_size(self, path: str, location: Location) -> int:
+        return location_as(ZipLocation, path, location).size
+
+    def _zip(self, container: int) -> zipfile.ZipFile:
+        key = (threading.get_ident(), container)
+        zf = self._zips.get(key)
+        if zf is None:
+            with self._opening:
+                zf = self._zips[key] = zipfile.ZipFile(self.containers[container])
+        return zf
+
+    def close(self) -> None:
+        with self._opening:
+            for zf in self._zips.values():
+                zf.close()
+            self._zips.clear()

@@ -1,0 +1,65 @@
+"""How a rule's step runs: everything it prints goes to the rule's log, the error the user needs
+goes to the terminal too, and progress bars suit where they are shown."""
+
+from __future__ import annotations
+
+import errno
+import logging
+import sys
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from imagefolder_lmdb.outputs import DiskFullError
+
+log = logging.getLogger("imagefolder_lmdb")
+
+
+def log_to(path: str | None) -> TextIO:
+    """Send stderr (tracebacks, tqdm) and the logger to ``path``; returns the open stream."""
+    stream: TextIO = open(path, "w", buffering=1) if path else sys.stderr  # noqa: SIM115
+    sys.stderr = stream
+    logging.basicConfig(
+        stream=stream,
+        level=logging.INFO,
+        format="%(asctime)s %(levelname)s %(message)s",
+        force=True,
+    )
+    return stream
+
+
+def run_rule(main: Callable[[Any, TextIO], None], smk: Any) -> None:
+    """Run a rule script's ``main(snakemake, log_stream)`` with its log set up.
+
+    The full traceback goes to the rule's log; the error message itself also goes to the
+    terminal, so the user sees which file is at fault without opening the log.
+    """
+    log_path = smk.log[0] if smk.log else None
+    stream = log_to(log_path)
+    try:
+        main(smk, stream)
+    except Exception as exc:
+        log.exception("%s failed", smk.rule)
+        where = f"\n(full log: {log_path})" if log_path else ""
+        print(f"ERROR in rule {smk.rule}: {explain(exc)}{where}", file=sys.__stderr__, flush=True)
+        sys.exit(1)
+
+
+def explain(exc: BaseException) -> str:
+    """The message a user needs; a bare ENOSPC from any write becomes actionable."""
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC and not isinstance(exc, DiskFullError):
+        return (
+            f"no space left on the device while writing {exc.filename or 'an output'}. Free some space "
+            "(or point `work`/`results` elsewhere) and run the same command again."
+        )
+    return str(exc)
+
+
+def progress_kwargs(stream: TextIO) -> dict[str, Any]:
+    """tqdm settings: live on a terminal, a line every few seconds in a log file."""
+    interactive = stream.isatty()
+    return {
+        "file": stream,
+        "mininterval": 0.5 if interactive else 5.0,
+        "dynamic_ncols": interactive,
+        "ascii": not interactive,
+    }
