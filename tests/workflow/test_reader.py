@@ -31,7 +31,6 @@ from support.datasets import pil_as_tensor
 from support.workflow import Converted
 
 
-
 def tensor_transform() -> v2.Compose:
     return v2.Compose([v2.PILToTensor(), v2.Resize((32, 32), antialias=True)])
 
