@@ -2,10 +2,12 @@
 
 How each image is checked and stored is the image policy (src/imagefolder_lmdb/image_policy.py). Bad images
 fail the shard once it has checked all of its images, naming every one, or with
-``on_error: skip`` are left out and listed in the shard report. Only re-encoded images go into
-the part; merge copies the others from the source.
+``on_error: skip`` are left out and listed in the shard report. A file the file system cannot read
+(EACCES, EIO, ESTALE on NFS) is no bad image: it stops the shard at once, whatever ``on_error``
+says. Only re-encoded images go into the part; merge copies the others from the source.
 """
 
+import errno
 import logging
 import os
 from collections.abc import Iterable
@@ -51,10 +53,42 @@ log = logging.getLogger("imagefolder_lmdb.encode_shard")
 LISTED_BAD_IMAGES = 20
 
 
-def read_and_encode(reader: MemberReader, sample: Sample, settings: EncodeSettings) -> tuple[Encoded, int]:
-    """Encoded image and source size of one sample; BadImageError names the file."""
+class SourceReadError(RuntimeError):
+    """The file system did not give a source file's bytes (EACCES, EIO, ESTALE, ...): no bad image,
+    so never skipped; the shard stops at once, naming the file and the errno."""
+
+
+def read_source(reader: MemberReader, sample: Sample) -> bytes:
+    """A sample's bytes as the source holds them; an OSError here is the file system's, not the image's."""
     try:
-        data = reader.read(sample.path, sample.location)
+        return reader.read(sample.path, sample.location)
+    except OSError as exc:
+        raise SourceReadError(read_error_message(reader.describe(sample.path, sample.location), exc)) from exc
+
+
+def read_error_message(where: str, exc: OSError) -> str:
+    name = errno.errorcode.get(exc.errno, "unknown") if exc.errno is not None else "no errno"
+    if isinstance(exc, FileNotFoundError):
+        remedy = (
+            "It was listed when the source was indexed but is gone now: the source changed since. Run the "
+            "same command with --forcerun extract to list it again."
+        )
+    else:
+        remedy = (
+            "Check the file and the disk or network share it lies on (permissions, mount, hardware), then run "
+            "the same command again."
+        )
+    return (
+        f"{where}: cannot be read: {exc.strerror or exc} (errno {exc.errno}, {name}). A read error of the file "
+        f"system, not a damaged image: it is never skipped as one, whatever encode.on_error says. {remedy}"
+    )
+
+
+def read_and_encode(reader: MemberReader, sample: Sample, settings: EncodeSettings) -> tuple[Encoded, int]:
+    """Encoded image and source size of one sample; BadImageError names the file (SourceReadError
+    where the file could not be read at all)."""
+    data = read_source(reader, sample)
+    try:
         if not data:
             raise ValueError("an empty file (0 bytes)")
         return encode_image(data, settings), len(data)
@@ -70,16 +104,24 @@ def bad_images_message(bad: list[dict[str, Any]], how_to_go_on: str) -> str:
     return f"{len(bad)} {noun} in this shard:\n{listed}{more}\n{how_to_go_on}"
 
 
-def how_to_go_on(sample: Sample) -> str:
+def how_to_go_on(sample: Sample, all_bad: bool) -> str:
+    """What to do about a shard's bad images. Where every image of the shard is bad, the source is not
+    what the workflow takes it for (paths where bytes should be, another format): skipping would only
+    leave an empty dataset, so it is not suggested."""
     if isinstance(sample.location, ParquetLocation):
         fix = "Write the Parquet files named again without the rows named (or with them fixed)"
     elif isinstance(sample.location, TarLocation | ZipLocation):
         fix = "Pack the archive again without the members named (or with them fixed)"
     else:
         fix = "Fix or remove the files named"
+    if all_bad:
+        return (
+            f"Every image of this shard is bad: check that splits.<name>.source and layout name the images "
+            f"themselves. {fix} and run the same command again."
+        )
     return (
         f"{fix} and run the same command again, or set encode.on_error: skip to leave bad images out "
-        "(they are listed in the report)."
+        "(they are listed in the report; with expected_images set, splits.<name>.allow_skipped says how many may be)."
     )
 
 
@@ -116,7 +158,7 @@ def encode_shard(
     log.info("shard %d of %d: images %d..%d of %d from %s", shard, shards, start, stop - 1, header.count, header.root)
     reader = reader_for(header)
     expected = expected_part_bytes(reader, read_manifest(manifest_path, start, stop), settings)
-    advice = ""  # what to do about the bad images, once one is found
+    bad_sample: Sample | None = None  # the last bad image found, for the advice
     with atomic_lmdb(part_path, expected_bytes=expected) as writer:
         listed = read_manifest(manifest_path, start, stop)
         samples = tqdm(listed, total=stop - start, desc=f"shard {shard}", unit="img", **progress)
@@ -128,9 +170,10 @@ def encode_shard(
             except BadImageError as exc:
                 log.warning("%s %s", "bad image:" if settings.on_error == "fail" else "skipped", exc)
                 report.skipped.append({"index": sample.index, "path": sample.path, "reason": str(exc)})
-                advice = how_to_go_on(sample)
-        if report.skipped and settings.on_error == "fail":
+                bad_sample = sample
+        if bad_sample is not None and settings.on_error == "fail":
             # raised after checking the whole shard, so that one round of fixes covers all of it
+            advice = how_to_go_on(bad_sample, all_bad=not report.index and len(report.skipped) > 1)
             raise BadImageError(bad_images_message(report.skipped, advice))
     reader.close()
     write_shard_report(report_path, report)
