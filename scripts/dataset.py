@@ -171,7 +171,7 @@ STORAGE_REASONS: dict[int, str] = {
     6: "reencoded:resized",  # shrunk: larger than encode.short_side or encode.max_side
     7: "reencoded:always",  # encode.reencode = always
     8: "stored-as-is",  # encode.reencode = never and the file is not a plain RGB JPEG
-    9: "reencoded:png-too-large-for-jpeg",  # a side above 65,535 (JPEG's limit): a lossless RGB PNG
+    9: "reencoded:png-too-large-for-jpeg",  # a side above 65,500 (libjpeg's limit): a lossless RGB PNG
 }
 STORAGE_CODES = {reason: code for code, reason in STORAGE_REASONS.items()}
 #: The format version that introduced each storage code newer than version 1.

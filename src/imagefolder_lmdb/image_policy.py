@@ -9,7 +9,7 @@ One home for what decides the stored bytes, used by rule encode_shard and by con
 - ``encode.short_side`` and ``encode.max_side`` shrink larger images (re-encoding them): see
   :func:`stored_size` for the size, :func:`reencode` for the resampling. Every image is checked
   first (``encode.check``: a full decode, or headers and the JPEG end marker).
-- An image to re-encode with a side above JPEG's 65,535 is saved as a lossless RGB PNG instead
+- An image to re-encode with a side above libjpeg's 65,500 is saved as a lossless RGB PNG instead
   (``reencoded:png-too-large-for-jpeg``): a valid image is never dropped for its size.
 
 The storage reasons themselves are part of the format: ``dataset.STORAGE_REASONS``.
@@ -28,8 +28,9 @@ from imagefolder_lmdb.dataset import STORAGE_CODES
 #: JPEG's end-of-image marker. Most files end with it; where one does not (cameras and phones pad or
 #: append trailers after it), the JPEG's markers are walked to find where its image ends.
 JPEG_EOI = b"\xff\xd9"
-#: The largest width or height a JPEG can hold (its frame header stores them in 16 bits).
-JPEG_MAX_SIDE = 65535
+#: The largest width or height libjpeg writes (its JPEG_MAX_DIMENSION; the format's own 16 bits
+#: would allow 65,535). A larger image cannot be stored as JPEG.
+JPEG_MAX_SIDE = 65500
 #: Inside a scan's entropy-coded data, the next marker: 0xFF followed by neither a stuffed 0x00,
 #: a restart marker (RST0-7) nor another fill byte 0xFF.
 _MARKER_AFTER_SCAN = re.compile(rb"\xff[^\x00\xd0-\xd7\xff]")
