@@ -335,8 +335,9 @@ def _decode_document(raw: bytes | memoryview, where: str) -> dict[str, Any]:
     version = document.get("version")
     if version not in READABLE_VERSIONS:
         raise FormatError(
-            f"{where}: {FORMAT_ID} version {version!r}, but this reader knows versions "
-            f"{', '.join(map(str, READABLE_VERSIONS))} only; use the scripts/dataset.py of the workflow that wrote it"
+            f"{where}: {FORMAT_ID} version {version!r}, but this reader knows "
+            f"{' and '.join(f'version {known}' for known in READABLE_VERSIONS)} only; use the scripts/dataset.py "
+            "of the workflow that wrote it"
         )
     length, classes = document.get("length"), document.get("classes")
     if type(length) is not int or not 0 <= length <= MAX_RECORDS:
