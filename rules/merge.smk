@@ -19,5 +19,8 @@ rule merge:
     resources:
         mem_mb=per_attempt(4000),
         runtime=per_attempt(120),  # reads every passed-through image from the source again
+    params:
+        expected_images=lambda wildcards: split_config(wildcards)["expected_images"],
+        allow_skipped=lambda wildcards: split_config(wildcards)["allow_skipped"],
     script:
         "../scripts/merge.py"

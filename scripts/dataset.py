@@ -75,7 +75,7 @@ import threading
 import time
 import warnings
 import zlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, TypeVar
 
@@ -96,6 +96,8 @@ __all__ = [
     "FORMAT_VERSION",
     "LOCATION_DTYPE",
     "META_KEYS",
+    "NOT_JPEG_CODES",
+    "READABLE_VERSIONS",
     "STORAGE_CODES",
     "STORAGE_REASONS",
     "FormatError",
@@ -112,6 +114,7 @@ __all__ = [
     "encode_document",
     "encode_meta",
     "encoded_tensor_decode",
+    "format_version_of",
     "is_legacy_pickle_lmdb",
     "keep_freed_memory_for_reuse",
     "legacy_keys",
@@ -131,7 +134,12 @@ __all__ = [
 # --------------------------------------------------------------------------------------------------
 
 FORMAT_ID = "imagefolder-lmdb"
-FORMAT_VERSION = 1
+#: The newest version this reader knows. Version 2 is version 1 with one more storage code (9, a
+#: PNG value); a writer writes the oldest version that holds its records (format_version_of), so a
+#: file without such records stays readable by every version-1 reader, and one with them is refused
+#: by those readers (they accept version 1 only) instead of being decoded as JPEG.
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 
 #: Record keys are the global index as ASCII decimal, zero-padded to this width. Every key starts
 #: with a digit, every meta key with "meta/" (sorted after all digits), so the two cannot collide
@@ -167,8 +175,20 @@ STORAGE_REASONS: dict[int, str] = {
     6: "reencoded:resized",  # shrunk: larger than encode.short_side or encode.max_side
     7: "reencoded:always",  # encode.reencode = always
     8: "stored-as-is",  # encode.reencode = never and the file is not a plain RGB JPEG
+    9: "reencoded:png-too-large-for-jpeg",  # a side above 65,500 (libjpeg's limit): a lossless RGB PNG
 }
 STORAGE_CODES = {reason: code for code, reason in STORAGE_REASONS.items()}
+#: The format version that introduced each storage code newer than version 1.
+_CODE_VERSIONS = {9: 2}
+#: Codes whose value is no JPEG (any format Pillow reads): decoded with Pillow, never with
+#: TorchCodec's decode_jpeg; every other code's value is a valid RGB JPEG.
+NOT_JPEG_CODES = frozenset({STORAGE_CODES["stored-as-is"], STORAGE_CODES["reencoded:png-too-large-for-jpeg"]})
+
+
+def format_version_of(storage: Iterable[int]) -> int:
+    """The version a file with records of these storage codes is written as: the oldest that has them."""
+    return max((_CODE_VERSIONS.get(int(code), 1) for code in set(storage)), default=1)
+
 
 #: The meta arrays whose CRC-32 meta/json records under "checksums" (meta/locations has its own,
 #: under "locations": the reader can do without it, so its damage only slows reads down).
@@ -318,10 +338,11 @@ def _decode_document(raw: bytes | memoryview, where: str) -> dict[str, Any]:
         found = document.get("format") if isinstance(document, dict) else document
         raise FormatError(f"{where}: format is {found!r}, expected {FORMAT_ID!r}")
     version = document.get("version")
-    if version != FORMAT_VERSION:
+    if version not in READABLE_VERSIONS:
         raise FormatError(
-            f"{where}: {FORMAT_ID} version {version!r}, but this reader knows version "
-            f"{FORMAT_VERSION} only; use the scripts/dataset.py of the workflow that wrote it"
+            f"{where}: {FORMAT_ID} version {version!r}, but this reader knows "
+            f"{' and '.join(f'version {known}' for known in READABLE_VERSIONS)} only; use the scripts/dataset.py "
+            "of the workflow that wrote it"
         )
     length, classes = document.get("length"), document.get("classes")
     if type(length) is not int or not 0 <= length <= MAX_RECORDS:
@@ -818,9 +839,6 @@ if hasattr(os, "register_at_fork"):
 
 Decode = Literal["pil", "tensor", "bytes"]
 DECODE_CHOICES: tuple[str, ...] = ("pil", "tensor", "bytes")
-#: The one storage code whose value may be anything (PNG, BMP, CMYK JPEG): it is decoded with Pillow;
-#: every other code's value is a valid RGB JPEG that TorchCodec's decode_jpeg reads.
-_STORED_AS_IS = STORAGE_CODES["stored-as-is"]
 #: The TorchCodec release decode="tensor" is tested with (image decoders from 0.16 on); the
 #: install hint of the error raised without it.
 TORCHCODEC_PIN = "torchcodec==0.17.0"
@@ -1058,8 +1076,9 @@ class _LmdbRecords:
         self.storage = storage  # storage code of each record (STORAGE_REASONS)
 
     def jpeg(self, index: int) -> bool:
-        """Whether record ``index`` may go to decode_jpeg: every value but a stored-as-is one."""
-        return self.storage.item(index) != _STORED_AS_IS
+        """Whether record ``index`` may go to decode_jpeg: every value but a stored-as-is or PNG one
+        (NOT_JPEG_CODES), which Pillow decodes."""
+        return self.storage.item(index) not in NOT_JPEG_CODES
 
     def read(self, positions: list[int], decode: str, begin: _Begin, targets: list[int]) -> list[tuple[Any, int]]:
         """Decoded images and labels of ``positions``, all from one LMDB transaction.

@@ -9,6 +9,8 @@ One home for what decides the stored bytes, used by rule encode_shard and by con
 - ``encode.short_side`` and ``encode.max_side`` shrink larger images (re-encoding them): see
   :func:`stored_size` for the size, :func:`reencode` for the resampling. Every image is checked
   first (``encode.check``: a full decode, or headers and the JPEG end marker).
+- An image to re-encode with a side above libjpeg's 65,500 is saved as a lossless RGB PNG instead
+  (``reencoded:png-too-large-for-jpeg``): a valid image is never dropped for its size.
 
 The storage reasons themselves are part of the format: ``dataset.STORAGE_REASONS``. Which stored
 values a shard's part holds, and which merge copies from the source: ``kept_in_part``.
@@ -16,6 +18,7 @@ values a shard's part holds, and which merge copies from the source: ``kept_in_p
 
 import io
 import os
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,9 +26,17 @@ from PIL import Image, UnidentifiedImageError
 
 from imagefolder_lmdb.dataset import STORAGE_CODES
 
+#: JPEG's end-of-image marker. Most files end with it; where one does not (cameras and phones pad or
+#: append trailers after it), the JPEG's markers are walked to find where its image ends.
 JPEG_EOI = b"\xff\xd9"
-#: Bytes at the end of a JPEG searched for its end-of-image marker (cameras pad after it).
-EOI_WINDOW = 4096
+#: The largest width or height libjpeg writes (its JPEG_MAX_DIMENSION; the format's own 16 bits
+#: would allow 65,535). A larger image cannot be stored as JPEG.
+JPEG_MAX_SIDE = 65500
+#: Inside a scan's entropy-coded data, the next marker: 0xFF followed by neither a stuffed 0x00,
+#: a restart marker (RST0-7) nor another fill byte 0xFF.
+_MARKER_AFTER_SCAN = re.compile(rb"\xff[^\x00\xd0-\xd7\xff]")
+#: Markers without a length field: TEM and the restart markers (SOI and EOI are handled apart).
+_STANDALONE_MARKERS = frozenset({0x01, *range(0xD0, 0xD8)})
 
 
 class BadImageError(ValueError):
@@ -76,11 +87,39 @@ def open_checked(data: bytes, check: str) -> Image.Image:
     if check == "decode":
         return image
     if image.format in ("JPEG", "MPO"):
-        if JPEG_EOI not in data[-EOI_WINDOW:]:
+        if not data.endswith(JPEG_EOI) and jpeg_end(data) is None:
             raise OSError("JPEG has no end-of-image marker: the file is truncated")
     else:
         Image.open(io.BytesIO(data)).verify()  # checksums and structure, without decoding pixels
     return image
+
+
+def jpeg_end(data: bytes) -> int | None:
+    """Where the JPEG in ``data`` ends (the offset just after its end-of-image marker), found by
+    walking its marker segments and the entropy-coded data of each scan, so that whatever follows
+    (a phone's trailer, a motion photo's video) is not mistaken for the image; None if the data
+    ends first (a file cut short) or stops being a JPEG."""
+    position = 2  # after SOI
+    while position + 1 < len(data):
+        if data[position] != 0xFF:
+            return None
+        marker = data[position + 1]
+        if marker == 0xFF:  # a fill byte before the marker
+            position += 1
+        elif marker == 0xD9:
+            return position + 2
+        elif marker in _STANDALONE_MARKERS:
+            position += 2
+        elif position + 4 > len(data):
+            return None
+        else:
+            position += 2 + int.from_bytes(data[position + 2 : position + 4], "big")
+            if marker == 0xDA:  # start of scan: its entropy-coded data runs to the next marker
+                found = _MARKER_AFTER_SCAN.search(data, position)
+                if found is None:
+                    return None
+                position = found.start()
+    return None
 
 
 def check_decodes(image: Image.Image) -> None:
@@ -180,6 +219,9 @@ def encode_image(data: bytes, settings: EncodeSettings) -> Encoded:
         return Encoded(data, STORAGE_CODES[reason or "passthrough"], width, height)
     rgb = reencode(image, settings)
     buffer = io.BytesIO()
+    if max(rgb.size) > JPEG_MAX_SIDE:  # no JPEG can hold it: kept whole, losslessly
+        rgb.save(buffer, format="PNG")
+        return Encoded(buffer.getvalue(), STORAGE_CODES["reencoded:png-too-large-for-jpeg"], *rgb.size)
     rgb.save(buffer, format="JPEG", quality=settings.quality)
     return Encoded(buffer.getvalue(), STORAGE_CODES[reason], *rgb.size)
 
@@ -192,11 +234,6 @@ def what_went_wrong(exc: Exception) -> str:
     """The reason, in words (Pillow's own names an in-memory buffer, not the file)."""
     if isinstance(exc, UnidentifiedImageError):
         return "not an image Pillow can read (an unknown format, or damaged from its first bytes)"
-    if isinstance(exc, FileNotFoundError):
-        return (
-            "listed when the source was indexed but gone now: the source changed since. Run the same "
-            "command with --forcerun extract to list it again"
-        )
     if type(exc) is ValueError:  # ours
         return str(exc)
     return f"{type(exc).__name__}: {exc}"

@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from imagefolder_lmdb.dataset import FORMAT_ID, FORMAT_VERSION, STORAGE_REASONS
+from imagefolder_lmdb.dataset import FORMAT_ID, STORAGE_REASONS, format_version_of
 
 
 class MetaDocumentError(ValueError):
@@ -40,7 +40,7 @@ def build_document(
     classes, ignored_files, ...); ``extra``: further top-level entries (e.g. ``class_list``)."""
     return {
         "format": FORMAT_ID,
-        "version": FORMAT_VERSION,
+        "version": format_version_of(storage),
         "length": len(storage),
         "classes": classes,
         "class_to_idx": {name: i for i, name in enumerate(classes)},

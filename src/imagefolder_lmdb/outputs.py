@@ -111,19 +111,34 @@ def free_bytes(path: str) -> int:
     return shutil.disk_usage(os.path.dirname(os.path.abspath(path))).free
 
 
-def _disk_full_message(path: str, needed_bytes: int) -> str:
+def mount_point(path: str) -> str:
+    """The mount point of the file system that holds ``path`` (which need not exist yet)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    while not os.path.ismount(folder):
+        folder = os.path.dirname(folder)
+    return folder
+
+
+def disk_full_message(path: str, needed_bytes: int) -> str:
     free = free_bytes(path)
     return (
-        f"no space left on the device holding {path.removesuffix(TMP_SUFFIX)} while writing it: about "
-        f"{needed_bytes / 1e6:,.0f} MB needed there, {free / 1e6:,.0f} MB free. Free some space "
-        "(or point `work`/`results` elsewhere) and run the same command again."
+        f"no space left on the disk holding {path.removesuffix(TMP_SUFFIX)} (the file system mounted at "
+        f"{mount_point(path)}) while writing it: about {megabytes(needed_bytes)} needed there, {megabytes(free)} "
+        "free. Free some space (or point `work`/`results` elsewhere) and run the same command again."
     )
+
+
+def megabytes(count: int) -> str:
+    """A size in words: ``8 KB``, ``4.8 MB``, ``12 MB``, ``1,400 MB``."""
+    if count < 1e6:
+        return f"{count / 1e3:,.0f} KB"
+    return f"{count / 1e6:.1f} MB" if count < 1e7 else f"{count / 1e6:,.0f} MB"
 
 
 def check_free_space(path: str, needed_bytes: int) -> None:
     """Fail early, before any writing, when the disk clearly cannot hold the output."""
     if free_bytes(path) < needed_bytes:
-        raise DiskFullError(_disk_full_message(path, needed_bytes))
+        raise DiskFullError(disk_full_message(path, needed_bytes))
 
 
 #: glibc ``mallopt`` parameters (malloc.h): M_TRIM_THRESHOLD and M_MMAP_THRESHOLD.
@@ -157,9 +172,11 @@ class LMDBWriter:
 
     BATCH_BYTES = 64 << 20
 
-    def __init__(self, path: str, expected_bytes: int) -> None:
+    def __init__(self, path: str, expected_bytes: int, adds_bytes: int | None = None) -> None:
         self.path = path
         self.expected_bytes = expected_bytes
+        # what writing adds to the file, for disk-full messages: all of it, unless the file exists
+        self.adds_bytes = expected_bytes if adds_bytes is None else adds_bytes
         map_size = max(1 << 30, 4 * expected_bytes)
         keep_freed_memory_for_reuse()
         if os.path.exists(path):
@@ -214,17 +231,19 @@ class LMDBWriter:
             except lmdb.MapFullError:
                 self.env.set_mapsize(self.env.info()["map_size"] * 2)
             except lmdb.Error as exc:
-                self._raise_disk_full_if(exc)
+                self.raise_if_disk_full(exc)
                 raise
 
-    def _raise_disk_full_if(self, exc: lmdb.Error) -> None:
-        # py-lmdb reports ENOSPC as "No space left", but LMDB turns a short write on a filling
-        # disk into EIO; so an I/O error with too little room left for the batch is a full disk.
-        needed = max(self.expected_bytes - self.bytes_written, self._batch_bytes)
+    def raise_if_disk_full(self, exc: lmdb.Error) -> None:
+        """A DiskFullError naming the file and the room it needs, where ``exc`` (of any write to
+        ``env``) comes from a full disk. py-lmdb reports ENOSPC as "No space left", but LMDB turns a
+        short write on a filling disk into EIO; so an I/O error with too little room left for the
+        batch is a full disk."""
+        needed = max(self.adds_bytes - self.bytes_written, self._batch_bytes)
         if "No space left" in str(exc) or (
             "Input/output error" in str(exc) and free_bytes(self.path) < self._batch_bytes + (1 << 20)
         ):
-            raise DiskFullError(_disk_full_message(self.path, needed)) from exc
+            raise DiskFullError(disk_full_message(self.path, needed)) from exc
 
     def abandon(self) -> None:
         """Close without committing what is pending (the caller removes the file)."""
@@ -237,7 +256,7 @@ class LMDBWriter:
             self.flush()
             self.env.sync(True)
         except lmdb.Error as exc:
-            self._raise_disk_full_if(exc)
+            self.raise_if_disk_full(exc)
             raise
         finally:
             self.env.close()

@@ -3,13 +3,14 @@ goes to the terminal too, and progress bars suit where they are shown."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from imagefolder_lmdb.outputs import DiskFullError
+from imagefolder_lmdb.outputs import DiskFullError, free_bytes, megabytes, mount_point
 
 log = logging.getLogger("imagefolder_lmdb")
 
@@ -39,16 +40,42 @@ def run_rule(main: Callable[[Any, TextIO], None], smk: Any) -> None:
         main(smk, stream)
     except Exception as exc:
         log.exception("%s failed", smk.rule)
-        where = f"\n(full log: {log_path})" if log_path else ""
+        if not log_path:
+            where = ""
+        elif let_go_of_log(stream):
+            where = f"\n(full log: {log_path})"
+        else:
+            where = f"\n(its log {log_path} could not be written: {explain_unwritten(log_path)})"
         print(f"ERROR in rule {smk.rule}: {explain(exc)}{where}", file=sys.__stderr__, flush=True)
         sys.exit(1)
+
+
+def let_go_of_log(stream: TextIO) -> bool:
+    """Flush the log; False where that fails (its disk is full too): what cannot be written is
+    dropped, so that the script ends with its own status rather than 120 (Python's when flushing
+    stderr fails at exit)."""
+    try:
+        stream.flush()
+    except OSError:
+        sys.stderr = sys.__stderr__
+        with contextlib.suppress(OSError):
+            stream.close()
+        return False
+    return True
+
+
+def explain_unwritten(path: str) -> str:
+    return f"no room on the file system mounted at {mount_point(path)}, {megabytes(free_bytes(path))} free"
 
 
 def explain(exc: BaseException) -> str:
     """The message a user needs; a bare ENOSPC from any write becomes actionable."""
     if isinstance(exc, OSError) and exc.errno == errno.ENOSPC and not isinstance(exc, DiskFullError):
+        written = exc.filename2 or exc.filename  # a copy names its source first, what it writes second
+        named = isinstance(written, str) and written
+        where = f" {written} (the file system mounted at {mount_point(written)})" if named else " an output"
         return (
-            f"no space left on the device while writing {exc.filename or 'an output'}. Free some space "
+            f"no space left on the disk while writing{where}. Free some space "
             "(or point `work`/`results` elsewhere) and run the same command again."
         )
     return str(exc)

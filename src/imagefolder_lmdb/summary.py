@@ -66,6 +66,12 @@ def resized_line(report: dict[str, Any]) -> list[str]:
     return [f"  resized: {counted(shrunk, 'image')} shrunk to a {' and a '.join(bounds)}, the others as they were"]
 
 
+def ratio_words(report: dict[str, Any]) -> str:
+    """`` (0.98x)``: stored bytes to source bytes, nothing where the source's size is unknown (0 bytes)."""
+    ratio = report.get("stored_to_source_ratio")
+    return "" if ratio is None else f" ({ratio}x)"
+
+
 def speed_line(report: dict[str, Any], paths: RunPaths, split: str) -> str:
     encode = job_seconds(paths, "encode_shard", split)
     rules = ("extract", "count_check", "encode_shard", "merge", "write_meta", "verify")
@@ -89,8 +95,8 @@ def split_summary(name: str, paths: RunPaths) -> list[str]:
     return [
         f"{name}: {counted(report['images'], 'image')}, {counted(report['classes'], 'class')}, {status} "
         f"({report['checked']['records']} records checked)",
-        f"  bytes: {report['stored_bytes'] / 1e6:.1f} MB stored from {report['source_bytes'] / 1e6:.1f} MB source "
-        f"({report['stored_to_source_ratio']}x)",
+        f"  bytes: {report['stored_bytes'] / 1e6:.1f} MB stored from {report['source_bytes'] / 1e6:.1f} MB source"
+        + ratio_words(report),
         f"  stored: {storage}; skipped: {len(report['skipped'])}",
         *resized_line(report),
         *class_list_line(report, paths, name),

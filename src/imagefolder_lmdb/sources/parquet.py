@@ -6,7 +6,8 @@ column ``{bytes, path}``, an integer ``label`` column, and the class names in th
 [...]}}}}``, as the ``datasets`` library writes it). A plain binary image column works too, and
 both column names are config keys (``image_column``, ``label_column``).
 
-Rule extract checks every file's footer and columns first, then reads only the label column (and
+Rule extract checks every file's footer and columns first (and, from the footer's statistics, that
+a file's rows are not all without image bytes: paths only), then reads only the label column (and
 the struct's ``path`` field), one row group at a time, into members.jsonl: a sample's location is
 (file, row group, row). The image bytes are read by the shards, again one row group at a time;
 nothing per image is ever written. Record order: the files in the order the source names them (a
@@ -62,6 +63,7 @@ class ParquetFileInfo:
     row_groups: int
     has_path: bool  # the image column is the {bytes, path} struct and its path is text
     names: list[str] | None  # the ClassLabel names of the label column in the Hugging Face metadata
+    null_images: int | None = None  # rows without image bytes, from the footer's statistics (None: none kept)
 
 
 class ParquetSource(Source):
@@ -76,6 +78,7 @@ class ParquetSource(Source):
     def prepare(self, request: Request, building: str, output: str) -> SourceDescription:
         files = [os.path.abspath(path) for path in request.files]
         infos = [file_info(path, request.columns) for path in files]  # every footer before any label
+        check_has_image_bytes(infos, request.columns)
         names = agreed_names(infos, request.columns.label)
         count = write_members(building, parquet_members(infos, request.columns, request.progress))
         log.info("listed %d rows of %d Parquet files; nothing extracted", count, len(files))
@@ -135,7 +138,56 @@ def file_info(path: str, columns: Columns) -> ParquetFileInfo:
             parquet.metadata.num_row_groups,
             is_struct and image.get_field_index("path") >= 0 and is_text(image.field("path").type),
             class_label_names(path, schema.metadata, columns.label),
+            null_count(parquet.metadata, f"{columns.image}.bytes" if is_struct else columns.image),
         )
+
+
+def null_count(metadata: pq.FileMetaData, column: str) -> int | None:
+    """Rows whose ``column`` (a leaf: a struct's field counts its null structs too) is null, summed
+    from each row group's statistics; None where a row group has none (pyarrow, ``datasets`` and
+    Spark write them)."""
+    total = 0
+    for group in range(metadata.num_row_groups):
+        row_group = metadata.row_group(group)
+        chunks = [row_group.column(i) for i in range(row_group.num_columns)]
+        chunk = next((c for c in chunks if c.path_in_schema == column), None)
+        if chunk is None or not chunk.is_stats_set or not chunk.statistics.has_null_count:
+            return None
+        total += chunk.statistics.null_count
+    return total
+
+
+def check_has_image_bytes(infos: list[ParquetFileInfo], columns: Columns) -> None:
+    """Stop, naming each, at files whose every row lacks image bytes: an Image column built from file
+    paths and written with a plain ``Dataset.to_parquet`` keeps the paths only. No row of such a file
+    can be converted, so skipping bad images would leave nothing (files without statistics are
+    left to the shards, which name each row)."""
+    empty = [info for info in infos if info.rows and info.null_images == info.rows]
+    if not empty:
+        return
+    lines = "\n".join(f"  {info.path}: {paths_only_words(info, columns)}" for info in empty)
+    raise ParquetSourceError(
+        f"{len(empty)} of the {len(infos)} Parquet files hold no image bytes in any row, in column "
+        f"{columns.image!r}:\n{lines}\nWrite them again with the image bytes embedded: with `datasets`, "
+        "`ds = ds.with_format('arrow').map(datasets.table.embed_table_storage, batched=True)` before "
+        "`ds.to_parquet(...)` (what `push_to_hub` does), or build the column from each file's bytes."
+    )
+
+
+def paths_only_words(info: ParquetFileInfo, columns: Columns) -> str:
+    """What an all-null file holds instead of bytes: paths (the first one named), or nothing."""
+    rows = f"all {info.rows} rows" if info.rows > 1 else "its one row"
+    first = first_stored_path(info, columns) if info.has_path else None
+    if first is None:
+        return f"{rows} null"
+    return f"{rows} hold a file path only (the first: {first!r}), not the image's bytes"
+
+
+def first_stored_path(info: ParquetFileInfo, columns: Columns) -> str | None:
+    with open_parquet(info.path) as parquet:
+        paths = parquet.read_row_group(0, columns=[f"{columns.image}.path"]).column(columns.image)
+    values = paths.combine_chunks().flatten()[0].to_pylist() if len(paths) else []
+    return next((value for value in values if value), None)
 
 
 def check_columns(path: str, schema: pa.Schema, columns: Columns) -> None:

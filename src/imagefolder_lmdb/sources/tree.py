@@ -66,6 +66,7 @@ def scan_folder(root: str, progress: dict[str, Any], wanted: ClassList | None = 
     classes = [name for name in classes if wanted is None or name in wanted]
     if not classes:
         return Listing([], [], root=root, outside=outside)
+    check_each_folder_once(root, classes)
     class_to_idx = {name: i for i, name in enumerate(classes)}
     ignored: list[str] = []
     counter = tqdm(desc=f"scan {root}", unit="file", **progress)
@@ -89,6 +90,57 @@ def scan_folder(root: str, progress: dict[str, Any], wanted: ClassList | None = 
         for index, (path, label) in enumerate(found)
     ]
     return Listing(classes, samples, sorted(ignored), root=root, outside=outside)
+
+
+class FolderLinkError(ValueError):
+    """A link leads the walk back into a folder it has already walked: its images would be read twice."""
+
+
+def check_each_folder_once(root: str, classes: list[str]) -> None:
+    """Stop, naming the links, where walking the class folders as ImageFolder does (links followed)
+    reaches a folder a second time: a link to an enclosing folder (``c/again -> .``) makes
+    ImageFolder read its images once per level until the system refuses the path (41 times here),
+    and a link to a folder walked elsewhere gives its images twice, under two names. Folders only:
+    one stat per folder, no file opened."""
+    walked: dict[tuple[int, int], str] = {}
+    again: list[tuple[str, str]] = []
+    for name in classes:
+        for folder, subfolders, _ in os.walk(os.path.join(root, name), followlinks=True):
+            info = os.stat(folder)
+            first = walked.setdefault((info.st_dev, info.st_ino), folder)
+            if first != folder:
+                again.append((folder, first))
+                subfolders.clear()  # not walked a second time
+    if again:
+        raise FolderLinkError(folder_link_message(root, again))
+
+
+def folder_link_message(root: str, again: list[tuple[str, str]]) -> str:
+    listed = "\n".join(link_line(root, folder, first) for folder, first in again[:LISTED_FOLDERS])
+    more = f"\n  ... and {len(again) - LISTED_FOLDERS} more" if len(again) > LISTED_FOLDERS else ""
+    return (
+        f"{root}: {len(again)} folder link(s) lead back into folders already read, so ImageFolder would read "
+        f"their images again (through a link to an enclosing folder, once per level: dozens of times):\n"
+        f"{listed}{more}\nEach image is stored once: remove these links (or put a copy of the folder in "
+        "their place, if its images are meant to be stored twice) and run the same command again."
+    )
+
+
+def link_line(root: str, folder: str, first: str) -> str:
+    """``  c/again -> .: leads to c, already read``, for the walk reaching ``first`` again as ``folder``."""
+    link = linked_on_the_way(root, folder)
+    target = f" -> {os.readlink(link)}" if os.path.islink(link) else ""
+    reached = f" (reached as {folder})" if folder != link else ""
+    return f"  {link}{target}: leads to {first}, already read{reached}"
+
+
+def linked_on_the_way(root: str, folder: str) -> str:
+    """The symbolic link on the path from ``root`` to ``folder`` nearest to ``folder`` (the link the
+    walk followed to get there)."""
+    path = folder
+    while path != root and not os.path.islink(path):
+        path = os.path.dirname(path)
+    return path if os.path.islink(path) else folder
 
 
 def no_class_folder_hint(root: str) -> str:

@@ -2,10 +2,12 @@
 
 How each image is checked and stored is the image policy (src/imagefolder_lmdb/image_policy.py). Bad images
 fail the shard once it has checked all of its images, naming every one, or with
-``on_error: skip`` are left out and listed in the shard report. Only re-encoded images go into
-the part; merge copies the others from the source.
+``on_error: skip`` are left out and listed in the shard report. A file the file system cannot read
+(EACCES, EIO, ESTALE on NFS) is no bad image: it stops the shard at once, whatever ``on_error``
+says. Only re-encoded images go into the part; merge copies the others from the source.
 """
 
+import errno
 import logging
 from collections.abc import Iterable
 from typing import Any, TextIO
@@ -43,10 +45,42 @@ log = logging.getLogger("imagefolder_lmdb.encode_shard")
 LISTED_BAD_IMAGES = 20
 
 
-def read_and_encode(reader: SampleReader, sample: Sample, settings: EncodeSettings) -> tuple[Encoded, int]:
-    """Encoded image and source size of one sample; BadImageError names the file."""
+class SourceReadError(RuntimeError):
+    """The file system did not give a source file's bytes (EACCES, EIO, ESTALE, ...): no bad image,
+    so never skipped; the shard stops at once, naming the file and the errno."""
+
+
+def read_source(reader: SampleReader, sample: Sample) -> bytes:
+    """A sample's bytes as the source holds them; an OSError here is the file system's, not the image's."""
     try:
-        data = reader.read(sample.path, sample.location)
+        return reader.read(sample.path, sample.location)
+    except OSError as exc:
+        raise SourceReadError(read_error_message(reader.describe(sample.path, sample.location), exc)) from exc
+
+
+def read_error_message(where: str, exc: OSError) -> str:
+    name = errno.errorcode.get(exc.errno, "unknown") if exc.errno is not None else "no errno"
+    if isinstance(exc, FileNotFoundError):
+        remedy = (
+            "It was listed when the source was indexed but is gone now: the source changed since. Run the "
+            "same command with --forcerun extract to list it again."
+        )
+    else:
+        remedy = (
+            "Check the file and the disk or network share it lies on (permissions, mount, hardware), then run "
+            "the same command again."
+        )
+    return (
+        f"{where}: cannot be read: {exc.strerror or exc} (errno {exc.errno}, {name}). A read error of the file "
+        f"system, not a damaged image: it is never skipped as one, whatever encode.on_error says. {remedy}"
+    )
+
+
+def read_and_encode(reader: SampleReader, sample: Sample, settings: EncodeSettings) -> tuple[Encoded, int]:
+    """Encoded image and source size of one sample; BadImageError names the file (SourceReadError
+    where the file could not be read at all)."""
+    data = read_source(reader, sample)
+    try:
         if not data:
             raise ValueError("an empty file (0 bytes)")
         return encode_image(data, settings), len(data)
@@ -62,10 +96,18 @@ def bad_images_message(bad: list[dict[str, Any]], how_to_go_on: str) -> str:
     return f"{len(bad)} {noun} in this shard:\n{listed}{more}\n{how_to_go_on}"
 
 
-def how_to_go_on(reader: SampleReader) -> str:
+def how_to_go_on(reader: SampleReader, all_bad: bool) -> str:
+    """What to do about a shard's bad images. Where every image of the shard is bad, the source is not
+    what the workflow takes it for (paths where bytes should be, another format): skipping would only
+    leave an empty dataset, so it is not suggested."""
+    if all_bad:
+        return (
+            f"Every image of this shard is bad: check that splits.<name>.source and layout name the images "
+            f"themselves. {reader.remedy} and run the same command again."
+        )
     return (
         f"{reader.remedy} and run the same command again, or set encode.on_error: skip to leave bad images out "
-        "(they are listed in the report)."
+        "(they are listed in the report; with expected_images set, splits.<name>.allow_skipped says how many may be)."
     )
 
 
@@ -115,7 +157,8 @@ def encode_shard(
                 report.skipped.append({"index": sample.index, "path": sample.path, "reason": str(exc)})
         if report.skipped and settings.on_error == "fail":
             # raised after checking the whole shard, so that one round of fixes covers all of it
-            raise BadImageError(bad_images_message(report.skipped, how_to_go_on(reader)))
+            advice = how_to_go_on(reader, all_bad=not report.index and len(report.skipped) > 1)
+            raise BadImageError(bad_images_message(report.skipped, advice))
     reader.close()
     write_shard_report(report_path, report)
     log.info("stored %d images, skipped %d", len(report.index), len(report.skipped))

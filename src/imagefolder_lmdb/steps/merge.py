@@ -4,8 +4,10 @@ A shard's part holds only the images it re-encoded; the images stored as they ar
 through) are copied here straight from the source, each checked against the CRC-32 recorded when
 its shard checked it. The bulk of the data is thus written once, and the work folder never holds a
 second copy of it. Records are renumbered 0..n-1 around skipped images, so the final indices are
-ImageFolder's minus the skipped ones. They go in with sequential appends (no B-tree searches),
-every append is checked, and the final count is compared with the shard reports.
+ImageFolder's minus the skipped ones; a split whose skipped images leave it empty, or below
+expected_images minus allow_skipped, stops here before anything is written. They go in with
+sequential appends (no B-tree searches), every append is checked, and the final count is compared
+with the shard reports.
 
 The merge is the one serial step of a conversion, so it splits its work: threads read the
 passed-through images ahead and check their CRC-32 (``os.pread``, file reads, zip inflating and
@@ -18,6 +20,7 @@ import contextlib
 import gc
 import itertools
 import logging
+import os
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -69,6 +72,40 @@ def check_reports_cover(reports: list[ShardReport], count: int) -> None:
         raise MergeError(f"the shard reports cover {position} images, the manifest lists {count}")
 
 
+@dataclass(frozen=True)
+class Enough:
+    """How many records a split must end with: splits.<name>.expected_images minus allow_skipped
+    (no bound without expected_images), and never none."""
+
+    split: str = "this split"
+    expected_images: int | None = None
+    allow_skipped: int = 0
+
+
+def check_enough_stored(reports: list[ShardReport], enough: Enough, reports_folder: str) -> None:
+    """Stop before writing anything when the images skipped as bad leave the split empty, or with
+    fewer records than the config accepts."""
+    skipped = [entry for report in reports for entry in report.skipped]
+    listed = sum(report.stop - report.start for report in reports)
+    stored = listed - len(skipped)
+    example = f"the first: {skipped[0]['reason']}" if skipped else ""
+    where = f"every one is listed with its reason in the shard reports {reports_folder}/*.json"
+    if stored == 0 and listed:
+        raise MergeError(
+            f"split {enough.split}: none of its {listed} images could be stored, every one was skipped as bad "
+            f"({example}); {where}. A dataset of no image is no result: check that splits.{enough.split}.source and "
+            "layout name the images themselves, fix them and run the same command again."
+        )
+    wanted = None if enough.expected_images is None else enough.expected_images - enough.allow_skipped
+    if wanted is not None and stored < wanted:
+        raise MergeError(
+            f"split {enough.split}: {stored} images stored, fewer than expected_images {enough.expected_images} "
+            f"minus allow_skipped {enough.allow_skipped}: {len(skipped)} were skipped as bad ({example}); {where}. "
+            f"Fix or remove those images and run the same command again, or set splits.{enough.split}.allow_skipped: "
+            f"{len(skipped)} to accept the split without them."
+        )
+
+
 def merge(
     part_paths: list[str],
     report_paths: list[str],
@@ -76,12 +113,15 @@ def merge(
     output: str,
     progress: dict[str, Any],
     threads: int = 2,
+    enough: Enough = Enough(),
 ) -> int:
     """Write every shard's records, renumbered in order, to ``output``; returns the record count.
-    ``threads``: the writer plus ``threads - 1`` (at least one) threads reading ahead."""
+    ``threads``: the writer plus ``threads - 1`` (at least one) threads reading ahead; ``enough``:
+    the fewest records the split may end with."""
     reports = [read_shard_report(path) for path in report_paths]
     header = read_manifest_header(manifest)
     check_reports_cover(reports, header.count)
+    check_enough_stored(reports, enough, os.path.dirname(report_paths[0]) if report_paths else "")
     expected = len(kept_indices(reports))
     stored_bytes = sum(sum(report.stored_bytes) for report in reports)
     log.info("merging %d parts: %d records, %.1f MB", len(part_paths), expected, stored_bytes / 1e6)
@@ -217,6 +257,7 @@ def main(smk: Any, stream: TextIO) -> None:
         smk.output[0],
         progress_kwargs(stream),
         threads=smk.threads,
+        enough=Enough(smk.wildcards.split, smk.params.expected_images, smk.params.allow_skipped),
     )
 
 

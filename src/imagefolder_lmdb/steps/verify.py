@@ -406,6 +406,12 @@ def contact_sheet(ds: LMDBReader | None, indices: list[int], output: str) -> Non
         sheet.save(stream, format="PNG")
 
 
+def ratio_to_source(report: dict[str, Any]) -> str:
+    """`` (0.98x source)``, or nothing where the source's size is unknown (0 bytes)."""
+    ratio = report.get("stored_to_source_ratio")
+    return "" if ratio is None else f" ({ratio}x source)"
+
+
 def summary_line(report: dict[str, Any]) -> str:
     if "images" not in report:
         return f"FAIL {report['path']}: {report['problems'][0]}"
@@ -413,7 +419,7 @@ def summary_line(report: dict[str, Any]) -> str:
     checked = report["checked"]
     line = (
         f"{status} {report['path']}: {report['images']} images, {report['classes']} classes, "
-        f"{report['stored_bytes'] / 1e6:.1f} MB stored ({report['stored_to_source_ratio']}x source), "
+        f"{report['stored_bytes'] / 1e6:.1f} MB stored{ratio_to_source(report)}, "
         f"{checked['records']} records checked ({checked['mode']}), {len(report['skipped'])} skipped"
     )
     if report["problems"]:

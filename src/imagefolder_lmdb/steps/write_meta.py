@@ -4,9 +4,12 @@ in the merged LMDB and place it at its final path.
 The merged file is hard-linked (copied across filesystems) to a temporary name beside the final
 path, the meta goes in with one transaction, then where each record lies (add_locations: a walk
 of the B-tree and one more transaction), and only then is it renamed into place: a reader never
-meets a final file without meta. Passed-through image bytes are not copied again.
+meets a final file without meta. Passed-through image bytes are not copied again. A disk too
+full for it is named (its mount point, the room needed and free) before or while writing, and the
+temporary file never stays behind.
 """
 
+import errno
 import json
 import logging
 import os
@@ -16,12 +19,22 @@ from typing import Any, TextIO
 import lmdb
 import numpy as np
 
-from imagefolder_lmdb.add_locations import add_locations, current_locations
+from imagefolder_lmdb.add_locations import Located, add_locations, current_locations
 from imagefolder_lmdb.class_list import class_words
-from imagefolder_lmdb.dataset import META_KEYS, Meta, encode_meta
+from imagefolder_lmdb.dataset import LOCATION_DTYPE, META_KEYS, Meta, encode_meta
 from imagefolder_lmdb.hold_points import hold_point
 from imagefolder_lmdb.meta_document import build_document, checked
-from imagefolder_lmdb.outputs import LMDBWriter, count_records, open_lmdb_readonly, publish, remove_path, temporary_path
+from imagefolder_lmdb.outputs import (
+    DiskFullError,
+    LMDBWriter,
+    check_free_space,
+    count_records,
+    disk_full_message,
+    open_lmdb_readonly,
+    publish,
+    remove_path,
+    temporary_path,
+)
 from imagefolder_lmdb.rule_runner import run_rule
 from imagefolder_lmdb.source_locations import FileLocation
 from imagefolder_lmdb.work_files import (
@@ -118,13 +131,39 @@ def build_meta(manifest_path: str, counts: CountsReport, reports: list[ShardRepo
     )
 
 
-def link_or_copy(source: str, destination: str) -> None:
-    """Give ``destination`` the content of ``source`` without copying the bytes where possible."""
+#: LMDB's page size, and the pages a meta transaction copies besides its values (the path to each
+#: key, the free list): room write_meta asks for beyond the meta's bytes.
+PAGE_BYTES = 4096
+OVERHEAD_PAGES = 64
+
+
+def meta_room(values: dict[bytes, bytes], records: int) -> int:
+    """About how many bytes storing the meta adds to the file: its values, each on pages of its
+    own, the record locations add_locations stores after them, and LMDB's own pages."""
+    pages = sum(len(value) // PAGE_BYTES + 1 for value in values.values())
+    return (pages + OVERHEAD_PAGES) * PAGE_BYTES + LOCATION_DTYPE.itemsize * records
+
+
+def link_or_copy(source: str, destination: str, then_bytes: int) -> None:
+    """Give ``destination`` the content of ``source`` without copying the bytes where possible (a
+    hard link); across file systems a copy. Either way, stop before writing when the disk holding
+    ``destination`` lacks room for the copy and the ``then_bytes`` written into it afterwards, and
+    name that disk when it fills up all the same."""
     remove_path(destination)
     try:
         os.link(source, destination)
     except OSError:
+        needed = os.path.getsize(source) + then_bytes
+    else:
+        check_free_space(destination, then_bytes)
+        return
+    check_free_space(destination, needed)
+    try:
         shutil.copyfile(source, destination)
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            raise DiskFullError(disk_full_message(destination, needed)) from exc
+        raise
 
 
 def same_meta_stored(env: lmdb.Environment, values: dict[bytes, bytes]) -> bool:
@@ -145,6 +184,22 @@ def same_meta_stored(env: lmdb.Environment, values: dict[bytes, bytes]) -> bool:
     }
 
 
+def store_meta(writer: LMDBWriter, path: str, values: dict[bytes, bytes]) -> Located:
+    """The meta, then the record locations, into the file ``writer`` has open; closed after. A full
+    disk is named as such, with the room needed (``writer.adds_bytes``)."""
+    try:
+        if not same_meta_stored(writer.env, values):
+            writer.put_many(values)
+        located = current_locations(writer.env, path) or add_locations(writer.env, path)
+    except BaseException as exc:
+        writer.abandon()
+        if isinstance(exc, lmdb.Error):
+            writer.raise_if_disk_full(exc)
+        raise
+    writer.close()  # names a full disk itself
+    return located
+
+
 def write_meta(
     merged: str, manifest: str, counts_path: str, report_paths: list[str], output: str, encode: dict[str, Any]
 ) -> Meta:
@@ -160,13 +215,11 @@ def write_meta(
     del values[META_KEYS["locations"]]  # an all-zero placeholder; add_locations stores the real ones
     temporary = temporary_path(output)
     os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
-    link_or_copy(merged, temporary)
-    try:
-        writer = LMDBWriter(temporary, expected_bytes=os.path.getsize(temporary) + sum(map(len, values.values())))
-        if not same_meta_stored(writer.env, values):
-            writer.put_many(values)
-        located = current_locations(writer.env, temporary) or add_locations(writer.env, temporary)
-        writer.close()
+    room = meta_room(values, meta.length)
+    try:  # whatever stops it, no partial file stays behind to fill the disk
+        link_or_copy(merged, temporary, room)
+        writer = LMDBWriter(temporary, expected_bytes=os.path.getsize(temporary) + room, adds_bytes=room)
+        located = store_meta(writer, temporary, values)
         hold_point("write_meta")  # complete, but not yet at its final path
     except BaseException:
         remove_path(temporary)
