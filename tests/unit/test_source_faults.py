@@ -17,7 +17,7 @@ from PIL import Image
 from imagefolder_lmdb.dataset import STORAGE_CODES, format_version_of
 from imagefolder_lmdb.image_policy import BadImageError, EncodeSettings, encode_image, jpeg_end
 from imagefolder_lmdb.run_paths import RunPaths
-from imagefolder_lmdb.sources import Columns
+from imagefolder_lmdb.sources.base import Columns
 from imagefolder_lmdb.sources.folder import FileReader
 from imagefolder_lmdb.sources.parquet import ParquetSourceError, check_has_image_bytes, file_info
 from imagefolder_lmdb.sources.tree import FolderLinkError, scan_folder
