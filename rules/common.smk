@@ -104,11 +104,6 @@ def shared_class_manifest(wildcards) -> list[str]:
     return [PATHS.manifest(first)] if first else []
 
 
-def given_shards(wildcards) -> int | None:
-    """Rule count_check's param: ``shards`` as the config gives it (None: the default)."""
-    return CHECKED.shards_given[wildcards.split]
-
-
 def label_files(wildcards) -> list[str]:
     """The devkit / label CSV of a split, when it has one (not a CSV inside the source archive);
     for ``devkit: imagenet1k`` the shipped list's file, so that a changed list reruns the split.

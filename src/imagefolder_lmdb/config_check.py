@@ -33,28 +33,17 @@ class CheckedConfig:
     """What the rules need beyond the config itself, once it has passed every check."""
 
     classes: ClassPlan
-    shards_given: dict[str, int | None]  # each split's shards as the config gives it (None: the default)
 
 
 def check_config(config: dict[str, Any], schema: dict[str, Any], config_files: Sequence[str] = ()) -> CheckedConfig:
     """Fill in the schema's defaults (in place) and check everything; ConfigError names every problem."""
-    shards_given = given_shards(config)
     problems = [duplicate.problem for path in config_files for duplicate in duplicate_keys(str(path))]
     found = schema_problems(config, schema)
     usable = Usable({problem.path for problem in found})
-    problems += found + content_problems(config, usable, shards_given) + class_list_problems(config, usable)
+    problems += found + content_problems(config, usable) + class_list_problems(config, usable)
     if problems:
         raise ConfigError(in_config_order(problems, config))
-    return CheckedConfig(plan_classes(config), shards_given)
-
-
-def given_shards(config: dict[str, Any]) -> dict[str, int | None]:
-    """``shards`` of each split as written, before the defaults (count_check refuses more shards
-    than images only where the config asks for them)."""
-    splits = config.get("splits")
-    if not isinstance(splits, dict):
-        return {}
-    return {name: split.get("shards") if isinstance(split, dict) else None for name, split in splits.items()}
+    return CheckedConfig(plan_classes(config))
 
 
 @dataclass(frozen=True)
@@ -72,7 +61,7 @@ class Usable:
 SplitCheck = Callable[[str, dict[str, Any], dict[str, Any]], list[Problem]]
 
 
-def content_problems(config: dict[str, Any], usable: Usable, shards_given: dict[str, int | None]) -> list[Problem]:
+def content_problems(config: dict[str, Any], usable: Usable) -> list[Problem]:
     """What the schema cannot say."""
     problems: list[Problem] = []
     splits = config.get("splits")
@@ -82,8 +71,6 @@ def content_problems(config: dict[str, Any], usable: Usable, shards_given: dict[
         for keys, check in SPLIT_CHECKS:
             if usable(*[("splits", name, key) for key in keys]):
                 problems += check(name, split, config)
-        if usable(("splits", name, "shards"), ("splits", name, "expected_images")):
-            problems += shards_problems(name, split, shards_given.get(name))
     if usable(("encode",)):
         problems += resizing_problems(config["encode"])
     if usable(("results",), ("work",)):
@@ -217,23 +204,27 @@ def ground_truth_hint(classes: object) -> str:
     )
 
 
+def shards_problems(name: str, split: dict[str, Any], config: dict[str, Any]) -> list[Problem]:
+    """More shards than the split is expected to hold images: jobs with nothing to do (rule
+    count_check refuses the same once it has counted the images, where expected_images is null)."""
+    from imagefolder_lmdb.steps.count_check import SHARDS_ALWAYS_ALLOWED
+
+    shards, expected = split["shards"], split["expected_images"]
+    if expected is None or shards <= max(expected, SHARDS_ALWAYS_ALLOWED):
+        return []
+    text = (
+        f"{shards} is more than expected_images ({expected}): a shard holds at least one image; "
+        f"set shards: {expected} or fewer"
+    )
+    return [key_problem(("splits", name, "shards"), text)]
+
+
 SPLIT_CHECKS: list[tuple[tuple[str, ...], SplitCheck]] = [
     (("source", "layout"), source_problems),
     (("root", "layout"), root_problems),
     (("layout", "devkit", "val_labels", "source"), label_problems),
+    (("shards", "expected_images"), shards_problems),
 ]
-
-
-def shards_problems(name: str, split: dict[str, Any], given: int | None) -> list[Problem]:
-    """More shards asked for than the split is expected to hold: jobs with nothing to do."""
-    expected = split["expected_images"]
-    if given is None or expected is None or given <= expected:
-        return []
-    text = (
-        f"{given} is more than expected_images ({expected}): a shard holds at least one image; "
-        f"set shards: {expected} or fewer"
-    )
-    return [key_problem(("splits", name, "shards"), text)]
 
 
 # --------------------------------------------------------------------------------------------------

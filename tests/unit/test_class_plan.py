@@ -72,11 +72,12 @@ def test_a_class_file_saved_with_a_byte_order_mark(tmp_path: Path, bom: str) -> 
     assert read_class_file(str(listed)) == ["alpha", "beta"]
 
 
-def test_more_shards_than_images_is_refused_only_where_the_config_asks_for_them() -> None:
+def test_more_shards_than_images_is_refused_beyond_the_default() -> None:
     assert too_many_shards("train", 10000, 12) == (
         "config key splits.train.shards: 10000 is more than the 12 images the source holds (9988 encode jobs "
         "would have nothing to do); set shards: 12 or fewer"
     )
-    assert too_many_shards("train", 12, 12) is None
-    assert too_many_shards("train", None, 3) is None  # the default 16: a few empty shards cost seconds
-    assert too_many_shards("train", 4, 0) is None  # no images: count_check says so in its own words
+    assert too_many_shards("train", 20, 20) is None
+    assert too_many_shards("train", 16, 3) is None  # the default: a few empty shards cost seconds
+    assert too_many_shards("train", 17, 3) is not None
+    assert too_many_shards("train", 40, 0) is None  # no images: count_check says so in its own words

@@ -16,6 +16,7 @@ import pytest
 from imagefolder_lmdb.config_check import CheckedConfig, check_config
 from imagefolder_lmdb.config_problems import ConfigError, Problem
 from imagefolder_lmdb.config_schema import describe, load_schema
+from imagefolder_lmdb.steps.count_check import SHARDS_ALWAYS_ALLOWED
 from support import REPO
 
 SCHEMA_PATH = REPO / "config" / "schema.yaml"
@@ -52,8 +53,7 @@ def test_defaults_are_the_ones_snakemakes_validate_fills(folder: Path) -> None:
 
 def test_a_valid_config_gives_its_plan(folder: Path) -> None:
     checked = check_config({"splits": {"train": {"source": "train", "shards": 3}, "val": {"source": "train"}}}, SCHEMA)
-    assert checked == CheckedConfig(checked.classes, {"train": 3, "val": None})
-    assert checked.classes.sharing == ("train", "val")
+    assert isinstance(checked, CheckedConfig) and checked.classes.sharing == ("train", "val")
 
 
 def test_unknown_keys_get_the_key_they_are_a_typo_of(folder: Path) -> None:
@@ -184,8 +184,11 @@ def test_settings_that_contradict_each_other(folder: Path) -> None:
     ]
 
 
-def test_the_default_shard_count_is_never_refused(folder: Path) -> None:
-    check_config({"splits": {"train": {"source": "train", "expected_images": 3}}}, copy.deepcopy(SCHEMA))
+def test_as_many_shards_as_the_default_are_never_refused(folder: Path) -> None:
+    assert SCHEMA["$defs"]["split"]["properties"]["shards"]["default"] == SHARDS_ALWAYS_ALLOWED
+    for shards in ({}, {"shards": SHARDS_ALWAYS_ALLOWED}):
+        check_config({"splits": {"train": {"source": "train", "expected_images": 3, **shards}}}, copy.deepcopy(SCHEMA))
+    problems_of({"splits": {"train": {"source": "train", "expected_images": 3, "shards": SHARDS_ALWAYS_ALLOWED + 1}}})
 
 
 def test_a_key_the_schema_refused_is_not_checked_again(folder: Path) -> None:

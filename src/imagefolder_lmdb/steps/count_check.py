@@ -32,6 +32,10 @@ from imagefolder_lmdb.workflow_io import hold_point, progress_kwargs, run_rule
 
 log = logging.getLogger("imagefolder_lmdb.count_check")
 
+#: Shards a split may have whatever its size: the schema's default, which a small source gets anyway
+#: (an empty shard's job costs a second or so). More than this and more than the images is refused.
+SHARDS_ALWAYS_ALLOWED = 16
+
 #: How many ignored file names the report lists in full (the count is always exact).
 LISTED_IGNORED = 50
 
@@ -137,9 +141,10 @@ def class_list_of(source: ClassSource, shared_manifest: str | None) -> ClassList
 
 
 def too_many_shards(split: str, shards: int | None, images: int) -> str | None:
-    """More shards asked for than the split holds images: jobs with nothing to do (the shard list is
-    fixed before the images are counted, so the config is corrected rather than the count cut)."""
-    if shards is None or not images or shards <= images:
+    """More shards than the split holds images, beyond the few any small source gets by default:
+    jobs with nothing to do. The shard list is fixed before the images are counted (the DAG holds
+    every encode job), so the config is corrected rather than the count cut."""
+    if shards is None or not images or shards <= max(images, SHARDS_ALWAYS_ALLOWED):
         return None
     return (
         f"config key splits.{split}.shards: {shards} is more than the {images} images the source holds "
@@ -183,7 +188,7 @@ def count_check(
     shards: tuple[str, int | None] = ("<name>", None),
 ) -> CountsReport:
     """``class_list``: the split's ClassSource (src/imagefolder_lmdb/class_plan.py) as a param;
-    ``shards``: the split's name and the shards its config asks for (None: the default)."""
+    ``shards``: the split's name and its shard count (None: not checked)."""
     progress = progress or {}
     source = ClassSource.from_param(class_list)
     description = read_source_description(source_dir)
