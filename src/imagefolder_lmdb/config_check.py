@@ -71,8 +71,7 @@ def content_problems(config: dict[str, Any], usable: Usable) -> list[Problem]:
         for keys, check in SPLIT_CHECKS:
             if usable(*[("splits", name, key) for key in keys]):
                 problems += check(name, split, config)
-    if usable(("encode",)):
-        problems += resizing_problems(config["encode"])
+    problems += resizing_problems(config["encode"], usable)
     if usable(("results",), ("work",)):
         problems += output_problems(config)
     return problems
@@ -232,15 +231,18 @@ SPLIT_CHECKS: list[tuple[tuple[str, ...], SplitCheck]] = [
 # --------------------------------------------------------------------------------------------------
 
 
-def resizing_problems(encode: dict[str, Any]) -> list[Problem]:
+def resizing_problems(encode: Any, usable: Usable) -> list[Problem]:
     """A resize re-encodes, which ``reencode: never`` forbids."""
+    keys = ("max_side", "short_side")
+    if not all(usable(("encode", "reencode"), ("encode", key)) for key in keys):
+        return []
     return [
         Problem(
             f"config keys encode.reencode and encode.{key}",
             f"resizing re-encodes images, which reencode: never forbids. Set {key}: null or reencode: auto",
             ("encode", key),
         )
-        for key in ("max_side", "short_side")
+        for key in keys
         if encode["reencode"] == "never" and encode[key] is not None
     ]
 

@@ -192,10 +192,14 @@ def test_as_many_shards_as_the_default_are_never_refused(folder: Path) -> None:
 
 
 def test_a_key_the_schema_refused_is_not_checked_again(folder: Path) -> None:
-    config = {"splits": {"train": {"source": 5, "layout": "imagefolder"}, "val": {"source": "nowhere"}}}
+    config = {
+        "splits": {"train": {"source": 5, "layout": "imagefolder"}, "val": {"source": "nowhere"}},
+        "encode": {"reencode": "never", "max_side": "big"},
+    }
     lines = problems_of(config)
-    assert len(lines) == 2 and lines[0].startswith("config key splits.train.source: 5 is not valid; set a folder")
+    assert len(lines) == 3 and lines[0].startswith("config key splits.train.source: 5 is not valid; set a folder")
     assert lines[1].startswith("config key splits.val.source: 'nowhere' does not exist")
+    assert lines[2] == "config key encode.max_side: 'big' is the wrong type; set an integer of at least 1, or null."
 
 
 @pytest.mark.parametrize("key", ["results", "work"])
