@@ -174,6 +174,18 @@ def counts_report(
     )
 
 
+def write_listing(manifest_path: str, description: SourceDescription, listing: Listing) -> None:
+    header = ManifestHeader(
+        root=listing.root,
+        classes=listing.classes,
+        count=len(listing.samples),
+        containers=listing.containers,
+        kind=description.kind,
+        image_column=listing.image_column,
+    )
+    write_manifest(manifest_path, header, listing.samples)
+
+
 def count_check(
     source_dir: str,
     manifest_path: str,
@@ -217,15 +229,7 @@ def count_check(
         )
     if shards_problem := too_many_shards(*shards, len(listing.samples)):
         raise CountMismatchError(f"{description.source}: {shards_problem}.")
-    header = ManifestHeader(
-        root=listing.root,
-        classes=listing.classes,
-        count=len(listing.samples),
-        containers=listing.containers,
-        kind=description.kind,
-        image_column=listing.image_column,
-    )
-    write_manifest(manifest_path, header, listing.samples)
+    write_listing(manifest_path, description, listing)
     hold_point("count_check")  # the manifest is in place, the counts report not yet
     write_counts(counts_path, report)
     return report
