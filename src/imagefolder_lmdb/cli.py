@@ -96,6 +96,7 @@ def convert_parser(prog: str) -> argparse.ArgumentParser:
     parser.add_argument(
         "--layout", default="imagefolder", choices=layouts(), help="how SOURCE is organised (imagefolder)"
     )
+    parser.add_argument("--shards", type=int, metavar="N", help="encode jobs the split is cut into (16)")
     parser.add_argument("--work", metavar="FOLDER", help="work folder: manifests, parts, logs (OUTDIR/work)")
     parser.add_argument("--cores", metavar="N", help="CPU cores to use (all; with --profile, the profile's)")
     parser.add_argument(
@@ -107,14 +108,15 @@ def convert_parser(prog: str) -> argparse.ArgumentParser:
 
 def convert_main(argv: list[str], prog: str = f"{PROG} convert") -> int:
     """``imagefolder-lmdb convert``: check the arguments, then become Snakemake on the packaged workflow."""
-    from imagefolder_lmdb.convert import ConvertError, exec_snakemake, plan_run, run_options
+    from imagefolder_lmdb.convert import ConvertError, exec_snakemake, plan_run, run_options, split_entry
 
     ours, passed = (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
     parser = convert_parser(prog)
     args = parser.parse_args(ours)
     try:
         options = run_options(args.cores, args.profile, passed)
-        run = plan_run(args.source, args.outdir, args.split, args.layout, args.work, args.configfile, options)
+        entry = None if args.source is None else split_entry(args.source, args.layout, args.shards)
+        run = plan_run(entry, args.outdir, args.split, args.work, args.configfile, options)
         exec_snakemake(run)  # returns only if it cannot start
     except ConvertError as exc:
         if exc.returncode == 2:

@@ -67,6 +67,7 @@ def convert(
     *,
     split: str = "train",
     layout: str = "imagefolder",
+    shards: int | None = None,
     work: PathLike | None = None,
     cores: int | str | None = None,
     profile: str | None = None,
@@ -82,13 +83,15 @@ def convert(
         split: the split's name, the dataset's file name (``train`` -> ``train.lmdb``).
         layout: how ``source`` is organised: one of the config schema's layouts (imagefolder,
             ilsvrc-train, ilsvrc-val, webdataset, parquet); ilsvrc-val needs a config file.
+        shards: how many encode jobs the split is cut into (the schema's default, 16, if None):
+            the parallel units, and what a failure reruns.
         work: the work folder (manifests, parts, logs, Snakemake's state); ``outdir/work`` by
             default. Safe to delete after success; keep it to resume after a kill.
         cores: CPU cores to use (an int or ``"all"``); ``"all"`` unless ``profile`` is given.
         profile: ``"slurm"`` for the packaged SLURM profile (every job an sbatch job; needs the
             ``slurm`` extra), or a Snakemake profile of your own (a folder or a profile name).
         configfile: a whole config (every split and setting, see config/schema.yaml), run from
-            the current folder instead of ``source``/``outdir``/``split``/``layout``/``work``.
+            the current folder instead of ``source``/``outdir``/``split``/``layout``/``shards``/``work``.
         snakemake_args: further Snakemake options, e.g. ``["--dry-run"]`` or ``["--keep-going"]``.
 
     Returns:
@@ -97,7 +100,8 @@ def convert(
     Raises:
         ConvertError: the workflow failed (its messages were printed) or the arguments conflict.
     """
-    run = plan_run(source, outdir, split, layout, work, configfile, run_options(cores, profile, snakemake_args))
+    entry = None if source is None else split_entry(source, layout, shards)
+    run = plan_run(entry, outdir, split, work, configfile, run_options(cores, profile, snakemake_args))
     returncode = wait_for(snakemake_command(run), run.directory)
     if returncode != 0:
         raise ConvertError(
@@ -107,32 +111,34 @@ def convert(
 
 
 def plan_run(
-    source: PathLike | Sequence[PathLike] | None,
+    entry: dict[str, Any] | None,
     outdir: PathLike | None,
     split: str,
-    layout: str,
     work: PathLike | None,
     configfile: PathLike | None,
     options: tuple[str, ...],
 ) -> Run:
-    """The invocation for one source (its config written into the work folder) or for a config file."""
+    """The invocation for one split (``entry``: its config, written into the work folder) or for a
+    config file."""
     if configfile is not None:
-        if source is not None or outdir is not None or work is not None:
+        if entry is not None or outdir is not None or work is not None:
             raise ConvertError("give either SOURCE and OUTDIR or --configfile FILE (its splits name the sources)", 2)
         return Run(Path(configfile), None, config_outputs(Path(configfile)), options)
-    if source is None or outdir is None:
+    if entry is None or outdir is None:
         raise ConvertError("give SOURCE and OUTDIR (or --configfile FILE)", 2)
     results = Path(outdir).absolute()
     folder = Path(work).absolute() if work is not None else results / "work"
-    config = {"results": str(results), "work": str(folder), "splits": {split: split_entry(source, layout)}}
+    config = {"results": str(results), "work": str(folder), "splits": {split: entry}}
     return Run(write_config(config, folder / "config.yaml"), folder, outputs_of(str(results), [split]), options)
 
 
-def split_entry(source: PathLike | Sequence[PathLike], layout: str) -> dict[str, Any]:
+def split_entry(source: PathLike | Sequence[PathLike], layout: str, shards: int | None) -> dict[str, Any]:
     """The config's one split: ``source`` made absolute (Snakemake runs in the work folder)."""
     if isinstance(source, str | os.PathLike):
-        return {"source": os.path.abspath(source), "layout": layout}
-    return {"source": [os.path.abspath(path) for path in source], "layout": layout}
+        entry: dict[str, Any] = {"source": os.path.abspath(source), "layout": layout}
+    else:
+        entry = {"source": [os.path.abspath(path) for path in source], "layout": layout}
+    return entry if shards is None else {**entry, "shards": shards}
 
 
 def write_config(config: dict[str, Any], path: Path) -> Path:

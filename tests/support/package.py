@@ -19,8 +19,8 @@ def copy_working_tree(into: Path) -> Path:
     listing = ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
     files = subprocess.run(listing, cwd=REPO, capture_output=True, check=True).stdout
     for name in sorted(set(filter(None, files.decode().split("\0")))):
-        if not (REPO / name).is_file():  # deleted in the working tree, not yet in the index
-            continue
+        if not (REPO / name).is_file() and not (REPO / name).is_symlink():  # deleted, not yet in the index
+            continue  # (a link to a folder, as src/imagefolder_lmdb/workflow/rules, is copied as the link)
         target = into / name
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO / name, target, follow_symlinks=False)  # a link stays one, as git holds it
@@ -64,7 +64,8 @@ def pip_install(python: Path, target: Path, editable: bool = False) -> None:
     """``pip install --no-deps WHEEL`` into the venv of ``python`` (its requirements are there
     already, through fresh_venv's .pth; the wheel's METADATA declares them); with ``editable``,
     ``pip install --no-deps -e FOLDER``, built in an isolated build environment."""
-    install = ["--no-deps", "-e", str(target)] if editable else ["--no-deps", "--no-index", str(target)]
+    # --ignore-installed: into this venv even where the project venv (seen through the .pth) has it
+    install = ["--no-deps", "--ignore-installed", *(["-e", str(target)] if editable else ["--no-index", str(target)])]
     command = [sys.executable, "-m", "pip", "--python", str(python), "install", *install]
     result = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
