@@ -55,7 +55,10 @@ def fresh_venv(path: Path) -> Path:
     python = path / "bin" / "python"
     query = [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"]
     site_packages = Path(subprocess.run(query, capture_output=True, text=True, check=True).stdout.strip())
-    ours = dict.fromkeys([sysconfig.get_path("purelib"), sysconfig.get_path("platlib")])
+    # every site-packages folder this interpreter sees, in its order: a venv made by this function
+    # (as the floors test's) sees through its own .pth the packages it sees
+    folders = [sysconfig.get_path("purelib"), sysconfig.get_path("platlib")]
+    ours = dict.fromkeys(folders + [entry for entry in sys.path if Path(entry).name == "site-packages"])
     (site_packages / "project-venv.pth").write_text("".join(f"{folder}\n" for folder in ours))
     return python
 
@@ -68,4 +71,13 @@ def pip_install(python: Path, target: Path, editable: bool = False) -> None:
     install = ["--no-deps", "--ignore-installed", *(["-e", str(target)] if editable else ["--no-index", str(target)])]
     command = [sys.executable, "-m", "pip", "--python", str(python), "install", *install]
     result = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+
+
+def install_exact(python: Path, requirements: Path) -> None:
+    """The exact releases ``requirements`` pins, installed into the venv of ``python`` over what its
+    .pth shows (small wheels from the package index; nothing of another venv is touched)."""
+    install = ["install", "--quiet", "--no-deps", "--ignore-installed", "-r", str(requirements)]
+    command = [sys.executable, "-m", "pip", "--python", str(python), *install]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
