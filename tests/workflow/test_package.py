@@ -27,7 +27,7 @@ from support.images import jpeg_bytes, png_bytes
 from support.legacy import pickled, write_legacy
 from support.package import build_wheel, commit_working_tree, fresh_venv, pip_install
 from support.readme import runnable_blocks
-from support.workflow import Converted, kill_group, wait_for_hold
+from support.workflow import Converted, kill_group, wait_for_hold, write_config
 
 PACKAGE = "imagefolder_lmdb"
 COMMAND = "imagefolder-lmdb"
@@ -285,12 +285,31 @@ def test_convert_call_returns_the_outputs_and_raises_on_failure(venv: Path, tmp_
         except ConvertError as exc:
             failed = [str(exc), exc.returncode]
         planned = convert(sys.argv[2], "out", split="val", snakemake_args=["--dry-run"])
-        print(json.dumps({"failed": failed, "planned": {k: str(v.dataset) for k, v in planned.items()}}))
+        whole = convert(configfile="config.yaml", snakemake_args=["--dry-run"])
+        paths = lambda outputs: {k: [str(v.dataset), str(v.verify_report)] for k, v in outputs.items()}
+        print(json.dumps({"failed": failed, "planned": paths(planned), "whole": paths(whole)}))
     """
     (tmp_path / "images" / "a").mkdir(parents=True)  # a dry run lists no image
+    write_config(tmp_path, {"a": {"source": "images"}, "b": {"source": "images"}}, results="done")
     result = run_in(venv, tmp_path, "python", "-c", probe, str(tmp_path / "missing"), str(tmp_path / "images"))
     assert result.returncode == 0, result.stderr[-3000:]
     got = json.loads(result.stdout.splitlines()[-1])
     assert got["failed"][1] == 1 and "the workflow failed" in got["failed"][0]
     assert "missing' does not exist" in result.stderr, "the workflow's own message, printed"
-    assert got["planned"] == {"val": str(tmp_path / "out" / "val.lmdb")}
+    assert got["planned"] == {"val": [str(tmp_path / "out" / "val.lmdb"), str(tmp_path / "out" / "val.verify.json")]}
+    assert got["whole"] == {name: [f"done/{name}.lmdb", f"done/{name}.verify.json"] for name in "ab"}, "as configured"
+    both = run_in(venv, tmp_path, COMMAND, "convert", "images", "out", "--configfile", "config.yaml")
+    assert both.returncode == 2 and "give either SOURCE and OUTDIR or --configfile FILE" in both.stderr
+
+
+def test_installed_convert_submits_with_the_packaged_slurm_profile(
+    venv: Path, image_tree: Path, tmp_path: Path
+) -> None:
+    """``--profile slurm`` is the profile shipped in the wheel (a dry run: no SLURM needed to plan)."""
+    command = [COMMAND, "convert", str(image_tree), "out", "--shards", "2", "--profile", "slurm", "--", "--dry-run"]
+    planned = run_in(venv, tmp_path, *command)
+    assert planned.returncode == 0, planned.stdout[-3000:] + planned.stderr[-3000:]
+    output = planned.stdout + planned.stderr
+    profiles = next(line for line in output.splitlines() if line.startswith("Using profiles"))
+    assert f"{venv}/lib/" in profiles and profiles.split()[2].endswith("imagefolder_lmdb/workflow/profiles/slurm")
+    assert "encode_shard" in output and not (tmp_path / "out" / "train.lmdb").exists()
