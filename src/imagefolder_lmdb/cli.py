@@ -94,7 +94,12 @@ def convert_parser(prog: str) -> argparse.ArgumentParser:
     parser.add_argument("outdir", nargs="?", metavar="OUTDIR", help="where SPLIT.lmdb and its reports go")
     parser.add_argument("--split", default="train", metavar="NAME", help="the split's name and file name (train)")
     parser.add_argument(
-        "--layout", default="imagefolder", choices=layouts(), help="how SOURCE is organised (imagefolder)"
+        "--layout",
+        default="imagefolder",
+        choices=layouts(),
+        metavar="LAYOUT",
+        help=f"how SOURCE is organised: {', '.join(layouts() or ['see the schema'])} (imagefolder); "
+        "ilsvrc-val needs its labels: a --configfile",
     )
     parser.add_argument("--shards", type=int, metavar="N", help="encode jobs the split is cut into (16)")
     parser.add_argument("--work", metavar="FOLDER", help="work folder: manifests, parts, logs (OUTDIR/work)")
@@ -108,16 +113,24 @@ def convert_parser(prog: str) -> argparse.ArgumentParser:
 
 def convert_main(argv: list[str], prog: str = f"{PROG} convert") -> int:
     """``imagefolder-lmdb convert``: check the arguments, then become Snakemake on the packaged workflow."""
-    from imagefolder_lmdb.convert import ConvertError, exec_snakemake, plan_run, run_options, split_entry
+    from imagefolder_lmdb.convert import (
+        ConvertError,
+        check_snakemake,
+        exec_snakemake,
+        plan_run,
+        run_options,
+        split_entry,
+    )
 
     ours, passed = (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
     parser = convert_parser(prog)
     args = parser.parse_args(ours)
     try:
+        check_snakemake()
         options = run_options(args.cores, args.profile, passed)
         entry = None if args.source is None else split_entry(args.source, args.layout, args.shards)
         run = plan_run(entry, args.outdir, args.split, args.work, args.configfile, options)
-        exec_snakemake(run)  # returns only if it cannot start
+        exec_snakemake(run)  # this process becomes Snakemake
     except ConvertError as exc:
         if exc.returncode == 2:
             parser.error(str(exc))

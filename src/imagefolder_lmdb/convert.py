@@ -100,6 +100,7 @@ def convert(
     Raises:
         ConvertError: the workflow failed (its messages were printed) or the arguments conflict.
     """
+    check_snakemake()
     entry = None if source is None else split_entry(source, layout, shards)
     run = plan_run(entry, outdir, split, work, configfile, run_options(cores, profile, snakemake_args))
     returncode = wait_for(snakemake_command(run), run.directory)
@@ -209,10 +210,10 @@ def snakemake_environment() -> dict[str, str]:
 
 
 def check_snakemake() -> None:
-    """Converting needs Snakemake, which only the ``convert`` extra installs."""
+    """Converting needs Snakemake (and PyYAML, which it requires), which the ``convert`` extra installs."""
     import importlib.util
 
-    if importlib.util.find_spec("snakemake") is None:
+    if importlib.util.find_spec("snakemake") is None or importlib.util.find_spec("yaml") is None:
         raise ConvertError(
             "converting runs the Snakemake workflow, and Snakemake is not installed here: "
             "pip install 'imagefolder-lmdb[convert]' (or [slurm] for --profile slurm)",
@@ -223,7 +224,6 @@ def check_snakemake() -> None:
 def wait_for(command: list[str], directory: Path | None) -> int:
     """Run ``command`` and return its exit status. On Ctrl-C Snakemake (which got the signal too)
     is waited for while it stops its jobs, so that nothing of the run outlives the call."""
-    check_snakemake()
     process = subprocess.Popen(command, env=snakemake_environment())
     while True:
         try:
@@ -234,7 +234,6 @@ def wait_for(command: list[str], directory: Path | None) -> int:
 
 def exec_snakemake(run: Run) -> None:
     """Become Snakemake (the console command): signals, exit status and a kill act on it directly."""
-    check_snakemake()
     command = snakemake_command(run)
     sys.stdout.flush()
     sys.stderr.flush()
@@ -242,9 +241,12 @@ def exec_snakemake(run: Run) -> None:
 
 
 @functools.cache
-def layouts() -> list[str]:
-    """The config schema's layouts (the packaged config/schema.yaml is their one list)."""
-    import yaml
-
+def layouts() -> list[str] | None:
+    """The config schema's layouts (the packaged config/schema.yaml is their one list); None
+    without PyYAML (an install without the ``convert`` extra, which cannot convert anyway)."""
+    try:
+        import yaml
+    except ImportError:
+        return None
     schema = yaml.safe_load((WORKFLOW / "config" / "schema.yaml").read_text())
     return list(schema["$defs"]["split"]["properties"]["layout"]["enum"])
