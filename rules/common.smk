@@ -17,8 +17,12 @@ from imagefolder_lmdb.run_paths import SHARD, RunPaths
 
 min_version("9.0")
 
-#: The checkout, for envs/imagefolder-lmdb.post-deploy.sh (--use-conda installs its package).
-os.environ.setdefault("IMAGEFOLDER_LMDB_CHECKOUT", workflow.basedir)
+#: The checkout, for envs/imagefolder-lmdb.post-deploy.sh (--use-conda installs its package): this
+#: file's own folder's parent, not workflow.basedir, which inside a host's `module` is the host's.
+os.environ.setdefault(
+    "IMAGEFOLDER_LMDB_CHECKOUT",
+    os.path.dirname(os.path.realpath(str(workflow.current_basedir))),
+)
 
 RUN_STARTED = time.time()
 
