@@ -1,6 +1,7 @@
 # make demo   - set up .venv, generate a demo ImageFolder, convert it, print the verify summary
 # make test   - set up .venv, run the test suite (tests/cluster starts a real single-node SLURM when
-#               run as root with apt; it says why it skips otherwise)
+#               run as root with apt; it says why it skips otherwise; tests/workflow/test_floors.py
+#               runs the reader's tests again in a venv of requirements-floors.txt)
 # make test-cluster - the SLURM tests alone
 # make bench  - the benchmarks (minutes); writes BENCHMARKS.md
 # make lint   - ruff + snakefmt + snakemake --lint

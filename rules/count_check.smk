@@ -25,5 +25,6 @@ rule count_check:
         expected_images=lambda wildcards: split_config(wildcards)["expected_images"],
         expected_classes=lambda wildcards: split_config(wildcards)["expected_classes"],
         class_list=class_list,
+        shards=lambda wildcards: split_config(wildcards)["shards"],
     script:
         "../scripts/count_check.py"

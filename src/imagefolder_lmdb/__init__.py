@@ -4,9 +4,10 @@
 The reader is the repository's ``scripts/dataset.py``, the same file that can be copied on its own;
 the package holds it as ``imagefolder_lmdb.dataset`` (src/imagefolder_lmdb/dataset.py is a link to
 it, and the wheel holds the file itself; no second copy exists). The rest of the package is the
-workflow's library (``steps``: one module per rule) and the ``imagefolder-lmdb`` command. This
-module re-exports the reader's public names, each on first use, so importing the package imports no
-torch: ``LMDBDataset`` does, as in the file itself.
+workflow's library (``steps``: one module per rule), the workflow itself (``workflow/``), run by
+``convert()`` and the ``imagefolder-lmdb`` command. This module re-exports the reader's public
+names, each on first use, so importing the package imports no torch: ``LMDBDataset`` does, as in the
+file itself.
 """
 
 from __future__ import annotations
@@ -16,17 +17,21 @@ from typing import TYPE_CHECKING, Any
 
 from imagefolder_lmdb import dataset as _dataset
 
+# Bound after the import of its module, so ``imagefolder_lmdb.convert`` is the function (the module's
+# other names: ``from imagefolder_lmdb.convert import ...``). Imports nothing but the standard library.
+from imagefolder_lmdb.convert import ConvertError, SplitOutputs, convert
+
 if TYPE_CHECKING:
     from imagefolder_lmdb.dataset import *  # noqa: F403
     from imagefolder_lmdb.dataset import LMDBReader
 
-__all__ = [*_dataset.__all__, "LMDBReader"]
+__all__ = [*_dataset.__all__, "LMDBReader", "ConvertError", "SplitOutputs", "convert"]
 
 
 def __getattr__(name: str) -> Any:
     # PEP 562: LMDBDataset is built (importing torch) only when asked for, by the reader itself; the
     # version is looked up when asked for, so a checkout on PYTHONPATH imports without an install.
-    if name in __all__:
+    if name in _dataset.__all__ or name == "LMDBReader":
         return getattr(_dataset, name)
     if name == "__version__":
         return metadata.version("imagefolder-lmdb")

@@ -73,9 +73,10 @@ class OutsideClasses:
 
 
 def read_class_file(path: str) -> list[str]:
-    """Class names from a text file: one per line; blank lines and ``#`` comments ignored."""
+    """Class names from a text file: one per line; blank lines and ``#`` comments ignored; a byte
+    order mark (some editors save one) is not part of the first name."""
     try:
-        with open(path, encoding="utf-8") as stream:
+        with open(path, encoding="utf-8-sig") as stream:
             lines = [line.split("#", 1)[0].strip() for line in stream]
     except (OSError, UnicodeDecodeError) as exc:
         raise ClassListError(f"config key classes: cannot read {path!r} ({exc})") from exc
@@ -90,10 +91,6 @@ class ShippedList:
     names: list[str]
     words: list[str]
     path: str
-
-    @property
-    def origin(self) -> str:
-        return f"{self.name}, the list shipped with imagefolder-lmdb"
 
 
 def is_shipped(value: object) -> bool:
@@ -137,15 +134,24 @@ def configured_names(value: str | list[str], where: str = "config key classes") 
     """The sorted names of a ``classes:`` value (a shipped list's name, a list, or a file's path)
     and their origin text."""
     if is_shipped(value):
-        shipped = shipped_list(str(value))
-        return list(shipped.names), f"from {shipped.origin}"
+        return list(shipped_list(str(value)).names), configured_origin(value)
     if isinstance(value, str):
-        names, origin = read_class_file(value), f"from {value}"
+        names = read_class_file(value)
         where = f"{where} ({value})"
     else:
-        names, origin = [str(name) for name in value], "from the config's classes: list"
+        names = [str(name) for name in value]
     check_names(names, where)
-    return sorted(names), origin
+    return sorted(names), configured_origin(value)
+
+
+def configured_origin(value: str | list[str] | None) -> str:
+    """Where the config's class list comes from, in words: a shipped list's name, a file's path, or
+    None (or the list itself) for a list written in the config."""
+    if is_shipped(value):
+        return f"from {value}, the list shipped with imagefolder-lmdb"
+    if isinstance(value, str):
+        return f"from {value}"
+    return "from the config's classes: list"
 
 
 def check_names(names: list[str], where: str) -> None:

@@ -27,9 +27,12 @@ each other relatively, so both names work.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-#: The venv's bin folder: snakemake, ruff and snakefmt of the interpreter running this.
-BIN = Path(sys.executable).parent
+#: The venv's bin folder: snakemake, ruff and snakefmt of the interpreter running this, or of the
+#: venv IMAGEFOLDER_LMDB_WORKFLOW_BIN names (tests/workflow/test_floors.py runs the reader's tests
+#: in a venv of the requirements' floors, and converts as a user would, in the workflow's own venv).
+BIN = Path(os.environ.get("IMAGEFOLDER_LMDB_WORKFLOW_BIN") or Path(sys.executable).parent)

@@ -19,8 +19,8 @@ def copy_working_tree(into: Path) -> Path:
     listing = ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
     files = subprocess.run(listing, cwd=REPO, capture_output=True, check=True).stdout
     for name in sorted(set(filter(None, files.decode().split("\0")))):
-        if not (REPO / name).is_file():  # deleted in the working tree, not yet in the index
-            continue
+        if not (REPO / name).is_file() and not (REPO / name).is_symlink():  # deleted, not yet in the index
+            continue  # (a link to a folder, as src/imagefolder_lmdb/workflow/rules, is copied as the link)
         target = into / name
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO / name, target, follow_symlinks=False)  # a link stays one, as git holds it
@@ -55,7 +55,10 @@ def fresh_venv(path: Path) -> Path:
     python = path / "bin" / "python"
     query = [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"]
     site_packages = Path(subprocess.run(query, capture_output=True, text=True, check=True).stdout.strip())
-    ours = dict.fromkeys([sysconfig.get_path("purelib"), sysconfig.get_path("platlib")])
+    # every site-packages folder this interpreter sees, in its order: a venv made by this function
+    # (as the floors test's) sees through its own .pth the packages it sees
+    folders = [sysconfig.get_path("purelib"), sysconfig.get_path("platlib")]
+    ours = dict.fromkeys(folders + [entry for entry in sys.path if Path(entry).name == "site-packages"])
     (site_packages / "project-venv.pth").write_text("".join(f"{folder}\n" for folder in ours))
     return python
 
@@ -64,7 +67,17 @@ def pip_install(python: Path, target: Path, editable: bool = False) -> None:
     """``pip install --no-deps WHEEL`` into the venv of ``python`` (its requirements are there
     already, through fresh_venv's .pth; the wheel's METADATA declares them); with ``editable``,
     ``pip install --no-deps -e FOLDER``, built in an isolated build environment."""
-    install = ["--no-deps", "-e", str(target)] if editable else ["--no-deps", "--no-index", str(target)]
+    # --ignore-installed: into this venv even where the project venv (seen through the .pth) has it
+    install = ["--no-deps", "--ignore-installed", *(["-e", str(target)] if editable else ["--no-index", str(target)])]
     command = [sys.executable, "-m", "pip", "--python", str(python), "install", *install]
     result = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+
+
+def install_exact(python: Path, requirements: Path) -> None:
+    """The exact releases ``requirements`` pins, installed into the venv of ``python`` over what its
+    .pth shows (small wheels from the package index; nothing of another venv is touched)."""
+    install = ["install", "--quiet", "--no-deps", "--ignore-installed", "-r", str(requirements)]
+    command = [sys.executable, "-m", "pip", "--python", str(python), *install]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]

@@ -1,13 +1,15 @@
-"""The reader and the commands installed with pip: the wheel pip builds from a clone (as
-``pip install git+<URL>`` does) holds one package, ``imagefolder_lmdb`` (src/), with the reader
-scripts/dataset.py itself as ``imagefolder_lmdb.dataset``,
-declares the licence and the runtime requirements, and, installed into a fresh venv and run from a
-folder that knows nothing of the checkout, reads a dataset and runs ``imagefolder-lmdb``."""
+"""The reader, the workflow and the commands installed with pip: the wheel pip builds from a clone
+(as ``pip install git+<URL>`` does) holds one package, ``imagefolder_lmdb`` (src/), with the reader
+scripts/dataset.py itself as ``imagefolder_lmdb.dataset`` and the workflow's files themselves under
+``imagefolder_lmdb/workflow``, declares the licence and the requirements, and, installed into a
+fresh venv and run from a folder that knows nothing of the checkout, reads a dataset, runs
+``imagefolder-lmdb`` and converts with ``imagefolder-lmdb convert`` (resuming after a kill)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import tomllib
@@ -18,13 +20,14 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-from imagefolder_lmdb.dataset import LMDBDataset, checksum
+from imagefolder_lmdb.dataset import META_KEYS, LMDBDataset, checksum
 from support import REPO
+from support.datasets import every_key_and_value
 from support.images import jpeg_bytes, png_bytes
 from support.legacy import pickled, write_legacy
 from support.package import build_wheel, commit_working_tree, fresh_venv, pip_install
 from support.readme import runnable_blocks
-from support.workflow import Converted
+from support.workflow import Converted, kill_group, wait_for_hold, write_config
 
 PACKAGE = "imagefolder_lmdb"
 COMMAND = "imagefolder-lmdb"
@@ -32,11 +35,25 @@ PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
 DIST_INFO = f"{PACKAGE}-{PYPROJECT['project']['version']}.dist-info"
 
 
-def shipped_modules() -> list[str]:
+def shipped_files() -> list[str]:
     """The package's files as git tracks them: every file under src/imagefolder_lmdb (its modules
-    and its package data, the class lists)."""
+    and its package data, the class lists) but the workflow's (links to the checkout's workflow
+    files, counted with them: workflow_files)."""
     tracked = subprocess.run(["git", "ls-files", "src"], cwd=REPO, capture_output=True, text=True, check=True).stdout
-    return [path.removeprefix("src/") for path in tracked.split()]
+    names = [path.removeprefix("src/") for path in tracked.split()]
+    return [name for name in names if not name.startswith(f"{PACKAGE}/workflow/")]
+
+
+def workflow_files() -> list[str]:
+    """What the workflow reads at run time, as paths inside its folder: the Snakefile and its report
+    text, every rule file and each file a rule names relative to itself (scripts, schema, report
+    captions, conda envs with their post-deploy scripts), and the profiles."""
+    names = {"Snakefile", *re.findall(r'report: "([^"]+)"', (REPO / "Snakefile").read_text())}
+    for rules in sorted((REPO / "rules").glob("*.smk")):
+        names |= {f"rules/{rules.name}", *re.findall(r'"\.\./([^"]+)"', rules.read_text())}
+    names |= {name.replace(".yaml", ".post-deploy.sh") for name in names if name.startswith("envs/")}
+    names |= {str(path.relative_to(REPO)) for path in (REPO / "profiles").glob("*/config.yaml")}
+    return sorted(name for name in names if (REPO / name).is_file())
 
 
 @pytest.fixture(scope="module")
@@ -58,11 +75,37 @@ def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+def installed_only() -> dict[str, str]:
+    """This environment without PYTHONPATH: only what is installed is found."""
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+
+
 def run_in(venv: Path, cwd: Path, *command: str) -> subprocess.CompletedProcess[str]:
     """A program of the venv, run from ``cwd`` with no PYTHONPATH: only what is installed is found."""
-    environment = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     program = [str(venv / "bin" / command[0]), *command[1:]]
-    return subprocess.run(program, cwd=cwd, env=environment, capture_output=True, text=True, timeout=300, check=False)
+    return subprocess.run(
+        program, cwd=cwd, env=installed_only(), capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+def start_held_in(venv: Path, cwd: Path, hold: str, *command: str) -> tuple[subprocess.Popen, Path]:
+    """``run_in`` started in the background, in its own process group, its script parked at ``hold``."""
+    marker = cwd / "held"
+    environment = {
+        **installed_only(),
+        "IMAGEFOLDER_LMDB_TEST_HOLD": hold,
+        "IMAGEFOLDER_LMDB_TEST_HOLD_MARKER": str(marker),
+    }
+    program = [str(venv / "bin" / command[0]), *command[1:]]
+    quiet = subprocess.DEVNULL
+    process = subprocess.Popen(program, cwd=cwd, env=environment, stdout=quiet, stderr=quiet, start_new_session=True)
+    return process, marker
+
+
+def meta_less_creation_time(items: dict[bytes, bytes]) -> dict:
+    document = json.loads(items.pop(META_KEYS["json"]))
+    document.pop("created")
+    return document
 
 
 def test_wheel_holds_one_package_shipping_the_reader_itself(wheel: Path) -> None:
@@ -71,7 +114,8 @@ def test_wheel_holds_one_package_shipping_the_reader_itself(wheel: Path) -> None
         shipped = {name: archive.read(name) for name in names if name.startswith(f"{PACKAGE}/")}
         licence = archive.read(f"{DIST_INFO}/licenses/LICENSE")
     assert {name.split("/")[0] for name in names} == {PACKAGE, DIST_INFO}, "no top-level `dataset`"
-    assert sorted(shipped) == sorted(shipped_modules())
+    assert sorted(name for name in shipped if "/workflow/" not in name) == sorted(shipped_files())
+
     for name, content in shipped.items():
         assert content == (REPO / "src" / name).read_bytes(), f"{name} is the checkout's file itself"
     assert shipped[f"{PACKAGE}/dataset.py"] == (REPO / "scripts" / "dataset.py").read_bytes(), "the reader itself"
@@ -83,18 +127,44 @@ def test_wheel_holds_one_package_shipping_the_reader_itself(wheel: Path) -> None
     assert (REPO / "src" / PACKAGE / "dataset.py").readlink() == Path("../../scripts/dataset.py")
 
 
+def test_wheel_ships_the_workflow_itself(wheel: Path) -> None:
+    """Every file the rules read at run time, byte for byte the checkout's, and nothing else under
+    workflow/: ``imagefolder-lmdb convert`` and a host's ``module`` need no checkout."""
+    prefix = f"{PACKAGE}/workflow/"
+    with zipfile.ZipFile(wheel) as archive:
+        shipped = {
+            name.removeprefix(prefix): archive.read(name) for name in archive.namelist() if name.startswith(prefix)
+        }
+    assert sorted(shipped) == workflow_files()
+    assert {"Snakefile", "rules/common.smk", "config/schema.yaml", "scripts/merge.py"} <= shipped.keys()
+    for name, content in shipped.items():
+        assert content == (REPO / name).read_bytes(), f"{name} is the checkout's file itself"
+
+
 def test_wheel_declares_licence_requirements_and_command(wheel: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         metadata = Parser().parsestr(archive.read(f"{DIST_INFO}/METADATA").decode())
         entry_points = archive.read(f"{DIST_INFO}/entry_points.txt").decode()
     assert metadata["License-Expression"] == "MIT" and metadata["License-File"] == "LICENSE"
-    requires = {Requirement(line).name.lower(): Requirement(line) for line in metadata.get_all("Requires-Dist")}
-    assert set(requires) == {"lmdb", "numpy", "pillow", "torch", "torchvision", "tqdm"}
+    declared = [Requirement(line) for line in metadata.get_all("Requires-Dist")]
+    base = {requirement.name.lower(): requirement for requirement in declared if requirement.marker is None}
+    assert set(base) == {"lmdb", "numpy", "pillow", "torch", "tqdm"}, "the reader's; torchvision is an extra"
+    convert = [r for r in declared if r.marker is not None and r.marker.evaluate({"extra": "convert"})]
+    assert {r.name.lower() for r in convert} == {"snakemake", "torchvision", "pyyaml", "braceexpand"}
+    assert {"convert", "slurm", "parquet", "ilsvrc", "tensor", "all"} <= set(metadata.get_all("Provides-Extra"))
+    requires = {
+        requirement.name.lower(): requirement
+        for requirement in declared
+        if requirement.name != PYPROJECT["project"]["name"]
+    }
     lines = [line.split("#")[0].strip() for line in (REPO / "requirements.txt").read_text().splitlines()]
     pins = [Requirement(line) for line in lines if line]
     for pin in (pin for pin in pins if pin.name.lower() in requires):
         (version,) = (spec.version for spec in pin.specifier)
         assert requires[pin.name.lower()].specifier.contains(version), f"{pin} outside {requires[pin.name.lower()]}"
+    for floor in ("numpy==1.26.4", "pillow==10.4.0", "torch==2.4.0"):  # what training environments have
+        name, version = floor.split("==")
+        assert base[name].specifier.contains(version), f"{floor} refused by {base[name]}"
     assert f"{COMMAND} = {PACKAGE}.cli:main" in entry_points
 
 
@@ -135,13 +205,15 @@ def test_readme_training_example_runs_installed(venv: Path, converted: Converted
 
 
 def test_installed_command_verifies_and_converts(venv: Path, converted: Converted, tmp_path: Path) -> None:
-    for subcommand in ("verify", "convert-legacy", "add-locations"):
+    for subcommand in ("convert", "verify", "convert-legacy", "add-locations"):
         shown = run_in(venv, tmp_path, COMMAND, subcommand, "--help")
         assert shown.returncode == 0 and f"usage: {COMMAND} {subcommand}" in shown.stdout, shown.stderr
     overview = run_in(venv, tmp_path, COMMAND, "--help")
-    assert overview.returncode == 0 and all(name in overview.stdout for name in ("verify", "convert-legacy"))
-    unknown = run_in(venv, tmp_path, COMMAND, "convert")
-    assert unknown.returncode == 2 and "invalid choice: 'convert'" in unknown.stderr
+    assert overview.returncode == 0 and all(name in overview.stdout for name in ("convert", "verify", "convert-legacy"))
+    unknown = run_in(venv, tmp_path, COMMAND, "import")
+    assert unknown.returncode == 2 and "invalid choice: 'import'" in unknown.stderr
+    incomplete = run_in(venv, tmp_path, COMMAND, "convert", str(tmp_path))
+    assert incomplete.returncode == 2 and "give SOURCE and OUTDIR (or --configfile FILE)" in incomplete.stderr
 
     verified = run_in(venv, tmp_path, COMMAND, "verify", str(converted.lmdb), "--full")
     assert verified.returncode == 0 and verified.stdout.startswith(f"OK {converted.lmdb}: "), verified.stderr
@@ -159,10 +231,17 @@ def test_installed_command_verifies_and_converts(venv: Path, converted: Converte
 def test_editable_install_reads_scripts_in_place(repository: Path, tmp_path: Path) -> None:
     python = fresh_venv(tmp_path / "editable")
     pip_install(python, repository, editable=True)
-    probe = "import imagefolder_lmdb.dataset as d, imagefolder_lmdb as p; print(d.__file__, p.LMDBDataset)"
+    probe = (
+        "import imagefolder_lmdb.dataset as d, imagefolder_lmdb as p\n"
+        "from imagefolder_lmdb.convert import WORKFLOW as w\n"
+        "print(d.__file__, (w / 'Snakefile').resolve(), (w / 'rules' / '../scripts/merge.py').resolve(), p.LMDBDataset)"
+    )
     result = run_in(tmp_path / "editable", tmp_path, "python", "-c", probe)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert Path(result.stdout.split()[0]).resolve() == (repository / "scripts" / "dataset.py").resolve()
+    reader, snakefile, script = (Path(word).resolve() for word in result.stdout.split()[:3])
+    assert reader == (repository / "scripts" / "dataset.py").resolve()
+    assert snakefile == (repository / "Snakefile").resolve(), "the workflow convert runs is the checkout's"
+    assert script == (repository / "scripts" / "merge.py").resolve(), "a rule's ../scripts/ path leads to its script"
 
 
 def test_wheel_ships_the_class_lists(wheel: Path) -> None:
@@ -171,3 +250,66 @@ def test_wheel_ships_the_class_lists(wheel: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         for path in sorted(folder.iterdir()):
             assert archive.read(f"{PACKAGE}/class_lists/{path.name}") == path.read_bytes(), path.name
+
+
+def test_installed_convert_resumes_after_a_kill_and_equals_the_workflow(
+    venv: Path, converted: Converted, tmp_path: Path
+) -> None:
+    """``imagefolder-lmdb convert SOURCE OUTDIR`` from a folder outside the checkout, killed while a
+    shard is being encoded, then the same command again: the file ``snakemake --configfile`` made
+    of the same source with the same settings (``converted``: shards 3, the rest the defaults)."""
+    command = [COMMAND, "convert", str(converted.source), "out", "--shards", "3", "--cores", "2"]
+    process, marker = start_held_in(venv, tmp_path, "encode_shard:1", *command)
+    try:
+        wait_for_hold(marker, process)
+    finally:
+        kill_group(process)
+    assert not (tmp_path / "out" / "train.lmdb").exists()
+    resumed = run_in(venv, tmp_path, *command)
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    assert "train: 40 images, 4 classes, verified" in resumed.stdout, "the workflow's summary"
+    assert "Nothing to be done" not in resumed.stderr and "encode_shard" in resumed.stderr, "its progress"
+    for name in ("train.lmdb", "train.verify.json", "train.contact.png"):
+        assert (tmp_path / "out" / name).is_file(), name
+    ours, theirs = every_key_and_value(tmp_path / "out" / "train.lmdb"), every_key_and_value(converted.lmdb)
+    assert meta_less_creation_time(ours) == meta_less_creation_time(theirs)
+    assert ours == theirs, "every record and meta array byte for byte"
+
+
+def test_convert_call_returns_the_outputs_and_raises_on_failure(venv: Path, tmp_path: Path) -> None:
+    probe = """if True:
+        import json, sys
+        from imagefolder_lmdb import ConvertError, convert
+        try:
+            convert(sys.argv[1], "out", cores=1)
+        except ConvertError as exc:
+            failed = [str(exc), exc.returncode]
+        planned = convert(sys.argv[2], "out", split="val", snakemake_args=["--dry-run"])
+        whole = convert(configfile="config.yaml", snakemake_args=["--dry-run"])
+        paths = lambda outputs: {k: [str(v.dataset), str(v.verify_report)] for k, v in outputs.items()}
+        print(json.dumps({"failed": failed, "planned": paths(planned), "whole": paths(whole)}))
+    """
+    (tmp_path / "images" / "a").mkdir(parents=True)  # a dry run lists no image
+    write_config(tmp_path, {"a": {"source": "images"}, "b": {"source": "images"}}, results="done")
+    result = run_in(venv, tmp_path, "python", "-c", probe, str(tmp_path / "missing"), str(tmp_path / "images"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    got = json.loads(result.stdout.splitlines()[-1])
+    assert got["failed"][1] == 1 and "the workflow failed" in got["failed"][0]
+    assert "missing' does not exist" in result.stderr, "the workflow's own message, printed"
+    assert got["planned"] == {"val": [str(tmp_path / "out" / "val.lmdb"), str(tmp_path / "out" / "val.verify.json")]}
+    assert got["whole"] == {name: [f"done/{name}.lmdb", f"done/{name}.verify.json"] for name in "ab"}, "as configured"
+    both = run_in(venv, tmp_path, COMMAND, "convert", "images", "out", "--configfile", "config.yaml")
+    assert both.returncode == 2 and "give either SOURCE and OUTDIR or --configfile FILE" in both.stderr
+
+
+def test_installed_convert_submits_with_the_packaged_slurm_profile(
+    venv: Path, image_tree: Path, tmp_path: Path
+) -> None:
+    """``--profile slurm`` is the profile shipped in the wheel (a dry run: no SLURM needed to plan)."""
+    command = [COMMAND, "convert", str(image_tree), "out", "--shards", "2", "--profile", "slurm", "--", "--dry-run"]
+    planned = run_in(venv, tmp_path, *command)
+    assert planned.returncode == 0, planned.stdout[-3000:] + planned.stderr[-3000:]
+    output = planned.stdout + planned.stderr
+    profiles = next(line for line in output.splitlines() if line.startswith("Using profiles"))
+    assert f"{venv}/lib/" in profiles and profiles.split()[2].endswith("imagefolder_lmdb/workflow/profiles/slurm")
+    assert "encode_shard" in output and not (tmp_path / "out" / "train.lmdb").exists()

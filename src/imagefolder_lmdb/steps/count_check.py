@@ -15,6 +15,7 @@ from dataclasses import replace
 from typing import Any, TextIO
 
 from imagefolder_lmdb.class_list import ClassList, missing_from_source
+from imagefolder_lmdb.class_plan import ClassSource
 from imagefolder_lmdb.hold_points import hold_point
 from imagefolder_lmdb.ilsvrc import devkit_classes
 from imagefolder_lmdb.rule_runner import progress_kwargs, run_rule
@@ -32,6 +33,10 @@ from imagefolder_lmdb.work_files import (
 )
 
 log = logging.getLogger("imagefolder_lmdb.count_check")
+
+#: Shards a split may have whatever its size: the schema's default, which a small source gets anyway
+#: (an empty shard's job costs a second or so). More than this and more than the images is refused.
+SHARDS_ALWAYS_ALLOWED = 16
 
 #: How many ignored file names the report lists in full (the count is always exact).
 LISTED_IGNORED = 50
@@ -128,13 +133,25 @@ def devkit_problems(held: list[str], class_list: ClassList, own_list: bool, devk
     ]
 
 
-def class_list_of(param: dict[str, Any], shared_manifest: str | None) -> ClassList | None:
+def class_list_of(source: ClassSource, shared_manifest: str | None) -> ClassList | None:
     """The list the split is converted with: the config's, the first split's, or None (its own)."""
-    if param.get("names") is not None:
-        return ClassList(list(param["names"]), param["origin"], explicit=True)
+    if source.names is not None:
+        return ClassList(list(source.names), source.words(), explicit=True)
     if shared_manifest:
-        return ClassList(read_manifest_header(shared_manifest).classes, param["origin"], explicit=False)
+        return ClassList(read_manifest_header(shared_manifest).classes, source.words(), explicit=False)
     return None
+
+
+def too_many_shards(split: str, shards: int | None, images: int) -> str | None:
+    """More shards than the split holds images, beyond the few any small source gets by default:
+    jobs with nothing to do. The shard list is fixed before the images are counted (the DAG holds
+    every encode job), so the config is corrected rather than the count cut."""
+    if shards is None or not images or shards <= max(images, SHARDS_ALWAYS_ALLOWED):
+        return None
+    return (
+        f"config key splits.{split}.shards: {shards} is more than the {images} images the source holds "
+        f"({shards - images} encode jobs would have nothing to do); set shards: {images} or fewer"
+    )
 
 
 def counts_report(
@@ -159,6 +176,18 @@ def counts_report(
     )
 
 
+def write_listing(manifest_path: str, description: SourceDescription, listing: Listing) -> None:
+    header = ManifestHeader(
+        root=listing.root,
+        classes=listing.classes,
+        count=len(listing.samples),
+        containers=listing.containers,
+        kind=description.kind,
+        image_column=listing.image_column,
+    )
+    write_manifest(manifest_path, header, listing.samples)
+
+
 def count_check(
     source_dir: str,
     manifest_path: str,
@@ -170,12 +199,15 @@ def count_check(
     progress: dict[str, Any] | None = None,
     class_list: dict[str, Any] | None = None,
     shared_manifest: str | None = None,
+    shards: tuple[str, int | None] = ("<name>", None),
 ) -> CountsReport:
+    """``class_list``: the split's ClassSource (src/imagefolder_lmdb/class_plan.py) as a param;
+    ``shards``: the split's name and its shard count (None: not checked)."""
     progress = progress or {}
-    class_list = class_list or {"names": None, "origin": "from this split's source"}
+    source = ClassSource.from_param(class_list)
     description = read_source_description(source_dir)
     log.info("listing %s (%s, layout %s)", description.source, description.kind, description.layout)
-    wanted = class_list_of(class_list, shared_manifest)
+    wanted = class_list_of(source, shared_manifest)
     labels = Labels(devkit, description.labels or val_csv)  # extract's copy of a CSV inside the archive
     listing = source_of_kind(description.kind).list(description, source_dir, labels, progress, wanted)
     listing.ignored = sorted([*listing.ignored, *description.set_aside])
@@ -184,7 +216,7 @@ def count_check(
     log.info("%d images in %d classes; %d files ignored", len(listing.samples), len(held), len(listing.ignored))
     if wanted is not None and (error := missing_from_source(wanted, held, description.source)):
         raise error
-    classes = wanted or ClassList(held, class_list["origin"], explicit=False)
+    classes = wanted or ClassList(held, source.words(), explicit=False)
     listing = onto_class_list(listing, classes)
     report = counts_report(description, listing, classes, (expected_images, expected_classes))
     if not listing.samples:
@@ -197,15 +229,9 @@ def count_check(
             f"{description.source}: " + "; ".join(problems) + ". Check that the source is complete "
             "(an interrupted download or copy?) or correct splits.<name>.expected_* in the config."
         )
-    header = ManifestHeader(
-        root=listing.root,
-        classes=listing.classes,
-        count=len(listing.samples),
-        containers=listing.containers,
-        kind=description.kind,
-        image_column=listing.image_column,
-    )
-    write_manifest(manifest_path, header, listing.samples)
+    if shards_problem := too_many_shards(*shards, len(listing.samples)):
+        raise CountMismatchError(f"{description.source}: {shards_problem}.")
+    write_listing(manifest_path, description, listing)
     hold_point("count_check")  # the manifest is in place, the counts report not yet
     write_counts(counts_path, report)
     return report
@@ -223,6 +249,7 @@ def main(smk: Any, stream: TextIO) -> None:
         progress=progress_kwargs(stream),
         class_list=dict(smk.params.class_list),
         shared_manifest=smk.input.shared_classes[0] if smk.input.shared_classes else None,
+        shards=(smk.wildcards.split, smk.params.shards),
     )
 
 

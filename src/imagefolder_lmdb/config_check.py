@@ -1,0 +1,296 @@
+"""Every check of a config, run once by rules/common.smk before any job: keys given twice in a config
+file, the schema (with its defaults filled in), and what the schema cannot say (paths exist, options
+agree, the outputs lie outside the sources, the class list is usable). Every problem is collected
+and reported together, one line each (src/imagefolder_lmdb/config_problems.py), so one round of
+fixes is enough.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from imagefolder_lmdb.class_list import ClassListError, configured_names, is_shipped, shipped_path
+from imagefolder_lmdb.class_plan import ClassPlan, plan_classes
+from imagefolder_lmdb.config_problems import ConfigError, KeyPath, Problem, key_problem
+from imagefolder_lmdb.config_schema import schema_problems
+from imagefolder_lmdb.config_yaml import duplicate_keys
+
+#: Layouts whose source is a set of shard files (src/imagefolder_lmdb/sources/shard_files.py).
+SHARD_LAYOUTS = ("webdataset", "parquet")
+ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".zip")
+
+#: For a source that looks like shards given without their layout.
+SHARDS_HINT = (
+    " Shards (a glob, a brace pattern, a list, a .parquet file) are read with layout: webdataset or layout: parquet."
+)
+
+
+@dataclass(frozen=True)
+class CheckedConfig:
+    """What the rules need beyond the config itself, once it has passed every check."""
+
+    classes: ClassPlan
+
+
+def check_config(config: dict[str, Any], schema: dict[str, Any], config_files: Sequence[str] = ()) -> CheckedConfig:
+    """Fill in the schema's defaults (in place) and check everything; ConfigError names every problem."""
+    problems = [duplicate.problem for path in config_files for duplicate in duplicate_keys(str(path))]
+    found = schema_problems(config, schema)
+    usable = Usable({problem.path for problem in found})
+    problems += found + content_problems(config, usable) + class_list_problems(config, usable)
+    if problems:
+        raise ConfigError(in_config_order(problems, config))
+    return CheckedConfig(plan_classes(config))
+
+
+@dataclass(frozen=True)
+class Usable:
+    """The keys the schema found wrong: a check that reads one of them (or a key under it) is skipped,
+    since its own message would only repeat the schema's."""
+
+    wrong: set[KeyPath]
+
+    def __call__(self, *paths: KeyPath) -> bool:
+        return not any(path[:length] in self.wrong for path in paths for length in range(len(path) + 1))
+
+
+#: The checks of one split: the keys each reads, and the check.
+SplitCheck = Callable[[str, dict[str, Any], dict[str, Any]], list[Problem]]
+
+
+def content_problems(config: dict[str, Any], usable: Usable) -> list[Problem]:
+    """What the schema cannot say."""
+    problems: list[Problem] = []
+    splits = config.get("splits")
+    if not isinstance(splits, dict) or not usable(("splits",)):
+        return problems
+    for name, split in splits.items():
+        for keys, check in SPLIT_CHECKS:
+            if usable(*[("splits", name, key) for key in keys]):
+                problems += check(name, split, config)
+    problems += resizing_problems(config["encode"], usable)
+    if usable(("results",), ("work",)):
+        problems += output_problems(config)
+    return problems
+
+
+def in_config_order(problems: list[Problem], config: dict[str, Any]) -> list[Problem]:
+    """The problems in the order their keys are written (a file's own problems first)."""
+
+    def position(problem: Problem) -> tuple[int, ...]:
+        place, node = [], config
+        for key in problem.path:
+            keys = list(node) if isinstance(node, dict) else []
+            place.append(keys.index(key) if key in keys else len(keys))
+            node = node.get(key) if isinstance(node, dict) else None
+        return tuple(place)
+
+    return sorted(problems, key=position)
+
+
+def class_list_problems(config: dict[str, Any], usable: Usable) -> list[Problem]:
+    """A ``classes:`` list or file that is empty, names a class twice, or cannot be read."""
+    if not usable(("classes",)) or config.get("classes") is None:
+        return []
+    try:
+        configured_names(config["classes"])
+    except ClassListError as exc:
+        return [Problem("", str(exc), ("classes",))]  # its message names the key and the file
+    return []
+
+
+# --------------------------------------------------------------------------------------------------
+# One split
+# --------------------------------------------------------------------------------------------------
+
+
+def source_problems(name: str, split: dict[str, Any], config: dict[str, Any]) -> list[Problem]:
+    """A folder or an archive; for layouts webdataset and parquet, shard files that are all there."""
+    source, key = split["source"], ("splits", name, "source")
+    if split["layout"] in SHARD_LAYOUTS:
+        from imagefolder_lmdb.sources.shard_files import ShardFilesError, shard_files
+
+        try:
+            shard_files(source)
+        except ShardFilesError as exc:
+            return [key_problem(key, str(exc))]
+        return []
+    if not isinstance(source, str):
+        text = (
+            "a list of files is a source of shards; set layout: webdataset or layout: parquet, or give one "
+            "folder or archive"
+        )
+        return [key_problem(key, text)]
+    if not os.path.exists(source):
+        hint = SHARDS_HINT if any(mark in source for mark in "*?[{") else ""
+        return [key_problem(key, f"{source!r} does not exist (relative paths are taken from {os.getcwd()})." + hint)]
+    if os.path.isfile(source) and not source.lower().endswith(ARCHIVE_SUFFIXES):
+        hint = SHARDS_HINT if source.lower().endswith(".parquet") else ""
+        text = f"{source!r} is a file but not an archive; expected a folder or one of {', '.join(ARCHIVE_SUFFIXES)}."
+        return [key_problem(key, text + hint)]
+    return []
+
+
+def root_problems(name: str, split: dict[str, Any], config: dict[str, Any]) -> list[Problem]:
+    """``root`` is a relative folder inside the source (extract checks that it is there)."""
+    root, key = split["root"], ("splits", name, "root")
+    if root is None:
+        return []
+    if split["layout"] in SHARD_LAYOUTS:
+        text = f"layout {split['layout']} reads its shard files whole; remove root (source names the shards)"
+        return [key_problem(key, text)]
+    from imagefolder_lmdb.sources.tree import root_problem
+
+    problem = root_problem(root)
+    if problem is None:
+        return []
+    return [key_problem(key, f"{root!r} {problem}: a folder inside the source (e.g. ILSVRC/Data/CLS-LOC/train)")]
+
+
+def label_problems(name: str, split: dict[str, Any], config: dict[str, Any]) -> list[Problem]:
+    """ILSVRC validation needs a label source; a given devkit or val_labels must be there."""
+    checks = (shipped_devkit_problem, missing_label_files, missing_labels)
+    return [problem for check in checks for problem in check(name, split, config)]
+
+
+def shipped_devkit_problem(name: str, split: dict[str, Any], config: dict[str, Any]) -> list[Problem]:
+    """``devkit: imagenet1k`` names the labels' classes; ILSVRC val labels need the ground truth."""
+    if split["layout"] != "ilsvrc-val" or not is_shipped(split["devkit"]):
+        return []
+    from imagefolder_lmdb.ilsvrc import SHIPPED_NOT_GROUND_TRUTH
+
+    text = f"{split['devkit']!r} cannot label layout ilsvrc-val: {SHIPPED_NOT_GROUND_TRUTH}"
+    return [key_problem(("splits", name, "devkit"), text)]
+
+
+def missing_label_files(name: str, split: dict[str, Any], config: dict[str, Any]) -> list[Problem]:
+    problems = []
+    for key in ("devkit", "val_labels"):
+        value = split[key]
+        if value is None or os.path.isfile(value):
+            continue
+        if key == "val_labels" and labels_member(split) is not None:
+            continue  # extract copies it out of the archive, or names the archive if it is not there
+        if key == "devkit" and is_shipped(value):
+            continue  # the shipped list stands in for the devkit's class list
+        member = " val_labels may also name a member of an archive source (LOC_val_solution.csv inside Kaggle's zip)."
+        problems.append(
+            key_problem(("splits", name, key), f"{value!r} is not a file." + member * (key == "val_labels"))
+        )
+    return problems
+
+
+def missing_labels(name: str, split: dict[str, Any], config: dict[str, Any]) -> list[Problem]:
+    if split["layout"] != "ilsvrc-val" or split["devkit"] is not None or split["val_labels"] is not None:
+        return []
+    text = (
+        "layout ilsvrc-val needs the labels: set devkit (ILSVRC2012_devkit_t12.tar.gz) or val_labels "
+        "(LOC_val_solution.csv)." + ground_truth_hint(config.get("classes"))
+    )
+    return [key_problem(("splits", name, "devkit"), text)]
+
+
+def ground_truth_hint(classes: object) -> str:
+    """For ilsvrc-val without labels: why ``classes: imagenet1k`` does not label it either."""
+    if not is_shipped(classes):
+        return ""
+    return (
+        f" classes: {classes} names the classes, not the class of each validation image: those come "
+        "from the devkit's ground truth, which no class list can replace."
+    )
+
+
+def shards_problems(name: str, split: dict[str, Any], config: dict[str, Any]) -> list[Problem]:
+    """More shards than the split is expected to hold images: jobs with nothing to do (rule
+    count_check refuses the same once it has counted the images, where expected_images is null)."""
+    from imagefolder_lmdb.steps.count_check import SHARDS_ALWAYS_ALLOWED
+
+    shards, expected = split["shards"], split["expected_images"]
+    if expected is None or shards <= max(expected, SHARDS_ALWAYS_ALLOWED):
+        return []
+    text = (
+        f"{shards} is more than expected_images ({expected}): a shard holds at least one image; "
+        f"set shards: {expected} or fewer"
+    )
+    return [key_problem(("splits", name, "shards"), text)]
+
+
+SPLIT_CHECKS: list[tuple[tuple[str, ...], SplitCheck]] = [
+    (("source", "layout"), source_problems),
+    (("root", "layout"), root_problems),
+    (("layout", "devkit", "val_labels", "source"), label_problems),
+    (("shards", "expected_images"), shards_problems),
+]
+
+
+# --------------------------------------------------------------------------------------------------
+# The whole config
+# --------------------------------------------------------------------------------------------------
+
+
+def resizing_problems(encode: Any, usable: Usable) -> list[Problem]:
+    """A resize re-encodes, which ``reencode: never`` forbids."""
+    keys = ("max_side", "short_side")
+    if not all(usable(("encode", "reencode"), ("encode", key)) for key in keys):
+        return []
+    return [
+        Problem(
+            f"config keys encode.reencode and encode.{key}",
+            f"resizing re-encodes images, which reencode: never forbids. Set {key}: null or reencode: auto",
+            ("encode", key),
+        )
+        for key in keys
+        if encode["reencode"] == "never" and encode[key] is not None
+    ]
+
+
+def output_problems(config: dict[str, Any]) -> list[Problem]:
+    """``results`` or ``work`` inside a folder being converted: the next run would read the outputs
+    as images of the source (a results folder as one more class)."""
+    problems = []
+    for key in ("results", "work"):
+        output = os.path.realpath(config[key])
+        for name, split in config["splits"].items():
+            source = split.get("source") if isinstance(split, dict) else None
+            if not isinstance(source, str) or not os.path.isdir(source):
+                continue
+            folder = os.path.realpath(source)
+            if output == folder or output.startswith(folder.rstrip(os.sep) + os.sep):
+                text = (
+                    f"{resolved(config[key])} lies inside splits.{name}.source {resolved(source)}: a later run "
+                    f"would read the outputs as images of the source; set {key} to a folder outside it"
+                )
+                problems.append(key_problem((key,), text))
+    return problems
+
+
+def resolved(path: str) -> str:
+    """A configured path, with the real path it resolves to when that reads otherwise."""
+    real = os.path.realpath(path)
+    return repr(path) if real == path else f"{path!r} ({real})"
+
+
+# --------------------------------------------------------------------------------------------------
+# What the rules ask of a checked split
+# --------------------------------------------------------------------------------------------------
+
+
+def is_archive(path: str | list[str]) -> bool:
+    return isinstance(path, str) and os.path.isfile(path) and path.lower().endswith(ARCHIVE_SUFFIXES)
+
+
+def labels_member(split: dict[str, Any]) -> str | None:
+    """``val_labels`` naming a member of the source archive (Kaggle's LOC_val_solution.csv inside
+    the zip) rather than a file: extract copies it out."""
+    labels = split["val_labels"]
+    if labels is None or os.path.isfile(labels) or not is_archive(split["source"]):
+        return None
+    return labels
+
+
+def shipped_devkit(split: dict[str, Any]) -> str | None:
+    """The file of the shipped list ``devkit: imagenet1k`` names (None for a devkit file)."""
+    return shipped_path(split["devkit"]) if is_shipped(split["devkit"]) else None

@@ -1,0 +1,1 @@
+../../../../scripts/count_check.py

@@ -1,0 +1,1 @@
+../../../../scripts/encode_shard.py

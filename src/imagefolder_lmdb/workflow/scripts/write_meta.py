@@ -1,0 +1,1 @@
+../../../../scripts/write_meta.py
