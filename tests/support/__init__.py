@@ -20,7 +20,9 @@ each other relatively, so both names work.
 - ``support.datasets``: reading results back: every key and value, records and meta compared,
   record locations checked against LMDB.
 - ``support.commands``: the repository's other commands (scripts/ CLIs, linters) run as a user would.
-- ``support.readme``: the README's runnable blocks.
+- ``support.readme``: README.md and docs/*.md as the tests read them: runnable blocks, sections,
+  headings, links.
+- ``support.config_reference``: docs/configuration.md's tables, generated from config/schema.yaml.
 - ``support.package``: the working tree as a commit holds it, the wheel pip builds from it, a fresh
   venv to install it into.
 """
