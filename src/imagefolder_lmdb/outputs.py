@@ -122,7 +122,7 @@ def mount_point(path: str) -> str:
 def disk_full_message(path: str, needed_bytes: int) -> str:
     free = free_bytes(path)
     return (
-        f"no space left on the disk holding {path.removesuffix(TMP_SUFFIX)} (the file system mounted at "
+        f"no space left on the device holding {path.removesuffix(TMP_SUFFIX)} (the file system mounted at "
         f"{mount_point(path)}) while writing it: about {megabytes(needed_bytes)} needed there, {megabytes(free)} "
         "free. Free some space (or point `work`/`results` elsewhere) and run the same command again."
     )

@@ -75,7 +75,7 @@ def explain(exc: BaseException) -> str:
         named = isinstance(written, str) and written
         where = f" {written} (the file system mounted at {mount_point(written)})" if named else " an output"
         return (
-            f"no space left on the disk while writing{where}. Free some space "
+            f"no space left on the device while writing{where}. Free some space "
             "(or point `work`/`results` elsewhere) and run the same command again."
         )
     return str(exc)

@@ -53,6 +53,6 @@ def test_a_full_disk_names_the_output_it_was_writing(tmp_path: Path) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")  # as a write or a flush raises it: no file named
     assert caught.value.filename == str(final)
     assert explain(caught.value).startswith(
-        f"no space left on the disk while writing {final} (the file system mounted at "
+        f"no space left on the device while writing {final} (the file system mounted at "
     )
     assert os.listdir(tmp_path) == []

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.usefixtures("fresh_envs")
 
 NAMESPACE = ["unshare", "--user", "--map-root-user", "--mount"]
 FULL = re.compile(
-    r"ERROR in rule write_meta: no space left on the disk holding (\S+) \(the file system mounted at (\S+)\) "
+    r"ERROR in rule write_meta: no space left on the device holding (\S+) \(the file system mounted at (\S+)\) "
     r"while writing it: about ([\d.,]+) (KB|MB) needed there, ([\d.,]+) (KB|MB) free\. Free some space \(or point "
     r"`work`/`results` elsewhere\) and run the same command again\."
 )
