@@ -441,14 +441,7 @@ def test_failed_shard_is_retried_then_rerun_alone_surviving_a_preemption(
     """A bad image: its shard fails on every attempt (its array task, then each retry as a job of
     its own, with 2x and 3x the memory), the other shards finish. After the fix, the rerun submits
     that shard and what follows it, nothing else; when SLURM requeues that job, as pre-emption with
-    PreemptMode=REQUEUE does, the run waits for its second start (no retry spent).
-
-    The image the second start reads comes from this test through a fifo, and only once no process
-    of the first start holds that fifo any more: SLURM guarantees that a requeued job keeps its id,
-    counts the restart and runs again, but with proctrack/linuxproc (no cgroups in containers) not
-    that every process of its first start has ended before the second starts. On a loaded machine
-    one could still be reading the fifo, take part of the image, and fail the second start (seen
-    once: the requeued job FAILED among the rerun's jobs, a retry spent)."""
+    PreemptMode=REQUEUE does, the run waits for its second start (no retry spent)."""
     fifos = ShardFifos(tree_copy, converted)
     config = write_config(tmp_path, {"train": {"source": str(tree_copy), "shards": SHARDS}})
 
@@ -477,8 +470,8 @@ def test_failed_shard_is_retried_then_rerun_alone_surviving_a_preemption(
     with Controller(tmp_path, config) as controller:
         run_id = controller.run_id()
         job = wait_until(lambda: running_shard(slurm.jobs(run_id)), "the shard's job to run")
-        requeued_at = requeue(slurm, job)
-        feed_fifo(victim, original, started_after=requeued_at)
+        requeue(slurm, job)
+        feed_fifo(victim, original)
         rerun = controller.wait()
     rerun.check()
     expected = [(label("encode_shard", "train", bad_shard), "COMPLETED")]
@@ -492,52 +485,19 @@ def running_shard(jobs: list[SlurmJob]) -> SlurmJob | None:
     return next((job for job in jobs if job.comment.startswith("rule_encode_shard_") and job.state == "RUNNING"), None)
 
 
-def requeue(slurm: SingleNodeSlurm, job: SlurmJob) -> float:
-    """Put a running job back in the queue and wait until it runs a second time; returns the moment
-    just before the requeue (every process of the second start begins after it)."""
-    requeued_at = time.time()
+def requeue(slurm: SingleNodeSlurm, job: SlurmJob) -> None:
+    """Put a running job back in the queue and wait until it has started a second time."""
     slurm.command("scontrol", "requeue", str(job.job_id))
     # SLURM holds a requeued job back for two minutes (BeginTime); let it start again now.
     wait_until(lambda: slurm.job_details(job.job_id)["JobState"] == "PENDING", "the job back in the queue")
     slurm.command("scontrol", "update", f"JobId={job.job_id}", "StartTime=now")
-    # Restarts counts the requeue itself; RUNNING after it is the second start
-    wait_until(lambda: second_start(slurm.job_details(job.job_id)), "the job's second start")
-    return requeued_at
+    wait_until(lambda: slurm.job_details(job.job_id)["Restarts"] == "1", "the job's second start")
 
 
-def second_start(details: dict[str, str]) -> bool:
-    return details["Restarts"] == "1" and details["JobState"] == "RUNNING"
-
-
-def feed_fifo(fifo: Path, data: bytes, started_after: float = 0.0) -> None:
-    """Write ``data`` to the job reading ``fifo``, once one does and every process that has it open
-    began after ``started_after``; a plain file holding ``data`` then takes its place (merge reads
-    passed-through images from the source again)."""
-    write_fifo(fifo, wait_until(lambda: new_readers_only(fifo, started_after), f"a new reader of {fifo}"), data, data)
-
-
-def new_readers_only(fifo: Path, started_after: float) -> int | None:
-    """A write descriptor of ``fifo`` once it has readers and all of them began after ``started_after``."""
-    readers = processes_holding(fifo)
-    if not readers or any(process.create_time() < started_after for process in readers):
-        return None
-    return open_for_reader(fifo)
-
-
-def processes_holding(path: Path) -> list[psutil.Process]:
-    """The processes with a descriptor of ``path`` (a fifo's readers: psutil's open_files lists
-    regular files only), by their /proc/<pid>/fd."""
-    wanted = os.stat(path)
-    holding = []
-    for process in psutil.process_iter():
-        with contextlib.suppress(OSError, psutil.Error):
-            for descriptor in os.scandir(f"/proc/{process.pid}/fd"):
-                with contextlib.suppress(OSError):
-                    found = os.stat(descriptor.path)
-                    if (found.st_dev, found.st_ino) == (wanted.st_dev, wanted.st_ino):
-                        holding.append(process)
-                        break
-    return holding
+def feed_fifo(fifo: Path, data: bytes) -> None:
+    """Write ``data`` to the job reading ``fifo``, once one does; a plain file holding ``data``
+    then takes its place (merge reads passed-through images from the source again)."""
+    write_fifo(fifo, wait_until(lambda: open_for_reader(fifo), f"a reader of {fifo}"), data, data)
 
 
 def write_fifo(fifo: Path, descriptor: int, data: bytes, then: bytes) -> None:
