@@ -240,6 +240,12 @@ def test_a_file_converted_before_short_side_reads_exactly_as_before(
     items_now, meta_now = records_and_meta(as_is.lmdb)
     items_before, meta_before = records_and_meta(old_file)
     assert meta_now["settings"]["encode"].pop("short_side") is None
+    # records in a leaf page are located too since issue 21 (tiny images here): locations are
+    # checked by the locations tests, not here
+    meta_now.pop("locations")
+    meta_before.pop("locations")
+    items_now.pop(b"meta/locations")
+    items_before.pop(b"meta/locations")
     assert without_later_additions(meta_now) == without_later_additions(meta_before)
     assert items_now == items_before
     assert every_key_and_value(old_file).keys() == every_key_and_value(as_is.lmdb).keys()
