@@ -441,7 +441,16 @@ def test_failed_shard_is_retried_then_rerun_alone_surviving_a_preemption(
     """A bad image: its shard fails on every attempt (its array task, then each retry as a job of
     its own, with 2x and 3x the memory), the other shards finish. After the fix, the rerun submits
     that shard and what follows it, nothing else; when SLURM requeues that job, as pre-emption with
-    PreemptMode=REQUEUE does, the run waits for its second start (no retry spent)."""
+    PreemptMode=REQUEUE does, the run waits for its second start (no retry spent).
+
+    The image the second start reads comes from this test through a fifo, written only once the one
+    encode_shard script running is one begun after the requeue. SLURM guarantees that a requeued job
+    keeps its id, counts the restart and runs again; with proctrack/linuxproc (no cgroups in
+    containers) it does not guarantee that every process of its first start has ended before the
+    second starts. Had two scripts the fifo open, one would take the image and the other read it
+    cut short, and fail (seen once, on a loaded machine: the requeued job FAILED among the rerun's
+    jobs, a retry spent). Should two scripts stay (a retry submitted while SLURM runs the job
+    again), the test stops saying so."""
     fifos = ShardFifos(tree_copy, converted)
     config = write_config(tmp_path, {"train": {"source": str(tree_copy), "shards": SHARDS}})
 
@@ -470,8 +479,8 @@ def test_failed_shard_is_retried_then_rerun_alone_surviving_a_preemption(
     with Controller(tmp_path, config) as controller:
         run_id = controller.run_id()
         job = wait_until(lambda: running_shard(slurm.jobs(run_id)), "the shard's job to run")
-        requeue(slurm, job)
-        feed_fifo(victim, original)
+        requeued_at = requeue(slurm, job)
+        feed_fifo(victim, original, tmp_path, started_after=requeued_at)
         rerun = controller.wait()
     rerun.check()
     expected = [(label("encode_shard", "train", bad_shard), "COMPLETED")]
@@ -485,19 +494,53 @@ def running_shard(jobs: list[SlurmJob]) -> SlurmJob | None:
     return next((job for job in jobs if job.comment.startswith("rule_encode_shard_") and job.state == "RUNNING"), None)
 
 
-def requeue(slurm: SingleNodeSlurm, job: SlurmJob) -> None:
-    """Put a running job back in the queue and wait until it has started a second time."""
+def requeue(slurm: SingleNodeSlurm, job: SlurmJob) -> float:
+    """Put a running job back in the queue and wait until it runs a second time; returns the moment
+    just before the requeue (every process of the second start begins after it)."""
+    requeued_at = time.time()
     slurm.command("scontrol", "requeue", str(job.job_id))
     # SLURM holds a requeued job back for two minutes (BeginTime); let it start again now.
     wait_until(lambda: slurm.job_details(job.job_id)["JobState"] == "PENDING", "the job back in the queue")
     slurm.command("scontrol", "update", f"JobId={job.job_id}", "StartTime=now")
-    wait_until(lambda: slurm.job_details(job.job_id)["Restarts"] == "1", "the job's second start")
+    # Restarts counts the requeue itself; RUNNING after it is the second start
+    wait_until(lambda: second_start(slurm.job_details(job.job_id)), "the job's second start")
+    return requeued_at
 
 
-def feed_fifo(fifo: Path, data: bytes) -> None:
-    """Write ``data`` to the job reading ``fifo``, once one does; a plain file holding ``data``
-    then takes its place (merge reads passed-through images from the source again)."""
-    write_fifo(fifo, wait_until(lambda: open_for_reader(fifo), f"a reader of {fifo}"), data, data)
+def second_start(details: dict[str, str]) -> bool:
+    return details["Restarts"] == "1" and details["JobState"] == "RUNNING"
+
+
+def feed_fifo(fifo: Path, data: bytes, workdir: Path, started_after: float = 0.0) -> None:
+    """Write ``data`` to the job reading ``fifo``, once one does and it is the only encode_shard
+    script running in ``workdir``, begun after ``started_after``; a plain file holding ``data`` then
+    takes its place (merge reads passed-through images from the source again)."""
+    try:
+        descriptor = wait_until(lambda: sole_reader(fifo, workdir, started_after), f"the one reader of {fifo}")
+    except AssertionError as exc:
+        seen = [(process.pid, round(process.create_time() - started_after, 1)) for process in shard_scripts(workdir)]
+        raise AssertionError(f"{exc}; encode_shard scripts (pid, start after the requeue in s): {seen}") from None
+    write_fifo(fifo, descriptor, data, data)
+
+
+def sole_reader(fifo: Path, workdir: Path, started_after: float) -> int | None:
+    """A write descriptor of ``fifo`` once it has a reader and only one encode_shard script runs in
+    ``workdir``, begun after ``started_after`` (a reader blocked in open() holds no descriptor yet,
+    so readers are told by what they run, not by their descriptors)."""
+    scripts = shard_scripts(workdir)
+    if len(scripts) != 1 or scripts[0].create_time() < started_after:
+        return None
+    return open_for_reader(fifo)
+
+
+def shard_scripts(workdir: Path) -> list[psutil.Process]:
+    """The encode_shard scripts running in ``workdir``, of any job and any start of one."""
+    scripts = []
+    for process in psutil.process_iter(["cmdline", "cwd"]):
+        cmdline, cwd = process.info["cmdline"] or [], process.info["cwd"]
+        if cwd == str(workdir) and any(part.endswith(".encode_shard.py") for part in cmdline):
+            scripts.append(process)
+    return scripts
 
 
 def write_fifo(fifo: Path, descriptor: int, data: bytes, then: bytes) -> None:

@@ -2,7 +2,8 @@
 
 The kill moments are made exact with the scripts' test hook (IMAGEFOLDER_LMDB_TEST_HOLD): a script
 reaching the named point parks there, and the test kills the whole process group, Snakemake and
-jobs together, as a power cut or the OOM killer would.
+jobs together, as a power cut or the OOM killer would. Two more kills land wherever the jobs are
+once a number of shards have reported: placed by progress, never by a share of some run's time.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import os
 import shutil
 import subprocess
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import lmdb
@@ -71,35 +71,27 @@ def tree_archive(image_tree: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     return make_tar(image_tree, tmp_path_factory.mktemp("archive") / "train.tar")
 
 
-@dataclass(frozen=True)
-class CleanRun:
-    lmdb: Path
-    seconds: float  # wall time of the uninterrupted run, to place the timed kills inside one
-
-
 @pytest.fixture(scope="module")
-def clean_run(tree_archive: Path, tmp_path_factory: pytest.TempPathFactory) -> CleanRun:
+def clean_lmdb(tree_archive: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     workdir = tmp_path_factory.mktemp("clean")
     write_config(workdir, {"train": {"source": str(tree_archive), "shards": SHARDS}})
-    started = time.monotonic()
     run_snakemake(workdir, "--configfile", str(workdir / "config.yaml")).check()
-    return CleanRun(workdir / "results" / "train.lmdb", time.monotonic() - started)
+    return workdir / "results" / "train.lmdb"
 
 
-#: Kills without a hold point, at a fraction of a clean run's wall time: wherever they land.
-TIMED_KILLS = ["at 30% of a run", "at 70% of a run"]
+#: Kills without a hold point, once this many shards have reported: the kill lands wherever the
+#: other jobs are then (inside a part's write, between two jobs), by progress, not by the clock.
+KILLS_AFTER_SHARDS = {"after 1 shard's report": 1, f"after {SHARDS - 3} shards' reports": SHARDS - 3}
 
 
-@pytest.mark.parametrize("moment", [*HOLD_POINTS, *TIMED_KILLS])
+@pytest.mark.parametrize("moment", [*HOLD_POINTS, *KILLS_AFTER_SHARDS])
 def test_sigkill_then_same_command_finishes_identically(
-    moment: str, tree_archive: Path, clean_run: CleanRun, tmp_path: Path
+    moment: str, tree_archive: Path, clean_lmdb: Path, tmp_path: Path
 ) -> None:
     write_config(tmp_path, {"train": {"source": str(tree_archive), "shards": SHARDS}})
-    if moment in TIMED_KILLS:
+    if moment in KILLS_AFTER_SHARDS:
         process, _ = start_snakemake(tmp_path)
-        time.sleep(clean_run.seconds * int(moment.split()[1].rstrip("%")) / 100)
-        if process.poll() is not None:
-            pytest.fail(f"the run finished before the kill {moment} ({clean_run.seconds:.1f} s)")
+        wait_for_shard_reports(tmp_path, KILLS_AFTER_SHARDS[moment], process)
     else:
         process, marker = start_snakemake(tmp_path, hold=moment)
         wait_for_hold(marker, process)
@@ -107,8 +99,17 @@ def test_sigkill_then_same_command_finishes_identically(
     assert_nothing_incomplete_at_final_paths(tmp_path)
 
     run_snakemake(tmp_path, "--configfile", str(tmp_path / "config.yaml")).check()
-    assert_same_dataset(tmp_path / "results" / "train.lmdb", clean_run.lmdb)
+    assert_same_dataset(tmp_path / "results" / "train.lmdb", clean_lmdb)
     assert_no_leftovers(tmp_path)
+
+
+def wait_for_shard_reports(workdir: Path, count: int, process: subprocess.Popen, timeout: float = 300) -> None:
+    """Return once ``count`` shards of the running conversion have written their reports."""
+    deadline = time.monotonic() + timeout
+    while len(list((workdir / "work" / "train" / "parts").glob("*.json"))) < count:
+        assert process.poll() is None, f"snakemake ended before {count} shards had reported"
+        assert time.monotonic() < deadline, f"{count} shards did not report within {timeout:.0f} s"
+        time.sleep(0.02)
 
 
 def executed_jobs(output: str) -> list[str]:
