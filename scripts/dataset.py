@@ -194,6 +194,10 @@ def format_version_of(storage: Iterable[int]) -> int:
 #: under "locations": the reader can do without it, so its damage only slows reads down).
 CHECKSUMMED_ARRAYS = ("labels", "sizes", "crc32", "storage", "source_bytes", "paths")
 
+#: The meta/json fields whose CRC-32 it records under "checksums" too: a byte flipped inside a
+#: class name leaves the JSON valid, and would rename a class without a word.
+CHECKSUMMED_FIELDS = ("classes", "class_words")
+
 _ARRAY_DTYPES = {
     "labels": np.dtype("<i4"),
     "sizes": np.dtype("<u4"),
@@ -217,6 +221,12 @@ def record_key(index: int) -> bytes:
 def checksum(value: bytes | memoryview) -> int:
     """The checksum meta/crc32 records for a stored value: its CRC-32 (zlib's, unsigned)."""
     return zlib.crc32(value)
+
+
+def field_checksum(value: Any) -> int:
+    """The checksum meta/json records for one of its :data:`CHECKSUMMED_FIELDS`: the CRC-32 of the
+    field's value as compact JSON (``json.dumps`` with its defaults)."""
+    return checksum(json.dumps(value).encode("utf-8"))
 
 
 @dataclass
@@ -271,6 +281,7 @@ def encode_meta(meta: Meta) -> dict[bytes, bytes]:
     values[META_KEYS["locations"]] = locations.tobytes()
     # meta/json names each array's CRC-32, so a reader can tell a damaged label from a real one.
     checksums = {name: checksum(values[META_KEYS[name]]) for name in CHECKSUMMED_ARRAYS}
+    checksums |= {name: field_checksum(meta.document[name]) for name in CHECKSUMMED_FIELDS if name in meta.document}
     values[META_KEYS["json"]] = encode_document({**meta.document, "checksums": checksums})
     return values
 
@@ -311,6 +322,7 @@ def decode_meta(txn: _ReadTxn, where: str) -> Meta:
     document = _decode_document(raw, where)
     sums = document.get("checksums")
     sums = sums if isinstance(sums, dict) else {}  # files written before meta checksums: none
+    _check_fields(document, sums, where)
     try:
         meta = Meta(
             document=document,
@@ -326,6 +338,15 @@ def decode_meta(txn: _ReadTxn, where: str) -> Meta:
         raise FormatError(f"{where}: {exc}: the file is damaged. {_RECOPY}") from exc
     _check_meta(meta, where)
     return meta
+
+
+def _check_fields(document: dict[str, Any], checksums: dict[str, Any], where: str) -> None:
+    """meta/json's class names against their checksums (files written before them: none)."""
+    for name in CHECKSUMMED_FIELDS:
+        if name in checksums and checksums[name] != field_checksum(document.get(name)):
+            raise FormatError(
+                f"{where}: meta/json's {name} do not match their checksum: the file is damaged. {_RECOPY}"
+            )
 
 
 def _decode_document(raw: bytes | memoryview, where: str) -> dict[str, Any]:

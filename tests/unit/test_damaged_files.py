@@ -198,6 +198,23 @@ def test_a_damaged_label_is_refused_by_its_checksum(written: Path) -> None:
     )
 
 
+def test_a_damaged_class_name_is_refused_by_its_checksum(written: Path) -> None:
+    offset, length = layout_of(written).values[b"meta/json"]
+    document = written.read_bytes()[offset : offset + length]
+    name = document.index(b'"classes": [\n  "a"') + len(b'"classes": [\n  "')
+    patch(written, offset + name, b"c")  # class "a" -> "c": the JSON stays valid, the order sorted
+    assert in_child(opened(written))["error"] == (
+        f"FormatError: {written}: meta/json's classes do not match their checksum: the file is damaged. Copy it "
+        "again from the original, and check the original first with `python scripts/verify.py ORIGINAL --full` "
+        "(installed with pip: `imagefolder-lmdb verify ORIGINAL --full`)."
+    )
+    verified = run_script("verify.py", written)
+    assert (
+        verified.returncode == 1
+        and "meta/json's classes do not match their checksum" in verified.stdout + verified.stderr
+    )
+
+
 def test_a_file_without_meta_checksums_reads_and_refuses_labels_outside_its_classes(written: Path) -> None:
     rewrite_document(written, lambda document: document.pop("checksums"))
     assert len(in_child(opened(written))["values"]) == len(SIZES)
