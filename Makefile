@@ -42,7 +42,7 @@ test-cluster: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run
 
-lint: $(STAMP) data/demo/train data/demo/val
+lint: $(STAMP)
 	$(BIN)/ruff check scripts src tests benchmarks
 	$(BIN)/ruff format --check scripts src tests benchmarks
 	$(BIN)/snakefmt --check Snakefile rules

@@ -2,6 +2,7 @@
 # (src/imagefolder_lmdb/run_paths.py) and the input functions the rule files use. Stale locks and
 # leftovers of killed runs: rules/resume.smk.
 import os
+import sys
 import time
 
 from snakemake.utils import min_version
@@ -27,11 +28,14 @@ os.environ.setdefault(
 RUN_STARTED = time.time()
 
 # Every check of the config, before any job (src/imagefolder_lmdb/config_check.py): the schema's
-# defaults filled in, and every problem reported at once, one line each.
+# defaults filled in, and every problem reported at once, one line each. `snakemake --lint` reads
+# the rules, not the data, and Snakemake tells a Snakefile nothing of it but its command line:
+# there, sources that do not exist yet are no error.
 CHECKED = check_config(
     config,
     load_schema(str(workflow.source_path("../config/schema.yaml"))),
     workflow.configfiles,
+    paths_may_be_missing="--lint" in sys.argv,
 )
 #: Which class list each split uses (src/imagefolder_lmdb/class_plan.py).
 CLASS_PLAN = CHECKED.classes

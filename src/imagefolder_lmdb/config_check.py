@@ -17,6 +17,7 @@ from imagefolder_lmdb.class_plan import ClassPlan, plan_classes
 from imagefolder_lmdb.config_problems import ConfigError, KeyPath, Problem, key_problem
 from imagefolder_lmdb.config_schema import schema_problems
 from imagefolder_lmdb.config_yaml import duplicate_keys
+from imagefolder_lmdb.missing_paths import missing_path_hint, taken_from
 
 #: Layouts whose source is a set of shard files (src/imagefolder_lmdb/sources/shard_files.py).
 SHARD_LAYOUTS = ("webdataset", "parquet")
@@ -35,12 +36,17 @@ class CheckedConfig:
     classes: ClassPlan
 
 
-def check_config(config: dict[str, Any], schema: dict[str, Any], config_files: Sequence[str] = ()) -> CheckedConfig:
-    """Fill in the schema's defaults (in place) and check everything; ConfigError names every problem."""
+def check_config(
+    config: dict[str, Any], schema: dict[str, Any], config_files: Sequence[str] = (), paths_may_be_missing: bool = False
+) -> CheckedConfig:
+    """Fill in the schema's defaults (in place) and check everything; ConfigError names every problem.
+    ``paths_may_be_missing``: sources and label files that do not exist are no problem (a lint reads
+    the rules, not the data)."""
     problems = [duplicate.problem for path in config_files for duplicate in duplicate_keys(str(path))]
     found = schema_problems(config, schema)
     usable = Usable({problem.path for problem in found})
     problems += found + content_problems(config, usable) + class_list_problems(config, usable)
+    problems = [problem for problem in problems if not (paths_may_be_missing and problem.missing_path)]
     if problems:
         raise ConfigError(in_config_order(problems, config))
     return CheckedConfig(plan_classes(config))
@@ -116,7 +122,7 @@ def source_problems(name: str, split: dict[str, Any], config: dict[str, Any]) ->
         try:
             shard_files(source)
         except ShardFilesError as exc:
-            return [key_problem(key, str(exc))]
+            return [key_problem(key, str(exc), exc.missing)]
         return []
     if not isinstance(source, str):
         text = (
@@ -126,7 +132,8 @@ def source_problems(name: str, split: dict[str, Any], config: dict[str, Any]) ->
         return [key_problem(key, text)]
     if not os.path.exists(source):
         hint = SHARDS_HINT if any(mark in source for mark in "*?[{") else ""
-        return [key_problem(key, f"{source!r} does not exist (relative paths are taken from {os.getcwd()})." + hint)]
+        missing = f"{source!r} does not exist{taken_from(source)}."
+        return [key_problem(key, missing + (hint or missing_path_hint(source)), missing_path=True)]
     if os.path.isfile(source) and not source.lower().endswith(ARCHIVE_SUFFIXES):
         hint = SHARDS_HINT if source.lower().endswith(".parquet") else ""
         text = f"{source!r} is a file but not an archive; expected a folder or one of {', '.join(ARCHIVE_SUFFIXES)}."
@@ -177,9 +184,8 @@ def missing_label_files(name: str, split: dict[str, Any], config: dict[str, Any]
         if key == "devkit" and is_shipped(value):
             continue  # the shipped list stands in for the devkit's class list
         member = " val_labels may also name a member of an archive source (LOC_val_solution.csv inside Kaggle's zip)."
-        problems.append(
-            key_problem(("splits", name, key), f"{value!r} is not a file." + member * (key == "val_labels"))
-        )
+        text = f"{value!r} is not a file." + member * (key == "val_labels")
+        problems.append(key_problem(("splits", name, key), text, missing_path=not os.path.exists(value)))
     return problems
 
 

@@ -30,6 +30,7 @@ class Problem:
     where: str  # "config key splits.train.shards", "config file /data/config.yaml"; "" when text says it
     text: str  # what is wrong and the fix
     path: KeyPath = ()  # the key's place in the config, for the order of the lines
+    missing_path: bool = False  # only that a path the config names does not exist (yet)
 
     @property
     def line(self) -> str:
@@ -37,9 +38,9 @@ class Problem:
         return f"{self.where}: {self.text}{stop}" if self.where else f"{self.text}{stop}"
 
 
-def key_problem(path: Sequence[str], text: str) -> Problem:
+def key_problem(path: Sequence[str], text: str, missing_path: bool = False) -> Problem:
     """A problem of the config key at ``path``."""
-    return Problem(f"config key {dotted(path)}", text.rstrip("."), tuple(path))
+    return Problem(f"config key {dotted(path)}", text.rstrip("."), tuple(path), missing_path)
 
 
 def dotted(path: Sequence[str]) -> str:

@@ -134,9 +134,12 @@ def test_missing_paths_are_all_named(tmp_path: Path, monkeypatch: pytest.MonkeyP
             "list": {"source": ["a.tar", "b.tar"]},
         }
     }
+    no_data = " The first folder of it that does not exist: 'data'."
     assert problems_of(config) == [
-        f"config key splits.train.source: 'data/train' does not exist (relative paths are taken from {tmp_path}).",
-        f"config key splits.val.source: 'data/val.tar' does not exist (relative paths are taken from {tmp_path}).",
+        f"config key splits.train.source: 'data/train' does not exist (relative paths are taken from {tmp_path})."
+        + no_data,
+        f"config key splits.val.source: 'data/val.tar' does not exist (relative paths are taken from {tmp_path})."
+        + no_data,
         "config key splits.val.devkit: 'devkit.tar.gz' is not a file.",
         "config key splits.extra.source: 'notes.txt' is a file but not an archive; expected a folder or one of "
         ".tar, .tar.gz, .tgz, .zip.",
@@ -148,15 +151,37 @@ def test_missing_paths_are_all_named(tmp_path: Path, monkeypatch: pytest.MonkeyP
     ]
 
 
-def test_shard_layouts_name_the_missing_shard(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_typo_in_a_path_is_answered_with_the_name_beside_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "imagenet" / "train").mkdir(parents=True)
+    (tmp_path / "imagenet" / "val").mkdir()
+    config = {"splits": {"train": {"source": "imagenet/trian"}, "val": {"source": f"{tmp_path}/imagenet/val/"}}}
+    config["splits"]["test"] = {"source": "/no/such/mount/test"}
+    assert problems_of(config) == [
+        "config key splits.train.source: 'imagenet/trian' does not exist (relative paths are taken from "
+        f"{tmp_path}). Did you mean 'imagenet/train'?",
+        "config key splits.test.source: '/no/such/mount/test' does not exist. The first folder of it that does "
+        "not exist: '/no'.",
+    ]
+
+
+def test_shard_layouts_name_the_missing_shards(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "hub").mkdir()
-    config = {"splits": {"train": {"source": "hub/train-{0..1}.tar", "layout": "webdataset", "root": "x"}}}
+    (tmp_path / "hub" / "train-2.tar").write_bytes(b"")
+    (tmp_path / "hub" / "train-01.tar").write_bytes(b"")
+    config = {"splits": {"train": {"source": "hub/train-{0..3}.tar", "layout": "webdataset", "root": "x"}}}
+    config["splits"]["val"] = {"source": "hub/train-1.tar", "layout": "webdataset"}
+    config["splits"]["test"] = {"source": "hub/test/*.tar", "layout": "webdataset"}
     assert problems_of(config) == [
-        "config key splits.train.source: shard 'hub/train-0.tar' does not exist (relative paths are taken from "
-        f"{tmp_path}).",
+        "config key splits.train.source: 3 of the 4 shards do not exist, from 'hub/train-0.tar' to "
+        f"'hub/train-3.tar' (relative paths are taken from {tmp_path}).",
         "config key splits.train.root: layout webdataset reads its shard files whole; remove root (source names "
         "the shards).",
+        "config key splits.val.source: shard 'hub/train-1.tar' does not exist (relative paths are taken from "
+        f"{tmp_path}). Did you mean 'hub/train-01.tar'?",
+        f"config key splits.test.source: no file matches 'hub/test/*.tar' (relative paths are taken from {tmp_path})."
+        " The first folder of it that does not exist: 'hub/test'.",
     ]
 
 
@@ -292,3 +317,22 @@ def test_the_error_shows_snakemake_its_caller_and_no_traceback() -> None:
     assert format_exception_to_string(error, {}) == (
         f'ConfigError in file "{__file__}", line {error.lineno}:\nconfig key a: one.\nconfig key b: two?'
     )
+
+
+def test_a_lint_takes_missing_paths_only_as_not_made_yet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    config = {
+        "splits": {
+            "train": {"source": "data/train", "shards": 0},
+            "val": {"source": "data/val.tar", "layout": "ilsvrc-val", "devkit": "devkit.tar.gz"},
+            "hub": {"source": "hub/train-{0..3}.tar", "layout": "webdataset"},
+        }
+    }
+    with pytest.raises(ConfigError) as raised:
+        check_config(config, copy.deepcopy(SCHEMA), [], paths_may_be_missing=True)
+    assert (
+        str(raised.value)
+        == "config key splits.train.shards: 0 is below the minimum, 1; set an integer from 1 to 100000."
+    )
+    del config["splits"]["train"]["shards"]
+    check_config(config, copy.deepcopy(SCHEMA), [], paths_may_be_missing=True)

@@ -66,9 +66,10 @@ def mistakes(tree: Path, workdir: Path) -> dict[str, tuple[dict[str, Any], dict[
             {"test": {"source": "data/test"}, "extra": {"source": "data/extra.tar"}},
             {},
             [
-                f"config key splits.test.source: 'data/test' does not exist (relative paths are taken from {cwd}).",
+                f"config key splits.test.source: 'data/test' does not exist (relative paths are taken from {cwd}). "
+                "The first folder of it that does not exist: 'data'.",
                 f"config key splits.extra.source: 'data/extra.tar' does not exist (relative paths are taken from "
-                f"{cwd}).",
+                f"{cwd}). The first folder of it that does not exist: 'data'.",
             ],
         ),
         "a layout's required key missing": (

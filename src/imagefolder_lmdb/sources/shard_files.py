@@ -12,34 +12,55 @@ import os
 
 from braceexpand import braceexpand
 
+from imagefolder_lmdb.missing_paths import missing_folder_hint, missing_path_hint, taken_from
+
 GLOB_CHARACTERS = frozenset("*?[")
 
 
 class ShardFilesError(ValueError):
-    """The source names no shard, or a shard that is not there."""
+    """The source names no shard, or a shard that is not there (``missing``)."""
+
+    def __init__(self, message: str, missing: bool = False) -> None:
+        super().__init__(message)
+        self.missing = missing
 
 
 def shard_files(source: str | list[str]) -> list[str]:
-    """Every shard ``source`` names, in record order, each once; an error names what is missing."""
+    """Every shard ``source`` names, in record order, each once; an error names what is missing
+    (how many of the shards named, the first and the last)."""
     patterns = [source] if isinstance(source, str) else list(source)
     files: list[str] = []
     for pattern in patterns:
         for expanded in braceexpand(pattern):
             files.extend(files_of(expanded))
-    return list(dict.fromkeys(files))  # a shard named twice is read once
+    files = list(dict.fromkeys(files))  # a shard named twice is read once
+    missing = [path for path in files if not os.path.isfile(path)]
+    if missing:
+        raise ShardFilesError(missing_shards(missing, files), missing=True)
+    return files
+
+
+def missing_shards(missing: list[str], named: list[str]) -> str:
+    where = f"{taken_from(missing[0])}."
+    if len(missing) == 1:
+        return f"shard {missing[0]!r} does not exist{where}" + missing_path_hint(missing[0], named)
+    text = f"{len(missing)} of the {len(named)} shards do not exist, from {missing[0]!r} to {missing[-1]!r}{where}"
+    return text + missing_folder_hint(missing[0])  # no one close name answers for several
 
 
 def files_of(pattern: str) -> list[str]:
+    """The files ``pattern`` names: itself if it has no glob characters (checked by the caller),
+    else its matches, sorted."""
     if GLOB_CHARACTERS.isdisjoint(pattern):
         if os.path.isdir(pattern):
             raise ShardFilesError(
                 f"{pattern!r} is a folder; name its shard files, e.g. with a glob such as "
                 f"{os.path.join(pattern, '*.tar')!r} or {os.path.join(pattern, '*.parquet')!r}"
             )
-        if not os.path.isfile(pattern):
-            raise ShardFilesError(f"shard {pattern!r} does not exist (relative paths are taken from {os.getcwd()})")
         return [pattern]
     matches = sorted(path for path in glob.glob(pattern) if os.path.isfile(path))
     if not matches:
-        raise ShardFilesError(f"no file matches {pattern!r} (relative paths are taken from {os.getcwd()})")
+        where = f"{taken_from(pattern)}."
+        hint = "" if GLOB_CHARACTERS.intersection(os.path.dirname(pattern)) else missing_folder_hint(pattern)
+        raise ShardFilesError(f"no file matches {pattern!r}{where}" + hint, missing=True)
     return matches
