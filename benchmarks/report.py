@@ -368,6 +368,41 @@ def training_cold_rows(training: R) -> list[str]:
     return rows
 
 
+def training_photos(training: R) -> str:
+    """Section 9's paragraph on the real photographs' PSNR, or why they were not measured."""
+    photos = training.get("photo_pixels")
+    if photos is None:
+        return ""
+    if "skipped" in photos:
+        return prose.fill("training", "photos_skipped", why=photos["skipped"])
+    each = ", ".join(f"{name} {fmt(db, 1)}" for name, db in zip(photos["photos"], photos["each_db"], strict=True))
+    return prose.fill(
+        "training",
+        "photos",
+        count=photos["images"],
+        wheels=" and ".join(f"`{wheel}`" for wheel in photos["wheels"]),
+        median=fmt(photos["median_db"], 1),
+        worst=fmt(photos["worst_db"], 1),
+        each=each,
+        generated=fmt(training["pixels"].get("lmdb_short", {}).get("median_db", float("nan")), 1),
+    )
+
+
+def training_floor(training: R) -> str:
+    """Section 9's sentence on the cheapest a resizing conversion can be: a full-size decode."""
+    floor = training.get("decode_floor")
+    if floor is None:
+        return ""
+    return prose.fill(
+        "training",
+        "floor",
+        images=training["sizes"]["psnr_images"],
+        check=fmt(floor["check_decode_ms"], 2),
+        full=fmt(floor["full_decode_ms"], 2),
+        times=times(floor["full_decode_ms"] / floor["check_decode_ms"]),
+    )
+
+
 def training_skipped(training: R) -> str:
     """The note on a conversion that could not run (the short_side one, before the workflow knows it)."""
     notes = [
@@ -405,6 +440,8 @@ def training_section(training: R) -> list[str]:
         shards=sizes["shards"],
         cold_batches=training["cold_batches"]["batches_per_repeat"],
         cold_rows="\n".join(training_cold_rows(training)),
+        photos=training_photos(training),
+        floor=training_floor(training),
         targets_table="\n".join(target_rows),
     )
     return text.rstrip("\n").split("\n")
