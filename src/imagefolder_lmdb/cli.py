@@ -7,7 +7,7 @@
     imagefolder-lmdb add-locations FILE.lmdb ...          scripts/add_locations.py
 
 Each of the last three is the ``main`` of the module those scripts call, with the same options and
-exit codes; ``convert`` runs Snakemake as a child whose output it relays (src/imagefolder_lmdb/snakemake_run.py).
+exit codes; ``convert`` runs Snakemake as a child whose output it relays (src/imagefolder_lmdb/run/launch.py).
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ def convert_main(argv: list[str], prog: str = f"{PROG} convert") -> int:
     """``imagefolder-lmdb convert``: check the arguments, then run Snakemake on the packaged workflow,
     showing its progress board and, on failure, what to do as the last lines."""
     from imagefolder_lmdb.convert import ConvertError, plan_run, run_options, split_entry
-    from imagefolder_lmdb.snakemake_run import check_snakemake, run_snakemake, snakemake_command
+    from imagefolder_lmdb.run.launch import check_snakemake, run_snakemake, snakemake_command
 
     ours, passed = (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
     parser = convert_parser(prog)

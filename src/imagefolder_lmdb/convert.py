@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from imagefolder_lmdb.snakemake_run import (
+from imagefolder_lmdb.run.launch import (
     PROFILES,
     SNAKEFILE,
     WORKFLOW,
@@ -163,7 +163,7 @@ def config_outputs(configfile: Path) -> dict[str, SplitOutputs]:
 
 
 def outputs_of(results: str, splits: list[str]) -> dict[str, SplitOutputs]:
-    from imagefolder_lmdb.run_paths import RunPaths
+    from imagefolder_lmdb.run.paths import RunPaths
 
     paths = RunPaths(results, "work")
     return {

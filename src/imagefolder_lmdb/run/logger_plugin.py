@@ -6,7 +6,7 @@ Snakemake finds it as the top-level package ``snakemake_logger_plugin_imagefolde
 re-exports :class:`LogHandler`): ``snakemake --logger imagefolder-lmdb ...``; ``imagefolder-lmdb
 convert`` selects it unless ``--verbose``. A dry run shows Snakemake's own lines, as without it.
 
-A failing job's own message comes from its step (src/imagefolder_lmdb/rule_runner.py), which,
+A failing job's own message comes from its step (src/imagefolder_lmdb/run/rule_runner.py), which,
 when this plugin runs the show (``IMAGEFOLDER_LMDB_MESSAGES`` in the jobs' environment), writes it
 to ``<its log>.message`` instead of the terminal; Snakemake's internals (the rule's temp script,
 ``CalledProcessError``, ``WorkflowError``) are left out. Where ``IMAGEFOLDER_LMDB_ERROR_FILE`` is
@@ -23,8 +23,8 @@ import sys
 
 from snakemake_interface_logger_plugins.base import LogHandlerBase
 
-from imagefolder_lmdb import progress_board
-from imagefolder_lmdb.snakemake_run import ERROR_FILE_VARIABLE, TERMINAL_VARIABLE
+from imagefolder_lmdb.run import progress as progress_board
+from imagefolder_lmdb.run.launch import ERROR_FILE_VARIABLE, TERMINAL_VARIABLE
 
 #: Set in the jobs' environment: a failing step writes its message beside its log, not to stderr.
 MESSAGES_VARIABLE = "IMAGEFOLDER_LMDB_MESSAGES"

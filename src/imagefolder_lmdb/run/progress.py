@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from imagefolder_lmdb.run_paths import RunPaths
+from imagefolder_lmdb.run.paths import RunPaths
 
 #: What an encode job's progress file is called, beside its shard report ``parts/{shard}.json``.
 PROGRESS_SUFFIX = ".progress"
