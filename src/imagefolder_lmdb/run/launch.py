@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import IO, TextIO
 
 #: The packaged workflow: its Snakefile is what a host workflow's ``module`` may name, too.
-WORKFLOW = Path(__file__).resolve().parent / "workflow"
+WORKFLOW = Path(__file__).resolve().parents[1] / "workflow"
 SNAKEFILE = WORKFLOW / "Snakefile"
 #: Profiles shipped with the workflow: ``default`` (always applied) and ``slurm`` (``--profile slurm``).
 PROFILES = WORKFLOW / "profiles"
