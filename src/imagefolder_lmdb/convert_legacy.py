@@ -36,7 +36,10 @@ import lmdb
 import numpy as np
 
 from imagefolder_lmdb.add_locations import add_locations
-from imagefolder_lmdb.dataset import (
+from imagefolder_lmdb.image_policy import UNUSABLE_IMAGE, Encoded, EncodeSettings, encode_image
+from imagefolder_lmdb.meta_document import build_document, checked
+from imagefolder_lmdb.outputs import atomic_lmdb
+from imagefolder_lmdb.reader import (
     FORMAT_ID,
     META_KEYS,
     FormatError,
@@ -50,9 +53,6 @@ from imagefolder_lmdb.dataset import (
     open_env_readonly,
     record_key,
 )
-from imagefolder_lmdb.image_policy import UNUSABLE_IMAGE, Encoded, EncodeSettings, encode_image
-from imagefolder_lmdb.meta_document import build_document, checked
-from imagefolder_lmdb.outputs import atomic_lmdb
 
 TOOL = "imagefolder-lmdb-convert-legacy"
 TOOL_VERSION = "1.0.0"

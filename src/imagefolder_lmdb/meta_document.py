@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from imagefolder_lmdb.dataset import FORMAT_ID, STORAGE_REASONS, format_version_of
+from imagefolder_lmdb.reader import FORMAT_ID, STORAGE_REASONS, format_version_of
 
 
 class MetaDocumentError(ValueError):

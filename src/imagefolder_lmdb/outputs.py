@@ -22,7 +22,7 @@ from typing import IO, Any
 
 import lmdb
 
-from imagefolder_lmdb.dataset import check_lmdb_file
+from imagefolder_lmdb.reader import check_lmdb_file
 
 #: Suffix of every temporary output. A leftover from a killed run carries it and is never a result.
 TMP_SUFFIX = ".incomplete"

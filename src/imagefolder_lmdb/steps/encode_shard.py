@@ -14,7 +14,6 @@ from typing import Any, TextIO
 
 from tqdm import tqdm
 
-from imagefolder_lmdb.dataset import checksum, record_key
 from imagefolder_lmdb.hold_points import hold_point
 from imagefolder_lmdb.image_policy import (
     UNUSABLE_IMAGE,
@@ -27,6 +26,7 @@ from imagefolder_lmdb.image_policy import (
     what_went_wrong,
 )
 from imagefolder_lmdb.outputs import LMDBWriter, atomic_lmdb
+from imagefolder_lmdb.reader import checksum, record_key
 from imagefolder_lmdb.rule_runner import progress_kwargs, run_rule
 from imagefolder_lmdb.sources import open_sample_reader
 from imagefolder_lmdb.sources.base import SampleReader

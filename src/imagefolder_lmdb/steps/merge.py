@@ -28,10 +28,10 @@ from typing import Any, TextIO
 
 from tqdm import tqdm
 
-from imagefolder_lmdb.dataset import checksum, record_key
 from imagefolder_lmdb.hold_points import hold_point
 from imagefolder_lmdb.image_policy import kept_in_part
 from imagefolder_lmdb.outputs import atomic_lmdb, count_records, open_lmdb_readonly
+from imagefolder_lmdb.reader import checksum, record_key
 from imagefolder_lmdb.rule_runner import progress_kwargs, run_rule
 from imagefolder_lmdb.sources import open_sample_reader
 from imagefolder_lmdb.sources.base import SampleReader

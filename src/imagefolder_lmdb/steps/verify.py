@@ -37,7 +37,10 @@ from tqdm import tqdm
 
 from imagefolder_lmdb import lmdb_pages
 from imagefolder_lmdb.add_locations import locations_finding
-from imagefolder_lmdb.dataset import (
+from imagefolder_lmdb.hold_points import hold_point
+from imagefolder_lmdb.meta_document import document_problems, storage_counts
+from imagefolder_lmdb.outputs import atomic_file
+from imagefolder_lmdb.reader import (
     KEY_WIDTH,
     META_KEYS,
     STORAGE_REASONS,
@@ -52,9 +55,6 @@ from imagefolder_lmdb.dataset import (
     shared_env,
     shared_fd,
 )
-from imagefolder_lmdb.hold_points import hold_point
-from imagefolder_lmdb.meta_document import document_problems, storage_counts
-from imagefolder_lmdb.outputs import atomic_file
 from imagefolder_lmdb.rule_runner import run_rule
 
 log = logging.getLogger("imagefolder_lmdb.verify")

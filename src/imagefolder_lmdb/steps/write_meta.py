@@ -21,7 +21,6 @@ import numpy as np
 
 from imagefolder_lmdb.add_locations import Located, add_locations, current_locations
 from imagefolder_lmdb.class_list import class_words
-from imagefolder_lmdb.dataset import LOCATION_DTYPE, META_KEYS, Meta, encode_meta
 from imagefolder_lmdb.hold_points import hold_point
 from imagefolder_lmdb.meta_document import build_document, checked
 from imagefolder_lmdb.outputs import (
@@ -35,6 +34,7 @@ from imagefolder_lmdb.outputs import (
     remove_path,
     temporary_path,
 )
+from imagefolder_lmdb.reader import LOCATION_DTYPE, META_KEYS, Meta, encode_meta
 from imagefolder_lmdb.rule_runner import run_rule
 from imagefolder_lmdb.source_locations import FileLocation
 from imagefolder_lmdb.work_files import (
