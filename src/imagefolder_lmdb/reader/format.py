@@ -252,8 +252,8 @@ def _decode_document(raw: bytes | memoryview, where: str) -> dict[str, Any]:
     if version not in READABLE_VERSIONS:
         raise FormatError(
             f"{where}: {FORMAT_ID} version {version!r}, but this reader knows "
-            f"{' and '.join(f'version {known}' for known in READABLE_VERSIONS)} only; use the scripts/dataset.py "
-            "of the workflow that wrote it"
+            f"{' and '.join(f'version {known}' for known in READABLE_VERSIONS)} only; read it with the reader "
+            "of the imagefolder-lmdb release that wrote it (or a newer one)"
         )
     length, classes = document.get("length"), document.get("classes")
     if type(length) is not int or not 0 <= length <= MAX_RECORDS:
