@@ -16,8 +16,8 @@ import torch
 from PIL import Image
 
 from imagefolder_lmdb.dataset import STORAGE_CODES, FormatError, LMDBDataset, record_key
-from imagefolder_lmdb.image_policy import EncodeSettings, encode_image
 from imagefolder_lmdb.reader import dataset, decoding, memory
+from imagefolder_lmdb.writing.reencode import EncodeSettings, encode_image
 from support import REPO
 from support.datasets import pil_as_tensor
 
