@@ -70,6 +70,7 @@ import json
 import operator
 import os
 import pickle
+import re
 import struct
 import threading
 import time
@@ -1839,6 +1840,9 @@ class LMDBReader(_Index):
         lock: bool = False,
         max_readers: int | None = None,
         allow_pickle: bool = False,
+        max_in_flight: int = 64,
+        cache_dir: str | os.PathLike[str] | None = None,
+        cache_bytes: int = 64 << 30,
     ) -> None:
         _check_options(decode, lock, max_readers)
         self.path = os.fspath(path)
@@ -1848,6 +1852,13 @@ class LMDBReader(_Index):
         self.lock = lock
         self.max_readers = max_readers
         self.allow_pickle = allow_pickle
+        if _is_url(self.path):  # s3://, gs://, az://, http(s)://: imagefolder_lmdb.remote (the [remote] extra)
+            from imagefolder_lmdb.remote.reading import open_remote_records
+
+            self._set_index(open_remote_records(self.path, max_in_flight, cache_dir, cache_bytes))
+            return
+        if cache_dir is not None:
+            raise ValueError(f"cache_dir is for datasets read from a URL; {self.path} is read in place")
         self._set_index(_open_records(self.path, self._env(), lock, allow_pickle))
 
     def _env(self) -> lmdb.Environment:
@@ -1903,6 +1914,11 @@ class LMDBReader(_Index):
 
     def __repr__(self) -> str:
         return _described(self)
+
+
+def _is_url(path: str) -> bool:
+    """Whether ``path`` names an object in a store or on an HTTP server rather than a file."""
+    return re.match(r"(s3|s3a|gs|az|azure|abfs|abfss|adl|https?)://", path, re.IGNORECASE) is not None
 
 
 def _described(ds: LMDBReader) -> str:
