@@ -47,10 +47,15 @@ class FaultProxy:
         async def close() -> None:
             assert self.server is not None
             self.server.close()
+            connections = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+            for task in connections:
+                task.cancel()
+            await asyncio.gather(*connections, return_exceptions=True)
 
         asyncio.run_coroutine_threadsafe(close(), self.loop).result(timeout=10)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=10)
+        self.loop.close()
 
     def fail_next(self, *faults: str) -> None:
         """Answer the next ``len(faults)`` requests with these faults, in order."""
@@ -68,7 +73,7 @@ class FaultProxy:
                 body = await reader.readexactly(_content_length(head))
                 if not await self._one(head + body, writer):
                     break
-        except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError, asyncio.CancelledError):
             pass
         finally:
             with contextlib.suppress(ConnectionError, OSError):

@@ -186,7 +186,9 @@ def test_the_cache_serves_a_second_epoch_and_refuses_damage(
     assert [image for image, _ in second.__getitems__(every)] == local_records
     assert fault_proxy.requests == 0  # every record came from the cache
     record = next(p for p in (tmp_path / "cache").rglob("4") if p.is_file())
-    record.write_bytes(b"\xff" + record.read_bytes()[1:])
+    damaged = bytearray(record.read_bytes())
+    damaged[len(damaged) // 2] ^= 0xFF
+    record.write_bytes(bytes(damaged))
     assert second[4][0] == local_records[4] and fault_proxy.requests == 1  # damaged: fetched again
     tiny = LMDBReader(via_proxy, decode="bytes", cache_dir=tmp_path / "tiny", cache_bytes=len(local_records[0]))
     tiny.__getitems__(every)
