@@ -129,7 +129,7 @@ class Seaweed:
             return
         os.killpg(self.process.pid, signal.SIGTERM)
         try:
-            self.process.wait(timeout=20)
+            self.process.wait(timeout=3)  # a test server: its data is thrown away
         except subprocess.TimeoutExpired:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait(timeout=20)

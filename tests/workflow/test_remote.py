@@ -21,7 +21,9 @@ from torch.utils.data import DataLoader, DistributedSampler
 from imagefolder_lmdb.dataset import LMDBDataset, LMDBReader, encode_document
 from imagefolder_lmdb.remote import client
 from imagefolder_lmdb.remote.engine import ObjectChangedError, RemoteReadError
+from imagefolder_lmdb.remote.records import ChecksumError
 from imagefolder_lmdb.remote.urls import Settings
+from support.commands import run_script
 from support.fault_proxy import FaultProxy
 from support.http_range import RangeServer
 from support.seaweed import Seaweed
@@ -193,3 +195,38 @@ def test_the_cache_serves_a_second_epoch_and_refuses_damage(
     tiny = LMDBReader(via_proxy, decode="bytes", cache_dir=tmp_path / "tiny", cache_bytes=len(local_records[0]))
     tiny.__getitems__(every)
     assert sum(p.stat().st_size for p in (tmp_path / "tiny").rglob("*") if p.name.isdigit()) <= len(local_records[0])
+
+
+def _flipped_copy(converted: Converted, index: int) -> bytes:
+    """The converted file with one byte flipped in the middle of record ``index``."""
+    ds = LMDBReader(converted.lmdb, decode="bytes")
+    data = bytearray(converted.lmdb.read_bytes())
+    offset = int(ds._offsets[index]) + len(ds.get_bytes(index)) // 2
+    data[offset] ^= 0x55
+    return bytes(data)
+
+
+@pytest.mark.parametrize("full", [False, True])
+def test_verify_checks_an_object_as_it_checks_a_file(
+    converted: Converted, s3_env: Seaweed, s3_url: str, full: bool, tmp_path: Path
+) -> None:
+    options = ["--full"] if full else []
+    result = run_script("verify.py", s3_url, *options, "--report", tmp_path / "ok.json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.startswith(f"OK {s3_url}: 40 images")
+    report = json.loads((tmp_path / "ok.json").read_text())
+    assert report["path"] == s3_url and report["checked"]["mode"] == ("all" if full else "sample")
+    assert report["file_bytes"] == converted.lmdb.stat().st_size
+    damaged = s3_env.put("datasets", f"{uuid.uuid4().hex}/train.lmdb", _flipped_copy(converted, 5))
+    result = run_script("verify.py", damaged, *options)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stdout.startswith(f"FAIL {damaged}")
+    assert "record 5 (" in result.stdout and "checksum mismatch" in result.stdout
+
+
+def test_a_damaged_record_is_an_error_not_an_image(converted: Converted, s3_env: Seaweed) -> None:
+    url = s3_env.put("datasets", f"{uuid.uuid4().hex}/train.lmdb", _flipped_copy(converted, 5))
+    ds = LMDBReader(url, decode="bytes")
+    assert ds[4][0] == LMDBReader(converted.lmdb, decode="bytes")[4][0]
+    with pytest.raises(ChecksumError, match=re.escape(url) + r": record 5 .*verify --full"):
+        ds.__getitems__([4, 5])

@@ -28,7 +28,14 @@ import threading
 from pathlib import Path
 from typing import IO, Any
 
-from .engine import Fetched, ObjectChangedError, RemoteReadError, fetch_in_process, store_environment
+from .engine import (
+    Fetched,
+    ObjectChangedError,
+    RemoteReadError,
+    download_in_process,
+    fetch_in_process,
+    store_environment,
+)
 from .urls import Settings
 
 IN_PROCESS_ENV = "IMAGEFOLDER_LMDB_REMOTE_IN_PROCESS"
@@ -53,6 +60,13 @@ def fetch(url: str, spans: list[tuple[int, int]], etag: str | None, settings: Se
     if _in_process():
         return fetch_in_process(url, spans, etag, settings)
     return _helper().fetch(url, spans, etag, settings)
+
+
+def download(url: str, destination: str, settings: Settings) -> Fetched:
+    """The whole object at ``url`` streamed once into the file ``destination`` (no parts; its ETag and size)."""
+    if _in_process():
+        return download_in_process(url, destination, settings)
+    return _helper().fetch(url, [], None, settings, destination)
 
 
 _ERRORS: dict[str, type[BaseException]] = {
@@ -84,8 +98,17 @@ class _Helper:
         self.requests: IO[bytes] = self.process.stdin
         self.answers: IO[bytes] = self.process.stdout
 
-    def fetch(self, url: str, spans: list[tuple[int, int]], etag: str | None, settings: Settings) -> Fetched:
-        request = {"url": url, "spans": spans, "etag": etag, "settings": settings.__dict__, "env": store_environment()}
+    def fetch(
+        self, url: str, spans: list[tuple[int, int]], etag: str | None, settings: Settings, download: str | None = None
+    ) -> Fetched:
+        request = {
+            "download": download,
+            "url": url,
+            "spans": spans,
+            "etag": etag,
+            "settings": settings.__dict__,
+            "env": store_environment(),
+        }
         with self.lock:
             try:
                 self.requests.write(json.dumps(request).encode() + b"\n")
@@ -167,9 +190,15 @@ def serve(requests: IO[bytes], answers: IO[bytes]) -> None:
             del os.environ[name]
         os.environ.update(request["env"])  # the reading process's credentials and endpoint
         try:
-            got = fetch_in_process(
-                request["url"], [tuple(s) for s in request["spans"]], request["etag"], Settings(**request["settings"])
-            )
+            if request.get("download"):
+                got = download_in_process(request["url"], request["download"], Settings(**request["settings"]))
+            else:
+                got = fetch_in_process(
+                    request["url"],
+                    [tuple(s) for s in request["spans"]],
+                    request["etag"],
+                    Settings(**request["settings"]),
+                )
         except Exception as exc:  # noqa: BLE001 - every failure goes back to the reading process
             kind = {ObjectChangedError: "changed", FileNotFoundError: "missing", PermissionError: "denied"}.get(
                 type(exc), "read"

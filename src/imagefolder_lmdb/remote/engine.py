@@ -142,3 +142,30 @@ def fetch_in_process(url: str, spans: list[tuple[int, int]], etag: str | None, s
     if loop is None or loop.is_closed():
         loop = _local.loop = asyncio.new_event_loop()
     return loop.run_until_complete(_fetch(url, spans, etag, settings))
+
+
+def download_in_process(url: str, destination: str, settings: Settings) -> Fetched:
+    """The whole object streamed once into the file ``destination`` (checked to fit on its disk first)."""
+    import shutil
+
+    import obstore
+
+    store_url, key = store_and_key(url)
+    store = _store(store_url, settings)
+    try:
+        head = obstore.head(store, key)
+        free = shutil.disk_usage(os.path.dirname(os.path.abspath(destination))).free
+        if free < head["size"]:
+            raise OSError(
+                f"{url} holds {head['size']:,} bytes, but only {free:,} are free where its copy to check goes "
+                f"({os.path.dirname(destination)}): point TMPDIR at a larger disk"
+            )
+        result = obstore.get(store, key, options={"if_match": head["e_tag"]} if head.get("e_tag") else None)
+        with open(destination, "wb") as copy:
+            for chunk in result.stream(min_chunk_size=8 << 20):
+                copy.write(chunk)
+    except OSError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - obstore's errors, named by the object
+        raise _classify(exc, url, None) or RemoteReadError(f"{url}: {str(exc).splitlines()[0]}") from None
+    return Fetched([], head.get("e_tag"), int(head["size"]))

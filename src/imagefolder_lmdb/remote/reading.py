@@ -31,4 +31,5 @@ def open_remote_records(
     jpeg = ~np.isin(meta.storage, sorted(NOT_JPEG_CODES))
     cache = RecordCache(os.fspath(cache_dir), url, remote.etag, cache_bytes) if cache_dir is not None else None
     records = RemoteRecords(url, remote.etag, remote.offsets, remote.lengths, meta.crc32, jpeg, settings, cache)
+    records.size = remote.size
     return _Opened(records, meta.document, meta.classes, meta.paths, meta.labels.tolist(), meta)

@@ -68,11 +68,13 @@ class RemoteRecords:
         self.url, self.etag, self.settings, self.cache = url, etag, settings, cache
         self.offsets, self.lengths, self.crc32 = offsets, lengths, crc32
         self.jpeg = jpeg  # bool per record: may go to a JPEG decoder
+        self.size: int | None = None  # the object's size in bytes, where known
 
     def _intact(self, index: int, data: bytes) -> bool:
         return zlib.crc32(data) == self.crc32.item(index)
 
-    def _fetch(self, indices: list[int]) -> dict[int, bytes]:
+    def fetch(self, indices: list[int]) -> dict[int, bytes]:
+        """The bytes at the locations of ``indices``, fetched together, unchecked (``verify`` checks them)."""
         spans = [(self.offsets.item(i), self.offsets.item(i) + self.lengths.item(i)) for i in indices]
         requests, pieces = merged_spans(spans, self.settings)
         parts = client.fetch(self.url, requests, self.etag, self.settings).parts
@@ -87,10 +89,10 @@ class RemoteRecords:
                 if data is not None and self._intact(index, data):
                     found[index] = data
         wanted = [index for index in dict.fromkeys(positions) if index not in found]
-        fetched = self._fetch(wanted) if wanted else {}
+        fetched = self.fetch(wanted) if wanted else {}
         damaged = [index for index, data in fetched.items() if not self._intact(index, data)]
         if damaged:
-            fetched.update(self._fetch(damaged))  # a transient fault gets one more try
+            fetched.update(self.fetch(damaged))  # a transient fault gets one more try
             for index in damaged:
                 if not self._intact(index, fetched[index]):
                     start, end = self.offsets.item(index), self.offsets.item(index) + self.lengths.item(index)
