@@ -36,6 +36,7 @@ from benchmarks.interpretation import (
     warm,
 )
 from benchmarks.notes import notes
+from benchmarks.sampler_report import sampler_section
 
 CONTENDER_NAMES = {
     "workflow": "workflow, `check: decode` (default)",
@@ -288,8 +289,11 @@ def cold_section(cold: R) -> list[str]:
 
 
 def measured_reader(reader: R) -> str:
-    """Which scripts/dataset.py section 8 measured: its blob, HEAD, and whether it was committed."""
+    """Which reader section 8 measured: its package's tree (results from before the reader was a
+    package: scripts/dataset.py's blob), HEAD, and whether it was committed."""
     state = prose.fill("cold", "modified" if reader["modified"] else "committed")
+    if "reader_tree" in reader:
+        return prose.fill("cold", "reader_package", tree=reader["reader_tree"], head=reader["head"], state=state)
     return prose.fill("cold", "reader", blob=reader["dataset_py_blob"], head=reader["head"], state=state)
 
 
@@ -507,6 +511,12 @@ PARTS: list[tuple[str, str, str, Callable[[R], list[str]]]] = [
     ("archives", "archives", "## 7. ILSVRC2012 archives: streaming vs extract-then-convert (issue 4)", archive_table),
     ("cold", "cold", "## 8. Cold reads: LMDB vs plain files, page cache emptied (issue 14)", cold_section),
     ("training", "training", "## 9. Training input (issue 23)", training_section),
+    (
+        "sampler",
+        "sampler",
+        "## 10. Sampler locality: block-window shuffle, cold batch reads (issue 32)",
+        sampler_section,
+    ),
 ]
 
 
