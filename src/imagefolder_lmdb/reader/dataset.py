@@ -26,6 +26,7 @@ from imagefolder_lmdb.reader.legacy import _open_legacy
 from imagefolder_lmdb.reader.memory import keep_freed_memory_for_reuse
 from imagefolder_lmdb.reader.records import _Opened, _Records
 from imagefolder_lmdb.reader.records_located import _LocatedRecords, _v1_records
+from imagefolder_lmdb.remote import is_url
 
 
 def _open_records(path: str, env: lmdb.Environment, lock: bool, allow_pickle: bool) -> _Opened:
@@ -265,6 +266,9 @@ class LMDBReader(_Index):
         lock: bool = False,
         max_readers: int | None = None,
         allow_pickle: bool = False,
+        max_in_flight: int = 64,
+        cache_dir: str | os.PathLike[str] | None = None,
+        cache_bytes: int = 64 << 30,
     ) -> None:
         _check_options(decode, lock, max_readers)
         self.path = os.fspath(path)
@@ -274,6 +278,13 @@ class LMDBReader(_Index):
         self.lock = lock
         self.max_readers = max_readers
         self.allow_pickle = allow_pickle
+        if is_url(self.path):  # s3://, gs://, az://, http(s)://: imagefolder_lmdb.remote (the [remote] extra)
+            from imagefolder_lmdb.remote.reading import open_remote_records
+
+            self._set_index(open_remote_records(self.path, max_in_flight, cache_dir, cache_bytes))
+            return
+        if cache_dir is not None:
+            raise ValueError(f"cache_dir is for datasets read from a URL; {self.path} is read in place")
         self._set_index(_open_records(self.path, self._env(), lock, allow_pickle))
 
     def _env(self) -> lmdb.Environment:

@@ -22,16 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from imagefolder_lmdb import lmdb_pages
-from imagefolder_lmdb.dataset import (
-    META_KEYS,
-    FormatError,
-    Meta,
-    TruncatedFileError,
-    decode_meta,
-    locations_checksum,
-    locations_layout_problem,
-    record_key,
-)
+from imagefolder_lmdb.reader.file_checks import TruncatedFileError
+from imagefolder_lmdb.reader.format import META_KEYS, FormatError, Meta, decode_meta, record_key
+from imagefolder_lmdb.reader.locations import locations_checksum, locations_layout_problem
 
 from . import client
 from .records import merged_spans

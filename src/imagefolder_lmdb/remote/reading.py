@@ -21,7 +21,8 @@ def open_remote_records(
     url: str, max_in_flight: int, cache_dir: str | os.PathLike[str] | None, cache_bytes: int
 ) -> Any:
     """The reader's ``_Opened`` for the dataset at ``url``: its meta, and RemoteRecords to read it."""
-    from imagefolder_lmdb.dataset import NOT_JPEG_CODES, _Opened
+    from imagefolder_lmdb.reader.format import NOT_JPEG_CODES
+    from imagefolder_lmdb.reader.records import _Opened
 
     if max_in_flight < 1:
         raise ValueError(f"max_in_flight must be at least 1, not {max_in_flight}")

@@ -109,7 +109,7 @@ class RemoteRecords:
 
     def read(self, positions: list[int], decode: str, begin: Any, targets: list[int]) -> list[tuple[Any, int]]:
         """Decoded images and labels of ``positions``, in order (``begin``, LMDB's transaction, is unused)."""
-        from imagefolder_lmdb.dataset import _decode
+        from imagefolder_lmdb.reader.decoding import _decode
 
         datas = self.stored_bytes(positions)
         return [

@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from imagefolder_lmdb.dataset import FormatError, LMDBReader
+from imagefolder_lmdb.reader import FormatError, LMDBReader
 
 from . import client
 from .records import RemoteRecords
