@@ -39,6 +39,20 @@ def _open_records(path: str, env: lmdb.Environment, lock: bool, allow_pickle: bo
     return _Opened(records, meta.document, meta.classes, meta.paths, meta.labels.tolist(), meta)
 
 
+def _open_path(
+    ds: LMDBReader, max_in_flight: int, cache_dir: str | os.PathLike[str] | None, cache_bytes: int
+) -> _Opened:
+    """``ds.path`` opened: a file in place, or a URL (s3://, gs://, az://, http(s)://) through
+    imagefolder_lmdb.remote (the [remote] extra), reading records by ranged requests."""
+    if is_url(ds.path):
+        from imagefolder_lmdb.remote.reading import open_remote_records
+
+        return open_remote_records(ds.path, max_in_flight, cache_dir, cache_bytes)
+    if cache_dir is not None:
+        raise ValueError(f"cache_dir is for datasets read from a URL; {ds.path} is read in place")
+    return _open_records(ds.path, ds._env(), ds.lock, ds.allow_pickle)
+
+
 def _check_options(decode: str, lock: bool, max_readers: int | None) -> None:
     """Refuse LMDBReader arguments that cannot work, before anything is opened."""
     if decode not in DECODE_CHOICES:
@@ -278,14 +292,7 @@ class LMDBReader(_Index):
         self.lock = lock
         self.max_readers = max_readers
         self.allow_pickle = allow_pickle
-        if is_url(self.path):  # s3://, gs://, az://, http(s)://: imagefolder_lmdb.remote (the [remote] extra)
-            from imagefolder_lmdb.remote.reading import open_remote_records
-
-            self._set_index(open_remote_records(self.path, max_in_flight, cache_dir, cache_bytes))
-            return
-        if cache_dir is not None:
-            raise ValueError(f"cache_dir is for datasets read from a URL; {self.path} is read in place")
-        self._set_index(_open_records(self.path, self._env(), lock, allow_pickle))
+        self._set_index(_open_path(self, max_in_flight, cache_dir, cache_bytes))
 
     def _env(self) -> lmdb.Environment:
         return shared_env(self.path, lock=self.lock, max_readers=self.max_readers)
