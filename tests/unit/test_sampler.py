@@ -162,3 +162,20 @@ def test_states_of_another_order_or_epoch() -> None:
     assert len(list(sampler)) == 35
     sampler.load_state_dict({**state, "consumed": SIZE})  # a finished epoch: the next starts afresh
     assert sampler.epoch == 1 and len(list(sampler)) == 35
+
+
+@pytest.mark.filterwarnings("ignore:'set_vital' is deprecated:UserWarning")
+def test_loader_state_between_snapshots_needs_the_batch_size() -> None:
+    """With snapshot_every_n_steps above 1 the loader keeps the sampler's state of its last snapshot
+    and the batches since: the helper adds those, given the batch size."""
+    from torchdata.stateful_dataloader import StatefulDataLoader
+
+    sampler = ElasticDistributedSampler(Indices(), num_replicas=1, rank=0)
+    loader = StatefulDataLoader(Indices(), batch_size=4, sampler=sampler, num_workers=2, snapshot_every_n_steps=3)
+    batches = iter(loader)
+    for _ in range(4):
+        next(batches)
+    state = loader.state_dict()
+    with pytest.raises(ValueError, match="1 batches past its snapshot: pass batch_size="):
+        sampler_state_from_loader(state)
+    assert sampler_state_from_loader(state, batch_size=4)["consumed"] == 16
