@@ -32,6 +32,7 @@ ORDERS: dict[str, tuple[int, int] | None] = {
     "b16_w4": (16, 4),
     "b16_w16": (16, 16),
     "b16_w64": (16, 64),
+    "b64_w1": (64, 1),  # the most locality: a batch of 64 is one run of neighbours
 }
 
 
