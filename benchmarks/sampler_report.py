@@ -19,7 +19,8 @@ def sampler_rows(sampler: R) -> list[str]:
         each = ", ".join(f"{value:,.0f}" for value in row["runs"])
         rows.append(
             f"| {order_name(sampler['orders'][name])} | {row['reads_s']:,.0f} | {each} | **{fmt(row['ratio'], 2)}x** "
-            f"| {row['places']:.0f} | {fmt(row['span_mb'], 1)} MB | {row['classes']:.0f} |"
+            f"| {row['places']:.0f} | {fmt(row['span_mb'], 1)} MB | {row['classes']:.0f} "
+            f"| {row['requests']:.0f} | {row['request_kb']:.0f} |"
         )
     return rows
 
