@@ -168,7 +168,7 @@ def config_outputs(configfile: Path) -> dict[str, SplitOutputs]:
 
 
 def outputs_of(results: str, splits: list[str]) -> dict[str, SplitOutputs]:
-    from imagefolder_lmdb.run_paths import RunPaths
+    from imagefolder_lmdb.run.paths import RunPaths
 
     paths = RunPaths(results, "work")
     return {

@@ -29,7 +29,7 @@ import psutil
 import pytest
 import yaml
 
-from imagefolder_lmdb.work_files import read_manifest, shard_range
+from imagefolder_lmdb.work.files import read_manifest, shard_range
 from slurm_node import SLURM_CONF, SingleNodeSlurm, SlurmJob, SlurmUnavailable, client_environment, ensure_installed
 from support import BIN, REPO
 from support.datasets import assert_same_dataset

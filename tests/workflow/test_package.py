@@ -246,10 +246,10 @@ def test_editable_install_reads_scripts_in_place(repository: Path, tmp_path: Pat
 
 def test_wheel_ships_the_class_lists(wheel: Path) -> None:
     """``classes: imagenet1k`` needs its file wherever the workflow runs; the words' licence goes with it."""
-    folder = REPO / "src" / PACKAGE / "class_lists"
+    folder = REPO / "src" / PACKAGE / "classes" / "data"
     with zipfile.ZipFile(wheel) as archive:
         for path in sorted(folder.iterdir()):
-            assert archive.read(f"{PACKAGE}/class_lists/{path.name}") == path.read_bytes(), path.name
+            assert archive.read(f"{PACKAGE}/classes/data/{path.name}") == path.read_bytes(), path.name
 
 
 def test_installed_convert_resumes_after_a_kill_and_equals_the_workflow(

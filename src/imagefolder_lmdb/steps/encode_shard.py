@@ -1,6 +1,6 @@
 """Rule encode_shard: check and encode one contiguous slice of the manifest into a part LMDB.
 
-How each image is checked and stored is the image policy (src/imagefolder_lmdb/image_policy.py). Bad images
+How each image is checked and stored is the image policy (src/imagefolder_lmdb/writing/reencode.py). Bad images
 fail the shard once it has checked all of its images, naming every one, or with
 ``on_error: skip`` are left out and listed in the shard report. A file the file system cannot read
 (EACCES, EIO, ESTALE on NFS) is no bad image: it stops the shard at once, whatever ``on_error``
@@ -15,8 +15,20 @@ from typing import Any, TextIO
 from tqdm import tqdm
 
 from imagefolder_lmdb.dataset import checksum, record_key
-from imagefolder_lmdb.hold_points import hold_point
-from imagefolder_lmdb.image_policy import (
+from imagefolder_lmdb.run.hold_points import hold_point
+from imagefolder_lmdb.run.rule_runner import progress_kwargs, run_rule
+from imagefolder_lmdb.sources import open_sample_reader
+from imagefolder_lmdb.sources.base import DamagedSampleError, SampleReader
+from imagefolder_lmdb.work.files import (
+    Sample,
+    ShardReport,
+    read_manifest,
+    read_manifest_header,
+    shard_range,
+    write_shard_report,
+)
+from imagefolder_lmdb.writing.lmdb_writer import LMDBWriter, atomic_lmdb
+from imagefolder_lmdb.writing.reencode import (
     UNUSABLE_IMAGE,
     BadImageError,
     Encoded,
@@ -25,18 +37,6 @@ from imagefolder_lmdb.image_policy import (
     kept_in_part,
     likely_cause,
     what_went_wrong,
-)
-from imagefolder_lmdb.outputs import LMDBWriter, atomic_lmdb
-from imagefolder_lmdb.rule_runner import progress_kwargs, run_rule
-from imagefolder_lmdb.sources import open_sample_reader
-from imagefolder_lmdb.sources.base import DamagedSampleError, SampleReader
-from imagefolder_lmdb.work_files import (
-    Sample,
-    ShardReport,
-    read_manifest,
-    read_manifest_header,
-    shard_range,
-    write_shard_report,
 )
 
 log = logging.getLogger("imagefolder_lmdb.encode_shard")

@@ -52,10 +52,10 @@ from imagefolder_lmdb.dataset import (
     shared_env,
     shared_fd,
 )
-from imagefolder_lmdb.hold_points import hold_point
-from imagefolder_lmdb.meta_document import document_problems, storage_counts
-from imagefolder_lmdb.outputs import atomic_file
-from imagefolder_lmdb.rule_runner import run_rule
+from imagefolder_lmdb.run.hold_points import hold_point
+from imagefolder_lmdb.run.rule_runner import run_rule
+from imagefolder_lmdb.writing.atomic import atomic_file
+from imagefolder_lmdb.writing.meta_document import document_problems, storage_counts
 
 log = logging.getLogger("imagefolder_lmdb.verify")
 

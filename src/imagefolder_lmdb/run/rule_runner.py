@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from imagefolder_lmdb.outputs import DiskFullError, free_bytes, megabytes, mount_point
+from imagefolder_lmdb.writing.disk_space import DiskFullError, free_bytes, megabytes, mount_point
 
 log = logging.getLogger("imagefolder_lmdb")
 

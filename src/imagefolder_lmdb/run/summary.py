@@ -10,7 +10,7 @@ import json
 import os
 from typing import Any
 
-from imagefolder_lmdb.run_paths import RunPaths
+from imagefolder_lmdb.run.paths import RunPaths
 
 
 def counted(number: int, noun: str) -> str:
