@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any
@@ -109,6 +110,7 @@ def scan_folder(root: str, progress: dict[str, Any], wanted: ClassList | None = 
         if not is_image(path):
             ignored.append(os.path.relpath(path, root))
             return False
+        check_regular_file(path)
         return True
 
     try:
@@ -123,6 +125,34 @@ def scan_folder(root: str, progress: dict[str, Any], wanted: ClassList | None = 
         for index, (path, label) in enumerate(found)
     ]
     return Listing(classes, samples, sorted(ignored), root=root, outside=outside)
+
+
+class SourceFileError(ValueError):
+    """An image's path in the source is no regular file (a FIFO, socket or device) or a dangling link."""
+
+
+def check_regular_file(path: str) -> None:
+    """Refuse, when the source is listed, an image path that reading would hang on (a FIFO) or fail
+    on later (a dangling link, a device): one stat, links followed as ImageFolder's loader does."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        target = os.readlink(path) if os.path.islink(path) else "?"
+        raise SourceFileError(
+            f"{shown(path)} is a dangling link (to {shown(target)}, which does not exist). Remove the link or "
+            "point it at the image, then run the same command again."
+        ) from None
+    if not stat.S_ISREG(mode):
+        kind = "a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
+        raise SourceFileError(
+            f"{shown(path)} is {kind}, not a regular file: reading it would block or give no image. Remove it or "
+            "put the image file there, then run the same command again."
+        )
+
+
+def shown(path: str) -> str:
+    """A path for a message: a name that is not valid UTF-8 shown with its bytes escaped."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 class FolderLinkError(ValueError):
