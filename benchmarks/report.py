@@ -20,6 +20,7 @@ matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt
 
 from benchmarks import prose
+from benchmarks.bench_front_door import front_door_section
 from benchmarks.interpretation import (
     IMAGENET_IMAGES,
     R,
@@ -289,8 +290,11 @@ def cold_section(cold: R) -> list[str]:
 
 
 def measured_reader(reader: R) -> str:
-    """Which scripts/dataset.py section 8 measured: its blob, HEAD, and whether it was committed."""
+    """Which reader section 8 measured: its package's tree (results from before the reader was a
+    package: scripts/dataset.py's blob), HEAD, and whether it was committed."""
     state = prose.fill("cold", "modified" if reader["modified"] else "committed")
+    if "reader_tree" in reader:
+        return prose.fill("cold", "reader_package", tree=reader["reader_tree"], head=reader["head"], state=state)
     return prose.fill("cold", "reader", blob=reader["dataset_py_blob"], head=reader["head"], state=state)
 
 
@@ -514,6 +518,7 @@ PARTS: list[tuple[str, str, str, Callable[[R], list[str]]]] = [
         "## 10. Sampler locality: block-window shuffle, cold batch reads (issue 32)",
         sampler_section,
     ),
+    ("front_door", "front_door", "## 11. The front door against LitData's optimize() (issue 30)", front_door_section),
 ]
 
 
