@@ -19,13 +19,17 @@ from imagefolder_lmdb import dataset as _dataset
 
 # Bound after the import of its module, so ``imagefolder_lmdb.convert`` is the function (the module's
 # other names: ``from imagefolder_lmdb.convert import ...``). Imports nothing but the standard library.
-from imagefolder_lmdb.convert import ConvertError, SplitOutputs, convert
+from imagefolder_lmdb.convert import SNAKEFILE, WORKFLOW, ConvertError, SplitOutputs, convert
+
+# The module's own paths stay reachable through the name that now is the function (a host's
+# ``module ...: snakefile: imagefolder_lmdb.convert.SNAKEFILE`` keeps working).
+convert.SNAKEFILE, convert.WORKFLOW = SNAKEFILE, WORKFLOW  # type: ignore[attr-defined]
 
 if TYPE_CHECKING:
     from imagefolder_lmdb.dataset import *  # noqa: F403
     from imagefolder_lmdb.dataset import LMDBReader
 
-__all__ = [*_dataset.__all__, "LMDBReader", "ConvertError", "SplitOutputs", "convert"]
+__all__ = [*_dataset.__all__, "LMDBReader", "SNAKEFILE", "WORKFLOW", "ConvertError", "SplitOutputs", "convert"]
 
 
 def __getattr__(name: str) -> Any:
