@@ -27,7 +27,7 @@ from typing import Any
 import lmdb
 
 from benchmarks.bench_common import BIN, OUT, REPO, fresh_dir, median, rotated, run_snakemake
-from imagefolder_lmdb.outputs import fsync_path
+from imagefolder_lmdb.writing.atomic import fsync_path
 from tests.support.workflow import write_config
 
 BATCH_BYTES = 64 << 20

@@ -50,7 +50,7 @@ from benchmarks import bench_cold, bench_common, bench_data
 from benchmarks.bench_common import median, rotated
 from benchmarks.bench_reader import check_same_order
 from imagefolder_lmdb import dataset  # scripts/dataset.py, as the package holds it
-from imagefolder_lmdb.image_policy import check_decodes
+from imagefolder_lmdb.writing.reencode import check_decodes
 from tests.support.workflow import write_config
 
 SEED = 23

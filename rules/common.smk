@@ -1,5 +1,5 @@
-# The config's checks (src/imagefolder_lmdb/config_check.py), every file's path
-# (src/imagefolder_lmdb/run_paths.py) and the input functions the rule files use. Stale locks and
+# The config's checks (src/imagefolder_lmdb/config/check.py), every file's path
+# (src/imagefolder_lmdb/run/paths.py) and the input functions the rule files use. Stale locks and
 # leftovers of killed runs: rules/resume.smk.
 import os
 import sys
@@ -7,14 +7,16 @@ import time
 
 from snakemake.utils import min_version
 
-from imagefolder_lmdb.config_check import (
+from imagefolder_lmdb.config.check import (
     SHARD_LAYOUTS,
     check_config,
     labels_member,
     shipped_devkit,
 )
-from imagefolder_lmdb.config_schema import load_schema
-from imagefolder_lmdb.run_paths import SHARD, RunPaths
+from imagefolder_lmdb.config.schema import load_schema
+from imagefolder_lmdb.run.paths import SHARD, RunPaths
+from imagefolder_lmdb.run.progress import register as register_progress
+from imagefolder_lmdb.run.progress import stop_board
 
 min_version("9.0")
 
@@ -27,7 +29,7 @@ os.environ.setdefault(
 
 RUN_STARTED = time.time()
 
-# Every check of the config, before any job (src/imagefolder_lmdb/config_check.py): the schema's
+# Every check of the config, before any job (src/imagefolder_lmdb/config/check.py): the schema's
 # defaults filled in, and every problem reported at once, one line each. `snakemake --lint` reads
 # the rules, not the data, and Snakemake tells a Snakefile nothing of it but its command line:
 # there, sources that do not exist yet are no error.
@@ -37,12 +39,14 @@ CHECKED = check_config(
     workflow.configfiles,
     paths_may_be_missing="--lint" in sys.argv,
 )
-#: Which class list each split uses (src/imagefolder_lmdb/class_plan.py).
+#: Which class list each split uses (src/imagefolder_lmdb/classes/plan.py).
 CLASS_PLAN = CHECKED.classes
 PATHS = RunPaths(
     config["results"], config["work"]
-)  # every file's path: src/imagefolder_lmdb/run_paths.py
+)  # every file's path: src/imagefolder_lmdb/run/paths.py
 SPLITS = list(config["splits"])
+# the splits the progress board shows (src/imagefolder_lmdb/run/progress.py)
+register_progress(PATHS, SPLITS)
 
 
 wildcard_constraints:
@@ -69,7 +73,7 @@ def part_files(pattern: str):
 
 def folder_stamp(wildcards) -> str | None:
     """Rule extract's param that changes when a folder source's class folders gain or lose
-    files (see src/imagefolder_lmdb/source_stamp.py); None for an archive, whose own time shows a change.
+    files (see src/imagefolder_lmdb/sources/stamp.py); None for an archive, whose own time shows a change.
     """
     split = split_config(wildcards)
     source = split["source"]
@@ -77,7 +81,7 @@ def folder_stamp(wildcards) -> str | None:
         return None
     from imagefolder_lmdb.sources.tree import folder_inside
 
-    from imagefolder_lmdb.source_stamp import listing_stamp
+    from imagefolder_lmdb.sources.stamp import listing_stamp
 
     folder = folder_inside(source, split["root"])
     if not os.path.isdir(folder):
@@ -149,7 +153,8 @@ def encode_settings() -> dict:
 
 def print_summary(config: dict) -> None:
     """After a successful run: per split, what was stored and where the outputs are."""
-    from imagefolder_lmdb.summary import summary_lines
+    from imagefolder_lmdb.run.summary import summary_lines
 
+    stop_board()  # its final state first: no redraw lands after the summary
     for line in summary_lines(config, time.time() - RUN_STARTED):
         print(line)

@@ -17,7 +17,7 @@ def hold_results_lock():
     # cluster job steps run with --nolock; a lint reads the rules, not the data
     if not workflow.is_main_process or "--lint" in sys.argv:
         return None
-    from imagefolder_lmdb.results_lock import hold_lock
+    from imagefolder_lmdb.run.lock import hold_lock
 
     handle = hold_lock(config["results"])
     if os.path.isdir(".snakemake/locks"):

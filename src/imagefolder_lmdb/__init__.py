@@ -7,7 +7,7 @@ it, and the wheel holds the file itself; no second copy exists). The rest of the
 workflow's library (``steps``: one module per rule), the workflow itself (``workflow/``), run by
 ``convert()`` and the ``imagefolder-lmdb`` command. This module re-exports the reader's public
 names, each on first use, so importing the package imports no torch: ``LMDBDataset`` does, as in the
-file itself.
+file itself. ``ElasticDistributedSampler`` (imagefolder_lmdb.sampler, issue 32) is imported on first use too.
 """
 
 from __future__ import annotations
@@ -28,8 +28,22 @@ convert.SNAKEFILE, convert.WORKFLOW = SNAKEFILE, WORKFLOW  # type: ignore[attr-d
 if TYPE_CHECKING:
     from imagefolder_lmdb.dataset import *  # noqa: F403
     from imagefolder_lmdb.dataset import LMDBReader
+    from imagefolder_lmdb.sampler import ElasticDistributedSampler, sampler_state_from_loader
 
-__all__ = [*_dataset.__all__, "LMDBReader", "SNAKEFILE", "WORKFLOW", "ConvertError", "SplitOutputs", "convert"]
+#: The elastic sampler's names, from imagefolder_lmdb.sampler (which imports torch).
+_SAMPLER_NAMES = ("ElasticDistributedSampler", "sampler_state_from_loader")
+
+__all__ = [
+    *_dataset.__all__,
+    "LMDBReader",
+    "ElasticDistributedSampler",
+    "sampler_state_from_loader",
+    "SNAKEFILE",
+    "WORKFLOW",
+    "ConvertError",
+    "SplitOutputs",
+    "convert",
+]
 
 
 def __getattr__(name: str) -> Any:
@@ -37,6 +51,10 @@ def __getattr__(name: str) -> Any:
     # version is looked up when asked for, so a checkout on PYTHONPATH imports without an install.
     if name in _dataset.__all__ or name == "LMDBReader":
         return getattr(_dataset, name)
+    if name in _SAMPLER_NAMES:
+        from imagefolder_lmdb import sampler
+
+        return getattr(sampler, name)
     if name == "__version__":
         return metadata.version("imagefolder-lmdb")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

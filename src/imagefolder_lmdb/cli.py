@@ -7,7 +7,7 @@
     imagefolder-lmdb add-locations FILE.lmdb ...          scripts/add_locations.py
 
 Each of the last three is the ``main`` of the module those scripts call, with the same options and
-exit codes; ``convert`` becomes Snakemake itself (its output, exit status, and a kill act on it).
+exit codes; ``convert`` runs Snakemake as a child whose output it relays (src/imagefolder_lmdb/run/launch.py).
 """
 
 from __future__ import annotations
@@ -85,9 +85,11 @@ Images are stored as they are where they are valid RGB JPEGs, re-encoded otherwi
 decoded once to check it. Settings such as JPEG quality, resizing (short_side) or what to do with
 a broken image are keys of a config file: see %(schema)s.
 
-It runs the workflow packaged with imagefolder-lmdb, with Snakemake, which prints its progress
-and, at the end, a summary. After a kill or a failure run the same command again: it resumes,
-redoing only what is missing. The work folder (OUTDIR/work) can be deleted after success.
+It runs the workflow packaged with imagefolder-lmdb, with Snakemake: one progress line per split
+(images done/total, img/s, ETA, bad images), a summary at the end, and on failure what to do as
+the last lines (--verbose: Snakemake's own output, every job). After a kill or a failure run the
+same command again: it resumes, redoing only what is missing. The work folder (OUTDIR/work) can
+be deleted after success.
 """
 
 
@@ -124,6 +126,9 @@ def convert_parser(prog: str) -> argparse.ArgumentParser:
         "--profile", metavar="PROFILE", help="slurm: submit every job to SLURM (the packaged profile); or your own"
     )
     parser.add_argument("--configfile", metavar="FILE", help="a whole config instead of SOURCE OUTDIR (run from here)")
+    parser.add_argument(
+        "--verbose", action="store_true", help="Snakemake's own output, every job, instead of the progress board"
+    )
     return parser
 
 
@@ -144,8 +149,8 @@ def add_setting_flags(parser: argparse.ArgumentParser) -> None:
 
 def command_settings(args: argparse.Namespace) -> list:
     """The settings the flags and ``--set`` give, in that order (a later one wins)."""
-    from imagefolder_lmdb.cli_settings import FLAG_KEYS, flag_setting, parse_set
-    from imagefolder_lmdb.config_schema import load_schema
+    from imagefolder_lmdb.config.schema import load_schema
+    from imagefolder_lmdb.config.settings import FLAG_KEYS, flag_setting, parse_set
     from imagefolder_lmdb.convert import WORKFLOW
 
     settings = []
@@ -161,19 +166,11 @@ def command_settings(args: argparse.Namespace) -> list:
 
 
 def convert_main(argv: list[str], prog: str = f"{PROG} convert") -> int:
-    """``imagefolder-lmdb convert``: check the arguments, plan the config, run Snakemake on the packaged workflow."""
-    from imagefolder_lmdb.cli_settings import SettingError
-    from imagefolder_lmdb.convert import (
-        ConvertError,
-        check_snakemake,
-        command_request,
-        finish,
-        plan_run,
-        run_options,
-        show_existing,
-        snakemake_command,
-        wait_for,
-    )
+    """``imagefolder-lmdb convert``: check the arguments, plan the config, then run Snakemake on the
+    packaged workflow, showing its progress board and, on failure, what to do as the last lines."""
+    from imagefolder_lmdb.config.settings import SettingError
+    from imagefolder_lmdb.convert import ConvertError, command_request, plan_run, run_options, run_planned
+    from imagefolder_lmdb.run.launch import check_snakemake
 
     ours, passed = (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
     parser = convert_parser(prog)
@@ -190,22 +187,16 @@ def convert_main(argv: list[str], prog: str = f"{PROG} convert") -> int:
                 args.overwrite, args.classes_from, True, args.cores, args.profile,
             )  # fmt: skip
         run = plan_run(request, None if request else args.outdir, args.work, args.configfile, options)
-        if run.up_to_date and not passed:
-            show_existing(run)
-            return 0
-        returncode = wait_for(snakemake_command(run), run.directory)
-        if returncode == 0:
-            finish(run, args.clean)
-        return returncode
+        run_planned(run, args.clean, bool(passed), args.verbose)
     except SettingError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2
     except ConvertError as exc:
         if exc.returncode == 2:
             parser.error(str(exc))
-        for line in str(exc).splitlines():
-            print(f"{prog}: {line}", file=sys.stderr)
+        print(f"{prog}: {exc}", file=sys.stderr)
         return exc.returncode
+    return 0
 
 
 if __name__ == "__main__":

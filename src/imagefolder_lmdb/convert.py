@@ -19,27 +19,25 @@ from __future__ import annotations
 
 import functools
 import os
-import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-#: The packaged workflow: its Snakefile is what a host workflow's ``module`` may name, too.
-WORKFLOW = Path(__file__).resolve().parent / "workflow"
-SNAKEFILE = WORKFLOW / "Snakefile"
-#: Profiles shipped with the workflow: ``default`` (always applied) and ``slurm`` (``--profile slurm``).
-PROFILES = WORKFLOW / "profiles"
+from imagefolder_lmdb.run.launch import (
+    PROFILES,
+    SNAKEFILE,
+    WORKFLOW,
+    ConvertError,
+    check_snakemake,
+    run_snakemake,
+    snakemake_command,
+)
+
+__all__ = ["PROFILES", "SNAKEFILE", "WORKFLOW", "ConvertError", "Run", "SplitOutputs", "convert", "plan_run"]
+
 PathLike = str | os.PathLike[str]
-
-
-class ConvertError(RuntimeError):
-    """The workflow failed (its own messages went to the terminal) or could not be started."""
-
-    def __init__(self, message: str, returncode: int = 1) -> None:
-        super().__init__(message)
-        self.returncode = returncode
 
 
 @dataclass(frozen=True)
@@ -80,14 +78,14 @@ def convert(
     overwrite: bool = False,
     classes_from: PathLike | None = None,
     clean: bool = False,
+    verbose: bool = False,
 ) -> dict[str, SplitOutputs]:
     """Convert ``source`` into ``outdir/<split>.lmdb``: every split it holds (train/, val/, test/;
     ``splits`` names others), or the one named ``split`` (or every split of ``configfile``).
 
     Args:
-        source: an ImageFolder directory, a folder of split folders, an archive of either (.tar,
-            .tar.gz, .tgz, .zip), the ILSVRC2012 downloads' folder, Kaggle's zip; for ``layout``
-            webdataset or parquet, the shard files (a list, a glob or a brace pattern).
+        source: an ImageFolder, a folder of split folders, a .tar/.tar.gz/.tgz/.zip of either, the
+            ILSVRC2012 downloads' folder, Kaggle's zip; or shard files (webdataset, parquet).
         outdir: where each dataset, its ``.verify.json`` report and ``.contact.png`` sheet go.
         layout: how ``source`` is organised: a layout of config/schema.yaml (imagefolder, ...).
         shards: encode jobs per split (None: from the image count and ``cores``).
@@ -96,42 +94,39 @@ def convert(
         profile: ``"slurm"`` (the packaged SLURM profile) or a Snakemake profile of your own.
         configfile: a whole config, run from the current folder instead of ``source``/``outdir``.
         snakemake_args: further Snakemake options, e.g. ``["--dry-run"]``.
-        config: config keys (``{"encode": {"quality": 90}}``; ``{"splits": {"*": {"root": ...}}}``
-            for every split), as a config file would set them.
+        config: config keys, as a config file sets them (``{"splits": {"*": {...}}}``: every split).
         overwrite: replace a dataset in ``outdir`` made from another source or with other settings.
         classes_from: a dataset whose class list (its numbering) this conversion takes.
         clean: remove the work folder after success (the same call again then finds nothing to do).
+        verbose: Snakemake's own output (every job) instead of the progress board.
 
-    Returns:
-        Each split's final files, by split name.
-
-    Raises:
-        ConvertError: the workflow failed or the arguments conflict; its message says what to do.
+    Returns each split's final files by name; ConvertError: a failure (``lines``: what to do).
     """
-    from imagefolder_lmdb.cli_settings import flag_setting, mapping_settings
-
     check_snakemake()
-    settings = [*mapping_settings(config or {}), *([flag_setting("--shards", shards)] if shards else [])]
+    settings = python_settings(config, shards)
     request = None
     if source is not None and outdir is not None:
         request = command_request(
             source, outdir, split, layout, splits, work, settings, overwrite, classes_from, False, cores, profile
         )
     run = plan_run(request, outdir, work, configfile, run_options(cores, profile, snakemake_args))
-    return run_planned(run, clean, bool(snakemake_args))
+    return run_planned(run, clean, bool(snakemake_args), verbose)
 
 
-def run_planned(run: Run, clean: bool, own_options: bool) -> dict[str, SplitOutputs]:
+def python_settings(config: dict[str, Any] | None, shards: int | None) -> list[Any]:
+    """``convert()``'s ``config`` and ``shards`` as the command line's settings."""
+    from imagefolder_lmdb.config.settings import flag_setting, mapping_settings
+
+    return [*mapping_settings(config or {}), *([flag_setting("--shards", shards)] if shards else [])]
+
+
+def run_planned(run: Run, clean: bool, own_options: bool, verbose: bool = False) -> dict[str, SplitOutputs]:
     """Run Snakemake for ``run``, or show the summary of outputs already up to date (unless the
     caller gave Snakemake options of their own: a --dry-run, a --forceall); ConvertError on failure."""
     if run.up_to_date and not own_options:
         show_existing(run)
         return run.outputs
-    returncode = wait_for(snakemake_command(run), run.directory)
-    if returncode != 0:
-        raise ConvertError(
-            f"the workflow failed (Snakemake exit status {returncode}); see its messages above", returncode
-        )
+    run_snakemake(snakemake_command(run.configfile, run.directory, run.options, verbose), verbose)
     finish(run, clean)
     return run.outputs
 
@@ -150,8 +145,8 @@ def command_request(
     cores: int | str | None = None,
     profile: str | None = None,
 ) -> Any:
-    """What ``convert SOURCE OUTDIR`` asks for (src/imagefolder_lmdb/convert_plan.py plans it)."""
-    from imagefolder_lmdb.convert_plan import PROFILE_CORES, Request
+    """What ``convert SOURCE OUTDIR`` asks for (src/imagefolder_lmdb/run/plan.py plans it)."""
+    from imagefolder_lmdb.run.plan import PROFILE_CORES, Request
 
     given = os.fspath(source) if isinstance(source, str | os.PathLike) else [os.fspath(p) for p in source]
     return Request(
@@ -184,7 +179,7 @@ def plan_run(
         return Run(Path(configfile), None, config_outputs(Path(configfile)), options)
     if request is None:
         raise ConvertError("give SOURCE and OUTDIR (or --configfile FILE)", 2)
-    from imagefolder_lmdb.convert_plan import PlanError, plan
+    from imagefolder_lmdb.run.plan import PlanError, plan
 
     try:
         planned = plan(request)
@@ -201,7 +196,7 @@ def plan_run(
 
 def show_existing(run: Run) -> None:
     """Nothing to convert: the summary of what OUTDIR holds, and its paths."""
-    from imagefolder_lmdb.summary import summary_lines
+    from imagefolder_lmdb.run.summary import summary_lines
 
     print(f"Nothing to convert: {', '.join(run.outputs)} in {run.config['results']} are up to date.")
     for line in summary_lines(run.config)[2:]:
@@ -243,7 +238,7 @@ def config_outputs(configfile: Path) -> dict[str, SplitOutputs]:
 
 
 def outputs_of(results: str, splits: list[str]) -> dict[str, SplitOutputs]:
-    from imagefolder_lmdb.run_paths import RunPaths
+    from imagefolder_lmdb.run.paths import RunPaths
 
     paths = RunPaths(results, "work")
     return {
@@ -266,53 +261,6 @@ def profile_folder(profile: str) -> str:
     """A profile shipped with the workflow by its name (``slurm``), anything else as given."""
     shipped = PROFILES / profile
     return str(shipped) if profile != "default" and "/" not in profile and shipped.is_dir() else profile
-
-
-def snakemake_command(run: Run) -> list[str]:
-    """Snakemake's command line for ``run``, with this interpreter (and so its installed package)."""
-    command = [sys.executable, "-m", "snakemake", "--snakefile", str(SNAKEFILE)]
-    # named, not searched for: Snakemake would take a profiles/default of the current folder first
-    command += ["--workflow-profile", str(PROFILES / "default"), "--configfile", str(run.configfile)]
-    if run.directory is not None:
-        command += ["--directory", str(run.directory)]
-    return [*command, *run.options]
-
-
-def snakemake_environment() -> dict[str, str]:
-    """This environment with this interpreter's bin folder first on PATH, as in an activated venv
-    (jobs that start ``snakemake`` or ``python`` by name find this installation's)."""
-    return {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
-
-
-def check_snakemake() -> None:
-    """Converting needs Snakemake (and PyYAML, which it requires), which the ``convert`` extra installs."""
-    import importlib.util
-
-    if importlib.util.find_spec("snakemake") is None or importlib.util.find_spec("yaml") is None:
-        raise ConvertError(
-            "converting runs the Snakemake workflow, and Snakemake is not installed here: "
-            "pip install 'imagefolder-lmdb[convert]' (or [slurm] for --profile slurm)",
-            1,
-        )
-
-
-def wait_for(command: list[str], directory: Path | None) -> int:
-    """Run ``command`` and return its exit status. On Ctrl-C Snakemake (which got the signal too)
-    is waited for while it stops its jobs, so that nothing of the run outlives the call."""
-    process = subprocess.Popen(command, env=snakemake_environment())
-    while True:
-        try:
-            return process.wait()
-        except KeyboardInterrupt:
-            continue  # Snakemake received the same SIGINT and is stopping its jobs
-
-
-def exec_snakemake(run: Run) -> None:
-    """Become Snakemake (the console command): signals, exit status and a kill act on it directly."""
-    command = snakemake_command(run)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os.execve(command[0], command, snakemake_environment())
 
 
 @functools.cache

@@ -14,7 +14,7 @@ The input is checked as the reader checks a file (scripts/dataset.py): its size 
 header before it is mapped, and the pages on the way to each key before LMDB follows them, so a
 copy cut short or damaged is refused with a message, never a crash.
 
-Images are stored as the workflow stores them (src/imagefolder_lmdb/image_policy.py): valid RGB JPEGs byte for
+Images are stored as the workflow stores them (src/imagefolder_lmdb/writing/reencode.py): valid RGB JPEGs byte for
 byte, anything else re-encoded as ImageFolder's loader would see it. The file has no class names:
 ``--classes`` gives one name per line (line k names label k), otherwise classes are named by label
 number, ``"0"``, ``"1"``, ... Each record's relative path is ``<class>/<legacy key>``.
@@ -50,9 +50,9 @@ from imagefolder_lmdb.dataset import (
     open_env_readonly,
     record_key,
 )
-from imagefolder_lmdb.image_policy import UNUSABLE_IMAGE, Encoded, EncodeSettings, encode_image
-from imagefolder_lmdb.meta_document import build_document, checked
-from imagefolder_lmdb.outputs import atomic_lmdb
+from imagefolder_lmdb.writing.lmdb_writer import atomic_lmdb
+from imagefolder_lmdb.writing.meta_document import build_document, checked
+from imagefolder_lmdb.writing.reencode import UNUSABLE_IMAGE, Encoded, EncodeSettings, encode_image
 
 TOOL = "imagefolder-lmdb-convert-legacy"
 TOOL_VERSION = "1.0.0"

@@ -29,13 +29,17 @@ import psutil
 import pytest
 import yaml
 
-from imagefolder_lmdb.work_files import read_manifest, shard_range
+from imagefolder_lmdb.work.files import read_manifest, shard_range
 from slurm_node import SLURM_CONF, SingleNodeSlurm, SlurmJob, SlurmUnavailable, client_environment, ensure_installed
 from support import BIN, REPO
 from support.datasets import assert_same_dataset
 from support.images import make_images
 from support.readme import page_text, section
 from support.workflow import Converted, run_snakemake, snakemake_command, write_config
+
+# One worker runs this module, in its order, while the others run the rest (support/scheduling.py):
+# one test cluster per machine, started once, stopped by the last test here.
+pytestmark = [pytest.mark.xdist_group("slurm"), pytest.mark.slow]
 
 PROFILE = REPO / "profiles" / "slurm"
 RETRIES = int(yaml.safe_load((PROFILE / "config.yaml").read_text())["retries"])

@@ -28,7 +28,7 @@ from imagefolder_lmdb.dataset import (
     encode_meta,
     record_key,
 )
-from imagefolder_lmdb.outputs import LMDBWriter
+from imagefolder_lmdb.writing.lmdb_writer import LMDBWriter
 
 #: Why a cold-read test skips where the page cache keeps a file's pages: the one skip the floors
 #: test admits in its run (tests/workflow/test_floors.py).

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import scipy.io
 
-from imagefolder_lmdb.class_list import shipped_list
+from imagefolder_lmdb.classes.lists import shipped_list
 
 from .archives import add_member
 from .images import make_images

@@ -23,7 +23,7 @@ def test_archive_listing_accepts_what_imagefolder_accepts() -> None:
 
 def test_zip_unicode_path_field_names_a_non_utf8_member() -> None:
     # Info-ZIP stores a name in the system's code page plus its UTF-8 form in a 0x7075 field.
-    from imagefolder_lmdb.archive_members import zip_member_name
+    from imagefolder_lmdb.sources.archive_members import zip_member_name
 
     stored = "Ölfass.jpg".encode("cp850")
     field = b"\x01" + zlib.crc32(stored).to_bytes(4, "little") + "Ölfass.jpg".encode()
@@ -35,9 +35,9 @@ def test_zip_unicode_path_field_names_a_non_utf8_member() -> None:
 
 
 def test_root_filter_keeps_members_under_root_and_names_what_there_is_instead() -> None:
-    from imagefolder_lmdb.source_locations import ZipLocation
     from imagefolder_lmdb.sources.tree import RootFilter
-    from imagefolder_lmdb.work_files import Member
+    from imagefolder_lmdb.work.files import Member
+    from imagefolder_lmdb.work.locations import ZipLocation
 
     paths = ["./ILSVRC/Data/CLS-LOC/train/n1/a.JPEG", "ILSVRC/Data/CLS-LOC/val/b.JPEG", "LOC_val_solution.csv"]
     members = [Member(p, ZipLocation(0, p, 1)) for p in paths]

@@ -12,16 +12,16 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from imagefolder_lmdb.class_list import class_words, configured_names, shipped_list
+from imagefolder_lmdb.classes.lists import class_words, configured_names, shipped_list
 from imagefolder_lmdb.dataset import STORAGE_CODES, LMDBReader, Meta, checksum, close_all_envs, encode_meta, record_key
-from imagefolder_lmdb.ilsvrc import LabelError, devkit_classes, val_labels
-from imagefolder_lmdb.meta_document import document_problems
-from imagefolder_lmdb.outputs import LMDBWriter
+from imagefolder_lmdb.sources.ilsvrc import LabelError, devkit_classes, val_labels
 from imagefolder_lmdb.steps import verify
+from imagefolder_lmdb.writing.lmdb_writer import LMDBWriter
+from imagefolder_lmdb.writing.meta_document import document_problems
 from support import REPO
 from support.images import jpeg_bytes
 
-TSV = REPO / "src/imagefolder_lmdb/class_lists/imagenet1k.tsv"
+TSV = REPO / "src/imagefolder_lmdb/classes/data/imagenet1k.tsv"
 #: sha256 of the list's class lines ("WNID<TAB>words\n" each, in file order): a change is deliberate.
 DIGEST = "c98cf8e050b2f67f824762ebdb5bcf683adc7955382b9ff8b1c0f49548bb449b"
 

@@ -1,4 +1,4 @@
-"""Which class list each split uses (src/imagefolder_lmdb/class_plan.py), the words count_check
+"""Which class list each split uses (src/imagefolder_lmdb/classes/plan.py), the words count_check
 builds from it, and the class list files as editors save them."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from imagefolder_lmdb.class_list import read_class_file
-from imagefolder_lmdb.class_plan import ClassSource, plan_classes
+from imagefolder_lmdb.classes.lists import read_class_file
+from imagefolder_lmdb.classes.plan import ClassSource, plan_classes
 from imagefolder_lmdb.steps.count_check import class_list_of, too_many_shards
 
 

@@ -1,5 +1,5 @@
-"""Settings given on the command line (src/imagefolder_lmdb/cli_settings.py), the splits a SOURCE
-holds (src/imagefolder_lmdb/split_finder.py) and the shipped configs ``init-config`` prints, as
+"""Settings given on the command line (src/imagefolder_lmdb/config/settings.py), the splits a SOURCE
+holds (src/imagefolder_lmdb/sources/splits.py) and the shipped configs ``init-config`` prints, as
 functions. The real command: tests/workflow/test_front_door.py."""
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from imagefolder_lmdb.cli_settings import apply, flag_setting, in_users_words, mapping_settings, parse_set
-from imagefolder_lmdb.config_check import check_config
-from imagefolder_lmdb.config_problems import ConfigError
-from imagefolder_lmdb.config_schema import load_schema
+from imagefolder_lmdb.config.check import check_config
+from imagefolder_lmdb.config.problems import ConfigError
+from imagefolder_lmdb.config.schema import load_schema
+from imagefolder_lmdb.config.settings import apply, flag_setting, in_users_words, mapping_settings, parse_set
 from imagefolder_lmdb.init_config import CONFIGS, config_text
-from imagefolder_lmdb.split_finder import SplitsError, find_splits
+from imagefolder_lmdb.sources.splits import SplitsError, find_splits
 from support import REPO
 
 SCHEMA = load_schema(str(REPO / "config" / "schema.yaml"))
@@ -63,7 +63,7 @@ def test_problems_name_the_setting_as_the_user_gave_it() -> None:
 
 
 def test_a_set_without_a_value_is_refused() -> None:
-    from imagefolder_lmdb.cli_settings import SettingError
+    from imagefolder_lmdb.config.settings import SettingError
 
     with pytest.raises(SettingError, match="write it as KEY=VALUE"):
         parse_set("encode.quality", SPLIT_KEYS, TOP_KEYS)

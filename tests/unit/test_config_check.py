@@ -1,4 +1,4 @@
-"""The config's checks as functions (src/imagefolder_lmdb/config_check.py and its helpers): every
+"""The config's checks as functions (src/imagefolder_lmdb/config/check.py and its helpers): every
 problem of a config in one error, one line each, in the order the keys are written; the defaults
 filled in as Snakemake's validate fills them. The same through the snakemake CLI:
 tests/workflow/test_config_errors.py."""
@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from imagefolder_lmdb.config_check import CheckedConfig, check_config
-from imagefolder_lmdb.config_problems import ConfigError, Problem
-from imagefolder_lmdb.config_schema import describe, load_schema
+from imagefolder_lmdb.config.check import CheckedConfig, check_config
+from imagefolder_lmdb.config.problems import ConfigError, Problem
+from imagefolder_lmdb.config.schema import describe, load_schema
 from imagefolder_lmdb.steps.count_check import SHARDS_ALWAYS_ALLOWED
 from support import REPO
 

@@ -1,11 +1,11 @@
-"""Keys given twice in a config file (src/imagefolder_lmdb/config_yaml.py): YAML keeps the last and
+"""Keys given twice in a config file (src/imagefolder_lmdb/config/yaml_nodes.py): YAML keeps the last and
 drops the first in silence, so they are found on the file's nodes, with their lines."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from imagefolder_lmdb.config_yaml import DuplicateKey, duplicate_keys
+from imagefolder_lmdb.config.yaml_nodes import DuplicateKey, duplicate_keys
 
 
 def keys_twice(tmp_path: Path, text: str, name: str = "config.yaml") -> list[DuplicateKey]:

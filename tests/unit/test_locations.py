@@ -34,8 +34,8 @@ from imagefolder_lmdb.dataset import (
     close_all_envs,
     encode_meta,
 )
-from imagefolder_lmdb.outputs import LMDBWriter
 from imagefolder_lmdb.steps import write_meta
+from imagefolder_lmdb.writing.lmdb_writer import LMDBWriter
 from support.commands import run_script
 from support.datasets import (
     PAGES_STAY_CACHED,

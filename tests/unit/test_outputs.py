@@ -1,4 +1,4 @@
-"""The one atomic-output helper (src/imagefolder_lmdb/outputs.py): a file is at its final path whole
+"""The one atomic-output helper (src/imagefolder_lmdb/writing/): a file is at its final path whole
 or not at all, flushed to disk before the rename and the folder after it; any failure leaves the
 final path as it was and no temporary behind."""
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from imagefolder_lmdb.outputs import atomic_file, write_json_atomic
-from imagefolder_lmdb.rule_runner import explain
+from imagefolder_lmdb.run.rule_runner import explain
+from imagefolder_lmdb.writing.atomic import atomic_file, write_json_atomic
 
 
 def test_a_finished_block_publishes_the_file_and_flushes_it_and_its_folder(

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from imagefolder_lmdb.source_locations import ParquetLocation
 from imagefolder_lmdb.sources.parquet import ParquetReader
+from imagefolder_lmdb.work.locations import ParquetLocation
 from support import REPO
 from support.images import jpeg_bytes
 from support.parquet import Row, write_hf_parquet, write_plain_parquet

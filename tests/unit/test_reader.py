@@ -17,7 +17,7 @@ from PIL import Image
 
 from imagefolder_lmdb import dataset
 from imagefolder_lmdb.dataset import STORAGE_CODES, FormatError, LMDBDataset, record_key
-from imagefolder_lmdb.image_policy import EncodeSettings, encode_image
+from imagefolder_lmdb.writing.reencode import EncodeSettings, encode_image
 from support.datasets import pil_as_tensor
 
 

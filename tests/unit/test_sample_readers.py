@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from imagefolder_lmdb.archive_members import index_tar, index_zip
-from imagefolder_lmdb.image_policy import UNUSABLE_IMAGE
-from imagefolder_lmdb.source_locations import FileLocation, LocationKindError, TarLocation
 from imagefolder_lmdb.sources import UnknownSourceKindError, open_sample_reader
+from imagefolder_lmdb.sources.archive_members import index_tar, index_zip
 from imagefolder_lmdb.sources.folder import FileReader
 from imagefolder_lmdb.sources.indexed_archive import TarReader, ZipReader
-from imagefolder_lmdb.work_files import ManifestHeader
+from imagefolder_lmdb.work.files import ManifestHeader
+from imagefolder_lmdb.work.locations import FileLocation, LocationKindError, TarLocation
+from imagefolder_lmdb.writing.reencode import UNUSABLE_IMAGE
 from support.images import jpeg_bytes
 
 IMAGES = {"cls/a.JPEG": jpeg_bytes(1), "cls/b.JPEG": jpeg_bytes(2)}

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from imagefolder_lmdb.class_list import shipped_list
+from imagefolder_lmdb.classes.lists import shipped_list
 from imagefolder_lmdb.dataset import LMDBReader, close_all_envs
 from support.datasets import assert_same_dataset
 from support.ilsvrc import make_imagenet1k_devkit

@@ -26,7 +26,7 @@ from torchvision.transforms import v2
 
 from imagefolder_lmdb import dataset
 from imagefolder_lmdb.dataset import META_KEYS, FormatError, LMDBDataset, ReadersFullError, close_all_envs, shared_env
-from imagefolder_lmdb.image_policy import EncodeSettings, encode_image
+from imagefolder_lmdb.writing.reencode import EncodeSettings, encode_image
 from support.datasets import pil_as_tensor
 from support.workflow import Converted
 

@@ -30,7 +30,7 @@ from imagefolder_lmdb.sources.indexed_archive import IndexedArchiveSource
 from imagefolder_lmdb.sources.parquet import ParquetSource
 from imagefolder_lmdb.sources.unpacked import UnpackedSource
 from imagefolder_lmdb.sources.webdataset import WebDatasetSource
-from imagefolder_lmdb.work_files import ManifestHeader
+from imagefolder_lmdb.work.files import ManifestHeader
 
 #: Every kind of source, in the order ``claiming_source`` asks them (the first that claims a source
 #: reads it): the shard layouts first, since they claim by layout, the others by what the path is.

@@ -4,7 +4,7 @@ A ``Source`` makes a split's source readable (rule extract: ``prepare``, which w
 and, for sources read in place, members.jsonl), lists its images in ImageFolder order with their
 classes (rule count_check: ``list``), and opens the reader of its samples (rules encode_shard and
 merge: ``reader``). A ``SampleReader`` reads a listed sample's bytes where its ``Location``
-(source_locations.py) says they lie, and names that place in error messages. The kinds, and how a
+(work/locations.py) says they lie, and names that place in error messages. The kinds, and how a
 rule finds the one it needs, are in sources/__init__.py.
 """
 
@@ -15,9 +15,9 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from imagefolder_lmdb.class_list import ClassList, OutsideClasses
-from imagefolder_lmdb.source_locations import Location
-from imagefolder_lmdb.work_files import ManifestHeader, Sample, SourceDescription
+from imagefolder_lmdb.classes.lists import ClassList, OutsideClasses
+from imagefolder_lmdb.work.files import ManifestHeader, Sample, SourceDescription
+from imagefolder_lmdb.work.locations import Location
 
 
 class CountMismatchError(RuntimeError):

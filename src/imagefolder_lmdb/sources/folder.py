@@ -10,12 +10,12 @@ from __future__ import annotations
 import logging
 import os
 
-from imagefolder_lmdb.class_list import ClassList
-from imagefolder_lmdb.source_locations import FileLocation, Location, location_as
+from imagefolder_lmdb.classes.lists import ClassList
 from imagefolder_lmdb.sources.base import Labels, Listing, Request, SampleReader, Source
 from imagefolder_lmdb.sources.ilsvrc_val import label_val, val_files
 from imagefolder_lmdb.sources.tree import check_folder_not_splits, folder_to_read, scan_folder
-from imagefolder_lmdb.work_files import ManifestHeader, SourceDescription
+from imagefolder_lmdb.work.files import ManifestHeader, SourceDescription
+from imagefolder_lmdb.work.locations import FileLocation, Location, location_as
 
 log = logging.getLogger("imagefolder_lmdb.sources")
 

@@ -1,15 +1,15 @@
 """ILSVRC2012 validation images (flat files) labelled by the number in their file name, and
-listed as ImageFolder lists the usual ``val/<wnid>/<file>`` tree (src/imagefolder_lmdb/ilsvrc.py reads the
+listed as ImageFolder lists the usual ``val/<wnid>/<file>`` tree (src/imagefolder_lmdb/sources/ilsvrc.py reads the
 devkit and Kaggle's CSV)."""
 
 from __future__ import annotations
 
-from imagefolder_lmdb.class_list import ClassList, OutsideClasses
-from imagefolder_lmdb.ilsvrc import val_labels
-from imagefolder_lmdb.source_locations import FileLocation, Location
+from imagefolder_lmdb.classes.lists import ClassList, OutsideClasses
 from imagefolder_lmdb.sources.base import Listing
+from imagefolder_lmdb.sources.ilsvrc import val_labels
 from imagefolder_lmdb.sources.tree import is_image, relative_files
-from imagefolder_lmdb.work_files import Sample
+from imagefolder_lmdb.work.files import Sample
+from imagefolder_lmdb.work.locations import FileLocation, Location
 
 
 def label_val(

@@ -18,7 +18,8 @@ import zipfile
 from collections.abc import Callable, Collection
 from typing import Any, TypeVar
 
-from imagefolder_lmdb.archive_members import (
+from imagefolder_lmdb.classes.lists import ClassList
+from imagefolder_lmdb.sources.archive_members import (
     DamagedArchiveError,
     class_of_tar,
     class_tars_in,
@@ -29,8 +30,6 @@ from imagefolder_lmdb.archive_members import (
     is_zip,
     relative_name,
 )
-from imagefolder_lmdb.class_list import ClassList
-from imagefolder_lmdb.source_locations import Location, TarLocation, ZipLocation, location_as
 from imagefolder_lmdb.sources.base import Labels, Listing, Request, SampleReader, Source
 from imagefolder_lmdb.sources.ilsvrc_val import label_val
 from imagefolder_lmdb.sources.tree import (
@@ -44,7 +43,8 @@ from imagefolder_lmdb.sources.tree import (
     tree_members,
     wrapper_prefix,
 )
-from imagefolder_lmdb.work_files import ManifestHeader, Member, SourceDescription, read_members, write_members
+from imagefolder_lmdb.work.files import ManifestHeader, Member, SourceDescription, read_members, write_members
+from imagefolder_lmdb.work.locations import Location, TarLocation, ZipLocation, location_as
 
 log = logging.getLogger("imagefolder_lmdb.sources")
 

@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from imagefolder_lmdb.class_list import ClassList, OutsideClasses
-from imagefolder_lmdb.ilsvrc import devkit_classes
+from imagefolder_lmdb.classes.lists import ClassList, OutsideClasses
 from imagefolder_lmdb.sources.base import CountMismatchError, Listing
-from imagefolder_lmdb.work_files import Member, Sample
+from imagefolder_lmdb.sources.ilsvrc import devkit_classes
+from imagefolder_lmdb.work.files import Member, Sample
 
 
 @dataclass(frozen=True)

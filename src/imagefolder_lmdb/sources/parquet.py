@@ -28,11 +28,17 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
-from imagefolder_lmdb.class_list import ClassList
-from imagefolder_lmdb.source_locations import Location, ParquetLocation, location_as
+from imagefolder_lmdb.classes.lists import ClassList
 from imagefolder_lmdb.sources.base import Columns, Labels, Listing, Request, SampleReader, Source
 from imagefolder_lmdb.sources.labelled import label_names, labelled_listing
-from imagefolder_lmdb.work_files import ManifestHeader, Member, SourceDescription, read_labelled_members, write_members
+from imagefolder_lmdb.work.files import (
+    ManifestHeader,
+    Member,
+    SourceDescription,
+    read_labelled_members,
+    write_members,
+)
+from imagefolder_lmdb.work.locations import Location, ParquetLocation, location_as
 
 if TYPE_CHECKING:  # pyarrow is imported where it is used: parsing the Snakefile must not load it
     import pyarrow as pa

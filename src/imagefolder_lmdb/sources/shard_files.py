@@ -12,7 +12,7 @@ import os
 
 from braceexpand import braceexpand
 
-from imagefolder_lmdb.missing_paths import missing_folder_hint, missing_path_hint, taken_from
+from imagefolder_lmdb.config.missing_paths import missing_folder_hint, missing_path_hint, taken_from
 
 GLOB_CHARACTERS = frozenset("*?[")
 

@@ -17,11 +17,11 @@ from typing import Any
 
 from tqdm import tqdm
 
-from imagefolder_lmdb.archive_members import is_macos_metadata, relative_name
-from imagefolder_lmdb.class_list import ClassList, OutsideClasses
-from imagefolder_lmdb.source_locations import Location
+from imagefolder_lmdb.classes.lists import ClassList, OutsideClasses
+from imagefolder_lmdb.sources.archive_members import is_macos_metadata, relative_name
 from imagefolder_lmdb.sources.base import CountMismatchError, Listing, Request
-from imagefolder_lmdb.work_files import Member, Sample
+from imagefolder_lmdb.work.files import Member, Sample
+from imagefolder_lmdb.work.locations import Location
 
 log = logging.getLogger("imagefolder_lmdb.sources")
 

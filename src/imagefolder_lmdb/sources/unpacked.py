@@ -11,8 +11,14 @@ from __future__ import annotations
 import logging
 import os
 
-from imagefolder_lmdb.archive_members import extract_nested_tars, extract_tar, extract_zip, is_zip, relative_name
-from imagefolder_lmdb.class_list import ClassList
+from imagefolder_lmdb.classes.lists import ClassList
+from imagefolder_lmdb.sources.archive_members import (
+    extract_nested_tars,
+    extract_tar,
+    extract_zip,
+    is_zip,
+    relative_name,
+)
 from imagefolder_lmdb.sources.base import CountMismatchError, Labels, Listing, Request, SampleReader, Source
 from imagefolder_lmdb.sources.folder import FileReader, list_tree
 from imagefolder_lmdb.sources.tree import (
@@ -24,7 +30,7 @@ from imagefolder_lmdb.sources.tree import (
     report_set_aside,
     tree_root,
 )
-from imagefolder_lmdb.work_files import ManifestHeader, SourceDescription
+from imagefolder_lmdb.work.files import ManifestHeader, SourceDescription
 
 log = logging.getLogger("imagefolder_lmdb.sources")
 

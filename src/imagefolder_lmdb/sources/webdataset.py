@@ -32,13 +32,19 @@ from dataclasses import dataclass, field
 
 from tqdm import tqdm
 
-from imagefolder_lmdb.archive_members import index_tar, relative_name
-from imagefolder_lmdb.class_list import ClassList
-from imagefolder_lmdb.source_locations import Location, TarLocation, location_as
+from imagefolder_lmdb.classes.lists import ClassList
+from imagefolder_lmdb.sources.archive_members import index_tar, relative_name
 from imagefolder_lmdb.sources.base import Labels, Listing, Request, SampleReader, Source
 from imagefolder_lmdb.sources.indexed_archive import TarReader
 from imagefolder_lmdb.sources.labelled import label_names, labelled_listing
-from imagefolder_lmdb.work_files import ManifestHeader, Member, SourceDescription, iter_labelled_members, write_members
+from imagefolder_lmdb.work.files import (
+    ManifestHeader,
+    Member,
+    SourceDescription,
+    iter_labelled_members,
+    write_members,
+)
+from imagefolder_lmdb.work.locations import Location, TarLocation, location_as
 
 log = logging.getLogger("imagefolder_lmdb.sources")
 

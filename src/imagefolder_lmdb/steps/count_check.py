@@ -6,7 +6,7 @@ scanned by torchvision itself, an archive read in place gets the same rules appl
 paths, ILSVRC2012 val images are labelled by file name). Files ImageFolder would ignore are not
 dropped silently: they are counted and listed.
 
-Every split shares one class list by default (src/imagefolder_lmdb/class_list.py): labels index that list, and
+Every split shares one class list by default (src/imagefolder_lmdb/classes/lists.py): labels index that list, and
 images of classes outside it are set aside and counted, never stored under another index.
 """
 
@@ -14,14 +14,14 @@ import logging
 from dataclasses import replace
 from typing import Any, TextIO
 
-from imagefolder_lmdb.class_list import ClassList, is_dataset, missing_from_source
-from imagefolder_lmdb.class_plan import ClassSource
-from imagefolder_lmdb.hold_points import hold_point
-from imagefolder_lmdb.ilsvrc import devkit_classes
-from imagefolder_lmdb.rule_runner import progress_kwargs, run_rule
+from imagefolder_lmdb.classes.lists import ClassList, is_dataset, missing_from_source
+from imagefolder_lmdb.classes.plan import ClassSource
+from imagefolder_lmdb.run.hold_points import hold_point
+from imagefolder_lmdb.run.rule_runner import progress_kwargs, run_rule
 from imagefolder_lmdb.sources import source_of_kind
 from imagefolder_lmdb.sources.base import CountMismatchError, Labels, Listing
-from imagefolder_lmdb.work_files import (
+from imagefolder_lmdb.sources.ilsvrc import devkit_classes
+from imagefolder_lmdb.work.files import (
     CountsReport,
     ManifestHeader,
     Sample,
@@ -201,7 +201,7 @@ def count_check(
     shared_manifest: str | None = None,
     shards: tuple[str, int | None] = ("<name>", None),
 ) -> CountsReport:
-    """``class_list``: the split's ClassSource (src/imagefolder_lmdb/class_plan.py) as a param;
+    """``class_list``: the split's ClassSource (src/imagefolder_lmdb/classes/plan.py) as a param;
     ``shards``: the split's name and its shard count (None: not checked)."""
     progress = progress or {}
     source = ClassSource.from_param(class_list)

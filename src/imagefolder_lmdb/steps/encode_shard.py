@@ -1,6 +1,6 @@
 """Rule encode_shard: check and encode one contiguous slice of the manifest into a part LMDB.
 
-How each image is checked and stored is the image policy (src/imagefolder_lmdb/image_policy.py). Bad images
+How each image is checked and stored is the image policy (src/imagefolder_lmdb/writing/reencode.py). Bad images
 fail the shard once it has checked all of its images, naming every one, or with
 ``on_error: skip`` are left out and listed in the shard report. A file the file system cannot read
 (EACCES, EIO, ESTALE on NFS) is no bad image: it stops the shard at once, whatever ``on_error``
@@ -15,8 +15,21 @@ from typing import Any, TextIO
 from tqdm import tqdm
 
 from imagefolder_lmdb.dataset import checksum, record_key
-from imagefolder_lmdb.hold_points import hold_point
-from imagefolder_lmdb.image_policy import (
+from imagefolder_lmdb.run.hold_points import hold_point
+from imagefolder_lmdb.run.progress import ProgressWriter, progress_path
+from imagefolder_lmdb.run.rule_runner import progress_kwargs, run_rule
+from imagefolder_lmdb.sources import open_sample_reader
+from imagefolder_lmdb.sources.base import SampleReader
+from imagefolder_lmdb.work.files import (
+    Sample,
+    ShardReport,
+    read_manifest,
+    read_manifest_header,
+    shard_range,
+    write_shard_report,
+)
+from imagefolder_lmdb.writing.lmdb_writer import LMDBWriter, atomic_lmdb
+from imagefolder_lmdb.writing.reencode import (
     UNUSABLE_IMAGE,
     BadImageError,
     Encoded,
@@ -25,18 +38,6 @@ from imagefolder_lmdb.image_policy import (
     kept_in_part,
     likely_cause,
     what_went_wrong,
-)
-from imagefolder_lmdb.outputs import LMDBWriter, atomic_lmdb
-from imagefolder_lmdb.rule_runner import progress_kwargs, run_rule
-from imagefolder_lmdb.sources import open_sample_reader
-from imagefolder_lmdb.sources.base import SampleReader
-from imagefolder_lmdb.work_files import (
-    Sample,
-    ShardReport,
-    read_manifest,
-    read_manifest_header,
-    shard_range,
-    write_shard_report,
 )
 
 log = logging.getLogger("imagefolder_lmdb.encode_shard")
@@ -144,6 +145,7 @@ def encode_shard(
     log.info("shard %d of %d: images %d..%d of %d from %s", shard, shards, start, stop - 1, header.count, header.root)
     reader = open_sample_reader(header)
     expected = expected_part_bytes(reader, read_manifest(manifest_path, start, stop), settings)
+    board = ProgressWriter(progress_path(report_path), stop - start)
     with atomic_lmdb(part_path, expected_bytes=expected) as writer:
         listed = read_manifest(manifest_path, start, stop)
         samples = tqdm(listed, total=stop - start, desc=f"shard {shard}", unit="img", **progress)
@@ -155,6 +157,8 @@ def encode_shard(
             except BadImageError as exc:
                 log.warning("%s %s", "bad image:" if settings.on_error == "fail" else "skipped", exc)
                 report.skipped.append({"index": sample.index, "path": sample.path, "reason": str(exc)})
+            board.update(position + 1, len(report.skipped))
+        board.update(stop - start, len(report.skipped), force=True)
         if report.skipped and settings.on_error == "fail":
             # raised after checking the whole shard, so that one round of fixes covers all of it
             advice = how_to_go_on(reader, all_bad=not report.index and len(report.skipped) > 1)

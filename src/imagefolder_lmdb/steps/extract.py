@@ -14,14 +14,14 @@ import sys
 from collections.abc import Collection
 from typing import Any, TextIO
 
-from imagefolder_lmdb.archive_members import copy_member
-from imagefolder_lmdb.hold_points import hold_point
-from imagefolder_lmdb.ilsvrc import check_official_md5
-from imagefolder_lmdb.outputs import publish, remove_path, temporary_path
-from imagefolder_lmdb.rule_runner import progress_kwargs, run_rule
+from imagefolder_lmdb.run.hold_points import hold_point
+from imagefolder_lmdb.run.rule_runner import progress_kwargs, run_rule
 from imagefolder_lmdb.sources import claiming_source
+from imagefolder_lmdb.sources.archive_members import copy_member
 from imagefolder_lmdb.sources.base import Columns, Request
-from imagefolder_lmdb.work_files import SourceDescription, write_source_description
+from imagefolder_lmdb.sources.ilsvrc import check_official_md5
+from imagefolder_lmdb.work.files import SourceDescription, write_source_description
+from imagefolder_lmdb.writing.atomic import publish, remove_path, temporary_path
 
 log = logging.getLogger("imagefolder_lmdb.extract")
 

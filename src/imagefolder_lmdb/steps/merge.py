@@ -29,13 +29,11 @@ from typing import Any, TextIO
 from tqdm import tqdm
 
 from imagefolder_lmdb.dataset import checksum, record_key
-from imagefolder_lmdb.hold_points import hold_point
-from imagefolder_lmdb.image_policy import kept_in_part
-from imagefolder_lmdb.outputs import atomic_lmdb, count_records, open_lmdb_readonly
-from imagefolder_lmdb.rule_runner import progress_kwargs, run_rule
+from imagefolder_lmdb.run.hold_points import hold_point
+from imagefolder_lmdb.run.rule_runner import progress_kwargs, run_rule
 from imagefolder_lmdb.sources import open_sample_reader
 from imagefolder_lmdb.sources.base import SampleReader
-from imagefolder_lmdb.work_files import (
+from imagefolder_lmdb.work.files import (
     Sample,
     ShardReport,
     kept_indices,
@@ -43,6 +41,9 @@ from imagefolder_lmdb.work_files import (
     read_manifest_header,
     read_shard_report,
 )
+from imagefolder_lmdb.writing.lmdb_open import count_records, open_lmdb_readonly
+from imagefolder_lmdb.writing.lmdb_writer import atomic_lmdb
+from imagefolder_lmdb.writing.reencode import kept_in_part
 
 log = logging.getLogger("imagefolder_lmdb.merge")
 

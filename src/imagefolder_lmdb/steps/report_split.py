@@ -8,8 +8,8 @@ from typing import Any, TextIO
 
 from PIL import Image, ImageDraw, ImageFont
 
-from imagefolder_lmdb.outputs import atomic_file
-from imagefolder_lmdb.rule_runner import run_rule
+from imagefolder_lmdb.run.rule_runner import run_rule
+from imagefolder_lmdb.writing.atomic import atomic_file
 
 WIDTH, HEIGHT, MARGIN = 1000, 360, 40
 

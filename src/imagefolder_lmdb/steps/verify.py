@@ -52,10 +52,10 @@ from imagefolder_lmdb.dataset import (
     shared_env,
     shared_fd,
 )
-from imagefolder_lmdb.hold_points import hold_point
-from imagefolder_lmdb.meta_document import document_problems, storage_counts
-from imagefolder_lmdb.outputs import atomic_file
-from imagefolder_lmdb.rule_runner import run_rule
+from imagefolder_lmdb.run.hold_points import hold_point
+from imagefolder_lmdb.run.rule_runner import run_rule
+from imagefolder_lmdb.writing.atomic import atomic_file
+from imagefolder_lmdb.writing.meta_document import document_problems, storage_counts
 
 log = logging.getLogger("imagefolder_lmdb.verify")
 
@@ -470,7 +470,8 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
 def rule_main(smk: Any, stream: TextIO) -> None:
     report, ds, indices = verify(smk.input[0], smk.params.sample, smk.params.all, smk.params.seed)
     log.info("%s", json.dumps(report, indent=1))
-    print(summary_line(report), file=sys.__stderr__, flush=True)
+    if not os.environ.get("IMAGEFOLDER_LMDB_MESSAGES"):  # under the progress board, the summary says it
+        print(summary_line(report), file=sys.__stderr__, flush=True)
     if not report["ok"]:
         raise RuntimeError("verification failed:\n  " + "\n  ".join(report["problems"]))
     write_report(report, smk.output.report)

@@ -20,24 +20,11 @@ import lmdb
 import numpy as np
 
 from imagefolder_lmdb.add_locations import Located, add_locations, current_locations
-from imagefolder_lmdb.class_list import class_words
+from imagefolder_lmdb.classes.lists import class_words
 from imagefolder_lmdb.dataset import LOCATION_DTYPE, META_KEYS, Meta, encode_meta
-from imagefolder_lmdb.hold_points import hold_point
-from imagefolder_lmdb.meta_document import build_document, checked
-from imagefolder_lmdb.outputs import (
-    DiskFullError,
-    LMDBWriter,
-    check_free_space,
-    count_records,
-    disk_full_message,
-    open_lmdb_readonly,
-    publish,
-    remove_path,
-    temporary_path,
-)
-from imagefolder_lmdb.rule_runner import run_rule
-from imagefolder_lmdb.source_locations import FileLocation
-from imagefolder_lmdb.work_files import (
+from imagefolder_lmdb.run.hold_points import hold_point
+from imagefolder_lmdb.run.rule_runner import run_rule
+from imagefolder_lmdb.work.files import (
     CountsReport,
     ManifestHeader,
     Sample,
@@ -49,6 +36,12 @@ from imagefolder_lmdb.work_files import (
     read_manifest_header,
     read_shard_report,
 )
+from imagefolder_lmdb.work.locations import FileLocation
+from imagefolder_lmdb.writing.atomic import publish, remove_path, temporary_path
+from imagefolder_lmdb.writing.disk_space import DiskFullError, check_free_space, disk_full_message
+from imagefolder_lmdb.writing.lmdb_open import count_records, open_lmdb_readonly
+from imagefolder_lmdb.writing.lmdb_writer import LMDBWriter
+from imagefolder_lmdb.writing.meta_document import build_document, checked
 
 log = logging.getLogger("imagefolder_lmdb.write_meta")
 

@@ -19,7 +19,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from imagefolder_lmdb.run_paths import RunPaths
+from imagefolder_lmdb.run.paths import RunPaths
 
 
 class OutputsError(ValueError):

@@ -10,7 +10,7 @@ import json
 import os
 from typing import Any
 
-from imagefolder_lmdb.run_paths import RunPaths
+from imagefolder_lmdb.run.paths import RunPaths
 
 
 def counted(number: int, noun: str) -> str:
@@ -91,7 +91,7 @@ def unverified_summary(name: str, paths: RunPaths) -> list[str]:
     dataset = paths.dataset(name)
     if not os.path.exists(dataset):
         return [f"{name}: not built"]
-    from imagefolder_lmdb.existing_outputs import read_document
+    from imagefolder_lmdb.run.existing import read_document
 
     document = read_document(dataset) or {}
     counts = f"{counted(document.get('length', 0), 'image')}, {counted(len(document.get('classes', [])), 'class')}, "

@@ -23,11 +23,11 @@ from typing import Any
 
 from tqdm import tqdm
 
-from imagefolder_lmdb.outputs import atomic_file
-from imagefolder_lmdb.source_locations import TarLocation, ZipLocation
-from imagefolder_lmdb.work_files import Member
+from imagefolder_lmdb.work.files import Member
+from imagefolder_lmdb.work.locations import TarLocation, ZipLocation
+from imagefolder_lmdb.writing.atomic import atomic_file
 
-log = logging.getLogger("imagefolder_lmdb.archive_members")
+log = logging.getLogger("imagefolder_lmdb.sources.archive_members")
 
 WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:")
 TAR_BLOCK = 512

@@ -1,6 +1,6 @@
 """The files the rules pass to each other, as types: one writer and one reader for each.
 
-    file (run_paths.py)            type                      written by     read by
+    file (run/paths.py)            type                      written by     read by
     source/source.json             SourceDescription         extract        count_check
     source/members.jsonl           Member rows               extract        count_check
     manifest.jsonl                 ManifestHeader + Sample   count_check    encode_shard, merge, write_meta
@@ -8,9 +8,9 @@
     parts/<shard>.json             ShardReport               encode_shard   merge, write_meta
 
 Where an image's bytes are (a file under the root, a byte range of a tar, a zip member, a Parquet
-row) is a ``Location`` (source_locations.py; the sources' readers read them). The renumbering
+row) is a ``Location`` (work/locations.py; the sources' readers read them). The renumbering
 around skipped images is decided once, by :func:`kept_indices`. Every writer writes through
-outputs.py, so a file is at its final path only when whole.
+writing/atomic.py, so a file is at its final path only when whole.
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from imagefolder_lmdb.outputs import atomic_file, write_json_atomic
-from imagefolder_lmdb.source_locations import (
+from imagefolder_lmdb.work.locations import (
     Location,
     location_from_json,
     location_to_json,
 )
+from imagefolder_lmdb.writing.atomic import atomic_file, write_json_atomic
 
 DESCRIPTION = "source.json"
 MEMBERS = "members.jsonl"

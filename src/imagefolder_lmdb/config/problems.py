@@ -1,5 +1,5 @@
 """One problem of a config, as one line naming the key, the value and the fix; and the error that
-reports every problem of a config at once (src/imagefolder_lmdb/config_check.py collects them).
+reports every problem of a config at once (src/imagefolder_lmdb/config/check.py collects them).
 
 Snakemake prints an error raised while it reads the workflow as ``<class> in file "<file>", line
 <n>:``, the message, and the frames between the raise and Snakemake's own code. A config problem is

@@ -1,145 +1,18 @@
-"""Outputs at their final paths only when whole: files, folders and LMDB files.
-
-Every output the workflow finalises goes through here, so "a final path only ever holds a complete
-file" is implemented once: build it under a temporary name in the same folder (``*.incomplete``:
-a leftover of a killed run is never taken for a result), flush it to disk, rename it, and flush the
-folder, so that the rename itself survives a crash. Plain files are written with ``atomic_file``;
-a folder or an LMDB built under ``temporary_path`` is renamed into place with ``publish``;
-``atomic_lmdb`` does both for an LMDB written record by record. A full disk is reported naming the
-file and the space it needed (``DiskFullError``).
-"""
+"""Writing LMDB files: sorted appends, batched commits, a map that grows, clear disk-full errors,
+and the whole file at its final path only when the block that writes it succeeds (``atomic_lmdb``)."""
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
-import errno
-import json
 import os
-import shutil
 from collections.abc import Iterator
-from typing import IO, Any
 
 import lmdb
 
 from imagefolder_lmdb.dataset import check_lmdb_file
-
-#: Suffix of every temporary output. A leftover from a killed run carries it and is never a result.
-TMP_SUFFIX = ".incomplete"
-
-
-# --------------------------------------------------------------------------------------------------
-# Atomic outputs.
-# --------------------------------------------------------------------------------------------------
-
-
-def temporary_path(final: str) -> str:
-    """The name an output is built under before it is renamed to ``final``."""
-    return final + TMP_SUFFIX
-
-
-def remove_path(path: str) -> None:
-    """Remove a file or folder if it exists (leftovers of an interrupted run)."""
-    if os.path.isdir(path) and not os.path.islink(path):
-        shutil.rmtree(path)
-    else:
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(path)
-
-
-def fsync_path(path: str) -> None:
-    """Flush a file's data, or a folder's entries, to disk."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def publish(temporary: str, final: str) -> None:
-    """Rename a finished temporary output (a file or a folder) into place, durably: its data first,
-    then the rename, then the folder that records the rename."""
-    fsync_path(temporary)
-    os.replace(temporary, final)
-    fsync_path(os.path.dirname(os.path.abspath(final)))
-
-
-@contextlib.contextmanager
-def atomic_file(final: str, mode: str = "w", **open_args: Any) -> Iterator[IO[Any]]:
-    """``final`` opened for writing (``open``'s ``mode`` and arguments), whole or not at all: the block
-    writes a temporary file beside it, which is published (flushed, renamed, the folder flushed)
-    when the block ends without an error. On any error the temporary is removed and ``final`` is
-    as it was. The temporary's name holds the process id, so two processes finalising the same
-    path never write into one file."""
-    os.makedirs(os.path.dirname(os.path.abspath(final)), exist_ok=True)
-    temporary = f"{final}.{os.getpid()}{TMP_SUFFIX}"
-    try:
-        with open(temporary, mode, **open_args) as stream:
-            yield stream
-        publish(temporary, final)
-    except BaseException as exc:
-        with contextlib.suppress(OSError):
-            os.remove(temporary)
-        if isinstance(exc, OSError) and exc.filename is None:
-            exc.filename = final  # a failed write names no file: say which output it was
-        raise
-
-
-def write_json_atomic(path: str, document: Any) -> None:
-    with atomic_file(path, encoding="utf-8") as stream:
-        json.dump(document, stream, indent=1, sort_keys=True, ensure_ascii=False)
-        stream.write("\n")
-
-
-# --------------------------------------------------------------------------------------------------
-# Writing LMDB files: sorted appends, batched commits, a map that grows, clear disk-full errors.
-# --------------------------------------------------------------------------------------------------
-
-
-class DiskFullError(OSError):
-    """No space left while writing an output; names the file and what it needed."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(errno.ENOSPC, message)
-
-    def __str__(self) -> str:
-        return str(self.strerror)
-
-
-def free_bytes(path: str) -> int:
-    """Free space on the filesystem that holds ``path`` (which need not exist yet)."""
-    return shutil.disk_usage(os.path.dirname(os.path.abspath(path))).free
-
-
-def mount_point(path: str) -> str:
-    """The mount point of the file system that holds ``path`` (which need not exist yet)."""
-    folder = os.path.dirname(os.path.abspath(path))
-    while not os.path.ismount(folder):
-        folder = os.path.dirname(folder)
-    return folder
-
-
-def disk_full_message(path: str, needed_bytes: int) -> str:
-    free = free_bytes(path)
-    return (
-        f"no space left on the device holding {path.removesuffix(TMP_SUFFIX)} (the file system mounted at "
-        f"{mount_point(path)}) while writing it: about {megabytes(needed_bytes)} needed there, {megabytes(free)} "
-        "free. Free some space (or point `work`/`results` elsewhere) and run the same command again."
-    )
-
-
-def megabytes(count: int) -> str:
-    """A size in words: ``8 KB``, ``4.8 MB``, ``12 MB``, ``1,400 MB``."""
-    if count < 1e6:
-        return f"{count / 1e3:,.0f} KB"
-    return f"{count / 1e6:.1f} MB" if count < 1e7 else f"{count / 1e6:,.0f} MB"
-
-
-def check_free_space(path: str, needed_bytes: int) -> None:
-    """Fail early, before any writing, when the disk clearly cannot hold the output."""
-    if free_bytes(path) < needed_bytes:
-        raise DiskFullError(disk_full_message(path, needed_bytes))
-
+from imagefolder_lmdb.writing.atomic import publish, remove_path, temporary_path
+from imagefolder_lmdb.writing.disk_space import DiskFullError, check_free_space, disk_full_message, free_bytes
 
 #: glibc ``mallopt`` parameters (malloc.h): M_TRIM_THRESHOLD and M_MMAP_THRESHOLD.
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
@@ -279,14 +152,3 @@ def atomic_lmdb(final: str, expected_bytes: int) -> Iterator[LMDBWriter]:
         remove_path(temporary)
         raise
     publish(temporary, final)
-
-
-def open_lmdb_readonly(path: str) -> lmdb.Environment:
-    """A part or merged LMDB written by this workflow, opened for a sequential scan (after
-    checking that it is whole: LMDB would map a short file and crash on its missing pages)."""
-    check_lmdb_file(path)
-    return lmdb.open(path, subdir=False, readonly=True, lock=False, readahead=True, max_dbs=0)
-
-
-def count_records(env: lmdb.Environment) -> int:
-    return int(env.stat()["entries"])

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import yaml
 
-from imagefolder_lmdb.config_problems import KeyPath, Problem, dotted
+from imagefolder_lmdb.config.problems import KeyPath, Problem, dotted
 
 #: The merge key (``<<: *defaults``): its keys are meant to be overridden.
 MERGE_TAG = "tag:yaml.org,2002:merge"

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from imagefolder_lmdb.config_problems import Problem
+    from imagefolder_lmdb.config.problems import Problem
 
 #: A key path in the config: ("splits", "train", "shards").
 KeyPath = tuple[str, ...]

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from imagefolder_lmdb.config_problems import KeyPath, Problem, key_problem, shown
+from imagefolder_lmdb.config.problems import KeyPath, Problem, key_problem, shown
 
 #: How to run when no split is configured (the workflow has no default config, on purpose).
 NO_SPLITS = "no splits configured; run with a config file, e.g. snakemake --cores 2 --configfile config/demo.yaml"

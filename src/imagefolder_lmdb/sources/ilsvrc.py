@@ -25,8 +25,8 @@ from typing import Any
 
 from tqdm import tqdm
 
-from imagefolder_lmdb.archive_members import DamagedArchiveError, check_tar_members
-from imagefolder_lmdb.class_list import is_shipped, shipped_list
+from imagefolder_lmdb.classes.lists import is_shipped, shipped_list
+from imagefolder_lmdb.sources.archive_members import DamagedArchiveError, check_tar_members
 
 VAL_NAME = re.compile(r"^ILSVRC2012_val_(\d{8})\.(JPEG|jpeg|jpg|JPG|png|PNG)$")
 DEVKIT_META = "data/meta.mat"

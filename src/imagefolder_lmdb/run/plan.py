@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: MIT
 """The config a command-line conversion (``convert SOURCE OUTDIR``, ``convert(source, outdir)``)
-writes and runs: every split SOURCE holds (src/imagefolder_lmdb/split_finder.py), the settings given
-as flags, ``--set`` or ``config=`` (src/imagefolder_lmdb/cli_settings.py), checked here with the
+writes and runs: every split SOURCE holds (src/imagefolder_lmdb/sources/splits.py), the settings given
+as flags, ``--set`` or ``config=`` (src/imagefolder_lmdb/config/settings.py), checked here with the
 workflow's own one-line messages before Snakemake starts, and set against what OUTDIR already holds
-(src/imagefolder_lmdb/existing_outputs.py).
+(src/imagefolder_lmdb/run/existing.py).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from imagefolder_lmdb.cli_settings import Setting, apply, in_users_words
-from imagefolder_lmdb.existing_outputs import (
+from imagefolder_lmdb.config.settings import Setting, apply, in_users_words
+from imagefolder_lmdb.run.existing import (
     Existing,
     OutputsError,
     existing_splits,
@@ -25,10 +25,10 @@ from imagefolder_lmdb.existing_outputs import (
     unlisted_classes,
     up_to_date,
 )
-from imagefolder_lmdb.results_lock import held_elsewhere
-from imagefolder_lmdb.run_paths import RunPaths
-from imagefolder_lmdb.shard_count import choose_shards
-from imagefolder_lmdb.split_finder import SplitsError, find_splits
+from imagefolder_lmdb.run.lock import held_elsewhere
+from imagefolder_lmdb.run.paths import RunPaths
+from imagefolder_lmdb.run.shards import choose_shards
+from imagefolder_lmdb.sources.splits import SplitsError, find_splits
 
 #: ``Request.cores`` of a run with a profile and no --cores: the cores are the cluster's.
 PROFILE_CORES = "profile"
@@ -155,9 +155,9 @@ def take_classes(config: dict[str, Any], existing: dict[str, Existing], request:
 def checked(config: dict[str, Any], settings: Sequence[Setting]) -> dict[str, Any]:
     """``config`` with the schema's defaults filled in (a copy), after the workflow's own checks;
     PlanError with one line per problem, each naming the setting as the user gave it."""
-    from imagefolder_lmdb.config_check import check_config
-    from imagefolder_lmdb.config_problems import ConfigError
-    from imagefolder_lmdb.config_schema import load_schema
+    from imagefolder_lmdb.config.check import check_config
+    from imagefolder_lmdb.config.problems import ConfigError
+    from imagefolder_lmdb.config.schema import load_schema
     from imagefolder_lmdb.convert import WORKFLOW
 
     filled = copy.deepcopy(config)

@@ -7,7 +7,7 @@
     ZipLocation       a zip member                                      indexed_archive.py ZipReader
     ParquetLocation   one row of a Parquet file's image column          parquet.py ParquetReader
 
-The member index and the manifest store them as JSON objects (work_files.py). A reader takes the
+The member index and the manifest store them as JSON objects (work/files.py). A reader takes the
 location it reads with ``location_as``, which names the sample when a work file holds another.
 """
 

@@ -1,7 +1,7 @@
 """Every check of a config, run once by rules/common.smk before any job: keys given twice in a config
 file, the schema (with its defaults filled in), and what the schema cannot say (paths exist, options
 agree, the outputs lie outside the sources, the class list is usable). Every problem is collected
-and reported together, one line each (src/imagefolder_lmdb/config_problems.py), so one round of
+and reported together, one line each (src/imagefolder_lmdb/config/problems.py), so one round of
 fixes is enough.
 """
 
@@ -12,12 +12,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from imagefolder_lmdb.class_list import ClassListError, configured_names, is_shipped, shipped_path
-from imagefolder_lmdb.class_plan import ClassPlan, plan_classes
-from imagefolder_lmdb.config_problems import ConfigError, KeyPath, Problem, key_problem
-from imagefolder_lmdb.config_schema import schema_problems
-from imagefolder_lmdb.config_yaml import duplicate_keys
-from imagefolder_lmdb.missing_paths import missing_path_hint, taken_from
+from imagefolder_lmdb.classes.lists import ClassListError, configured_names, is_shipped, shipped_path
+from imagefolder_lmdb.classes.plan import ClassPlan, plan_classes
+from imagefolder_lmdb.config.missing_paths import missing_path_hint, taken_from
+from imagefolder_lmdb.config.problems import ConfigError, KeyPath, Problem, key_problem
+from imagefolder_lmdb.config.schema import schema_problems
+from imagefolder_lmdb.config.yaml_nodes import duplicate_keys
 
 #: Layouts whose source is a set of shard files (src/imagefolder_lmdb/sources/shard_files.py).
 SHARD_LAYOUTS = ("webdataset", "parquet")
@@ -167,7 +167,7 @@ def shipped_devkit_problem(name: str, split: dict[str, Any], config: dict[str, A
     """``devkit: imagenet1k`` names the labels' classes; ILSVRC val labels need the ground truth."""
     if split["layout"] != "ilsvrc-val" or not is_shipped(split["devkit"]):
         return []
-    from imagefolder_lmdb.ilsvrc import SHIPPED_NOT_GROUND_TRUTH
+    from imagefolder_lmdb.sources.ilsvrc import SHIPPED_NOT_GROUND_TRUTH
 
     text = f"{split['devkit']!r} cannot label layout ilsvrc-val: {SHIPPED_NOT_GROUND_TRUTH}"
     return [key_problem(("splits", name, "devkit"), text)]

@@ -16,7 +16,7 @@ import stat
 import time
 from typing import Any
 
-from imagefolder_lmdb.outputs import atomic_file
+from imagefolder_lmdb.writing.atomic import atomic_file
 
 CACHE = os.path.join(".snakemake", "imagefolder-lmdb.listing-stamps.json")
 #: A folder changed this recently may change again within its time's resolution (1-2 s on some

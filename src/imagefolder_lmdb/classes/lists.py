@@ -10,7 +10,7 @@ holding exactly those class folders. Images of classes outside the list are set 
 counted, never stored under another class's index.
 
 The package ships named lists (``classes: imagenet1k``: the 1,000 ILSVRC2012 WNIDs with their
-WordNet words, ``src/imagefolder_lmdb/class_lists/``); a name stands for its file wherever a list or
+WordNet words, ``src/imagefolder_lmdb/classes/data/``); a name stands for its file wherever a list or
 the devkit's class list is accepted. Any dataset whose classes are all ImageNet-1k WNIDs gets their
 words (meta/json ``class_words``), whatever named the classes.
 """
@@ -28,7 +28,7 @@ from typing import Any
 #: The class lists the package ships, by the name a config gives (``classes: imagenet1k``).
 SHIPPED_LISTS = ("imagenet1k",)
 #: Where they lie: package data beside this module.
-SHIPPED_FOLDER = Path(__file__).resolve().parent / "class_lists"
+SHIPPED_FOLDER = Path(__file__).resolve().parent / "data"
 
 
 class ClassListError(ValueError):
@@ -155,7 +155,7 @@ def is_dataset(value: object) -> bool:
 
 def dataset_classes(path: str, where: str) -> list[str]:
     """The class list stored in the dataset ``path``."""
-    from imagefolder_lmdb.existing_outputs import read_document
+    from imagefolder_lmdb.run.existing import read_document
 
     document = read_document(path) if os.path.isfile(path) else None
     if document is None or not isinstance(document.get("classes"), list):

@@ -1,5 +1,5 @@
 """Which class list each split of a config is converted with, decided from the config before any
-job runs (the lists themselves: src/imagefolder_lmdb/class_list.py).
+job runs (the lists themselves: src/imagefolder_lmdb/classes/lists.py).
 
 Every split with ``share_classes: true`` (the default) uses one list: the config's ``classes:``, or
 else the classes of the first such split, whose manifest the later ones read. A split with
@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from imagefolder_lmdb.class_list import configured_names, configured_origin
+from imagefolder_lmdb.classes.lists import configured_names, configured_origin
 
 #: config: the config's classes:; source: this split's own source, whose classes later sharing splits
 #: take; shared: the classes of split ``shared_from``; own: share_classes: false.

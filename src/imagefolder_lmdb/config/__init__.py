@@ -1,0 +1,1 @@
+"""The config: its schema and defaults, every check of it, and each problem worded once (problems.py)."""

@@ -1,0 +1,164 @@
+"""ElasticDistributedSampler (issue 32), in one process with explicit ranks: one permutation per
+epoch whatever the world size, and a mid-epoch state that resumes at another world size, through a
+plain DataLoader (``state_dict(consumed=...)``) and through torchdata's StatefulDataLoader."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+
+import pytest
+from torch.utils.data import DataLoader, Dataset
+
+from imagefolder_lmdb import ElasticDistributedSampler, sampler_state_from_loader
+
+#: Not a multiple of any world size tested, so every epoch ends in a partial step.
+SIZE = 103
+WORLDS = (1, 2, 3, 4, 8)
+#: Full shuffle, block-window shuffle, no shuffle.
+ORDERS = {"full": {}, "blocks": {"block_size": 4, "window": 3}, "none": {"shuffle": False}}
+
+
+class Indices(Dataset[int]):
+    """A map-style dataset whose sample is its index, so a loader's output names what it read."""
+
+    def __len__(self) -> int:
+        return SIZE
+
+    def __getitem__(self, index: int) -> int:
+        return index
+
+
+def samplers(world: int, **options: object) -> list[ElasticDistributedSampler]:
+    return [ElasticDistributedSampler(Indices(), num_replicas=world, rank=r, seed=5, **options) for r in range(world)]
+
+
+def interleave(draws: list[list[int]]) -> list[int]:
+    """The ranks' draws in the order they are dealt: rank 0's first, rank 1's first, ..."""
+    return [index for step in itertools.zip_longest(*draws) for index in step if index is not None]
+
+
+def drawn(ranks: list[ElasticDistributedSampler], steps: int | None = None) -> list[list[int]]:
+    """What each rank draws: all of the iteration, or its first ``steps`` indices."""
+    return [list(itertools.islice(iter(sampler), steps)) for sampler in ranks]
+
+
+@pytest.mark.parametrize("order", ORDERS)
+@pytest.mark.parametrize("drop_last", [False, True])
+def test_every_world_size_deals_one_permutation(order: str, drop_last: bool) -> None:
+    epoch = interleave(drawn(samplers(1, **ORDERS[order])))
+    assert sorted(epoch) == list(range(SIZE)), "an epoch covers every index once"
+    assert (epoch == list(range(SIZE))) == (order == "none")
+    for world in WORLDS:
+        ranks = samplers(world, drop_last=drop_last, **ORDERS[order])
+        draws = drawn(ranks)
+        assert {len(draw) for draw in draws} == {len(ranks[0])}, "every rank draws as many"
+        dealt = interleave(draws)
+        whole = SIZE // world * world if drop_last else SIZE
+        assert dealt[:whole] == epoch[:whole], f"world {world}: the same permutation"
+        assert dealt[whole:] == ([] if drop_last else epoch[: len(dealt) - SIZE]), "padding from the epoch's start"
+
+
+@pytest.mark.parametrize("order", ["full", "blocks"])
+@pytest.mark.parametrize("drop_last", [False, True])
+@pytest.mark.parametrize("new_world", [2, 3, 8])
+def test_resume_at_another_world_size_covers_the_unseen(order: str, drop_last: bool, new_world: int) -> None:
+    first = samplers(4, drop_last=drop_last, **ORDERS[order])
+    seen = interleave(drawn(first, steps=7))  # 7 steps of batch 1, or 1 of 7, at world size 4
+    states = [sampler.state_dict() for sampler in first]
+    assert all(state == states[0] for state in states), "every rank's state says the same"
+    assert states[0]["consumed"] == 28
+    epoch = interleave(drawn(samplers(1, **ORDERS[order])))
+    resumed = samplers(new_world, drop_last=drop_last, **ORDERS[order])
+    for rank, sampler in enumerate(resumed):
+        sampler.load_state_dict(states[rank % 4])  # any rank's state loads on any rank
+    rest = interleave(drawn(resumed))
+    left = SIZE - 28
+    if drop_last:
+        assert rest == epoch[28 : 28 + left // new_world * new_world], "the rest, the last partial step left out"
+    else:
+        assert rest[:left] == epoch[28:], "the rest of the same permutation, each index once"
+        assert rest[left:] == epoch[: len(rest) - left] and len(rest) - left < new_world, "padding only"
+    assert not set(seen) & set(rest[:left])
+
+
+def test_same_seed_and_epoch_same_order_everywhere() -> None:
+    def order(seed: int, epoch: int, **options: object) -> list[int]:
+        sampler = ElasticDistributedSampler(range(1000), num_replicas=1, rank=0, seed=seed, **options)
+        sampler.set_epoch(epoch)
+        return list(sampler)
+
+    assert order(0, 0) == order(0, 0) and order(3, 2, block_size=8, window=4) == order(3, 2, block_size=8, window=4)
+    # A fixed hash, not torch's or numpy's generators: these values hold on every machine and version.
+    assert order(0, 0)[:8] == [942, 235, 682, 385, 787, 609, 641, 863]
+    assert order(0, 1) != order(0, 0) and order(1, 0) != order(0, 0), "a new epoch or seed, a new order"
+    assert sorted(order(0, 1)) == list(range(1000))
+
+
+def test_block_window_shuffle_keeps_each_window_to_its_blocks() -> None:
+    sampler = ElasticDistributedSampler(range(1024), num_replicas=1, rank=0, block_size=16, window=4)
+    order = list(sampler)
+    assert sorted(order) == list(range(1024))
+    windows = [order[start : start + 64] for start in range(0, 1024, 64)]
+    assert all(len({index // 16 for index in window}) <= 4 for window in windows), "a window: 4 blocks' records"
+    assert windows[0] != sorted(windows[0]), "records shuffled within their window"
+
+
+def test_plain_dataloader_with_workers_resumes_from_consumed() -> None:
+    """A plain DataLoader's sampler runs ahead of the loop (2 workers prefetch); the state made from
+    what the loop received resumes with no index lost or repeated, at another world size."""
+
+    def loaders(world: int, state: dict | None = None) -> tuple[list[ElasticDistributedSampler], list[Iterator]]:
+        ranks = samplers(world)
+        for sampler in ranks if state else []:
+            sampler.load_state_dict(state)  # before the loader starts: its workers prefetch at once
+        return ranks, [iter(DataLoader(Indices(), batch_size=5, sampler=s, num_workers=2)) for s in ranks]
+
+    ranks, loops = loaders(2)
+    seen = [[int(i) for step in range(3) for i in next(loop)] for loop in loops]  # 3 steps of 5
+    assert all(sampler.state_dict()["consumed"] > 30 for sampler in ranks), "the samplers ran ahead"
+    state = ranks[1].state_dict(consumed=3 * 5)
+    assert state["consumed"] == 30
+    del loops
+    _, loops = loaders(3, state)
+    rest = [[int(i) for batch in loop for i in batch] for loop in loops]
+    everything = interleave(seen) + interleave(rest)
+    assert sorted(everything[:SIZE]) == list(range(SIZE)) and len(everything) - SIZE < 3, "padding only"
+
+
+@pytest.mark.filterwarnings("ignore:'set_vital' is deprecated:UserWarning")
+@pytest.mark.parametrize(("workers", "new_workers"), [(2, 0), (0, 2)])
+def test_stateful_dataloader_state_is_what_the_loop_received(workers: int, new_workers: int) -> None:
+    """StatefulDataLoader keeps the sampler's state as each batch was drawn; the helper takes it out
+    of the loader's state, for a fresh loader with another num_workers."""
+    from torchdata.stateful_dataloader import StatefulDataLoader
+
+    sampler = ElasticDistributedSampler(Indices(), num_replicas=1, rank=0)
+    loader = StatefulDataLoader(Indices(), batch_size=4, sampler=sampler, num_workers=workers)
+    batches = iter(loader)
+    seen = [int(i) for _ in range(5) for i in next(batches)]
+    state = sampler_state_from_loader(loader.state_dict())
+    assert state["consumed"] == 20, "the state counts what the loop received, not what was prefetched"
+    del batches, loader
+    fresh = ElasticDistributedSampler(Indices(), num_replicas=1, rank=0)
+    fresh.load_state_dict(state)
+    again = StatefulDataLoader(Indices(), batch_size=4, sampler=fresh, num_workers=new_workers)
+    rest = [int(i) for batch in again for i in batch]
+    assert seen + rest == list(ElasticDistributedSampler(Indices(), num_replicas=1, rank=0)), "the epoch, once"
+
+
+def test_states_of_another_order_or_epoch() -> None:
+    state = samplers(2)[0].state_dict(consumed=0)
+    with pytest.raises(ValueError, match=r"seed=5 \(this sampler: 6\)"):
+        ElasticDistributedSampler(Indices(), num_replicas=2, rank=0, seed=6).load_state_dict(state)
+    with pytest.raises(ValueError, match="not an ElasticDistributedSampler state"):
+        samplers(2)[0].load_state_dict({"yielded": 3})
+    with pytest.raises(ValueError, match="cannot have received more"):
+        samplers(2)[0].state_dict(consumed=1)
+    sampler = samplers(3)[0]
+    sampler.load_state_dict({**state, "consumed": 30})
+    assert len(sampler) == 25
+    sampler.set_epoch(1)  # another epoch than the state's: it starts at its beginning
+    assert len(list(sampler)) == 35
+    sampler.load_state_dict({**state, "consumed": SIZE})  # a finished epoch: the next starts afresh
+    assert sampler.epoch == 1 and len(list(sampler)) == 35
