@@ -113,7 +113,8 @@ def splits_of(request: Request) -> dict[str, dict[str, Any]]:
     if isinstance(source, str) and not any(c in source for c in "*{") and not os.path.exists(source):
         raise PlanError(f"SOURCE {source} does not exist: name a folder, an archive or shard files")
     found = None
-    if request.split is None and request.layout == "imagefolder" and isinstance(source, str):
+    rooted = any(setting.path == ("splits", "*", "root") for setting in request.settings)  # one folder inside
+    if request.split is None and request.layout == "imagefolder" and isinstance(source, str) and not rooted:
         try:
             found = find_splits(source, request.splits or None)
         except SplitsError as exc:
