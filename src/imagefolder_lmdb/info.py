@@ -29,7 +29,7 @@ def read_dataset(path: str) -> dict[str, Any]:
     the file's size and path (no checksum is checked: that is ``verify``'s work)."""
     import lmdb
 
-    from imagefolder_lmdb.dataset import META_KEYS
+    from imagefolder_lmdb.reader import META_KEYS
 
     if os.path.isdir(path) or not os.path.isfile(path):
         raise InfoError(f"{path}: no such file")

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import yaml
 
-from imagefolder_lmdb.dataset import META_KEYS
+from imagefolder_lmdb.reader import META_KEYS
 from support.datasets import every_key_and_value
 from support.images import make_images
 from support.workflow import kill_group, snakemake_environment, wait_for_hold
@@ -248,3 +248,18 @@ def test_the_folder_config_init_config_prints_converts(tmp_path: Path) -> None:
     make_images(str(tmp_path / "data" / "val"), images=2, classes=2, seed=1, first_index=50, workers=1)
     succeeded(run_command(tmp_path, "convert", "--configfile", "folder.yaml", "--cores", "2"))
     assert meta_of(tmp_path / "out" / "val.lmdb")[0]["length"] == 2
+
+
+def test_the_reader_on_a_folder_of_splits_names_the_files_it_holds(tmp_path: Path) -> None:
+    from imagefolder_lmdb import LMDBDataset
+    from support.datasets import random_values, write_dataset
+
+    (tmp_path / "out").mkdir()
+    for split in ("train", "val"):
+        write_dataset(tmp_path / "out" / f"{split}.lmdb", random_values([10, 20]))
+    with pytest.raises(IsADirectoryError) as raised:
+        LMDBDataset(str(tmp_path / "out"))
+    assert str(raised.value) == (
+        f"{tmp_path / 'out'} is a folder of datasets, not one: it holds train.lmdb, val.lmdb. "
+        f"Open one of them, e.g. LMDBDataset('{tmp_path / 'out' / 'train.lmdb'}')"
+    )
