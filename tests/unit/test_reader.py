@@ -187,6 +187,20 @@ def test_the_reader_imports_and_decodes_without_torchcodec_and_torchvision() -> 
     assert done.stdout.strip() == "(4, 3)"
 
 
+def test_the_reader_and_its_shared_homes_import_only_the_readers_dependencies() -> None:
+    """The reader's modules, and the homes it shares with the writers (the LMDB layout, the JPEG walk,
+    malloc tuning), import lmdb, numpy, Pillow and the standard library: not the workflow's snakemake,
+    torchvision or PyYAML, and torch only when LMDBDataset is asked for."""
+    script = (
+        "import sys\n"
+        "from imagefolder_lmdb.reader import jpeg_markers, lmdb_layout, memory, LMDBReader\n"
+        "print(sorted(name for name in ('snakemake', 'torchvision', 'yaml', 'torch') if name in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
 # -- memory for batches -----------------------------------------------------------------------------
 
 
