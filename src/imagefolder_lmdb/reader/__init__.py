@@ -168,6 +168,12 @@ __all__ = [
 ]
 
 
+# The reader's errors and warning print under the name they are imported by, as numpy's do
+# (``imagefolder_lmdb.reader.TruncatedFileError``), not under the module that defines them.
+for _public in (FormatError, TruncatedFileError, ReadersFullError, LocationsWarning):
+    _public.__module__ = __name__
+
+
 def __getattr__(name: str) -> Any:
     # PEP 562: LMDBDataset, a torch Dataset, is built (importing torch) on first access, in
     # imagefolder_lmdb.reader.dataset, where pickle finds it; the writers never ask for it.
