@@ -491,3 +491,62 @@ def check(path: str | os.PathLike[str], key_width: int = 8, every_value: bool = 
         return check_fd(fd, key_width, every_value)
     finally:
         os.close(fd)
+
+
+# -- pages as bytes, for readers without a file descriptor (imagefolder_lmdb.remote: ranged GETs) --
+
+
+@dataclass(frozen=True)
+class LeafEntry:
+    """One node of a leaf page: its key, and where its value lies in the file."""
+
+    key: bytes
+    offset: int  # the value's first byte in the file
+    length: int
+    inline: bool  # the value sits in the leaf page itself
+
+
+def page_size_of(first_page: bytes) -> int:
+    """The page size meta page 0 records (its first 4096 bytes suffice), checked for plausibility."""
+    page_size = _meta_page(first_page[:4096].ljust(4096, b"\0"), 0).page_size
+    if page_size < 512 or page_size & (page_size - 1):
+        raise ValueError(f"implausible LMDB page size {page_size}")
+    return page_size
+
+
+def current_meta(page0: bytes, page1: bytes) -> MetaPage:
+    """The current meta page, from the bytes of pages 0 and 1: the one with the larger txnid."""
+    return max(_meta_page(page0, 0), _meta_page(page1, 1), key=lambda meta: meta.txnid)
+
+
+def is_branch(page: bytes, pgno: int, page_size: int) -> bool:
+    """Whether page ``pgno`` (its bytes) is a branch page; False for a leaf; ValueError for anything else."""
+    return _page_header(page, pgno, page_size)[0] == P_BRANCH
+
+
+def branch_entries(page: bytes, pgno: int, page_size: int) -> tuple[list[bytes], list[int]]:
+    """The keys and child page numbers of branch page ``pgno`` (the first key is unused by LMDB)."""
+    _, count = _page_header(page, pgno, page_size)
+    ptrs, _, _, _, ksize = _node_fields(page, count)
+    keys = [
+        page[start + NODE_HEADER : start + NODE_HEADER + size]
+        for start, size in zip(ptrs.tolist(), ksize.tolist(), strict=True)
+    ]
+    return keys, _children(page, count)
+
+
+def leaf_entries(page: bytes, pgno: int, meta: MetaPage) -> list[LeafEntry]:
+    """Every node of leaf page ``pgno`` with its value's place in the file, checked as a walk checks it."""
+    _, count = _page_header(page, pgno, meta.page_size)
+    nodes = _leaf_nodes(page, count, pgno, meta)
+    entries = []
+    for slot in range(count):
+        start, size = int(nodes.ptrs[slot]) + NODE_HEADER, int(nodes.ksize[slot])
+        big = bool(nodes.big[slot])
+        offset = (
+            int(nodes.first_overflow[slot]) * meta.page_size + PAGE_HEADER
+            if big
+            else pgno * meta.page_size + int(nodes.data_at[slot])
+        )
+        entries.append(LeafEntry(page[start : start + size], offset, int(nodes.length[slot]), not big))
+    return entries

@@ -26,6 +26,7 @@ from imagefolder_lmdb.reader.legacy import _open_legacy
 from imagefolder_lmdb.reader.memory import keep_freed_memory_for_reuse
 from imagefolder_lmdb.reader.records import _Opened, _Records
 from imagefolder_lmdb.reader.records_located import _LocatedRecords, _v1_records
+from imagefolder_lmdb.remote import is_url
 
 
 def _open_records(path: str, env: lmdb.Environment, lock: bool, allow_pickle: bool) -> _Opened:
@@ -36,6 +37,20 @@ def _open_records(path: str, env: lmdb.Environment, lock: bool, allow_pickle: bo
         meta = decode_meta(txn, path)
         records = _v1_records(path, env, meta, lock)
     return _Opened(records, meta.document, meta.classes, meta.paths, meta.labels.tolist(), meta)
+
+
+def _open_path(
+    ds: LMDBReader, max_in_flight: int, cache_dir: str | os.PathLike[str] | None, cache_bytes: int
+) -> _Opened:
+    """``ds.path`` opened: a file in place, or a URL (s3://, gs://, az://, http(s)://) through
+    imagefolder_lmdb.remote (the [remote] extra), reading records by ranged requests."""
+    if is_url(ds.path):
+        from imagefolder_lmdb.remote.reading import open_remote_records
+
+        return open_remote_records(ds.path, max_in_flight, cache_dir, cache_bytes)
+    if cache_dir is not None:
+        raise ValueError(f"cache_dir is for datasets read from a URL; {ds.path} is read in place")
+    return _open_records(ds.path, ds._env(), ds.lock, ds.allow_pickle)
 
 
 def _check_options(decode: str, lock: bool, max_readers: int | None) -> None:
@@ -236,6 +251,9 @@ class LMDBReader(_Index):
         lock: bool = False,
         max_readers: int | None = None,
         allow_pickle: bool = False,
+        max_in_flight: int = 64,
+        cache_dir: str | os.PathLike[str] | None = None,
+        cache_bytes: int = 64 << 30,
     ) -> None:
         _check_options(decode, lock, max_readers)
         self.path = os.fspath(path)
@@ -245,7 +263,7 @@ class LMDBReader(_Index):
         self.lock = lock
         self.max_readers = max_readers
         self.allow_pickle = allow_pickle
-        self._set_index(_open_records(self.path, self._env(), lock, allow_pickle))
+        self._set_index(_open_path(self, max_in_flight, cache_dir, cache_bytes))
 
     def _env(self) -> lmdb.Environment:
         return shared_env(self.path, lock=self.lock, max_readers=self.max_readers)
