@@ -206,7 +206,7 @@ class LMDBReader(_Index):
     docs/training.md.
 
     Args:
-        path (str or os.PathLike): the dataset file, ``results/<split>.lmdb``.
+        path (str or os.PathLike): the dataset file, ``results/<split>.lmdb``, or its URL.
         transform (callable, optional): takes the image ``decode`` makes and returns a transformed
             version, as ImageFolder's ``transform``.
         target_transform (callable, optional): takes the class index and transforms it.
@@ -219,6 +219,11 @@ class LMDBReader(_Index):
         max_readers (int, optional): the reader table's slots with ``lock=True`` (default 126).
         allow_pickle (bool): also read LEGACY folder2lmdb files, whose values are pickles, with a
             restricted unpickler (default False: such files are refused).
+        max_in_flight (int): for a URL (``s3://``, ``gs://``, ``az://``, ``http(s)://``, the
+            ``[remote]`` extra), the most ranged reads in flight at once (default 64).
+        cache_dir (str or os.PathLike, optional): for a URL, a local folder that keeps the records
+            fetched; refused for a file read in place.
+        cache_bytes (int): the most bytes ``cache_dir`` holds (default 64 GiB).
 
     Attributes:
         classes, class_to_idx, samples, imgs, targets: ImageFolder's; ``samples`` holds
