@@ -102,8 +102,18 @@ def read_lmdb_header(fd: int, where: str) -> LmdbHeader:
 
 
 def _data_file(path: str) -> str:
-    """The file that holds an environment's pages (a directory environment keeps them in data.mdb)."""
-    return os.path.join(path, "data.mdb") if os.path.isdir(path) else path
+    """The file that holds an environment's pages (a directory environment keeps them in data.mdb).
+    A folder of datasets (a conversion's OUTDIR) is named as such, with the files it holds."""
+    if not os.path.isdir(path):
+        return path
+    data = os.path.join(path, "data.mdb")
+    datasets = [] if os.path.exists(data) else sorted(name for name in os.listdir(path) if name.endswith(".lmdb"))
+    if datasets:
+        raise IsADirectoryError(
+            f"{path} is a folder of datasets, not one: it holds {', '.join(datasets)}. "
+            f"Open one of them, e.g. LMDBDataset({os.path.join(path, datasets[0])!r})"
+        )
+    return data
 
 
 def check_lmdb_file(path: str | os.PathLike[str]) -> LmdbHeader:
