@@ -39,7 +39,9 @@ class FaultProxy:
 
     def start(self) -> FaultProxy:
         self.thread.start()
-        future = asyncio.run_coroutine_threadsafe(asyncio.start_server(self._serve, "127.0.0.1", 0), self.loop)
+        future = asyncio.run_coroutine_threadsafe(
+            asyncio.start_server(self._serve, "127.0.0.1", 0, backlog=512), self.loop
+        )
         self.server = future.result(timeout=10)
         self.port = self.server.sockets[0].getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
