@@ -2,9 +2,9 @@
 """``imagefolder_lmdb.convert()`` and ``imagefolder-lmdb convert``: the packaged workflow, run by
 Snakemake's own command line.
 
-The wheel holds the workflow (src/imagefolder_lmdb/workflow: the Snakefile, rules, rule scripts,
-config schema, report captions and profiles, links to the checkout's files). A conversion is
-``python -m snakemake --snakefile <package>/workflow/Snakefile --configfile FILE ...`` with the
+The workflow is the checkout's Snakefile, rules, rule scripts, config schema, report captions and
+profiles; the wheel holds them inside the package (run/workflow_folder.py finds either). A conversion is
+``python -m snakemake --snakefile <workflow>/Snakefile --configfile FILE ...`` with the
 interpreter running this, so progress, errors and the end-of-run summary are the workflow's own,
 and the same command after a kill resumes as ``snakemake`` does (the work folder holds its state).
 
@@ -26,8 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from imagefolder_lmdb.run.workflow_folder import workflow_folder
+
 #: The packaged workflow: its Snakefile is what a host workflow's ``module`` may name, too.
-WORKFLOW = Path(__file__).resolve().parent / "workflow"
+WORKFLOW = workflow_folder()
 SNAKEFILE = WORKFLOW / "Snakefile"
 #: Profiles shipped with the workflow: ``default`` (always applied) and ``slurm`` (``--profile slurm``).
 PROFILES = WORKFLOW / "profiles"

@@ -87,7 +87,8 @@ def in_config_order(problems: list[Problem], config: dict[str, Any]) -> list[Pro
     """The problems in the order their keys are written (a file's own problems first)."""
 
     def position(problem: Problem) -> tuple[int, ...]:
-        place, node = [], config
+        place: list[int] = []
+        node: Any = config
         for key in problem.path:
             keys = list(node) if isinstance(node, dict) else []
             place.append(keys.index(key) if key in keys else len(keys))

@@ -256,7 +256,8 @@ def index_zip(archive: str, container: int = 0, progress: dict[str, Any] | None 
     infos = zip_infos(archive)
     check_zip_members(archive, infos)
     infos.reverse()
-    with tqdm(total=len(infos), desc=f"index {os.path.basename(archive)}", unit="entry", **(progress or {})) as bar:
+    total = len(infos)
+    with tqdm(total=total, desc=f"index {os.path.basename(archive)}", unit="entry", **(progress or {})) as bar:
         while infos:  # each ZipInfo is freed as its Member is made: the index never holds both tables
             info = infos.pop()
             name = zip_member_name(info)
@@ -265,7 +266,7 @@ def index_zip(archive: str, container: int = 0, progress: dict[str, Any] | None 
             else:  # read back by zipfile's name for it
                 yield Member(name, ZipLocation(container, info.filename, info.file_size))
             if len(infos) % PROGRESS_STEP == 0:
-                bar.update(bar.total - len(infos) - bar.n)  # tqdm's own interval decides what is shown
+                bar.update(total - len(infos) - bar.n)  # tqdm's own interval decides what is shown
 
 
 # --------------------------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ import threading
 from collections import Counter, OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from tqdm import tqdm
 
@@ -157,9 +157,10 @@ def null_count(metadata: pq.FileMetaData, column: str) -> int | None:
         row_group = metadata.row_group(group)
         chunks = [row_group.column(i) for i in range(row_group.num_columns)]
         chunk = next((c for c in chunks if c.path_in_schema == column), None)
-        if chunk is None or not chunk.is_stats_set or not chunk.statistics.has_null_count:
+        statistics = chunk.statistics if chunk is not None and chunk.is_stats_set else None
+        if statistics is None or statistics.null_count is None:  # None: the row group has no count
             return None
-        total += chunk.statistics.null_count
+        total += statistics.null_count
     return total
 
 
@@ -189,10 +190,15 @@ def paths_only_words(info: ParquetFileInfo, columns: Columns) -> str:
     return f"{rows} hold a file path only (the first: {first!r}), not the image's bytes"
 
 
+def first_field(values: pa.Array) -> pa.Array:
+    """The first field of a struct column's values (``image.bytes`` or ``image.path``: ``columns.image``)."""
+    return cast("pa.StructArray", values).flatten()[0]
+
+
 def first_stored_path(info: ParquetFileInfo, columns: Columns) -> str | None:
     with open_parquet(info.path) as parquet:
         paths = parquet.read_row_group(0, columns=[f"{columns.image}.path"]).column(columns.image)
-    values = paths.combine_chunks().flatten()[0].to_pylist() if len(paths) else []
+    values = first_field(paths.combine_chunks()).to_pylist() if len(paths) else []
     return next((value for value in values if value), None)
 
 
@@ -306,7 +312,7 @@ def group_labels(
     labels = table.column(columns.label).to_pylist()
     if not info.has_path:
         return labels, [None] * len(labels)
-    paths = table.column(columns.image).combine_chunks().flatten()[0].to_pylist()
+    paths = first_field(table.column(columns.image).combine_chunks()).to_pylist()
     return labels, paths
 
 
@@ -478,7 +484,7 @@ class ParquetReader(SampleReader):
                 "extract listed it. Download it again and run the same command again."
             ) from exc
         values = table.column(0).combine_chunks()
-        return values.flatten()[0] if opened.column != self.image_column else values
+        return first_field(values) if opened.column != self.image_column else values
 
     def _evict(self, keep: tuple[int, int]) -> None:
         """Drop the least recently used row groups beyond the byte budget (a thread still reading

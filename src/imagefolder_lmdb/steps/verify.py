@@ -228,8 +228,7 @@ def check_record(ds: LMDBReader, index: int, located: Located) -> str | None:
     if checksum(data) != int(ds.checksums[index]):
         return f"record {index} ({ds.samples[index][0]}): checksum mismatch, the stored bytes changed"
     try:
-        image = Image.open(io.BytesIO(data))
-        image = image.convert("RGB")
+        image = Image.open(io.BytesIO(data)).convert("RGB")
     except Exception as exc:  # noqa: BLE001 - any decoder failure is a finding, not a crash
         return f"record {index} ({ds.samples[index][0]}): does not decode: {exc}"
     width, height = (int(v) for v in ds.image_sizes[index])
