@@ -33,8 +33,11 @@ data/demo/val:
 demo: $(STAMP) data/demo/train data/demo/val
 	$(BIN)/snakemake --cores $(CORES) --configfile config/demo.yaml
 
+# Two worker processes (pytest-xdist); the SLURM tests on one of them, handed out first
+# (tests/support/scheduling.py). Budget: README.md, "Tests".
+TEST_WORKERS ?= 2
 test: $(STAMP)
-	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest tests -n $(TEST_WORKERS) --dist loadgroup
 
 test-cluster: $(STAMP)
 	$(BIN)/python -m pytest tests/cluster

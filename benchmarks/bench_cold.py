@@ -285,10 +285,10 @@ CONTENDERS: dict[str, Contender] = {
 # --------------------------------------------------------------------------------------------------
 
 
-def convert(tree: Path, shards: int) -> tuple[Path, float]:
-    """The tree through the real workflow, in a fresh run folder: returns the LMDB and seconds.
-    A fresh run each time, so the file is what today's workflow writes (a changed writer counts)."""
-    rundir = fresh_dir(OUT / "runs" / "cold")
+def convert(tree: Path, shards: int, name: str = "cold") -> tuple[Path, float]:
+    """The tree through the real workflow, in a fresh run folder (benchmarks/out/runs/<name>): returns
+    the LMDB and seconds. A fresh run each time, so the file is what today's workflow writes."""
+    rundir = fresh_dir(OUT / "runs" / name)
     # header check: the same stored bytes as the full check (valid JPEGs pass through), sooner
     config = write_config(rundir, {"train": {"source": str(tree), "shards": shards}}, encode={"check": "header"})
     seconds = run_snakemake(rundir, config)

@@ -111,6 +111,7 @@ def notes(part: str, results: R) -> list[str]:
         "archives": archive_notes,
         "cold": lambda results: [],  # section 8 is one template with its tables (report.py's cold_section)
         "training": lambda results: [],  # section 9 likewise (report.py's training_section)
+        "sampler": lambda results: [],  # section 10 likewise (sampler_report.py)
     }
     return [line for text in writer[part](results) for line in (*text.split("\n"), "")]
 

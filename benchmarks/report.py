@@ -36,6 +36,7 @@ from benchmarks.interpretation import (
     warm,
 )
 from benchmarks.notes import notes
+from benchmarks.sampler_report import sampler_section
 
 CONTENDER_NAMES = {
     "workflow": "workflow, `check: decode` (default)",
@@ -507,6 +508,12 @@ PARTS: list[tuple[str, str, str, Callable[[R], list[str]]]] = [
     ("archives", "archives", "## 7. ILSVRC2012 archives: streaming vs extract-then-convert (issue 4)", archive_table),
     ("cold", "cold", "## 8. Cold reads: LMDB vs plain files, page cache emptied (issue 14)", cold_section),
     ("training", "training", "## 9. Training input (issue 23)", training_section),
+    (
+        "sampler",
+        "sampler",
+        "## 10. Sampler locality: block-window shuffle, cold batch reads (issue 32)",
+        sampler_section,
+    ),
 ]
 
 

@@ -5,6 +5,7 @@
     .venv/bin/python -m benchmarks.run --report-only    # rewrite BENCHMARKS.md from the last results
     .venv/bin/python -m benchmarks.run --sections cold  # only section 8, cold reads (issue 14)
     .venv/bin/python -m benchmarks.run --sections training  # only section 9, training input (issue 23)
+    .venv/bin/python -m benchmarks.run --sections sampler   # only section 10, the sampler's locality (issue 32)
 
 Generated data is cached in benchmarks/out/data/ (ignored by git); raw figures go to
 benchmarks/out/results.json, the report to BENCHMARKS.md and benchmarks/benchmarks.png. A
@@ -32,6 +33,7 @@ from benchmarks import (
     bench_memory,
     bench_merge,
     bench_reader,
+    bench_sampler,
     bench_scale,
     bench_startup,
     bench_training,
@@ -47,9 +49,9 @@ def results_path(quick: bool) -> Path:
     return OUT / ("results.quick.json" if quick else "results.json")
 
 
-SECTIONS = ("convert", "memory", "merge", "reader", "scale", "archives", "cold", "training")
+SECTIONS = ("convert", "memory", "merge", "reader", "scale", "archives", "cold", "training", "sampler")
 #: Sections that make their own data rather than use the 2N / N trees.
-OWN_DATA = frozenset({"cold", "training"})
+OWN_DATA = frozenset({"cold", "training", "sampler"})
 
 
 @dataclass(frozen=True)
@@ -150,6 +152,13 @@ def training_section(plan: Plan, method: str) -> dict[str, Any]:
     return bench_training.measure_training(tree, sizes, method)
 
 
+def sampler_section(plan: Plan, method: str) -> dict[str, Any]:
+    sizes = bench_sampler.make_sizes(plan.quick, plan.classes, plan.shards)
+    log(f"sampler: {sizes.images} images, cache emptied with {method}")
+    tree = bench_data.image_tree(sizes.images, sizes.classes)
+    return bench_sampler.measure_sampler(tree, sizes, method)
+
+
 def machine() -> dict[str, Any]:
     return {
         "cores": os.cpu_count(),
@@ -195,6 +204,8 @@ def run(plan: Plan, sections: list[str], cold_method: str) -> dict[str, Any]:
         run_section("cold", results, cold_section, plan, cold_method)
     if "training" in sections:
         run_section("training", results, training_section, plan, cold_method)
+    if "sampler" in sections:
+        run_section("sampler", results, sampler_section, plan, cold_method)
     seconds = time.perf_counter() - start
     if previous is None:
         results["total_seconds"] = seconds

@@ -15,6 +15,8 @@ from imagefolder_lmdb.config.check import (
 )
 from imagefolder_lmdb.config.schema import load_schema
 from imagefolder_lmdb.run.paths import SHARD, RunPaths
+from imagefolder_lmdb.run.progress import register as register_progress
+from imagefolder_lmdb.run.progress import stop_board
 
 min_version("9.0")
 
@@ -43,6 +45,8 @@ PATHS = RunPaths(
     config["results"], config["work"]
 )  # every file's path: src/imagefolder_lmdb/run/paths.py
 SPLITS = list(config["splits"])
+# the splits the progress board shows (src/imagefolder_lmdb/run/progress.py)
+register_progress(PATHS, SPLITS)
 
 
 wildcard_constraints:
@@ -151,5 +155,6 @@ def print_summary(config: dict) -> None:
     """After a successful run: per split, what was stored and where the outputs are."""
     from imagefolder_lmdb.run.summary import summary_lines
 
+    stop_board()  # its final state first: no redraw lands after the summary
     for line in summary_lines(config, time.time() - RUN_STARTED):
         print(line)

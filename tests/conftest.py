@@ -8,6 +8,7 @@ the repository's Snakefile and a config written into a temp folder; tests/cluste
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -20,7 +21,8 @@ import pytest
 pytest.register_assert_rewrite("support")  # its assertions explain their failures as the tests' do
 
 from support.images import TREE_CLASSES, TREE_IMAGES, make_images  # noqa: E402
-from support.workflow import Converted, convert  # noqa: E402
+from support.sharing import Snapshot, built_once  # noqa: E402
+from support.workflow import Converted, Run, convert  # noqa: E402
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -31,12 +33,28 @@ def pytest_configure(config: pytest.Config) -> None:
     Path(os.environ["SLURM_CONF"]).touch()
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup`` (make test) with the SLURM tests handed out first (support/scheduling.py)."""
+    if config.getoption("dist") != "loadgroup":
+        return None
+    from support.scheduling import LongPoleFirst
+
+    return LongPoleFirst(config, log)
+
+
 @pytest.fixture(scope="session")
-def image_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A small ImageNet-like tree, generated once per test session (treat as read-only)."""
-    root = tmp_path_factory.mktemp("tree") / "train"
-    make_images(str(root), images=TREE_IMAGES, classes=TREE_CLASSES, seed=3, workers=2)
-    return root
+def image_tree(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A small ImageNet-like tree, generated once per test run, shared by the workers; read-only
+    (the session fails at its end should a test have changed it)."""
+
+    def build(folder: Path) -> None:
+        make_images(str(folder / "train"), images=TREE_IMAGES, classes=TREE_CLASSES, seed=3, workers=2)
+
+    root = built_once(tmp_path_factory, "tree", build) / "train"
+    snapshot = Snapshot.of(root)
+    yield root
+    snapshot.assert_unchanged(root)
 
 
 @pytest.fixture
@@ -48,11 +66,22 @@ def tree_copy(image_tree: Path, tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def converted(image_tree: Path, tmp_path_factory: pytest.TempPathFactory) -> Converted:
-    """The test tree converted once with default settings (treat as read-only)."""
-    result = convert(tmp_path_factory.mktemp("converted"), image_tree)
-    result.run.check()
-    return result
+def converted(image_tree: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Converted]:
+    """The test tree converted once per test run with default settings, shared by the workers;
+    read-only (its results and work files are checked unchanged at the end of the session)."""
+
+    def build(folder: Path) -> None:
+        result = convert(folder, image_tree)
+        result.run.check()
+        (folder / "run.json").write_text(json.dumps({"returncode": result.run.returncode, "output": result.run.output}))
+
+    workdir = built_once(tmp_path_factory, "converted", build)
+    run = Run(**json.loads((workdir / "run.json").read_text()))
+    result = Converted(workdir, image_tree, workdir / "results" / "train.lmdb", run)
+    outputs = (workdir / "results", workdir / "work")
+    snapshot = Snapshot.of(*outputs)
+    yield result
+    snapshot.assert_unchanged(*outputs)
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@
     imagefolder-lmdb add-locations FILE.lmdb ...          scripts/add_locations.py
 
 Each of the last three is the ``main`` of the module those scripts call, with the same options and
-exit codes; ``convert`` becomes Snakemake itself (its output, exit status, and a kill act on it).
+exit codes; ``convert`` runs Snakemake as a child whose output it relays (src/imagefolder_lmdb/run/launch.py).
 """
 
 from __future__ import annotations
@@ -73,9 +73,11 @@ Images are stored as they are where they are valid RGB JPEGs, re-encoded otherwi
 decoded once to check it. Settings such as JPEG quality, resizing (short_side) or what to do with
 a broken image are keys of a config file: see %(schema)s.
 
-It runs the workflow packaged with imagefolder-lmdb, with Snakemake, which prints its progress
-and, at the end, a summary. After a kill or a failure run the same command again: it resumes,
-redoing only what is missing. The work folder (OUTDIR/work) can be deleted after success.
+It runs the workflow packaged with imagefolder-lmdb, with Snakemake: one progress line per split
+(images done/total, img/s, ETA, bad images), a summary at the end, and on failure what to do as
+the last lines (--verbose: Snakemake's own output, every job). After a kill or a failure run the
+same command again: it resumes, redoing only what is missing. The work folder (OUTDIR/work) can
+be deleted after success.
 """
 
 
@@ -108,19 +110,17 @@ def convert_parser(prog: str) -> argparse.ArgumentParser:
         "--profile", metavar="PROFILE", help="slurm: submit every job to SLURM (the packaged profile); or your own"
     )
     parser.add_argument("--configfile", metavar="FILE", help="a whole config instead of SOURCE OUTDIR (run from here)")
+    parser.add_argument(
+        "--verbose", action="store_true", help="Snakemake's own output, every job, instead of the progress board"
+    )
     return parser
 
 
 def convert_main(argv: list[str], prog: str = f"{PROG} convert") -> int:
-    """``imagefolder-lmdb convert``: check the arguments, then become Snakemake on the packaged workflow."""
-    from imagefolder_lmdb.convert import (
-        ConvertError,
-        check_snakemake,
-        exec_snakemake,
-        plan_run,
-        run_options,
-        split_entry,
-    )
+    """``imagefolder-lmdb convert``: check the arguments, then run Snakemake on the packaged workflow,
+    showing its progress board and, on failure, what to do as the last lines."""
+    from imagefolder_lmdb.convert import ConvertError, plan_run, run_options, split_entry
+    from imagefolder_lmdb.run.launch import check_snakemake, run_snakemake, snakemake_command
 
     ours, passed = (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
     parser = convert_parser(prog)
@@ -130,13 +130,13 @@ def convert_main(argv: list[str], prog: str = f"{PROG} convert") -> int:
         options = run_options(args.cores, args.profile, passed)
         entry = None if args.source is None else split_entry(args.source, args.layout, args.shards)
         run = plan_run(entry, args.outdir, args.split, args.work, args.configfile, options)
-        exec_snakemake(run)  # this process becomes Snakemake
+        run_snakemake(snakemake_command(run.configfile, run.directory, run.options, args.verbose), args.verbose)
     except ConvertError as exc:
         if exc.returncode == 2:
             parser.error(str(exc))
         print(f"{prog}: {exc}", file=sys.stderr)
         return exc.returncode
-    return 1
+    return 0
 
 
 if __name__ == "__main__":

@@ -19,29 +19,24 @@ from __future__ import annotations
 
 import functools
 import os
-import subprocess
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from imagefolder_lmdb.run.workflow_folder import workflow_folder
+from imagefolder_lmdb.run.launch import (
+    PROFILES,
+    SNAKEFILE,
+    WORKFLOW,
+    ConvertError,
+    check_snakemake,
+    run_snakemake,
+    snakemake_command,
+)
 
-#: The packaged workflow: its Snakefile is what a host workflow's ``module`` may name, too.
-WORKFLOW = workflow_folder()
-SNAKEFILE = WORKFLOW / "Snakefile"
-#: Profiles shipped with the workflow: ``default`` (always applied) and ``slurm`` (``--profile slurm``).
-PROFILES = WORKFLOW / "profiles"
+__all__ = ["PROFILES", "SNAKEFILE", "WORKFLOW", "ConvertError", "Run", "SplitOutputs", "convert", "plan_run"]
+
 PathLike = str | os.PathLike[str]
-
-
-class ConvertError(RuntimeError):
-    """The workflow failed (its own messages went to the terminal) or could not be started."""
-
-    def __init__(self, message: str, returncode: int = 1) -> None:
-        super().__init__(message)
-        self.returncode = returncode
 
 
 @dataclass(frozen=True)
@@ -75,6 +70,7 @@ def convert(
     profile: str | None = None,
     configfile: PathLike | None = None,
     snakemake_args: Sequence[str] = (),
+    verbose: bool = False,
 ) -> dict[str, SplitOutputs]:
     """Convert ``source`` into ``outdir/<split>.lmdb`` (or every split of ``configfile``).
 
@@ -95,21 +91,18 @@ def convert(
         configfile: a whole config (every split and setting, see config/schema.yaml), run from
             the current folder instead of ``source``/``outdir``/``split``/``layout``/``shards``/``work``.
         snakemake_args: further Snakemake options, e.g. ``["--dry-run"]`` or ``["--keep-going"]``.
+        verbose: Snakemake's own output (every job) instead of the progress board.
 
     Returns:
         Each split's final files, by split name.
 
     Raises:
-        ConvertError: the workflow failed (its messages were printed) or the arguments conflict.
+        ConvertError: the workflow failed or the arguments conflict; its ``lines`` say what to do.
     """
     check_snakemake()
     entry = None if source is None else split_entry(source, layout, shards)
     run = plan_run(entry, outdir, split, work, configfile, run_options(cores, profile, snakemake_args))
-    returncode = wait_for(snakemake_command(run), run.directory)
-    if returncode != 0:
-        raise ConvertError(
-            f"the workflow failed (Snakemake exit status {returncode}); see its messages above", returncode
-        )
+    run_snakemake(snakemake_command(run.configfile, run.directory, run.options, verbose), verbose)
     return run.outputs
 
 
@@ -193,53 +186,6 @@ def profile_folder(profile: str) -> str:
     """A profile shipped with the workflow by its name (``slurm``), anything else as given."""
     shipped = PROFILES / profile
     return str(shipped) if profile != "default" and "/" not in profile and shipped.is_dir() else profile
-
-
-def snakemake_command(run: Run) -> list[str]:
-    """Snakemake's command line for ``run``, with this interpreter (and so its installed package)."""
-    command = [sys.executable, "-m", "snakemake", "--snakefile", str(SNAKEFILE)]
-    # named, not searched for: Snakemake would take a profiles/default of the current folder first
-    command += ["--workflow-profile", str(PROFILES / "default"), "--configfile", str(run.configfile)]
-    if run.directory is not None:
-        command += ["--directory", str(run.directory)]
-    return [*command, *run.options]
-
-
-def snakemake_environment() -> dict[str, str]:
-    """This environment with this interpreter's bin folder first on PATH, as in an activated venv
-    (jobs that start ``snakemake`` or ``python`` by name find this installation's)."""
-    return {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
-
-
-def check_snakemake() -> None:
-    """Converting needs Snakemake (and PyYAML, which it requires), which the ``convert`` extra installs."""
-    import importlib.util
-
-    if importlib.util.find_spec("snakemake") is None or importlib.util.find_spec("yaml") is None:
-        raise ConvertError(
-            "converting runs the Snakemake workflow, and Snakemake is not installed here: "
-            "pip install 'imagefolder-lmdb[convert]' (or [slurm] for --profile slurm)",
-            1,
-        )
-
-
-def wait_for(command: list[str], directory: Path | None) -> int:
-    """Run ``command`` and return its exit status. On Ctrl-C Snakemake (which got the signal too)
-    is waited for while it stops its jobs, so that nothing of the run outlives the call."""
-    process = subprocess.Popen(command, env=snakemake_environment())
-    while True:
-        try:
-            return process.wait()
-        except KeyboardInterrupt:
-            continue  # Snakemake received the same SIGINT and is stopping its jobs
-
-
-def exec_snakemake(run: Run) -> None:
-    """Become Snakemake (the console command): signals, exit status and a kill act on it directly."""
-    command = snakemake_command(run)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os.execve(command[0], command, snakemake_environment())
 
 
 @functools.cache

@@ -37,6 +37,10 @@ from support.images import make_images
 from support.readme import page_text, section
 from support.workflow import Converted, run_snakemake, snakemake_command, write_config
 
+# One worker runs this module, in its order, while the others run the rest (support/scheduling.py):
+# one test cluster per machine, started once, stopped by the last test here.
+pytestmark = [pytest.mark.xdist_group("slurm"), pytest.mark.slow]
+
 PROFILE = REPO / "profiles" / "slurm"
 RETRIES = int(yaml.safe_load((PROFILE / "config.yaml").read_text())["retries"])
 #: snakemake is killed after this long: it can wait forever on jobs whose status it cannot read.

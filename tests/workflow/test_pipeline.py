@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import numpy as np
+import pytest
 from torchvision.datasets import ImageFolder
 
 from imagefolder_lmdb.dataset import LMDBDataset
@@ -112,6 +113,12 @@ def test_verify_report_and_contact_sheet(converted: Converted) -> None:
     assert "train: 40 images, 4 classes, verified" in converted.run.output
 
 
+# The two tests that run snakemake in the shared conversion's folder: one after the other, on one
+# worker (two snakemake runs at once in one folder would contend for its lock).
+SHARED_WORKDIR = pytest.mark.xdist_group("converted-workdir")
+
+
+@SHARED_WORKDIR
 def test_second_run_has_nothing_to_do(converted: Converted) -> None:
     outputs = sorted((converted.workdir / "results").iterdir())
     before = {path: (path.stat().st_mtime_ns, path.read_bytes()) for path in outputs}
@@ -143,6 +150,7 @@ def test_notemp_keeps_the_parts_and_the_merged_file(image_tree: Path, tmp_path: 
     assert (tmp_path / "work" / "train" / "merged.lmdb").exists()
 
 
+@SHARED_WORKDIR
 def test_html_report_holds_verify_contact_histogram_and_benchmarks(converted: Converted, tmp_path: Path) -> None:
     report = tmp_path / "report.html"
     config = str(converted.workdir / "config.yaml")

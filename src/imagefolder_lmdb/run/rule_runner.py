@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import logging
+import os
 import sys
 from collections.abc import Callable
 from typing import Any, TextIO
@@ -46,8 +47,22 @@ def run_rule(main: Callable[[Any, TextIO], None], smk: Any) -> None:
             where = f"\n(full log: {log_path})"
         else:
             where = f"\n(its log {log_path} could not be written: {explain_unwritten(log_path)})"
-        print(f"ERROR in rule {smk.rule}: {explain(exc)}{where}", file=sys.__stderr__, flush=True)
+        if not (log_path and leave_message(log_path, explain(exc))):
+            print(f"ERROR in rule {smk.rule}: {explain(exc)}{where}", file=sys.__stderr__, flush=True)
         sys.exit(1)
+
+
+def leave_message(log_path: str, message: str) -> bool:
+    """Under the ``imagefolder-lmdb`` logger plugin (it sets IMAGEFOLDER_LMDB_MESSAGES for the jobs),
+    the message goes beside the log for the plugin to show once, last; False where it cannot."""
+    if not os.environ.get("IMAGEFOLDER_LMDB_MESSAGES"):
+        return False
+    try:
+        with open(f"{log_path}.message", "w") as stream:
+            stream.write(message + "\n")
+    except OSError:
+        return False
+    return True
 
 
 def let_go_of_log(stream: TextIO) -> bool:

@@ -16,6 +16,7 @@ from tqdm import tqdm
 
 from imagefolder_lmdb.dataset import checksum, record_key
 from imagefolder_lmdb.run.hold_points import hold_point
+from imagefolder_lmdb.run.progress import ProgressWriter, progress_path
 from imagefolder_lmdb.run.rule_runner import progress_kwargs, run_rule
 from imagefolder_lmdb.sources import open_sample_reader
 from imagefolder_lmdb.sources.base import SampleReader
@@ -144,6 +145,7 @@ def encode_shard(
     log.info("shard %d of %d: images %d..%d of %d from %s", shard, shards, start, stop - 1, header.count, header.root)
     reader = open_sample_reader(header)
     expected = expected_part_bytes(reader, read_manifest(manifest_path, start, stop), settings)
+    board = ProgressWriter(progress_path(report_path), stop - start)
     with atomic_lmdb(part_path, expected_bytes=expected) as writer:
         listed = read_manifest(manifest_path, start, stop)
         samples = tqdm(listed, total=stop - start, desc=f"shard {shard}", unit="img", **progress)
@@ -155,6 +157,8 @@ def encode_shard(
             except BadImageError as exc:
                 log.warning("%s %s", "bad image:" if settings.on_error == "fail" else "skipped", exc)
                 report.skipped.append({"index": sample.index, "path": sample.path, "reason": str(exc)})
+            board.update(position + 1, len(report.skipped))
+        board.update(stop - start, len(report.skipped), force=True)
         if report.skipped and settings.on_error == "fail":
             # raised after checking the whole shard, so that one round of fixes covers all of it
             advice = how_to_go_on(reader, all_bad=not report.index and len(report.skipped) > 1)

@@ -469,7 +469,8 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
 def rule_main(smk: Any, stream: TextIO) -> None:
     report, ds, indices = verify(smk.input[0], smk.params.sample, smk.params.all, smk.params.seed)
     log.info("%s", json.dumps(report, indent=1))
-    print(summary_line(report), file=sys.__stderr__, flush=True)
+    if not os.environ.get("IMAGEFOLDER_LMDB_MESSAGES"):  # under the progress board, the summary says it
+        print(summary_line(report), file=sys.__stderr__, flush=True)
     if not report["ok"]:
         raise RuntimeError("verification failed:\n  " + "\n  ".join(report["problems"]))
     write_report(report, smk.output.report)

@@ -1,0 +1,167 @@
+# SPDX-License-Identifier: MIT
+"""The Snakemake logger plugin ``imagefolder-lmdb``: the progress board instead of Snakemake's
+per-job chatter, and a failure's actionable lines, each once, as the last lines of the run.
+
+Snakemake finds it as the top-level package ``snakemake_logger_plugin_imagefolder_lmdb`` (which
+re-exports :class:`LogHandler`): ``snakemake --logger imagefolder-lmdb ...``; ``imagefolder-lmdb
+convert`` selects it unless ``--verbose``. A dry run shows Snakemake's own lines, as without it.
+
+A failing job's own message comes from its step (src/imagefolder_lmdb/run/rule_runner.py), which,
+when this plugin runs the show (``IMAGEFOLDER_LMDB_MESSAGES`` in the jobs' environment), writes it
+to ``<its log>.message`` instead of the terminal; Snakemake's internals (the rule's temp script,
+``CalledProcessError``, ``WorkflowError``) are left out. Where ``IMAGEFOLDER_LMDB_ERROR_FILE`` is
+set (by ``imagefolder_lmdb.convert``), the closing lines go to that file for the caller to show
+(or raise as ``ConvertError``) instead of to stderr.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import sys
+
+from snakemake_interface_logger_plugins.base import LogHandlerBase
+
+from imagefolder_lmdb.run import progress as progress_board
+from imagefolder_lmdb.run.launch import ERROR_FILE_VARIABLE, TERMINAL_VARIABLE
+
+#: Set in the jobs' environment: a failing step writes its message beside its log, not to stderr.
+MESSAGES_VARIABLE = "IMAGEFOLDER_LMDB_MESSAGES"
+#: Snakemake's errors that only repeat a failed job's (whose own message is shown).
+REPEATS = ("RuleException", "At least one job did not complete", "Exiting because a job execution failed")
+INTERNAL_LINE = re.compile(r'(?:\w+Error|\w+Exception) in file ".*", line \d+:?$|^\s*File ".*", line \d+')
+
+
+def message_file(log_path: str) -> str:
+    """Where a failing step leaves its message: beside its log."""
+    return f"{log_path}.message"
+
+
+def event_of(record: logging.LogRecord) -> str:
+    return str(getattr(record, "event", "") or "")
+
+
+def plain_error(text: str) -> list[str]:
+    """A Snakemake error's own lines, less the ones naming its internals (its files and lines)."""
+    lines = [line for line in text.splitlines() if line.strip() and not INTERNAL_LINE.search(line)]
+    return [line for line in lines if not re.fullmatch(r"\w+(Error|Exception):", line.strip())]
+
+
+class LogHandler(LogHandlerBase):
+    """Progress board, failed jobs' messages, and nothing else of Snakemake's (but a dry run's plan)."""
+
+    def __post_init__(self) -> None:
+        self.logs: list[str] = []
+        self.jobs: dict[object, str | None] = {}  # job id: its split
+        self.messages: list[str] = []
+        self.closed = False
+        self.dryrun = bool(self.common_settings.dryrun)
+        if self.dryrun:
+            from snakemake.logging import DefaultFormatter
+
+            self.plain = DefaultFormatter(self.common_settings.quiet, self.common_settings.show_failed_logs)
+            return
+        os.environ[MESSAGES_VARIABLE] = "1"
+        terminal = os.environ.get(TERMINAL_VARIABLE)
+        self.board = progress_board.start_board(sys.stderr, None if terminal is None else terminal == "1")
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.dryrun:
+            text = self.plain.format(record)
+            if text and text != "None":
+                print(text, file=sys.stderr, flush=True)
+            return
+        event = event_of(record)
+        if event == "job_info":
+            split = dict(getattr(record, "wildcards", None) or {}).get("split")
+            self.jobs[getattr(record, "jobid", None)] = split
+            self.board.job(str(record.rule_name), split)
+        elif event == "job_finished":
+            self.finished(record)
+        elif event == "job_error":
+            self.job_failed(record)
+        elif record.levelno >= logging.ERROR and event != "job_error":
+            self.error(record.getMessage())
+        elif str(record.msg).startswith("Complete log(s): "):
+            self.add(self.logs, str(record.msg).removeprefix("Complete log(s): "))
+
+    def finished(self, record: logging.LogRecord) -> None:
+        """Snakemake names a finished job by its id and rule; its split comes from the job's info."""
+        match = re.search(r"\(Rule: (\w+)\)", record.getMessage())
+        job = getattr(record, "job_id", None)
+        if match and job in self.jobs:
+            self.board.job(match.group(1), self.jobs[job], finished=True)
+
+    def job_failed(self, record: logging.LogRecord) -> None:
+        rule = str(getattr(record, "rule_name", "a job"))
+        self.board.job(rule, self.jobs.get(getattr(record, "jobid", None)), failed=True)
+        logs = [str(path) for path in getattr(record, "log", None) or []]
+        for path in logs:
+            self.add(self.logs, path)
+        shown = [message for message in map(read_message, logs) if message]
+        for message in shown or [f"{rule} failed; its log says why: {', '.join(logs) or '(none)'}"]:
+            self.add(self.messages, message)
+
+    def error(self, text: str) -> None:
+        if any(repeat in text for repeat in REPEATS):
+            return
+        lines = plain_error(text)
+        if lines:
+            self.add(self.messages, "\n".join(lines))
+
+    @staticmethod
+    def add(where: list[str], text: str) -> None:
+        if text not in where:
+            where.append(text)
+
+    def close(self) -> None:
+        """At the end of the run: the board's final state, then the closing lines of a failure."""
+        if not self.closed and not self.dryrun:
+            self.closed = True
+            progress_board.stop_board()
+            if self.messages:
+                self.conclude(closing_lines(self.logs, self.messages))
+        super().close()
+
+    def conclude(self, lines: list[str]) -> None:
+        target = os.environ.get(ERROR_FILE_VARIABLE)
+        if target:
+            with open(target, "w") as stream:
+                stream.write("\n".join(lines) + "\n")
+            return
+        print("\n".join(lines), file=sys.stderr, flush=True)
+
+    @property
+    def writes_to_stream(self) -> bool:
+        return True
+
+    @property
+    def writes_to_file(self) -> bool:
+        return False
+
+    @property
+    def has_filter(self) -> bool:
+        return True
+
+    @property
+    def has_formatter(self) -> bool:
+        return True
+
+    @property
+    def needs_rulegraph(self) -> bool:
+        return False
+
+
+def read_message(log_path: str) -> str:
+    try:
+        with open(message_file(log_path)) as stream:
+            return stream.read().strip()
+    except OSError:
+        return ""
+
+
+def closing_lines(logs: list[str], messages: list[str]) -> list[str]:
+    """The logs' paths once, then each distinct actionable message: the last lines a user reads."""
+    head = [f"full log{'s' if len(logs) > 1 else ''}: {', '.join(logs)}"] if logs else []
+    return head + [line for message in messages for line in message.splitlines()]

@@ -1,0 +1,253 @@
+# SPDX-License-Identifier: MIT
+"""One display of a whole conversion: per split, images done/total, img/s, ETA and bad images.
+
+The encode jobs write a small progress file beside their shard report (``parts/{shard}.progress``:
+done, bad, total), at most once a second: through the work folder, so that a job on another node
+(``--profile slurm``) reaches the display as a local one does. The display lives in Snakemake's
+controller (the logger plugin ``snakemake_logger_plugin_imagefolder_lmdb``); the workflow's
+``common.smk`` registers each run's splits here (:func:`register`), and the plugin tells the board
+which step each split is at. On a terminal it redraws a few lines; elsewhere (a log file, CI, a
+notebook) it prints one plain line every few seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from imagefolder_lmdb.run.paths import RunPaths
+
+#: What an encode job's progress file is called, beside its shard report ``parts/{shard}.json``.
+PROGRESS_SUFFIX = ".progress"
+#: Seconds between an encode job's writes of its progress file.
+WRITE_INTERVAL = 1.0
+#: Seconds between redraws on a terminal, and between plain lines elsewhere.
+TERMINAL_INTERVAL, PLAIN_INTERVAL = 0.5, 5.0
+#: The step a rule's job puts its split at, as the display names it.
+STAGES = {
+    "extract": "reading the source",
+    "count_check": "listing",
+    "encode_shard": "encoding",
+    "merge": "merging",
+    "write_meta": "writing meta",
+    "verify": "verifying",
+    "report_split": "reporting",
+}
+
+
+def progress_path(shard_report: str) -> str:
+    """The progress file of the encode job whose shard report is ``shard_report``."""
+    return os.path.splitext(shard_report)[0] + PROGRESS_SUFFIX
+
+
+class ProgressWriter:
+    """An encode job's side: done/bad/total in a file, replaced whole at most once a second."""
+
+    def __init__(self, path: str, total: int) -> None:
+        self.path, self.total, self.written = path, total, 0.0
+        self.update(0, 0, force=True)
+
+    def update(self, done: int, bad: int, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self.written < WRITE_INTERVAL:
+            return
+        self.written = now
+        partial = f"{self.path}.incomplete"
+        try:
+            with open(partial, "w") as stream:
+                stream.write(json.dumps({"done": done, "bad": bad, "total": self.total}))
+            os.replace(partial, self.path)
+        except OSError:
+            pass  # progress is a courtesy: a full disk is the job's own error to report, not this
+
+
+def read_progress(path: str) -> tuple[int, int]:
+    """(done, bad) of one progress file; zeros where it is missing or half written."""
+    try:
+        with open(path) as stream:
+            state = json.load(stream)
+        return int(state["done"]), int(state["bad"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0, 0
+
+
+@dataclass
+class SplitState:
+    """What the display knows of one split."""
+
+    name: str
+    paths: RunPaths
+    stage: str = "waiting"
+    total: int | None = None
+    done: int = 0
+    bad: int = 0
+    shards: set[str] = field(default_factory=set)
+    baseline: tuple[float, int] | None = None  # (time, done) when encoding was first seen running
+    ended: float | None = None  # when encoding was over
+
+    def refresh(self) -> None:
+        """Read the counts report (the total) and the progress files of the shards seen so far."""
+        if self.total is None:
+            try:
+                with open(self.paths.counts(self.name)) as stream:
+                    self.total = int(json.load(stream)["images"])
+            except (OSError, ValueError, KeyError, TypeError):
+                return
+        folder = os.path.dirname(self.paths.part_report(self.name, "x"))
+        with_files = {name[: -len(PROGRESS_SUFFIX)] for name in listing(folder) if name.endswith(PROGRESS_SUFFIX)}
+        states = [read_progress(os.path.join(folder, shard + PROGRESS_SUFFIX)) for shard in with_files]
+        self.done, self.bad = sum(done for done, _ in states), sum(bad for _, bad in states)
+        if self.stage == "encoding" and self.baseline is None:
+            self.baseline = (time.monotonic(), self.done)
+
+    def line(self, width: int = 0) -> str:
+        """``train  1,234/12,000 images  850 img/s  ETA 0:13  0 bad  encoding``."""
+        if self.total is None:
+            return f"{self.name}: {self.stage}"
+        done = min(self.done, self.total) if self.stage in ("encoding", "waiting", "listing") else self.total
+        parts = [f"{self.name}: {done:,}/{self.total:,} images"]
+        rate = self.rate()
+        if rate and self.stage == "encoding" and done < self.total:
+            parts.append(f"{rate:,.0f} img/s, ETA {clock((self.total - done) / rate)}")
+        elif rate:
+            parts.append(f"{rate:,.0f} img/s")
+        parts.append(f"{self.bad:,} bad")
+        text = ", ".join(parts) + f" ({self.stage})"
+        return f"{bar(done, self.total, width)} {text}" if width else text
+
+    def rate(self) -> float | None:
+        if self.baseline is None:
+            return None
+        if self.stage != "encoding" and self.ended is None:
+            self.ended = time.monotonic()  # the rate of the encoding, not of what came after
+        seconds = (self.ended or time.monotonic()) - self.baseline[0]
+        return (self.done - self.baseline[1]) / seconds if seconds >= 1 and self.done > self.baseline[1] else None
+
+
+def listing(folder: str) -> list[str]:
+    try:
+        return os.listdir(folder)
+    except OSError:
+        return []
+
+
+def clock(seconds: float) -> str:
+    minutes, seconds = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{seconds:02d}" if hours else f"{minutes}:{seconds:02d}"
+
+
+def bar(done: int, total: int, width: int) -> str:
+    filled = width * done // total if total else width
+    return "[" + "#" * filled + "." * (width - filled) + "]"
+
+
+#: The runs the workflow's controller registered (one per config; a host workflow may import several).
+REGISTERED: list[tuple[RunPaths, list[str]]] = []
+
+
+def register(paths: RunPaths, splits: list[str]) -> None:
+    """Called by rules/common.smk as Snakemake reads the workflow: which splits the display shows."""
+    absolute = RunPaths(os.path.abspath(paths.results), os.path.abspath(paths.work))
+    if (absolute, splits) not in REGISTERED:
+        REGISTERED.append((absolute, list(splits)))
+
+
+class Board:
+    """Every registered split's state, and the drawing of it (redraws on a terminal, lines elsewhere)."""
+
+    def __init__(self, stream: TextIO, terminal: bool) -> None:
+        self.stream, self.terminal = stream, terminal
+        self.splits: dict[str, SplitState] = {}
+        self.drawn: list[str] = []  # the lines of the last redraw, to move back over
+        self.lock = threading.Lock()
+        self.last_plain = 0.0
+        self.stopped = False
+
+    def known(self) -> dict[str, SplitState]:
+        for paths, names in REGISTERED:
+            for name in names:
+                self.splits.setdefault(name, SplitState(name, paths))
+        return self.splits
+
+    def job(self, rule: str, split: str | None, finished: bool = False, failed: bool = False) -> None:
+        """A job of ``rule`` for ``split`` started (or finished, or failed): the split's step."""
+        state = self.known().get(split or "")
+        if state is None or rule not in STAGES:
+            return
+        with self.lock:
+            if failed:
+                state.stage = f"{STAGES[rule]} failed"
+            elif not finished:
+                state.stage = STAGES[rule]
+            elif rule == "report_split" or (rule == "verify" and state.stage == "verifying"):
+                state.stage = "done"
+
+    def tick(self) -> None:
+        """Redraw (terminal) or, every few seconds, print one plain line."""
+        with self.lock:
+            if self.stopped or not self.known():
+                return
+            for state in self.splits.values():
+                state.refresh()
+            if self.terminal:
+                self.redraw()
+            elif time.monotonic() - self.last_plain >= PLAIN_INTERVAL:
+                self.last_plain = time.monotonic()
+                self.write("progress: " + "; ".join(state.line() for state in self.splits.values()) + "\n")
+
+    def redraw(self) -> None:
+        lines = [state.line(width=24) for state in self.splits.values()]
+        if lines != self.drawn:
+            back = f"\x1b[{len(self.drawn)}F\x1b[J" if self.drawn else ""
+            self.write(back + "".join(line + "\n" for line in lines))
+            self.drawn = lines
+
+    def stop(self) -> None:
+        """The final state, once: the terminal's last redraw stays; elsewhere one plain line per split."""
+        with self.lock:
+            if self.stopped:
+                return
+            self.stopped = True
+            for state in self.known().values():
+                state.refresh()
+            if self.terminal and self.splits:
+                self.redraw()
+            else:
+                self.write("".join(state.line() + "\n" for state in self.splits.values()))
+
+    def write(self, text: str) -> None:
+        if text:
+            self.stream.write(text)
+            self.stream.flush()
+
+
+#: The board of this process's run (the logger plugin starts it; the workflow's onsuccess stops it).
+BOARD: Board | None = None
+
+
+def start_board(stream: TextIO = sys.stderr, terminal: bool | None = None) -> Board:
+    """The board and the thread that ticks it until :func:`stop_board`."""
+    global BOARD
+    interactive = stream.isatty() if terminal is None else terminal
+    BOARD = Board(stream, interactive)
+    board = BOARD
+
+    def ticking() -> None:
+        while not board.stopped:
+            time.sleep(TERMINAL_INTERVAL if interactive else 1.0)
+            board.tick()
+
+    threading.Thread(target=ticking, name="imagefolder-lmdb progress", daemon=True).start()
+    return board
+
+
+def stop_board() -> None:
+    """Draw the final state and stop (before the summary prints, so that no redraw lands after it)."""
+    if BOARD is not None:
+        BOARD.stop()

@@ -1,0 +1,27 @@
+"""How ``make test`` spreads the tests over its worker processes (pytest-xdist, ``--dist loadgroup``).
+
+Each test is a unit of its own, except those marked ``pytest.mark.xdist_group(NAME)``: a group runs
+whole, in file order, on one worker. Groups are for tests that share one thing that must not be
+doubled or used twice at once (the SLURM test cluster: one per machine) or that is costly to build
+per worker (a module fixture). The largest groups are handed out first, and ``FIRST`` before any
+other: the SLURM tests are the run's long pole (minutes of waiting on the scheduler), so they start
+on one worker at once while the other workers run everything else.
+"""
+
+from __future__ import annotations
+
+from xdist.scheduler import LoadGroupScheduling
+from xdist.workermanage import WorkerController
+
+#: Groups handed out before all others, in this order.
+FIRST = ("slurm",)
+
+
+class LongPoleFirst(LoadGroupScheduling):
+    """``--dist loadgroup`` with the groups of ``FIRST`` handed out first."""
+
+    def _assign_work_unit(self, node: WorkerController) -> None:
+        for group in reversed(FIRST):
+            if group in self.workqueue:
+                self.workqueue.move_to_end(group, last=False)
+        super()._assign_work_unit(node)
