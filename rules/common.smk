@@ -8,7 +8,7 @@ import time
 from snakemake.utils import min_version
 
 from imagefolder_lmdb.config.check import (
-    SHARD_LAYOUTS,
+    FILE_SET_LAYOUTS,
     check_config,
     labels_member,
     shipped_devkit,
@@ -93,11 +93,11 @@ def folder_stamp(wildcards) -> str | None:
 def source_files(wildcards) -> list[str]:
     """Rule extract's input: the folder or archive, or every shard of a webdataset/parquet split."""
     split = split_config(wildcards)
-    if split["layout"] not in SHARD_LAYOUTS:
+    if split["layout"] not in FILE_SET_LAYOUTS:
         return [split["source"]]
-    from imagefolder_lmdb.sources.shard_files import shard_files
+    from imagefolder_lmdb.sources.source_files import source_files
 
-    return shard_files(split["source"])
+    return source_files(split["source"])
 
 
 def wanted_classes(wildcards) -> list[str] | None:

@@ -18,7 +18,7 @@ from imagefolder_lmdb.run.hold_points import hold_point
 from imagefolder_lmdb.run.rule_runner import progress_kwargs, run_rule
 from imagefolder_lmdb.sources import claiming_source
 from imagefolder_lmdb.sources.archive_members import copy_member
-from imagefolder_lmdb.sources.base import Columns, Request
+from imagefolder_lmdb.sources.base import ParquetColumns, Request
 from imagefolder_lmdb.sources.ilsvrc import check_official_md5
 from imagefolder_lmdb.work.files import SourceDescription, write_source_description
 from imagefolder_lmdb.writing.atomic import publish, remove_path, temporary_path
@@ -38,7 +38,7 @@ def make_source_readable(
     progress: dict[str, Any],
     wanted: Collection[str] | None = None,
     files: list[str] | None = None,
-    columns: Columns | None = None,
+    columns: ParquetColumns | None = None,
     root: str = "",
     labels_member: str | None = None,
 ) -> SourceDescription:
@@ -57,7 +57,7 @@ def make_source_readable(
         wanted,
         progress,
         files=files or [source],
-        columns=columns or Columns(),
+        columns=columns or ParquetColumns(),
         root=root.strip("/"),
     )
     description = claiming_source(request).prepare(request, building, output)
@@ -97,7 +97,7 @@ def main(smk: Any, stream: TextIO) -> None:
         progress,
         wanted,
         files,
-        Columns(params.image_column, params.label_column),
+        ParquetColumns(params.image_column, params.label_column),
         params.root or "",
         params.labels_member,
     )
