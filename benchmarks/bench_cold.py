@@ -26,7 +26,6 @@ indexed files is still cached, so a drop that did not take shows in the results.
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import mmap
 import os
 import random
@@ -46,7 +45,7 @@ from torchvision.transforms import v2
 from benchmarks import bench_data
 from benchmarks.bench_common import OUT, REPO, drop_page_cache, fresh_dir, median, rotated, run_snakemake, timed
 from benchmarks.bench_reader import check_same_order
-from imagefolder_lmdb import dataset  # scripts/dataset.py, as the package holds it
+from imagefolder_lmdb import dataset  # the reader's public names (imagefolder_lmdb.reader)
 from tests.support.workflow import write_config
 
 SEED = 14
@@ -295,23 +294,27 @@ def convert(tree: Path, shards: int, name: str = "cold") -> tuple[Path, float]:
     return rundir / "results" / "train.lmdb", seconds
 
 
+#: The reader measured: its package (scripts/dataset.py only re-exports it).
+READER = "src/imagefolder_lmdb/reader"
+
+
 def reader_version() -> dict[str, Any]:
-    """Which scripts/dataset.py was measured: its git blob id, and whether it differs from HEAD."""
-    source = (REPO / "scripts" / "dataset.py").read_bytes()
-    blob = hashlib.sha1(b"blob %d\0" % len(source) + source).hexdigest()
+    """Which reader was measured: the git tree id of its package at HEAD, and whether the working
+    tree differs from it."""
 
     def git(*args: str) -> str:
         done = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=False)
-        return done.stdout.strip()
+        return done.stdout.strip() if done.returncode == 0 else ""
 
     head = git("rev-parse", "--short", "HEAD")
-    committed = git("rev-parse", "HEAD:scripts/dataset.py")
-    return {"dataset_py_blob": blob[:10], "head": head, "modified": bool(committed) and committed != blob}
+    tree = git("rev-parse", f"HEAD:{READER}")
+    modified = bool(git("status", "--porcelain", "--", READER))
+    return {"reader_tree": tree[:10], "head": head, "modified": modified}
 
 
 def located_records(lmdb_path: Path) -> int | None:
     """Records whose file offset the workflow recorded (issue 14's ``meta/locations``, offset 0 =
-    not located), or None where this version of scripts/dataset.py knows no such array."""
+    not located), or None where this version of the reader knows no such array."""
     key, dtype = dataset.META_KEYS.get("locations"), getattr(dataset, "LOCATION_DTYPE", None)
     if key is None or dtype is None:
         return None

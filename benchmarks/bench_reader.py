@@ -22,7 +22,7 @@ from torchvision.io import ImageReadMode, decode_jpeg
 from torchvision.transforms import v2
 
 from benchmarks.bench_common import drop_page_cache, median, rotated, timed
-from imagefolder_lmdb import dataset  # scripts/dataset.py, as the package holds it
+from imagefolder_lmdb import dataset  # the reader's public names (imagefolder_lmdb.reader)
 
 Contenders = dict[str, Callable[[], Any]]
 

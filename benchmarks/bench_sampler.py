@@ -22,7 +22,7 @@ import numpy as np
 
 from benchmarks import bench_cold
 from benchmarks.bench_common import median, rotated, timed
-from imagefolder_lmdb import dataset  # scripts/dataset.py, as the package holds it
+from imagefolder_lmdb import dataset  # the reader's public names (imagefolder_lmdb.reader)
 from imagefolder_lmdb.sampler import ElasticDistributedSampler
 
 SEED = 32

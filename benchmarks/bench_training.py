@@ -49,7 +49,8 @@ from torchvision.transforms import v2
 from benchmarks import bench_cold, bench_common, bench_data
 from benchmarks.bench_common import median, rotated
 from benchmarks.bench_reader import check_same_order
-from imagefolder_lmdb import dataset  # scripts/dataset.py, as the package holds it
+from imagefolder_lmdb import dataset  # the reader's public names (imagefolder_lmdb.reader)
+from imagefolder_lmdb.reader import memory
 from imagefolder_lmdb.writing.reencode import check_decodes
 from tests.support.workflow import write_config
 
@@ -187,7 +188,7 @@ def measure_loaders(tree: Path, files: dict[str, dict[str, Any]], sizes: Sizes, 
                     if ds is not None:
                         runs[kind][mode][name].append(loader_run(ds, sizes, name == "lmdb_glibc_malloc"))
                 dataset.close_all_envs()
-    assert not dataset._malloc_settled, "this process read a batch: ImageFolder's workers would inherit its malloc"
+    assert not memory._malloc_settled, "this process read a batch: ImageFolder's workers would inherit its malloc"
     return {kind: {mode: summarise(by_name) for mode, by_name in modes.items()} for kind, modes in runs.items()}
 
 

@@ -289,8 +289,11 @@ def cold_section(cold: R) -> list[str]:
 
 
 def measured_reader(reader: R) -> str:
-    """Which scripts/dataset.py section 8 measured: its blob, HEAD, and whether it was committed."""
+    """Which reader section 8 measured: its package's tree (results from before the reader was a
+    package: scripts/dataset.py's blob), HEAD, and whether it was committed."""
     state = prose.fill("cold", "modified" if reader["modified"] else "committed")
+    if "reader_tree" in reader:
+        return prose.fill("cold", "reader_package", tree=reader["reader_tree"], head=reader["head"], state=state)
     return prose.fill("cold", "reader", blob=reader["dataset_py_blob"], head=reader["head"], state=state)
 
 

@@ -1,9 +1,8 @@
 # SPDX-License-Identifier: MIT
 """imagefolder-lmdb's reader, installed with pip: ``from imagefolder_lmdb import LMDBDataset``.
 
-The reader is the repository's ``scripts/dataset.py``, the same file that can be copied on its own;
-the package holds it as ``imagefolder_lmdb.dataset`` (src/imagefolder_lmdb/dataset.py is a link to
-it, and the wheel holds the file itself; no second copy exists). The rest of the package is the
+The reader is the subpackage ``imagefolder_lmdb.reader`` (``scripts/dataset.py`` re-exports it inside a
+checkout, ``imagefolder_lmdb.dataset`` where it was before). The rest of the package is the
 workflow's library (``steps``: one module per rule), the workflow itself (``workflow/``), run by
 ``convert()`` and the ``imagefolder-lmdb`` command. This module re-exports the reader's public
 names, each on first use, so importing the package imports no torch: ``LMDBDataset`` does, as in the
@@ -15,23 +14,21 @@ from __future__ import annotations
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
-from imagefolder_lmdb import dataset as _dataset
+from imagefolder_lmdb import reader as _reader
 
 # Bound after the import of its module, so ``imagefolder_lmdb.convert`` is the function (the module's
 # other names: ``from imagefolder_lmdb.convert import ...``). Imports nothing but the standard library.
 from imagefolder_lmdb.convert import ConvertError, SplitOutputs, convert
 
 if TYPE_CHECKING:
-    from imagefolder_lmdb.dataset import *  # noqa: F403
-    from imagefolder_lmdb.dataset import LMDBReader
+    from imagefolder_lmdb.reader import *  # noqa: F403
     from imagefolder_lmdb.sampler import ElasticDistributedSampler, sampler_state_from_loader
 
 #: The elastic sampler's names, from imagefolder_lmdb.sampler (which imports torch).
 _SAMPLER_NAMES = ("ElasticDistributedSampler", "sampler_state_from_loader")
 
 __all__ = [
-    *_dataset.__all__,
-    "LMDBReader",
+    *_reader.__all__,
     "ElasticDistributedSampler",
     "sampler_state_from_loader",
     "ConvertError",
@@ -43,8 +40,8 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     # PEP 562: LMDBDataset is built (importing torch) only when asked for, by the reader itself; the
     # version is looked up when asked for, so a checkout on PYTHONPATH imports without an install.
-    if name in _dataset.__all__ or name == "LMDBReader":
-        return getattr(_dataset, name)
+    if name in _reader.__all__:
+        return getattr(_reader, name)
     if name in _SAMPLER_NAMES:
         from imagefolder_lmdb import sampler
 

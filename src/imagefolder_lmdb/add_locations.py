@@ -32,7 +32,7 @@ import lmdb
 import numpy as np
 
 from imagefolder_lmdb import lmdb_pages
-from imagefolder_lmdb.dataset import (
+from imagefolder_lmdb.reader import (
     KEY_WIDTH,
     LOCATION_DTYPE,
     META_KEYS,

@@ -7,10 +7,10 @@
 The input is the layout of the widely copied folder2lmdb recipe (Efficient-PyTorch): keys ``b"0"``,
 ``b"1"``, ... (not zero-padded) holding pickled ``(image bytes, label)`` tuples, plus pickled
 ``__keys__`` and/or ``__len__``; a single file or a directory holding ``data.mdb``. Its values are
-read with dataset.py's restricted legacy unpickler (bytes, integers and lists only; any other global
+read with the reader's restricted legacy unpickler (reader/legacy.py: bytes, integers and lists only; any other global
 named in the file is refused), so converting an untrusted file runs no code from it.
 
-The input is checked as the reader checks a file (scripts/dataset.py): its size against its LMDB
+The input is checked as the reader checks a file (reader/file_checks.py): its size against its LMDB
 header before it is mapped, and the pages on the way to each key before LMDB follows them, so a
 copy cut short or damaged is refused with a message, never a crash.
 
@@ -36,7 +36,7 @@ import lmdb
 import numpy as np
 
 from imagefolder_lmdb.add_locations import add_locations
-from imagefolder_lmdb.dataset import (
+from imagefolder_lmdb.reader import (
     FORMAT_ID,
     META_KEYS,
     FormatError,

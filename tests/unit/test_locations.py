@@ -34,6 +34,7 @@ from imagefolder_lmdb.dataset import (
     close_all_envs,
     encode_meta,
 )
+from imagefolder_lmdb.reader import records_located
 from imagefolder_lmdb.steps import write_meta
 from imagefolder_lmdb.writing.lmdb_writer import LMDBWriter
 from support.commands import run_script
@@ -148,7 +149,7 @@ def test_a_cold_batch_is_hinted_at_once_and_a_cached_one_not(
     write_dataset(tmp_path / "d.lmdb", values)
     ds = LMDBReader(tmp_path / "d.lmdb", decode="bytes")
     hinted: list[tuple[int, int]] = []
-    monkeypatch.setattr(dataset, "_cached", lambda fd, offset: cached)
+    monkeypatch.setattr(records_located, "_cached", lambda fd, offset: cached)
     monkeypatch.setattr(os, "posix_fadvise", lambda fd, offset, length, advice: hinted.append((offset, length)))
     order = [5, 0, 11, 3]
     assert [data for data, _ in ds.__getitems__(order)] == [values[i] for i in order]
@@ -176,7 +177,7 @@ def evict_or_skip(fd: int, offset: int) -> None:
     os.fsync(fd)  # dirty pages cannot be dropped
     for _ in range(EVICTION_TRIES):
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        if not dataset._cached(fd, offset):
+        if not records_located._cached(fd, offset):
             return
         time.sleep(0.02)
     pytest.skip(PAGES_STAY_CACHED)
@@ -192,8 +193,8 @@ def test_a_cold_batch_reads_what_a_warm_one_reads(tmp_path: Path, monkeypatch: p
     close_all_envs()
     drop_from_page_cache(tmp_path / "d.lmdb")
     hints: list[int] = []
-    original = dataset._hint_rest
-    monkeypatch.setattr(dataset, "_hint_rest", lambda *args, **kw: hints.append(1) or original(*args, **kw))
+    original = records_located._hint_rest
+    monkeypatch.setattr(records_located, "_hint_rest", lambda *args, **kw: hints.append(1) or original(*args, **kw))
     cold = LMDBDataset(tmp_path / "d.lmdb", decode=decode)
     got = cold.__getitems__(order)
     assert cold.reads_by_offset and hints, "read by offset, the cold batch hinted"
@@ -214,7 +215,7 @@ def test_the_page_cache_probe(tmp_path: Path) -> None:
     try:
         evict_or_skip(fd, offset)
         os.pread(fd, 100, offset)
-        assert dataset._cached(fd, offset)
+        assert records_located._cached(fd, offset)
     finally:
         os.close(fd)
 
@@ -305,9 +306,9 @@ def test_check_crc_reads_by_offset(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     write_dataset(tmp_path / "d.lmdb", values)
     ds = LMDBReader(tmp_path / "d.lmdb")
     read = []
-    original = dataset._pread
+    original = records_located._pread
     monkeypatch.setattr(
-        dataset, "_pread", lambda fd, length, offset: read.append(offset) or original(fd, length, offset)
+        records_located, "_pread", lambda fd, length, offset: read.append(offset) or original(fd, length, offset)
     )
     assert all(ds.check_crc(i) for i in range(3))
     assert read == ds._offsets.tolist(), "verify and check_crc read what training reads"

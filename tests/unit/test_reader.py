@@ -15,9 +15,10 @@ import pytest
 import torch
 from PIL import Image
 
-from imagefolder_lmdb import dataset
 from imagefolder_lmdb.dataset import STORAGE_CODES, FormatError, LMDBDataset, record_key
+from imagefolder_lmdb.reader import dataset, decoding, memory
 from imagefolder_lmdb.writing.reencode import EncodeSettings, encode_image
+from support import REPO
 from support.datasets import pil_as_tensor
 
 
@@ -52,15 +53,15 @@ def test_tensor_decode_equals_pil_for_jpeg_variants(subsampling: int, progressiv
     buffer = io.BytesIO()
     image.save(buffer, format="JPEG", quality=90, subsampling=subsampling, progressive=progressive)
     data = buffer.getvalue()
-    assert torch.equal(dataset.tensor_decode(data), pil_as_tensor(dataset.pil_decode(data)))
+    assert torch.equal(decoding.tensor_decode(data), pil_as_tensor(decoding.pil_decode(data)))
 
 
 def test_stored_as_is_values_decode_to_tensors_through_pillow() -> None:
     buffer = io.BytesIO()
     Image.new("P", (5, 3), 7).save(buffer, format="PNG")
     data = buffer.getvalue()
-    tensor = dataset.tensor_decode(data, jpeg=False)
-    assert tensor.shape == (3, 3, 5) and torch.equal(tensor, pil_as_tensor(dataset.pil_decode(data)))
+    tensor = decoding.tensor_decode(data, jpeg=False)
+    assert tensor.shape == (3, 3, 5) and torch.equal(tensor, pil_as_tensor(decoding.pil_decode(data)))
 
 
 def photo(size: tuple[int, int] = (61, 43), seed: int = 0) -> Image.Image:
@@ -103,35 +104,35 @@ def test_tensor_decode_ignores_exif_orientation_as_imagefolder_does(orientation:
     from torchcodec.decoders import decode_jpeg
 
     data = oriented_jpeg(orientation, progressive)
-    want = pil_as_tensor(dataset.pil_decode(data))
-    assert torch.equal(dataset.tensor_decode(data), want)
+    want = pil_as_tensor(decoding.pil_decode(data))
+    assert torch.equal(decoding.tensor_decode(data), want)
     turned_by_torchcodec = not torch.equal(decode_jpeg(data), want)
     assert turned_by_torchcodec == (orientation in range(2, 9))
-    assert dataset._may_be_turned(memoryview(data)) == (orientation not in (None, 1))
+    assert decoding._may_be_turned(memoryview(data)) == (orientation not in (None, 1))
 
 
 def test_an_exif_segment_between_progressive_scans_is_seen() -> None:
     from torchcodec.decoders import decode_jpeg
 
     data = app1_after_the_first_scan(oriented_jpeg(None, progressive=True), orientation=6)
-    want = pil_as_tensor(dataset.pil_decode(data))
+    want = pil_as_tensor(decoding.pil_decode(data))
     assert decode_jpeg(data).shape == (3, 61, 43), "TorchCodec turns it"
-    assert dataset._may_be_turned(memoryview(data))
-    assert torch.equal(dataset.tensor_decode(data), want)
+    assert decoding._may_be_turned(memoryview(data))
+    assert torch.equal(decoding.tensor_decode(data), want)
 
 
 def test_jpegs_without_a_turn_are_decoded_by_torchcodec(monkeypatch: pytest.MonkeyPatch) -> None:
     def no_pillow(data: object) -> None:
         raise AssertionError("decoded with Pillow")
 
-    monkeypatch.setattr(dataset, "pil_decode", no_pillow)
+    monkeypatch.setattr(decoding, "pil_decode", no_pillow)
     for data in (
         oriented_jpeg(None),
         oriented_jpeg(1),
         oriented_jpeg(1, progressive=True),
         saved(photo(), xmp=b"<x/>"),
     ):
-        assert dataset.tensor_decode(data).shape == (3, 43, 61)
+        assert decoding.tensor_decode(data).shape == (3, 43, 61)
 
 
 def storage_kinds() -> dict[str, tuple[bytes, int]]:
@@ -157,20 +158,20 @@ def storage_kinds() -> dict[str, tuple[bytes, int]]:
 
 @pytest.mark.parametrize(("value", "storage"), storage_kinds().values(), ids=storage_kinds().keys())
 def test_tensor_decode_equals_pil_for_every_storage_kind(value: bytes, storage: int) -> None:
-    tensor = dataset.tensor_decode(value, jpeg=storage != STORAGE_CODES["stored-as-is"])
-    assert tensor.dtype == torch.uint8 and torch.equal(tensor, pil_as_tensor(dataset.pil_decode(value)))
+    tensor = decoding.tensor_decode(value, jpeg=storage != STORAGE_CODES["stored-as-is"])
+    assert tensor.dtype == torch.uint8 and torch.equal(tensor, pil_as_tensor(decoding.pil_decode(value)))
 
 
 def test_decode_tensor_without_torchcodec_names_the_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "torchcodec", None)
     monkeypatch.setitem(sys.modules, "torchcodec.decoders", None)
-    dataset._torchcodec_jpeg.cache_clear()
+    decoding._torchcodec_jpeg.cache_clear()
     try:
-        with pytest.raises(ImportError, match=rf"pip install {dataset.TORCHCODEC_PIN}.*decode=\"pil\""):
+        with pytest.raises(ImportError, match=rf"pip install {decoding.TORCHCODEC_PIN}.*decode=\"pil\""):
             dataset._check_options("tensor", lock=False, max_readers=None)
-        assert dataset.tensor_decode(saved(photo(), "PNG"), jpeg=False).shape == (3, 43, 61)
+        assert decoding.tensor_decode(saved(photo(), "PNG"), jpeg=False).shape == (3, 43, 61)
     finally:
-        dataset._torchcodec_jpeg.cache_clear()
+        decoding._torchcodec_jpeg.cache_clear()
 
 
 def test_the_reader_imports_and_decodes_without_torchcodec_and_torchvision() -> None:
@@ -179,7 +180,7 @@ def test_the_reader_imports_and_decodes_without_torchcodec_and_torchvision() -> 
         "import dataset, io; from PIL import Image; buffer = io.BytesIO()\n"
         "Image.new('RGB', (4, 3)).save(buffer, 'JPEG'); print(dataset.pil_decode(buffer.getvalue()).size)"
     )
-    scripts = Path(dataset.__file__).resolve().parent  # the file itself, as a user copies it
+    scripts = REPO / "scripts"  # scripts/dataset.py, as the workflow and users in a checkout import it
     done = subprocess.run([sys.executable, "-c", script], cwd=scripts, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "(4, 3)"
@@ -206,15 +207,15 @@ def test_malloc_keeps_freed_memory_once_per_process_unless_told_not_to(
     monkeypatch: pytest.MonkeyPatch, environment: dict[str, str], tuned: bool
 ) -> None:
     libc = FakeLibc()
-    monkeypatch.setattr(dataset.ctypes, "CDLL", lambda name: libc)
-    monkeypatch.setattr(dataset, "_malloc_settled", False)
+    monkeypatch.setattr(memory.ctypes, "CDLL", lambda name: libc)
+    monkeypatch.setattr(memory, "_malloc_settled", False)
     for name in ("IMAGEFOLDER_LMDB_MALLOC", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES"):
         monkeypatch.delenv(name, raising=False)
     for name, value in environment.items():
         monkeypatch.setenv(name, value)
-    dataset.keep_freed_memory_for_reuse()
-    dataset.keep_freed_memory_for_reuse()
-    expected = [(-1, dataset.KEEP_FREED_BYTES), (-3, dataset.HEAP_BLOCKS_UP_TO)]
+    memory.keep_freed_memory_for_reuse()
+    memory.keep_freed_memory_for_reuse()
+    expected = [(-1, memory.KEEP_FREED_BYTES), (-3, memory.HEAP_BLOCKS_UP_TO)]
     assert libc.calls == (expected if tuned else [])
 
 
@@ -223,7 +224,7 @@ def test_pil_decode_returns_what_imagefolder_loader_returns(value: bytes, storag
     """The same object as torchvision's pil_loader (Image.open + convert("RGB")) makes: class, mode,
     size, info and pixels (the reader spares the copy convert makes of an RGB image)."""
     want = Image.open(io.BytesIO(value)).convert("RGB")
-    got = dataset.pil_decode(value)
+    got = decoding.pil_decode(value)
     assert type(got) is type(want) is Image.Image
     assert (got.mode, got.size, got.info, got.palette) == (want.mode, want.size, want.info, want.palette)
     assert np.array_equal(np.asarray(got), np.asarray(want))

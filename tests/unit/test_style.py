@@ -1,6 +1,6 @@
 """The code stays formatted and lint-clean: ruff and snakefmt (tests/workflow/test_style.py:
 snakemake --lint); and small: no function over 50 lines, no class over 150, in the package and the
-scripts (the reader, scripts/dataset.py, included)."""
+scripts (the reader, src/imagefolder_lmdb/reader/, included; its modules at most ~500 lines)."""
 
 from __future__ import annotations
 
@@ -44,6 +44,28 @@ def definitions_over_limit(path: Path) -> list[str]:
 
 def test_functions_and_classes_are_small() -> None:
     files = {path.resolve() for folder in ("src", "scripts") for path in (REPO / folder).rglob("*.py")}
-    assert files >= {(REPO / "scripts" / "dataset.py").resolve()}
+    assert files >= {(REPO / "src" / "imagefolder_lmdb" / "reader" / "dataset.py").resolve()}
     over = [line for path in sorted(files) for line in definitions_over_limit(path)]
     assert over == [], "split these:\n" + "\n".join(over)
+
+
+#: The most lines a module of the reader may have (the standards: modules small, ~500 lines).
+MODULE_LINES = 500
+READER = REPO / "src" / "imagefolder_lmdb" / "reader"
+
+
+def test_reader_is_a_package_of_small_modules() -> None:
+    modules = sorted(READER.glob("*.py"))
+    assert len(modules) >= 10, "one concern per module"
+    sizes = {path.name: len(path.read_text(encoding="utf-8").splitlines()) for path in modules}
+    assert {name: lines for name, lines in sizes.items() if lines > MODULE_LINES} == {}, "split these"
+
+
+@pytest.mark.parametrize("module", ["scripts/dataset.py", "src/imagefolder_lmdb/dataset.py"])
+def test_reader_entry_modules_only_re_export(module: str) -> None:
+    """``from dataset import LMDBDataset`` (a checkout) and ``imagefolder_lmdb.dataset`` (the reader's
+    old home) name the reader's package: no second copy of any of its code to keep in step."""
+    tree = ast.parse((REPO / module).read_text(encoding="utf-8"))
+    statements = [node for node in tree.body if not isinstance(node, ast.Expr)]  # the docstring aside
+    assert statements and all(isinstance(node, ast.ImportFrom) for node in statements), module
+    assert {node.module for node in statements} == {"imagefolder_lmdb.reader"}, module

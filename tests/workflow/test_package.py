@@ -2,7 +2,7 @@
 (as ``pip install git+<URL>`` does) holds one package, ``imagefolder_lmdb`` (src/), and Snakemake's
 logger plugin ``snakemake_logger_plugin_imagefolder_lmdb`` (a top-level package, as Snakemake finds
 plugins only so; ``imagefolder-lmdb convert``'s progress board), with the reader
-scripts/dataset.py itself as ``imagefolder_lmdb.dataset`` and the workflow's files themselves under
+as its subpackage ``imagefolder_lmdb.reader`` and the workflow's files themselves under
 ``imagefolder_lmdb/workflow``, declares the licence and the requirements, and, installed into a
 fresh venv and run from a folder that knows nothing of the checkout, reads a dataset, runs
 ``imagefolder-lmdb`` and converts with ``imagefolder-lmdb convert`` (resuming after a kill)."""
@@ -122,13 +122,14 @@ def test_wheel_holds_one_package_shipping_the_reader_itself(wheel: Path) -> None
     for name, content in shipped.items():
         if "/workflow/" not in name:  # the workflow's files: test_wheel_ships_the_workflow_itself
             assert content == (REPO / "src" / name).read_bytes(), f"{name} is the checkout's file itself"
-    assert shipped[f"{PACKAGE}/dataset.py"] == (REPO / "scripts" / "dataset.py").read_bytes(), "the reader itself"
+    assert f"{PACKAGE}/reader/dataset.py" in shipped, "the reader, a subpackage"
     assert licence == (REPO / "LICENSE").read_bytes()
     staged = subprocess.run(["git", "ls-files", "-s"], cwd=REPO, capture_output=True, text=True, check=True).stdout
     modes = {line.split("\t")[1]: line.split()[0] for line in staged.splitlines()}
-    files = [path for path, mode in modes.items() if Path(path).name == "dataset.py" and mode != "120000"]
-    assert files == ["scripts/dataset.py"], "one copy of the reader; the package's is a link to it"
-    assert (REPO / "src" / PACKAGE / "dataset.py").readlink() == Path("../../scripts/dataset.py")
+    reader = [path for path in modes if path.startswith(f"src/{PACKAGE}/reader/")]
+    assert reader and all(modes[path] == "100644" for path in reader), "the reader's one copy: plain files"
+    for module in ("scripts/dataset.py", f"src/{PACKAGE}/dataset.py"):  # re-exports (tests/unit/test_style.py)
+        assert modes[module] == "100644", f"{module}: a file, not a link"
 
 
 def test_wheel_ships_the_workflow_itself(wheel: Path) -> None:
@@ -236,14 +237,14 @@ def test_editable_install_reads_scripts_in_place(repository: Path, tmp_path: Pat
     python = fresh_venv(tmp_path / "editable")
     pip_install(python, repository, editable=True)
     probe = (
-        "import imagefolder_lmdb.dataset as d, imagefolder_lmdb as p\n"
+        "import imagefolder_lmdb.reader as d, imagefolder_lmdb as p\n"
         "from imagefolder_lmdb.convert import WORKFLOW as w\n"
         "print(d.__file__, (w / 'Snakefile').resolve(), (w / 'rules' / '../scripts/merge.py').resolve(), p.LMDBDataset)"
     )
     result = run_in(tmp_path / "editable", tmp_path, "python", "-c", probe)
     assert result.returncode == 0, result.stderr[-3000:]
     reader, snakefile, script = (Path(word).resolve() for word in result.stdout.split()[:3])
-    assert reader == (repository / "scripts" / "dataset.py").resolve()
+    assert reader == (repository / "src" / PACKAGE / "reader" / "__init__.py").resolve()
     assert snakefile == (repository / "Snakefile").resolve(), "the workflow convert runs is the checkout's"
     assert script == (repository / "scripts" / "merge.py").resolve(), "a rule's ../scripts/ path leads to its script"
 

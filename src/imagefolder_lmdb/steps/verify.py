@@ -37,7 +37,7 @@ from tqdm import tqdm
 
 from imagefolder_lmdb import lmdb_pages
 from imagefolder_lmdb.add_locations import locations_finding
-from imagefolder_lmdb.dataset import (
+from imagefolder_lmdb.reader import (
     KEY_WIDTH,
     META_KEYS,
     STORAGE_REASONS,

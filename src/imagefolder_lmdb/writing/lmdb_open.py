@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import lmdb
 
-from imagefolder_lmdb.dataset import check_lmdb_file
+from imagefolder_lmdb.reader import check_lmdb_file
 
 
 def open_lmdb_readonly(path: str) -> lmdb.Environment:

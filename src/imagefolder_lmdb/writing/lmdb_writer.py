@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import lmdb
 
-from imagefolder_lmdb.dataset import check_lmdb_file
+from imagefolder_lmdb.reader import check_lmdb_file
 from imagefolder_lmdb.writing.atomic import publish, remove_path, temporary_path
 from imagefolder_lmdb.writing.disk_space import DiskFullError, check_free_space, disk_full_message, free_bytes
 

@@ -2,7 +2,7 @@
 
 write_meta and convert_legacy build their documents here, so both carry the same keys; verify and
 both writers check a document with :func:`document_problems`. The binary arrays beside it and the
-key layout belong to scripts/dataset.py, the format's owner.
+key layout belong to imagefolder_lmdb.reader.format, the format's owner.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from imagefolder_lmdb.dataset import FORMAT_ID, STORAGE_REASONS, format_version_of
+from imagefolder_lmdb.reader import FORMAT_ID, STORAGE_REASONS, format_version_of
 
 
 class MetaDocumentError(ValueError):

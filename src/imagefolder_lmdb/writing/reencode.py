@@ -24,7 +24,7 @@ from typing import Any
 
 from PIL import Image, UnidentifiedImageError
 
-from imagefolder_lmdb.dataset import STORAGE_CODES
+from imagefolder_lmdb.reader import STORAGE_CODES
 
 #: JPEG's end-of-image marker. Most files end with it; where one does not (cameras and phones pad or
 #: append trailers after it), the JPEG's markers are walked to find where its image ends.

@@ -1,0 +1,173 @@
+"""The reader of imagefolder-lmdb files: ``LMDBDataset``, a drop-in for torchvision's ``ImageFolder``.
+
+Its dependencies are lmdb, numpy, Pillow and torch (``decode="tensor"`` also TorchCodec); it imports
+nothing else of the package, so the workflow's writers can import the format from it. Importing it
+imports no torch: ``LMDBDataset`` does, on first access. What lives where:
+
+==================== ===================================================================================
+``format``           the on-disk format: keys, meta layout, storage codes, ``Meta``, ``FormatError``
+``file_checks``      an LMDB file's header and pages checked with plain reads (``check_lmdb_file``,
+                     ``PageGuard``, ``TruncatedFileError``)
+``handles``          opening read-only, the per-process table of environments and descriptors
+                     (``shared_env``, ``shared_fd``, ``close_all_envs``), ``ReadersFullError``
+``decoding``         stored bytes to PIL images or tensors (``pil_decode``, ``tensor_decode``)
+``records``          the record sources' interface
+``records_lmdb``     records read through LMDB
+``offset_reads``     a record's bytes read by file offset (``os.pread``)
+``locations``        whether a file's recorded locations fit it (``locations_problem``)
+``records_located``  records read by offset, cold batches hinted (``posix_fadvise``)
+``memory``           glibc malloc kept for the next batch (``keep_freed_memory_for_reuse``)
+``legacy``           folder2lmdb pickles, ``allow_pickle=True`` only
+``dataset``          ``LMDBReader`` and ``LMDBDataset``
+==================== ===================================================================================
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from imagefolder_lmdb.reader import dataset as _dataset
+from imagefolder_lmdb.reader.dataset import LMDBReader, class_words, size_setting, source_root
+from imagefolder_lmdb.reader.decoding import (
+    DECODE_CHOICES,
+    TORCHCODEC_PIN,
+    Decode,
+    encoded_tensor_decode,
+    pil_decode,
+    pil_to_chw,
+    tensor_decode,
+)
+from imagefolder_lmdb.reader.file_checks import (
+    LmdbHeader,
+    PageGuard,
+    TruncatedFileError,
+    check_lmdb_file,
+    read_lmdb_header,
+)
+from imagefolder_lmdb.reader.format import (
+    CHECKSUMMED_ARRAYS,
+    CHECKSUMMED_FIELDS,
+    FORMAT_ID,
+    FORMAT_VERSION,
+    KEY_WIDTH,
+    LEGACY_KEYS,
+    LOCATION_DTYPE,
+    MAX_RECORDS,
+    META_KEYS,
+    NOT_JPEG_CODES,
+    READABLE_VERSIONS,
+    STORAGE_CODES,
+    STORAGE_REASONS,
+    FormatError,
+    Meta,
+    checksum,
+    decode_meta,
+    encode_document,
+    encode_meta,
+    field_checksum,
+    format_version_of,
+    is_legacy_pickle_lmdb,
+    record_key,
+)
+from imagefolder_lmdb.reader.handles import (
+    DEFAULT_MAX_READERS,
+    ReadersFullError,
+    close_all_envs,
+    guarded,
+    open_env_readonly,
+    readers_full_message,
+    shared_env,
+    shared_fd,
+    shared_guard,
+)
+from imagefolder_lmdb.reader.legacy import legacy_keys, legacy_loads, legacy_record
+from imagefolder_lmdb.reader.locations import (
+    SPOT_CHECKS,
+    LocationsWarning,
+    locations_checksum,
+    locations_layout_problem,
+    locations_problem,
+    spot_check_indices,
+)
+from imagefolder_lmdb.reader.memory import (
+    HEAP_BLOCKS_UP_TO,
+    KEEP_FREED_BYTES,
+    MALLOC_ENV,
+    keep_freed_memory_for_reuse,
+)
+
+if TYPE_CHECKING:
+    from imagefolder_lmdb.reader.dataset import LMDBDataset
+
+__all__ = [
+    "CHECKSUMMED_ARRAYS",
+    "CHECKSUMMED_FIELDS",
+    "DECODE_CHOICES",
+    "DEFAULT_MAX_READERS",
+    "FORMAT_ID",
+    "FORMAT_VERSION",
+    "HEAP_BLOCKS_UP_TO",
+    "KEEP_FREED_BYTES",
+    "KEY_WIDTH",
+    "LEGACY_KEYS",
+    "LOCATION_DTYPE",
+    "MALLOC_ENV",
+    "MAX_RECORDS",
+    "META_KEYS",
+    "NOT_JPEG_CODES",
+    "READABLE_VERSIONS",
+    "SPOT_CHECKS",
+    "STORAGE_CODES",
+    "STORAGE_REASONS",
+    "TORCHCODEC_PIN",
+    "Decode",
+    "FormatError",
+    "LMDBDataset",
+    "LMDBReader",
+    "LmdbHeader",
+    "LocationsWarning",
+    "Meta",
+    "PageGuard",
+    "ReadersFullError",
+    "TruncatedFileError",
+    "check_lmdb_file",
+    "checksum",
+    "class_words",
+    "close_all_envs",
+    "decode_meta",
+    "encode_document",
+    "encode_meta",
+    "encoded_tensor_decode",
+    "field_checksum",
+    "format_version_of",
+    "guarded",
+    "is_legacy_pickle_lmdb",
+    "keep_freed_memory_for_reuse",
+    "legacy_keys",
+    "legacy_loads",
+    "legacy_record",
+    "locations_checksum",
+    "locations_layout_problem",
+    "locations_problem",
+    "open_env_readonly",
+    "pil_decode",
+    "pil_to_chw",
+    "read_lmdb_header",
+    "readers_full_message",
+    "record_key",
+    "shared_env",
+    "shared_fd",
+    "shared_guard",
+    "size_setting",
+    "source_root",
+    "spot_check_indices",
+    "tensor_decode",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # PEP 562: LMDBDataset, a torch Dataset, is built (importing torch) on first access, in
+    # imagefolder_lmdb.reader.dataset, where pickle finds it; the writers never ask for it.
+    if name == "LMDBDataset":
+        return _dataset.LMDBDataset
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,373 @@
+"""The dataset classes: ``LMDBReader`` (ImageFolder's index and reads, without torch's ``Dataset``
+base) and ``LMDBDataset``, the same on ``torch.utils.data.Dataset``, built on first access."""
+
+from __future__ import annotations
+
+import operator
+import os
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import lmdb
+import numpy as np
+
+from imagefolder_lmdb.reader.decoding import DECODE_CHOICES, Decode, _torchcodec_jpeg
+from imagefolder_lmdb.reader.file_checks import _ReadTxn
+from imagefolder_lmdb.reader.format import (
+    META_KEYS,
+    STORAGE_REASONS,
+    FormatError,
+    checksum,
+    decode_meta,
+    is_legacy_pickle_lmdb,
+)
+from imagefolder_lmdb.reader.handles import _begin_read, guarded, shared_env
+from imagefolder_lmdb.reader.legacy import _open_legacy
+from imagefolder_lmdb.reader.memory import keep_freed_memory_for_reuse
+from imagefolder_lmdb.reader.records import _Opened, _Records
+from imagefolder_lmdb.reader.records_located import _LocatedRecords, _v1_records
+
+
+def _open_records(path: str, env: lmdb.Environment, lock: bool, allow_pickle: bool) -> _Opened:
+    """Read what the file at ``path`` says about itself, and choose once where its records come from."""
+    with guarded(env.begin(), path, lock) as txn:
+        if allow_pickle and txn.get(META_KEYS["json"]) is None and is_legacy_pickle_lmdb(txn):
+            return _open_legacy(txn, path)
+        meta = decode_meta(txn, path)
+        records = _v1_records(path, env, meta, lock)
+    return _Opened(records, meta.document, meta.classes, meta.paths, meta.labels.tolist(), meta)
+
+
+def _check_options(decode: str, lock: bool, max_readers: int | None) -> None:
+    """Refuse LMDBReader arguments that cannot work, before anything is opened."""
+    if decode not in DECODE_CHOICES:
+        raise ValueError(f"decode={decode!r}: choose one of {', '.join(map(repr, DECODE_CHOICES))}")
+    if max_readers is not None and not lock:
+        raise ValueError(
+            "max_readers applies only with lock=True: with lock=False (the default) LMDB keeps no "
+            "reader table, so any number of workers and ranks can read at once"
+        )
+    if max_readers is not None and max_readers < 1:
+        raise ValueError(f"max_readers={max_readers}: must be at least 1")
+    if decode == "tensor":
+        _torchcodec_jpeg()  # fail here, not in a worker, when TorchCodec is missing
+
+
+def class_words(document: dict[str, Any], classes: list[str]) -> list[str] | None:
+    """meta/json's ``class_words``: the words of each class (``"tench, Tinca tinca"`` for
+    ``n01440764``), written when every class is an ImageNet-1k WNID; None where the file has none
+    (other classes, legacy files, files written before it existed) or they do not fit the classes."""
+    words = document.get("class_words")
+    if not isinstance(words, list) or len(words) != len(classes) or not all(isinstance(w, str) for w in words):
+        return None
+    return list(words)
+
+
+def source_root(document: dict[str, Any]) -> str | None:
+    """The folder the records' relative paths lie under, as meta/json's ``source.root`` records
+    it; None where unknown: not a folder of the files themselves (archives, trees unpacked into the
+    work folder, val images outside ``<wnid>/`` folders), or a file written before it was recorded."""
+    source = document.get("source")
+    root = source.get("root") if isinstance(source, dict) else None
+    return root if isinstance(root, str) else None
+
+
+def size_setting(document: dict[str, Any], key: str) -> int | None:
+    """``short_side`` or ``max_side`` of meta/json's ``settings.encode``: the size the images were
+    shrunk to at conversion; None where it was not set, or the file predates the setting."""
+    settings = document.get("settings")
+    encode = settings.get("encode") if isinstance(settings, dict) else None
+    value = encode.get(key) if isinstance(encode, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _resized_words(short_side: int | None, max_side: int | None) -> str | None:
+    """How a file's images were shrunk, for ``repr``; None when they keep the source's sizes."""
+    bounds = [f"{side} side <= {n}" for side, n in (("shorter", short_side), ("longer", max_side)) if n is not None]
+    return ", ".join(bounds) or None
+
+
+class _Index:
+    """What opening the file found, as LMDBReader shows it: ImageFolder's index (``root``, ``classes``,
+    ``class_to_idx``, ``samples``, ``imgs``, ``targets``), the words of each class where the file has
+    them (``class_words``), what the meta knows of each record
+    without decoding it (``image_sizes``, ``checksums``, ``storage_codes``; None for a legacy
+    file), and which record source reads them (``is_legacy``, ``reads_by_offset``)."""
+
+    path: str
+    _records: _Records
+
+    def _set_index(self, opened: _Opened) -> None:
+        self._records = opened.records  # where reads go; chosen by _open_records
+        self.meta_document: dict[str, Any] = opened.document
+        self.classes: list[str] = opened.classes
+        self.class_to_idx: dict[str, int] = {name: i for i, name in enumerate(self.classes)}
+        self.targets: list[int] = opened.targets
+        self.samples: list[tuple[str, int]] = list(zip(opened.names, self.targets, strict=True))
+        self.imgs = self.samples
+        self.root: str | None = source_root(opened.document)
+        # a copy prepared at a smaller size (encode.short_side, encode.max_side); None: source sizes
+        self.short_side: int | None = size_setting(opened.document, "short_side")
+        self.max_side: int | None = size_setting(opened.document, "max_side")
+        self.class_words: list[str] | None = class_words(opened.document, self.classes)  # words of classes[k]
+        meta = opened.meta
+        self.image_sizes: np.ndarray | None = None if meta is None else meta.sizes  # (width, height) each
+        self.checksums: np.ndarray | None = None if meta is None else meta.crc32  # CRC-32 of each value
+        self.storage_codes: np.ndarray | None = None if meta is None else meta.storage  # STORAGE_REASONS
+
+    @property
+    def is_legacy(self) -> bool:
+        """Whether this is a legacy folder2lmdb file read with ``allow_pickle=True``."""
+        return self._records.legacy
+
+    @property
+    def reads_by_offset(self) -> bool:
+        """Whether records are read with one pread each at their recorded file offsets (the fast
+        path), rather than through LMDB's memory map."""
+        return self._records.by_offset
+
+    def __len__(self) -> int:
+        return len(self.targets)
+
+    def _check_index(self, index: Any) -> int:
+        index = operator.index(index)  # ints, numpy integers, 0-d integer tensors
+        n = len(self.targets)
+        if index < 0:
+            index += n
+        if not 0 <= index < n:
+            raise IndexError(f"index {index} out of range for {self.path} with {n} images")
+        return index
+
+    def _require_meta(self, what: str) -> None:
+        if self._records.legacy:
+            raise FormatError(
+                f"{self.path} is a legacy pickle LMDB: it stores no {what}. "
+                "Convert it with scripts/convert_legacy.py (`imagefolder-lmdb convert-legacy`) to get them."
+            )
+
+    def storage_reason(self, index: int) -> str:
+        """How record ``index`` was stored: ``passthrough`` or ``reencoded:<why>``."""
+        self._require_meta("storage reasons")
+        assert self.storage_codes is not None
+        return STORAGE_REASONS[int(self.storage_codes[self._check_index(index)])]
+
+    def class_counts(self) -> np.ndarray:
+        """Images per class, ``int64[len(classes)]`` indexed like ``classes`` (zeros included),
+        from ``targets``: e.g. ``1 / counts[targets]`` as WeightedRandomSampler weights."""
+        return np.bincount(np.asarray(self.targets, dtype=np.int64), minlength=len(self.classes))
+
+    def aspect_ratios(self) -> np.ndarray:
+        """``width / height`` of each stored image, ``float64[len(self)]``, for aspect-ratio
+        bucketing; from the meta's ``image_sizes``, no decoding."""
+        self._require_meta("image sizes")
+        assert self.image_sizes is not None
+        return self.image_sizes[:, 0].astype(np.float64) / self.image_sizes[:, 1].astype(np.float64)
+
+    # -- the offsets in use (None when reading through LMDB), for tests that look inside ----------
+
+    @property
+    def _offsets(self) -> np.ndarray | None:
+        return getattr(self._records, "offsets", None)
+
+    @_offsets.setter
+    def _offsets(self, value: None) -> None:  # ds._offsets = None: read through LMDB from now on
+        if value is not None:
+            raise ValueError("reads by offset can only be turned off, by setting _offsets to None")
+        if isinstance(self._records, _LocatedRecords):
+            self._records.stop_reading_by_offset()
+
+    @property
+    def _lengths(self) -> np.ndarray | None:
+        return getattr(self._records, "lengths", None)
+
+
+# LMDBReader is the whole reader without torch's Dataset base, for tools that should not pay torch's
+# import (the workflow's verify step); PyTorch code uses LMDBDataset, built on it below.
+class LMDBReader(_Index):
+    """An ImageFolder stored in one LMDB file: same indices, labels, classes and samples.
+
+    ``LMDBDataset("results/train.lmdb", transform)`` replaces
+    ``torchvision.datasets.ImageFolder("train/", transform)``. ``samples`` holds
+    ``(relative path, class index)`` pairs, ``"class/file.JPEG"``, since the source need not exist
+    where the dataset is read; ``root`` is the folder they were converted from (absolute, as it was
+    then), so ``os.path.join(ds.root, ds.samples[i][0])`` is ImageFolder's ``samples[i][0]``, or
+    None where the images were not files under one folder (archives, unpacked archives, ILSVRC val
+    images outside ``<wnid>/`` folders) or the file predates it. Assign it if the source moved.
+    ``targets``, ``class_counts()``, ``image_sizes`` and ``aspect_ratios()`` come from the meta,
+    without decoding any image. ``short_side`` (and ``max_side``) say whether the file is a copy
+    prepared at a smaller size: larger images were shrunk so that their shorter side is
+    ``short_side`` (``storage_reason(i) == "reencoded:resized"``); None for the source's sizes.
+    ``class_words[k]`` names ``classes[k]`` in words (``"tench, Tinca
+    tinca"`` for ``n01440764``) where every class is an ImageNet-1k WNID; else it is None.
+
+    ``decode`` chooses what ``transform`` receives (and what a sample holds without one):
+      - ``"pil"`` (default): an RGB ``PIL.Image``, exactly as ImageFolder's loader makes it;
+      - ``"tensor"``: a uint8 ``(3, H, W)`` RGB tensor from TorchCodec's ``decode_jpeg`` (``pip
+        install torchcodec``; no FFmpeg needed), the JPEG read straight into a tensor (no extra copy
+        of it), for transforms v2. Values stored as-is (PNG, BMP, ...) and JPEGs whose EXIF
+        orientation TorchCodec would apply go through Pillow. Pixel-equal to ``"pil"`` with the
+        pinned TorchCodec and Pillow (both libjpeg-turbo; tests check it); other builds may differ
+        slightly;
+      - ``"bytes"``: the stored bytes (a JPEG unless stored as-is), e.g. for GPU decoding.
+
+    Reads: files written by the workflow record where each record lies in the file
+    (``meta/locations``), so a record is one ``os.pread`` (``reads_by_offset``), also on a cold
+    cache or a network filesystem, where LMDB's memory map faults in one 4 KB page at a time. They
+    are checked when the file is opened (its LMDB transaction id, their checksum, their shape, and
+    a spread of records against their CRC-32); a file they do not fit (e.g. a compacting
+    ``mdb_copy -c``, or damage) is read through LMDB with a one-time LocationsWarning, as are older
+    files without them, silently, and every file opened with ``lock=True``.
+    ``scripts/add_locations.py FILE`` records them in a file.
+
+    Damaged files: a file shorter than its LMDB header says (an interrupted copy) is refused with
+    TruncatedFileError before LMDB maps it, and the pages on the way to each key LMDB is asked for
+    are checked first (``PageGuard``), so damage gives a FormatError with a message, not a crash
+    (``lock=True`` readers, whose file a writer may change, are not page-checked).
+    ``scripts/verify.py FILE --full`` checks every page and record.
+
+    Batches: ``__getitems__(indices)`` reads a batch together: when its records are not in the
+    page cache, the kernel is asked for all of them at once (``posix_fadvise(WILLNEED)``), so their
+    reads queue up together instead of one after the other; records not located are read in one
+    LMDB transaction. Before its first batch a process lets glibc keep the memory a batch frees for
+    the next one (``keep_freed_memory_for_reuse``; ``IMAGEFOLDER_LMDB_MALLOC=default`` leaves
+    malloc as it is). DataLoader calls it by itself whenever it batches, and
+    ``torch.utils.data.Subset(ds, indices)`` passes its batches through to it.
+    ``DistributedSampler`` works as with any map-style dataset.
+
+    Processes: the file is opened lazily in each process that reads it (one environment and one
+    descriptor per file and process, closed before every fork), so the dataset pickles cleanly and
+    works with DataLoader workers under fork, spawn and forkserver, also after the parent has read
+    samples.
+
+    ``lock=False`` (default) opens without LMDB's lock file: nothing is created beside the data,
+    read-only filesystems work, and LMDB keeps no reader table, so there is no reader limit and
+    ``max_readers`` does not apply (passing it raises ValueError). ``lock=True`` uses the
+    ``-lock`` file's table of ``max_readers`` slots (default 126; sized by the first process that
+    opens the file while no other has it open): every process reading at once on one machine
+    (DataLoader workers x ranks, plus main processes) needs one while it reads; a full table is
+    first cleared of slots left by dead processes, and then raises ReadersFullError naming
+    workers x ranks.
+
+    ``allow_pickle=True`` also reads LEGACY folder2lmdb files (pickled ``(image bytes, label)``
+    values). Nothing of such a file is unpickled otherwise: it is refused with a FormatError. Even
+    then the unpickler only builds bytes, integers and lists; classes are named ``"0"``, ``"1"``,
+    ...; ``samples`` holds ``(key, label)``; opening reads every record once to learn the labels,
+    and image sizes and checksums are unknown. ``scripts/convert_legacy.py`` converts such a file.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        transform: Callable[[Any], Any] | None = None,
+        target_transform: Callable[[int], Any] | None = None,
+        decode: Decode = "pil",
+        *,
+        lock: bool = False,
+        max_readers: int | None = None,
+        allow_pickle: bool = False,
+    ) -> None:
+        _check_options(decode, lock, max_readers)
+        self.path = os.fspath(path)
+        self.transform = transform
+        self.target_transform = target_transform
+        self.decode: str = decode
+        self.lock = lock
+        self.max_readers = max_readers
+        self.allow_pickle = allow_pickle
+        self._set_index(_open_records(self.path, self._env(), lock, allow_pickle))
+
+    def _env(self) -> lmdb.Environment:
+        return shared_env(self.path, lock=self.lock, max_readers=self.max_readers)
+
+    def _transaction(self) -> _ReadTxn:
+        """A read transaction of the file (see _begin_read): record sources open at most one per batch.
+        Its ``get`` checks the pages on the way to each key first (guarded)."""
+        return guarded(_begin_read(self._env(), self.path), self.path, self.lock)
+
+    # -- reading: the record source reads, the dataset transforms ---------------------------------
+
+    def __getitems__(self, indices: Sequence[int]) -> list[tuple[Any, Any]]:
+        """Samples ``[(image, target), ...]`` of ``indices``, read together by the record source
+        (by offset: _LocatedRecords.read, which hints a cold batch at once).
+
+        DataLoader's batched fetch calls this instead of ``__getitem__`` once per sample; the list
+        it returns goes to ``collate_fn``. Transforms run after every record has been read."""
+        positions = [self._check_index(index) for index in indices]
+        if len(positions) > 1:
+            keep_freed_memory_for_reuse()
+        batch = self._records.read(positions, self.decode, self._transaction, self.targets)
+        return [self._finish(image, target) for image, target in batch]
+
+    def _finish(self, image: Any, target: int) -> tuple[Any, Any]:
+        if self.transform is not None:
+            image = self.transform(image)
+        if self.target_transform is not None:
+            target = self.target_transform(target)
+        return image, target
+
+    def __getitem__(self, index: int) -> tuple[Any, Any]:
+        return self.__getitems__([index])[0]
+
+    def __iter__(self) -> Iterator[tuple[Any, Any]]:
+        for index in range(len(self)):
+            yield self[index]
+
+    def get_bytes(self, index: int) -> bytes:
+        """The stored image bytes of record ``index`` (a JPEG unless stored-as-is)."""
+        return self._records.get_bytes(self._check_index(index), self._transaction)
+
+    def check_crc(self, index: int) -> bool:
+        """Whether record ``index`` still has the CRC-32 recorded when it was written."""
+        self._require_meta("checksums")
+        assert self.checksums is not None
+        return checksum(self.get_bytes(index)) == int(self.checksums[self._check_index(index)])
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Nothing process-specific lives on the instance or its record source: environments and
+        # descriptors are in the module's per-process table.
+        return self.__dict__.copy()
+
+    def __repr__(self) -> str:
+        return _described(self)
+
+
+def _described(ds: LMDBReader) -> str:
+    """``repr(ds)``, in the form of ImageFolder's."""
+    lines = [
+        f"Dataset {type(ds).__name__}",
+        f"    Number of datapoints: {len(ds)}",
+        f"    Path: {ds.path}",
+        f"    Root location: {ds.root}",  # as ImageFolder's repr names its folder
+        f"    Classes: {len(ds.classes)}",
+        f"    Decode: {ds.decode}",
+    ]
+    if ds.is_legacy:
+        lines.append("    Layout: legacy folder2lmdb pickle (allow_pickle=True)")
+    resized = _resized_words(ds.short_side, ds.max_side)
+    if resized:
+        lines.append(f"    Resized at conversion: {resized}")
+    if ds.transform is not None:
+        lines.append(f"    Transform: {ds.transform!r}")
+    return "\n".join(lines)
+
+
+def _build_dataset_class() -> type:
+    """``LMDBDataset``: the methods above on top of ``torch.utils.data.Dataset``, as ImageFolder is."""
+    from torch.utils.data import Dataset
+
+    cls = type("LMDBDataset", (LMDBReader, Dataset), {"__module__": __name__})
+    cls.__doc__ = LMDBReader.__doc__
+    return cls
+
+
+def __getattr__(name: str) -> Any:
+    # PEP 562: `from dataset import LMDBDataset` (and unpickling one) builds the class once, importing
+    # torch then; the writers never ask for it. Cached in the module, so pickle finds the same class.
+    if name == "LMDBDataset":
+        cls = globals()["LMDBDataset"] = _build_dataset_class()
+        return cls
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+if TYPE_CHECKING:
+    LMDBDataset = LMDBReader

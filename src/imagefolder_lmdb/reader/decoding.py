@@ -1,0 +1,178 @@
+"""Decoding stored bytes: ``pil_decode`` (ImageFolder's pixels), ``tensor_decode`` and
+``encoded_tensor_decode`` (TorchCodec, or Pillow where TorchCodec would apply an EXIF orientation)."""
+
+from __future__ import annotations
+
+import functools
+import io
+import struct
+import warnings
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+from PIL import Image
+
+if TYPE_CHECKING:
+    import torch
+
+
+Decode = Literal["pil", "tensor", "bytes"]
+DECODE_CHOICES: tuple[str, ...] = ("pil", "tensor", "bytes")
+#: The TorchCodec release decode="tensor" is tested with (image decoders from 0.16 on); the
+#: install hint of the error raised without it.
+TORCHCODEC_PIN = "torchcodec==0.17.0"
+
+
+def pil_decode(data: bytes | memoryview) -> Image.Image:
+    """Decode stored bytes exactly as torchvision's ``pil_loader`` decodes a file."""
+    image = Image.open(io.BytesIO(data))  # BytesIO copies a memoryview once; Pillow reads that copy
+    image.load()
+    if image.mode == "RGB":
+        # What convert("RGB") returns for an RGB image (a copy: Image.copy is _new(im.copy())),
+        # without copying the decoded pixels that nothing else holds.
+        return image._new(image.im)
+    return image.convert("RGB")
+
+
+def pil_to_chw(image: Image.Image) -> torch.Tensor:
+    """An RGB PIL image as a contiguous uint8 ``(3, H, W)`` tensor, the layout decode_jpeg returns."""
+    import torch
+
+    return torch.from_numpy(np.array(image.convert("RGB"), dtype=np.uint8)).permute(2, 0, 1).contiguous()
+
+
+@functools.cache
+def _torchcodec_jpeg() -> Callable[..., torch.Tensor]:
+    """TorchCodec's JPEG decoder, imported on first use (it needs no FFmpeg for images)."""
+    try:
+        from torchcodec.decoders import decode_jpeg
+    except ImportError as exc:
+        raise ImportError(
+            f'decode="tensor" decodes JPEGs with TorchCodec, which is not installed here: `pip install '
+            f'{TORCHCODEC_PIN}` (or a release compatible with your torch), or use decode="pil"'
+        ) from exc
+    return decode_jpeg
+
+
+def tensor_decode(data: bytes | memoryview, jpeg: bool = True) -> torch.Tensor:
+    """Decode stored bytes to a uint8 ``(3, H, W)`` RGB tensor, ready for transforms v2.
+
+    ``jpeg=True``: TorchCodec's ``decode_jpeg`` reads ``data`` in place (no copy of the encoded
+    bytes, so ``data`` may be an LMDB buffer while its transaction is alive). ``jpeg=False`` (values
+    stored as-is: PNG, BMP, CMYK JPEG, ...) decodes with Pillow, as ImageFolder would.
+    """
+    if not jpeg:
+        return pil_to_chw(pil_decode(data))
+    import torch
+
+    with warnings.catch_warnings():
+        # LMDB's mapped memory is read-only, which torch warns about once; the decoder only reads it.
+        warnings.filterwarnings("ignore", message="The given buffer is not writable", category=UserWarning)
+        encoded = torch.frombuffer(data, dtype=torch.uint8)
+    return encoded_tensor_decode(encoded, jpeg=True)
+
+
+def encoded_tensor_decode(encoded: torch.Tensor, jpeg: bool = True) -> torch.Tensor:
+    """``tensor_decode`` of stored bytes already held in a uint8 tensor (the fast path reads into one).
+
+    TorchCodec always turns an image as its EXIF orientation says, which ImageFolder's Pillow
+    loader never does: a JPEG that may carry an orientation other than "as stored" is decoded with
+    Pillow instead, so that every decode choice gives ImageFolder's pixels."""
+    if not jpeg or _may_be_turned(memoryview(encoded.numpy())):
+        return pil_to_chw(pil_decode(memoryview(encoded.numpy())))
+    return _torchcodec_jpeg()(encoded, mode="RGB")
+
+
+def _decode(data: bytes | memoryview, decode: str, jpeg: bool) -> Any:
+    """``data`` (possibly an LMDB buffer, valid only inside its transaction) as a value that owns
+    its memory: the one and only copy or decode of the stored bytes."""
+    if decode == "pil":
+        return pil_decode(data)
+    if decode == "tensor":
+        return tensor_decode(data, jpeg=jpeg)
+    return bytes(data)
+
+
+# -- the EXIF orientation TorchCodec would apply ---------------------------------------------------
+# TorchCodec (its DecodeJpeg.cpp and Exif.h) reads the orientation from the first APP1 segment that
+# libjpeg saw by the time decoding starts: those before the first scan, and for progressive or
+# multi-scan files those between scans too. _may_be_turned mirrors that reading and errs towards
+# Pillow: anything it cannot follow counts as "may be turned".
+
+_APP1, _SOS, _SOI = 0xE1, 0xDA, 0xD8
+#: Markers without a length field (TEM, RST0-RST7).
+_BARE_MARKERS = frozenset({0x01, *range(0xD0, 0xD8)})
+#: Start-of-frame markers of single-scan-capable sequential JPEGs (baseline, extended Huffman).
+_SEQUENTIAL_SOF = frozenset({0xC0, 0xC1})
+_ANY_SOF = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}  # DHT, JPG and DAC are not frames
+_MARKER = struct.Struct(">BBH")  # 0xFF, the marker, the segment's length (itself included)
+
+
+def _may_be_turned(data: memoryview) -> bool:
+    """Whether TorchCodec might turn this JPEG for its EXIF orientation (see above)."""
+    header = _jpeg_header(data)
+    if header is None:
+        return True
+    app1, single_scan, scan_start = header
+    if app1 is not None:
+        return _exif_orientation(app1) not in (-1, 1)
+    # APP1 segments after the first scan are read only when libjpeg buffers every scan first
+    return not single_scan and data[scan_start:].tobytes().find(b"\xff\xe1") >= 0
+
+
+def _jpeg_header(data: memoryview) -> tuple[memoryview | None, bool, int] | None:
+    """(the first APP1 segment's payload or None, whether the first scan is the only one, where the
+    scan starts), from the markers up to the first start of scan; None where the bytes are not
+    laid out as that walk expects."""
+    if len(data) < 4 or data[0] != 0xFF or data[1] != _SOI:
+        return None
+    app1, frame, components, position = None, None, 0, 2
+    while position + 4 <= len(data):
+        fill, marker, length = _MARKER.unpack_from(data, position)
+        if fill != 0xFF:
+            return None
+        if marker == 0xFF or marker in _BARE_MARKERS:  # a fill byte, or a marker without a length
+            position += 1 if marker == 0xFF else 2
+            continue
+        end = position + 2 + length
+        if length < 2 or end > len(data):
+            return None
+        if marker == _APP1 and app1 is None:
+            app1 = data[position + 4 : end]
+        elif marker in _ANY_SOF and length >= 8:
+            frame, components = marker, data[position + 9]
+        elif marker == _SOS:
+            single = frame in _SEQUENTIAL_SOF and length >= 3 and data[position + 4] == components
+            return app1, single, end
+        position = end
+    return None
+
+
+def _exif_orientation(segment: memoryview) -> int:
+    """The orientation TorchCodec reads from an APP1 payload, -1 for none (fetch_exif_orientation)."""
+    if len(segment) <= 6:
+        return -1
+    exif = segment[6:]  # after "Exif\0\0", which TorchCodec does not check
+    size = len(exif)
+    intel = size >= 1 and (size == 1 or exif[0] == exif[1]) and exif[0] == ord("I")
+
+    def number(offset: int, width: int) -> int:  # out of range: the C code's INCORRECT_TAG
+        if offset + width - 1 >= size:
+            return 0xFFFF
+        raw = bytes(exif[offset : offset + width])
+        return int.from_bytes(raw, "little" if intel else "big")
+
+    if number(2, 2) != 0x2A:
+        return -1
+    offset = number(4, 4)
+    entries = number(offset, 2)
+    offset = (offset + 2) & 0xFFFFFFFF  # uint32_t arithmetic, as in the C code
+    for _ in range(entries):
+        tag = number(offset, 2)
+        if tag == 0xFFFF:
+            break
+        if tag == 0x0112:
+            return number((offset + 8) & 0xFFFFFFFF, 2)
+        offset = (offset + 12) & 0xFFFFFFFF
+    return -1

@@ -1,0 +1,238 @@
+"""Checks of an LMDB file made with plain reads before LMDB maps it or follows its pages.
+
+``check_lmdb_file``: the file holds every page its header names (a short copy is refused with
+``TruncatedFileError``, not a SIGBUS); ``PageGuard``: the pages on the way to each key are checked
+before LMDB follows them (damage gives a ``FormatError``, not a crash)."""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import os
+import struct
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+import lmdb
+
+from imagefolder_lmdb.reader.format import _RECOPY, FormatError
+
+
+class TruncatedFileError(FormatError):
+    """The file holds fewer bytes than its LMDB header says it must: an incomplete copy."""
+
+
+# LMDB maps the file and never compares its size with the meta page: the first touch of a page
+# past the end raises SIGBUS. So the size is checked with plain reads before LMDB opens it.
+# LMDB 0.9's meta page (mdb.c, 64-bit little-endian): page header (pgno u64, pad u16, flags u16,
+# lower/upper u16), then magic u32, version u32, address u64, mapsize u64, two MDB_db records of
+# 48 bytes (pad u32, flags u16, depth u16, four u64 counts, root u64; the free list's pad is the
+# page size), last_pg u64, txnid u64.
+_LMDB_META = struct.Struct("<Q2xH4xIIQQI44x4xHH32xQQQ")
+#: An LMDB page header's size: a value on overflow pages starts this far into its first page.
+_PAGE_HEADER = 16
+_LMDB_MAGIC = 0xBEEFC0DE
+_LMDB_DATA_VERSION = 1
+_P_META = 0x08
+_P_BRANCH, _P_LEAF = 0x01, 0x02
+_F_BIGDATA, _F_DUPDATA = 0x01, 0x04  # a leaf node whose value lies on overflow pages; duplicates
+_P_INVALID = 2**64 - 1  # the root of an empty database
+_MAX_PAGE_SIZE = 1 << 16
+
+
+_INCOMPLETE = "The copy is incomplete (an interrupted scp or rsync, a full disk or quota)."
+
+
+@dataclass(frozen=True)
+class LmdbHeader:
+    """What an LMDB file's current meta page says about its size (see read_lmdb_header)."""
+
+    page_size: int
+    last_page: int  # mm_last_pg: the highest page number in use
+    txnid: int
+    root: int = _P_INVALID  # the main database's root page
+    depth: int = 0  # the main database's B-tree depth
+
+    @property
+    def required_bytes(self) -> int:
+        """The least size of a whole file: LMDB may touch any page up to ``last_page``."""
+        return (self.last_page + 1) * self.page_size
+
+
+def _meta_page(fd: int, offset: int, number: int, where: str) -> LmdbHeader | None:
+    """Meta page ``number`` at ``offset``, as mdb_env_read_header checks it; None if cut off."""
+    raw = os.pread(fd, _LMDB_META.size, offset)
+    magic_at = slice(_PAGE_HEADER, _PAGE_HEADER + 4)
+    if number == 0 and len(raw) >= magic_at.stop and raw[magic_at] != _LMDB_MAGIC.to_bytes(4, "little"):
+        raise FormatError(
+            f"{where} is not an LMDB file (no LMDB meta page at its start). Point LMDBDataset at a "
+            "results/<split>.lmdb written by the workflow."
+        )
+    if len(raw) < _LMDB_META.size:
+        return None
+    _, flags, magic, version, _, _, page_size, _, depth, root, last_page, txnid = _LMDB_META.unpack(raw)
+    if magic != _LMDB_MAGIC or not flags & _P_META:
+        raise FormatError(f"{where}: LMDB meta page {number} is damaged. {_RECOPY}")
+    if version != _LMDB_DATA_VERSION:
+        raise FormatError(
+            f"{where}: LMDB data format version {version}; this LMDB library ({'.'.join(map(str, lmdb.version()))}) "
+            f"reads version {_LMDB_DATA_VERSION}"
+        )
+    if not 512 <= page_size <= _MAX_PAGE_SIZE or page_size & (page_size - 1) or last_page < 1:
+        raise FormatError(f"{where}: LMDB meta page {number} is damaged (page size {page_size}). {_RECOPY}")
+    return LmdbHeader(page_size, last_page, txnid, root, depth)
+
+
+def read_lmdb_header(fd: int, where: str) -> LmdbHeader:
+    """The current meta page of the LMDB file open as ``fd``, read as LMDB reads it: both meta
+    pages must be valid, and the one with the larger txnid (page 0 on a tie) is current. Raises
+    FormatError naming ``where`` for anything LMDB would refuse or crash on."""
+    size = os.fstat(fd).st_size
+    first = _meta_page(fd, 0, 0, where)
+    second = None if first is None else _meta_page(fd, first.page_size, 1, where)
+    if first is None or second is None:
+        at_least = "" if first is None else f" (its first meta page says {first.required_bytes:,} bytes)"
+        raise TruncatedFileError(
+            f"{where} is shorter than it should be: it holds {size:,} bytes, not even LMDB's two meta "
+            f"pages{at_least}. {_INCOMPLETE} {_RECOPY}"
+        )
+    return second if second.txnid > first.txnid else first
+
+
+def _data_file(path: str) -> str:
+    """The file that holds an environment's pages (a directory environment keeps them in data.mdb)."""
+    return os.path.join(path, "data.mdb") if os.path.isdir(path) else path
+
+
+def check_lmdb_file(path: str | os.PathLike[str]) -> LmdbHeader:
+    """Check, with plain reads and before any memory map, that the LMDB file at ``path`` holds every
+    page its header says it uses; raises TruncatedFileError (or FormatError) saying what to do.
+    Reader, verify, add_locations and convert_legacy call it before they open a file."""
+    where = os.fspath(path)
+    fd = os.open(_data_file(where), os.O_RDONLY)
+    try:
+        header = read_lmdb_header(fd, where)
+        size = os.fstat(fd).st_size
+    finally:
+        os.close(fd)
+    missing = header.required_bytes - size
+    if missing > 0:
+        raise TruncatedFileError(
+            f"{where} is shorter than it should be: its LMDB header says its pages run to "
+            f"{header.required_bytes:,} bytes, but the file holds {size:,}: the last {missing:,} "
+            f"byte{'s are' if missing > 1 else ' is'} missing. {_INCOMPLETE} {_RECOPY}"
+        )
+    return header
+
+
+# LMDB trusts its pages: a damaged node offset, key size or value size sends it past the end of the
+# file (SIGBUS). So before the reader asks LMDB for a key, every page on the way to it is checked
+# with plain reads (once per page and process): the node offsets and keys lie inside the page,
+# child pages and values inside the file, keys in order (so LMDB's binary search takes the path
+# checked here). The file must not change meanwhile: lock=True readers, whose writer may change it,
+# are not checked this way.
+
+
+@dataclass(frozen=True)
+class _CheckedPage:
+    branch: bool
+    keys: list[bytes]  # each node's key, ascending (a branch page's first key is never compared)
+    children: list[int]  # a branch page's child pages, one per key
+
+
+class PageGuard:
+    """Checks the pages of one LMDB file on the way to a key before LMDB follows them."""
+
+    def __init__(self, fd: int, header: LmdbHeader, where: str) -> None:
+        self.fd, self.header, self.where = fd, header, where
+        self.checked: dict[int, _CheckedPage] = {}
+
+    def check_key(self, key: bytes) -> None:
+        """Raise FormatError unless LMDB can look ``key`` up without leaving checked pages."""
+        pgno = self.header.root
+        if pgno == _P_INVALID:
+            return  # an empty database: LMDB reads no page
+        for _ in range(self.header.depth):
+            page = self.checked.get(pgno) or self._check_page(pgno)
+            if not page.branch:
+                return
+            # LMDB's binary search over ascending keys: the last child whose key is <= ``key``
+            pgno = page.children[bisect.bisect_right(page.keys, key, 1, len(page.keys)) - 1]
+        raise self._damaged(pgno, f"the tree is deeper than the {self.header.depth} levels its meta page says")
+
+    def _damaged(self, pgno: int, what: str) -> FormatError:
+        return FormatError(f"{self.where}: its LMDB page {pgno} is damaged ({what}). {_RECOPY}")
+
+    def _check_page(self, pgno: int) -> _CheckedPage:
+        size = self.header.page_size
+        if not 2 <= pgno <= self.header.last_page:
+            raise self._damaged(pgno, "a page number outside the file")
+        raw = os.pread(self.fd, size, pgno * size)
+        stored, flags, lower, upper = struct.unpack_from("<Q2xHHH", raw) if len(raw) == size else (-1, 0, 0, 0)
+        if stored != pgno or flags not in (_P_BRANCH, _P_LEAF):  # on disk exactly one of the two
+            raise self._damaged(pgno, "not the branch or leaf page it should be")
+        if not _PAGE_HEADER <= lower <= upper <= size or lower % 2:
+            raise self._damaged(pgno, "a damaged header")
+        ptrs = struct.unpack_from(f"<{(lower - _PAGE_HEADER) // 2}H", raw, _PAGE_HEADER)
+        page = _CheckedPage(flags == _P_BRANCH, [], [])
+        if page.branch and len(ptrs) < 2:  # LMDB asserts this never happens (an abort, not an error)
+            raise self._damaged(pgno, "a branch page with fewer than two keys")
+        for ptr in ptrs:
+            self._check_node(pgno, raw, ptr, upper, page)
+        if any(a >= b for a, b in itertools.pairwise(page.keys[1 if page.branch else 0 :])):
+            raise self._damaged(pgno, "its keys are out of order")
+        self.checked[pgno] = page
+        return page
+
+    def _check_node(self, pgno: int, raw: bytes, ptr: int, upper: int, page: _CheckedPage) -> None:
+        """One node of a page: inside it, and what it points to inside the file."""
+        size = self.header.page_size
+        if ptr % 2 or not upper <= ptr <= size - _NODE_HEADER:
+            raise self._damaged(pgno, "a node offset outside the page")
+        lo, hi, flags, key_size = struct.unpack_from("<HHHH", raw, ptr)
+        data_at = ptr + _NODE_HEADER + key_size
+        page.keys.append(raw[ptr + _NODE_HEADER : data_at])
+        if page.branch:
+            page.children.append(lo | hi << 16 | flags << 32)
+            if not 2 <= page.children[-1] <= self.header.last_page or data_at > size:
+                raise self._damaged(pgno, "a child page outside the file")
+            return
+        length = lo | hi << 16
+        if flags & _F_DUPDATA:  # never in these files' main database (not duplicate-sorted)
+            raise self._damaged(pgno, f"node flags {flags:#x}: duplicate data")
+        if not flags & _F_BIGDATA:  # inline data, also a named database's record (F_SUBDATA)
+            if data_at + length > size:
+                raise self._damaged(pgno, "a value past the end of its page")
+            return
+        first = struct.unpack_from("<Q", raw, data_at)[0] if data_at + 8 <= size else 0
+        if first < 2 or first * size + _PAGE_HEADER + length > self.header.required_bytes:
+            raise self._damaged(pgno, "a value's overflow pages outside the file")
+
+
+_NODE_HEADER = 8
+
+
+class _GuardedTxn:
+    """A read transaction whose ``get`` first has a PageGuard check the way to the key; anything
+    else (``stat``, ``id``, the context manager) is the transaction's own."""
+
+    def __init__(self, txn: lmdb.Transaction, guard: PageGuard) -> None:
+        self.txn, self.guard = txn, guard
+
+    def get(self, key: bytes, default: Any = None) -> Any:
+        self.guard.check_key(key)
+        return self.txn.get(key, default)
+
+    def __enter__(self) -> _GuardedTxn:
+        self.txn.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.txn.__exit__(*exc)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.txn, name)
+
+
+#: A read transaction as the reading functions take it: LMDB's own, or one whose gets are guarded.
+_ReadTxn: TypeAlias = "lmdb.Transaction | _GuardedTxn"

@@ -1,0 +1,307 @@
+"""The on-disk format (docs/FORMAT.md is its prose): record keys, meta keys and arrays, storage codes,
+``Meta`` with its encoder and decoder, ``FormatError``. The writers import their encoders from here, so
+writer and reader cannot drift apart. No pickle: meta is JSON plus little-endian numeric arrays."""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from imagefolder_lmdb.reader.file_checks import _ReadTxn
+
+
+FORMAT_ID = "imagefolder-lmdb"
+#: The newest version this reader knows. Version 2 is version 1 with one more storage code (9, a
+#: PNG value); a writer writes the oldest version that holds its records (format_version_of), so a
+#: file without such records stays readable by every version-1 reader, and one with them is refused
+#: by those readers (they accept version 1 only) instead of being decoded as JPEG.
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
+
+#: Record keys are the global index as ASCII decimal, zero-padded to this width. Every key starts
+#: with a digit, every meta key with "meta/" (sorted after all digits), so the two cannot collide
+#: and all records form one contiguous, ordered run at the start of the B-tree.
+KEY_WIDTH = 8
+MAX_RECORDS = 10**KEY_WIDTH
+
+META_KEYS = {
+    "json": b"meta/json",  # UTF-8 JSON document, see Meta
+    "labels": b"meta/labels",  # int32 little-endian, one per record
+    "sizes": b"meta/sizes",  # uint32 little-endian (width, height) pairs of the stored image
+    "crc32": b"meta/crc32",  # uint32 little-endian CRC-32 (zlib) of each stored value
+    "storage": b"meta/storage",  # uint8, how each record was stored (STORAGE_REASONS)
+    "source_bytes": b"meta/source_bytes",  # uint64 little-endian size of each source file
+    "paths": b"meta/paths",  # UTF-8 relative paths, each followed by one NUL byte
+    "locations": b"meta/locations",  # LOCATION_DTYPE per record; optional (older files lack it)
+}
+
+#: Where each record's value lies in the file: byte offset and length, so that a reader can fetch
+#: it with one pread instead of LMDB's page-by-page faults. Offset 0 means "not located, read
+#: through LMDB". Valid only for the file whose LMDB transaction id meta/json records under
+#: "locations" (a compacting copy rewrites every page); see LMDBReader and scripts/add_locations.py.
+LOCATION_DTYPE = np.dtype([("offset", "<u8"), ("length", "<u4")])
+
+#: How a record's bytes came to be. Code 0 is the only one whose value equals the source file.
+STORAGE_REASONS: dict[int, str] = {
+    0: "passthrough",  # a valid RGB JPEG, stored byte for byte
+    1: "reencoded:not-jpeg",  # PNG (also when named .JPEG), GIF, BMP, WebP, TIFF, ...
+    2: "reencoded:cmyk",  # CMYK / YCCK JPEG
+    3: "reencoded:grayscale",  # single-channel JPEG
+    4: "reencoded:mpo",  # multi-picture JPEG from cameras: only the first frame is kept
+    5: "reencoded:other-mode",  # any other pixel mode of a JPEG
+    6: "reencoded:resized",  # shrunk: larger than encode.short_side or encode.max_side
+    7: "reencoded:always",  # encode.reencode = always
+    8: "stored-as-is",  # encode.reencode = never and the file is not a plain RGB JPEG
+    9: "reencoded:png-too-large-for-jpeg",  # a side above 65,500 (libjpeg's limit): a lossless RGB PNG
+}
+STORAGE_CODES = {reason: code for code, reason in STORAGE_REASONS.items()}
+#: The format version that introduced each storage code newer than version 1.
+_CODE_VERSIONS = {9: 2}
+#: Codes whose value is no JPEG (any format Pillow reads): decoded with Pillow, never with
+#: TorchCodec's decode_jpeg; every other code's value is a valid RGB JPEG.
+NOT_JPEG_CODES = frozenset({STORAGE_CODES["stored-as-is"], STORAGE_CODES["reencoded:png-too-large-for-jpeg"]})
+
+
+def format_version_of(storage: Iterable[int]) -> int:
+    """The version a file with records of these storage codes is written as: the oldest that has them."""
+    return max((_CODE_VERSIONS.get(int(code), 1) for code in set(storage)), default=1)
+
+
+#: The meta arrays whose CRC-32 meta/json records under "checksums" (meta/locations has its own,
+#: under "locations": the reader can do without it, so its damage only slows reads down).
+CHECKSUMMED_ARRAYS = ("labels", "sizes", "crc32", "storage", "source_bytes", "paths")
+
+#: The meta/json fields whose CRC-32 it records under "checksums" too: a byte flipped inside a
+#: class name leaves the JSON valid, and would rename a class without a word.
+CHECKSUMMED_FIELDS = ("classes", "class_words")
+
+_ARRAY_DTYPES = {
+    "labels": np.dtype("<i4"),
+    "sizes": np.dtype("<u4"),
+    "crc32": np.dtype("<u4"),
+    "storage": np.dtype("u1"),
+    "source_bytes": np.dtype("<u8"),
+}
+
+
+class FormatError(Exception):
+    """The file is not a complete imagefolder-lmdb v1 dataset; the message says what to do."""
+
+
+#: The remedy for a damaged or incomplete file: a new copy, from a source checked first.
+_RECOPY = (
+    "Copy it again from the original, and check the original first with `python scripts/verify.py "
+    "ORIGINAL --full` (installed with pip: `imagefolder-lmdb verify ORIGINAL --full`)."
+)
+
+
+def record_key(index: int) -> bytes:
+    """Key of record ``index``: fixed-width decimal, so byte order equals numeric order."""
+    if not 0 <= index < MAX_RECORDS:
+        raise IndexError(f"record index {index} outside 0..{MAX_RECORDS - 1}")
+    return b"%08d" % index
+
+
+def checksum(value: bytes | memoryview) -> int:
+    """The checksum meta/crc32 records for a stored value: its CRC-32 (zlib's, unsigned)."""
+    return zlib.crc32(value)
+
+
+def field_checksum(value: Any) -> int:
+    """The checksum meta/json records for one of its :data:`CHECKSUMMED_FIELDS`: the CRC-32 of the
+    field's value as compact JSON (``json.dumps`` with its defaults)."""
+    return checksum(json.dumps(value).encode("utf-8"))
+
+
+@dataclass
+class Meta:
+    """Everything a dataset knows about itself besides the image bytes."""
+
+    document: dict[str, Any]  # the JSON document: format, classes, settings, stats, ...
+    labels: np.ndarray  # int32[n]
+    sizes: np.ndarray  # uint32[n, 2] (width, height)
+    crc32: np.ndarray  # uint32[n]
+    storage: np.ndarray  # uint8[n]
+    source_bytes: np.ndarray  # uint64[n]
+    paths: list[str]  # n relative paths, "class/file.ext"
+    locations: np.ndarray | None = None  # LOCATION_DTYPE[n], None where the file has none
+
+    @property
+    def length(self) -> int:
+        return int(self.document["length"])
+
+    @property
+    def classes(self) -> list[str]:
+        return list(self.document["classes"])
+
+
+def encode_meta(meta: Meta) -> dict[bytes, bytes]:
+    """The meta keys and values to store. Checks that every array has one entry per record."""
+    n = meta.length
+    arrays = {
+        "labels": meta.labels,
+        "sizes": meta.sizes,
+        "crc32": meta.crc32,
+        "storage": meta.storage,
+        "source_bytes": meta.source_bytes,
+    }
+    values: dict[bytes, bytes] = {}
+    for name, array in arrays.items():
+        array = np.ascontiguousarray(array, dtype=_ARRAY_DTYPES[name])
+        if array.shape[0] != n:
+            raise ValueError(f"meta array {name!r} has {array.shape[0]} entries, expected {n}")
+        values[META_KEYS[name]] = array.tobytes()
+    if len(meta.paths) != n:
+        raise ValueError(f"meta paths has {len(meta.paths)} entries, expected {n}")
+    if any("\0" in p for p in meta.paths):
+        raise ValueError("a relative path contains a NUL byte")
+    values[META_KEYS["paths"]] = "".join(p + "\0" for p in meta.paths).encode("utf-8")
+    # Without known locations the array says "none located": every file written from here on has
+    # the key, and scripts/add_locations.py fills it in.
+    locations = np.zeros(n, LOCATION_DTYPE) if meta.locations is None else meta.locations
+    locations = np.ascontiguousarray(locations, dtype=LOCATION_DTYPE)
+    if locations.shape != (n,):
+        raise ValueError(f"meta array 'locations' has shape {locations.shape}, expected ({n},)")
+    values[META_KEYS["locations"]] = locations.tobytes()
+    # meta/json names each array's CRC-32, so a reader can tell a damaged label from a real one.
+    checksums = {name: checksum(values[META_KEYS[name]]) for name in CHECKSUMMED_ARRAYS}
+    checksums |= {name: field_checksum(meta.document[name]) for name in CHECKSUMMED_FIELDS if name in meta.document}
+    values[META_KEYS["json"]] = encode_document({**meta.document, "checksums": checksums})
+    return values
+
+
+def encode_document(document: dict[str, Any]) -> bytes:
+    """The stored form of the meta JSON document (sorted keys, so equal documents are equal bytes)."""
+    return json.dumps(document, sort_keys=True, indent=1).encode("utf-8")
+
+
+def _array_bytes(txn: _ReadTxn, name: str, checksums: dict[str, Any]) -> bytes:
+    """A meta array's stored bytes, checked against its CRC-32 in meta/json (older files: none)."""
+    raw = txn.get(META_KEYS[name])
+    if raw is None:
+        raise FormatError(f"meta key {META_KEYS[name].decode()} is missing")
+    raw = bytes(raw)
+    if name in checksums and checksums[name] != checksum(raw):
+        raise FormatError(f"meta/{name} does not match its checksum")
+    return raw
+
+
+def _array(txn: _ReadTxn, name: str, checksums: dict[str, Any]) -> np.ndarray:
+    return np.frombuffer(_array_bytes(txn, name, checksums), dtype=_ARRAY_DTYPES[name])
+
+
+def _locations(txn: _ReadTxn) -> np.ndarray | None:
+    raw = txn.get(META_KEYS["locations"])
+    if raw is None:
+        return None  # written before record locations existed: read through LMDB
+    whole = len(raw) - len(raw) % LOCATION_DTYPE.itemsize  # a damaged size is caught by locations_problem
+    return np.frombuffer(bytes(raw[:whole]), dtype=LOCATION_DTYPE)
+
+
+def decode_meta(txn: _ReadTxn, where: str) -> Meta:
+    """Read and check the meta of an open environment; ``where`` names the file in errors."""
+    raw = txn.get(META_KEYS["json"])
+    if raw is None:
+        raise FormatError(_missing_meta_message(txn, where))
+    document = _decode_document(raw, where)
+    sums = document.get("checksums")
+    sums = sums if isinstance(sums, dict) else {}  # files written before meta checksums: none
+    _check_fields(document, sums, where)
+    try:
+        meta = Meta(
+            document=document,
+            labels=_array(txn, "labels", sums),
+            sizes=_array(txn, "sizes", sums).reshape(-1, 2),
+            crc32=_array(txn, "crc32", sums),
+            storage=_array(txn, "storage", sums),
+            source_bytes=_array(txn, "source_bytes", sums),
+            paths=_array_bytes(txn, "paths", sums).decode("utf-8").split("\0")[:-1],
+            locations=_locations(txn),
+        )
+    except (FormatError, ValueError) as exc:  # ValueError: an array of a broken size, paths not UTF-8
+        raise FormatError(f"{where}: {exc}: the file is damaged. {_RECOPY}") from exc
+    _check_meta(meta, where)
+    return meta
+
+
+def _check_fields(document: dict[str, Any], checksums: dict[str, Any], where: str) -> None:
+    """meta/json's class names against their checksums (files written before them: none)."""
+    for name in CHECKSUMMED_FIELDS:
+        if name in checksums and checksums[name] != field_checksum(document.get(name)):
+            raise FormatError(
+                f"{where}: meta/json's {name} do not match their checksum: the file is damaged. {_RECOPY}"
+            )
+
+
+def _decode_document(raw: bytes | memoryview, where: str) -> dict[str, Any]:
+    """The meta JSON document, checked for what every reader relies on."""
+    try:
+        document = json.loads(bytes(raw))
+    except ValueError as exc:
+        raise FormatError(f"{where}: meta/json is not valid JSON ({exc}); the file is damaged") from exc
+    if not isinstance(document, dict) or document.get("format") != FORMAT_ID:
+        found = document.get("format") if isinstance(document, dict) else document
+        raise FormatError(f"{where}: format is {found!r}, expected {FORMAT_ID!r}")
+    version = document.get("version")
+    if version not in READABLE_VERSIONS:
+        raise FormatError(
+            f"{where}: {FORMAT_ID} version {version!r}, but this reader knows "
+            f"{' and '.join(f'version {known}' for known in READABLE_VERSIONS)} only; read it with the reader "
+            "of the imagefolder-lmdb release that wrote it (or a newer one)"
+        )
+    length, classes = document.get("length"), document.get("classes")
+    if type(length) is not int or not 0 <= length <= MAX_RECORDS:
+        raise FormatError(f"{where}: meta/json has no valid record count (length {length!r}); the file is damaged")
+    if not isinstance(classes, list) or not all(isinstance(name, str) for name in classes):
+        raise FormatError(f"{where}: meta/json has no valid list of classes; the file is damaged")
+    return document
+
+
+def _check_meta(meta: Meta, where: str) -> None:
+    """Every array has one entry per record, and every label names a class (meta/locations, which
+    the reader can do without, is checked by locations_problem)."""
+    n = meta.length
+    for name in ("labels", "sizes", "crc32", "storage", "source_bytes", "paths"):
+        if len(getattr(meta, name)) != n:
+            raise FormatError(f"{where}: meta {name} has {len(getattr(meta, name))} entries, expected {n}")
+    if n and not 0 <= int(meta.labels.min()) <= int(meta.labels.max()) < len(meta.classes):
+        raise FormatError(
+            f"{where}: meta/labels holds labels outside 0..{len(meta.classes) - 1} (its {len(meta.classes)} "
+            f"classes): the file is damaged. {_RECOPY}"
+        )
+
+
+def _missing_meta_message(txn: _ReadTxn, where: str) -> str:
+    if is_legacy_pickle_lmdb(txn):
+        return (
+            f"{where} is a legacy LMDB of pickled (image, label) records (the folder2lmdb layout: keys "
+            f"'0', '1', ..., '__len__', '__keys__'), not {FORMAT_ID}. Unpickling runs code stored in the "
+            "file, so it is not read by default. Convert it once with "
+            "`python scripts/convert_legacy.py IN.lmdb OUT.lmdb [--classes classes.txt]` (installed with pip: "
+            "`imagefolder-lmdb convert-legacy IN.lmdb OUT.lmdb`), or, for a file "
+            "you trust, read it as it is with LMDBDataset(path, allow_pickle=True) (a restricted "
+            "unpickler that only builds bytes, numbers and lists)."
+        )
+    if any(txn.get(key) is not None for name, key in META_KEYS.items() if name != "json"):
+        # write_meta stores every meta key in one transaction: some without meta/json is damage
+        return f"{where} holds meta arrays but no meta/json: the file is damaged. {_RECOPY}"
+    if txn.get(record_key(0)) is not None:
+        return (
+            f"{where} has image records but no {FORMAT_ID} meta: the conversion did not finish. "
+            "Run the same snakemake command again to complete it."
+        )
+    return f"{where} is an LMDB, but not an {FORMAT_ID} dataset (no meta/json key)."
+
+
+LEGACY_KEYS = (b"__len__", b"__keys__")
+
+
+def is_legacy_pickle_lmdb(txn: _ReadTxn) -> bool:
+    """Whether the environment looks like a folder2lmdb file (checked without unpickling)."""
+    return any(txn.get(key) is not None for key in LEGACY_KEYS)

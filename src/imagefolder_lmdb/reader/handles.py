@@ -1,0 +1,237 @@
+"""Opening a file read-only, and the per-process table of open files: one LMDB environment, one
+descriptor and one PageGuard per file and process (``shared_env``, ``shared_fd``), closed before
+every fork (``close_all_envs``); the reader slots of ``lock=True`` files (``ReadersFullError``)."""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+import lmdb
+
+from imagefolder_lmdb.reader.file_checks import (
+    PageGuard,
+    _data_file,
+    _GuardedTxn,
+    _ReadTxn,
+    check_lmdb_file,
+    read_lmdb_header,
+)
+from imagefolder_lmdb.reader.format import FormatError
+
+
+class ReadersFullError(RuntimeError):
+    """Every reader slot of a ``lock=True`` environment is taken; the message says how to size it."""
+
+
+def _lock_file(path: str) -> str:
+    return os.path.join(path, "lock.mdb") if os.path.isdir(path) else path + "-lock"
+
+
+def _readers_in_this_job() -> tuple[int, int]:
+    """(DataLoader workers of this process's loader, ranks on this machine), as far as known here."""
+    import torch.distributed
+    from torch.utils.data import get_worker_info
+
+    info = get_worker_info()
+    workers = info.num_workers if info is not None else 0
+    ranks = int(os.environ.get("LOCAL_WORLD_SIZE", "0"))
+    if not ranks and torch.distributed.is_available() and torch.distributed.is_initialized():
+        ranks = torch.distributed.get_world_size()
+    return workers, ranks or int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def readers_full_message(path: str, slots: int | None) -> str:
+    """Why a lock=True reader found no free slot, and what to change; ``slots``: the table size."""
+    workers, ranks = _readers_in_this_job()
+    needed = (workers + 1) * ranks
+    return (
+        f"{path}: all {slots or 'the'} LMDB reader slots are taken. With lock=True every process that reads "
+        f"the file on this machine holds a slot while it reads: each DataLoader worker of each rank, "
+        f"plus each rank's main process; here {workers} workers x {ranks} ranks, so at least "
+        f"(workers + 1) x ranks = {needed} (more if several loaders read it at once). Pass "
+        f"LMDBDataset(..., lock=True, max_readers=N) with a larger N in every process: the table in "
+        f"{_lock_file(path)} is sized by the first process that opens the file while no other has it "
+        "open, and later ones share it whatever they ask. Or keep the default lock=False: the file is "
+        "never written, and without a lock LMDB keeps no reader table and has no reader limit."
+    )
+
+
+#: LMDB's own default reader table size, used with ``lock=True`` when no ``max_readers`` is given.
+DEFAULT_MAX_READERS = 126
+
+
+def open_env_readonly(path: str, max_readers: int | None = None, lock: bool = False) -> lmdb.Environment:
+    """Open a dataset for reading with the settings that suit random access by many processes.
+
+    ``lock=False`` (the default): the file never changes after it is written, so readers need no
+    lock table (no ``-lock`` file is created, read-only filesystems work) and LMDB then keeps no
+    reader table at all, so ``max_readers`` is meaningless and ignored. ``lock=True`` uses the
+    ``-lock`` file beside the data and its table of ``max_readers`` slots.
+    ``readahead=False``: random reads must not pull in neighbouring pages; ``meminit=False``:
+    nothing is written.
+    """
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path}: no such file")
+    check_lmdb_file(path)  # before LMDB maps it: a short file would raise SIGBUS on first touch
+    subdir = os.path.isdir(path)  # legacy datasets are often directories holding data.mdb
+    try:
+        return lmdb.open(
+            path,
+            subdir=subdir,
+            readonly=True,
+            lock=lock,
+            readahead=False,
+            meminit=False,
+            max_readers=max_readers or DEFAULT_MAX_READERS,
+            max_dbs=0,
+        )
+    except lmdb.InvalidError as exc:
+        raise FormatError(
+            f"{path} is not an LMDB file ({exc}). Point LMDBDataset at a results/<split>.lmdb written by the workflow."
+        ) from exc
+    except lmdb.ReadersFullError as exc:  # opening reads the main database, which needs a slot too
+        raise ReadersFullError(readers_full_message(path, None)) from exc
+    except lmdb.Error as exc:
+        raise FormatError(f"{path} cannot be opened as an LMDB file: {exc}") from exc
+
+
+def _begin_read(env: lmdb.Environment, path: str) -> lmdb.Transaction:
+    """A read transaction of ``env`` whose values are buffers into LMDB's memory, valid until it ends.
+
+    With lock=True a slot of the reader table is taken; when none is free, the slots of processes
+    that died (killed workers) are reclaimed once before giving up with a clear error.
+    """
+    try:
+        return env.begin(buffers=True)
+    except lmdb.ReadersFullError:
+        env.reader_check()
+        try:
+            return env.begin(buffers=True)
+        except lmdb.ReadersFullError as exc:
+            raise ReadersFullError(readers_full_message(path, env.max_readers())) from exc
+
+
+# py-lmdb refuses to open one path twice in a process, and a forked child inherits the parent's
+# "already open" state. So environments live in one per-process table shared by every dataset
+# instance, and the table is emptied right before any fork: the parent reopens lazily afterwards
+# and the child opens its own. Under spawn/forkserver the child starts with an empty table anyway.
+# The plain file descriptors that the fast path preads from live beside them and follow the same
+# rules, so a child never shares a descriptor it did not open.
+
+
+@dataclass(frozen=True)
+class _EnvOptions:
+    lock: bool
+    max_readers: int | None
+
+
+_ENVS: dict[str, tuple[lmdb.Environment, _EnvOptions]] = {}
+_ENVS_LOCK = threading.Lock()
+#: file key -> (read-only descriptor, (st_dev, st_ino) of the file it reads)
+_FDS: dict[str, tuple[int, tuple[int, int]]] = {}
+#: file key -> the PageGuard of the file's pages (with a descriptor of its own)
+_GUARDS: dict[str, PageGuard] = {}
+
+
+@functools.lru_cache(maxsize=64)
+def _env_key(path: str) -> str:
+    """One key per file however it is named; cached, since every read looks its environment up."""
+    return os.path.realpath(path)
+
+
+def shared_env(path: str, lock: bool = False, max_readers: int | None = None) -> lmdb.Environment:
+    """This process's environment of ``path``, opened on first use.
+
+    Every user of one file in one process shares it, so all must ask for the same ``lock`` and
+    ``max_readers`` (LMDB fixes them when the file is opened)."""
+    key = _env_key(path)
+    wanted = _EnvOptions(lock, max_readers)
+    with _ENVS_LOCK:
+        entry = _ENVS.get(key)
+        if entry is None:
+            entry = _ENVS[key] = (open_env_readonly(path, max_readers=max_readers, lock=lock), wanted)
+        env, options = entry
+    if options != wanted:
+        raise ValueError(
+            f"{path} is already open in this process with lock={options.lock}, max_readers={options.max_readers}; "
+            f"LMDB opens a file once per process, so every reader of it here must use the same settings "
+            f"(asked for lock={lock}, max_readers={max_readers}). Call close_all_envs() first to switch."
+        )
+    return env
+
+
+_T = TypeVar("_T")
+
+
+def _made_once(table: dict[str, _T], path: str, make: Callable[[], _T]) -> _T:
+    """``table``'s entry for the file at ``path``, made by ``make`` on first use (under the lock;
+    later lookups, every read's, take none)."""
+    key = _env_key(path)
+    entry = table.get(key)
+    if entry is None:
+        with _ENVS_LOCK:
+            entry = table.get(key)
+            if entry is None:
+                entry = table[key] = make()
+    return entry
+
+
+def shared_fd(path: str) -> tuple[int, tuple[int, int]]:
+    """This process's read-only descriptor of ``path``, opened on first use, and the identity
+    ``(st_dev, st_ino)`` of the file it reads (record locations are only valid for that file)."""
+
+    def open_fd() -> tuple[int, tuple[int, int]]:
+        fd = os.open(path, os.O_RDONLY)
+        info = os.fstat(fd)
+        return fd, (info.st_dev, info.st_ino)
+
+    return _made_once(_FDS, path, open_fd)
+
+
+def shared_guard(path: str) -> PageGuard:
+    """This process's PageGuard of the file at ``path``, made on first use."""
+
+    def make_guard() -> PageGuard:
+        fd = os.open(_data_file(path), os.O_RDONLY)
+        return PageGuard(fd, read_lmdb_header(fd, path), path)
+
+    return _made_once(_GUARDS, path, make_guard)
+
+
+def guarded(txn: lmdb.Transaction, path: str, lock: bool) -> _ReadTxn:
+    """``txn`` with its ``get`` guarded (_GuardedTxn), unless ``lock``: a writer may change such a
+    file while it is read, and pages checked once could change under the guard."""
+    return txn if lock else _GuardedTxn(txn, shared_guard(path))
+
+
+def close_all_envs() -> None:
+    """Close every dataset file this process has open; datasets reopen them when next read.
+    Runs by itself before each fork; call it after replacing a file that was open."""
+    with _ENVS_LOCK:
+        for env, _ in _ENVS.values():
+            env.close()
+        _ENVS.clear()
+        for fd, _ in _FDS.values():
+            os.close(fd)
+        _FDS.clear()
+        for guard in _GUARDS.values():
+            os.close(guard.fd)
+        _GUARDS.clear()
+
+
+def _forget_envs_in_child() -> None:
+    # The child's copies were closed before the fork; start from clean tables and a fresh lock.
+    global _ENVS_LOCK
+    _ENVS.clear()
+    _FDS.clear()
+    _GUARDS.clear()
+    _ENVS_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=close_all_envs, after_in_child=_forget_envs_in_child)

@@ -1,0 +1,56 @@
+"""v1 records read through LMDB's memory map (``_LmdbRecords``): one read transaction per batch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from imagefolder_lmdb.reader.decoding import _decode
+from imagefolder_lmdb.reader.file_checks import _ReadTxn
+from imagefolder_lmdb.reader.format import NOT_JPEG_CODES, FormatError, record_key
+from imagefolder_lmdb.reader.records import _Begin
+
+
+class _LmdbRecords:
+    """v1 records read through LMDB's memory map, key ``record_key(i)``, one transaction per batch.
+
+    The source of files without record locations, of files they do not fit, of ``lock=True``
+    readers, and of the records that _LocatedRecords cannot locate."""
+
+    legacy = False
+    by_offset = False
+
+    def __init__(self, path: str, storage: np.ndarray) -> None:
+        self.path = path
+        self.storage = storage  # storage code of each record (STORAGE_REASONS)
+
+    def jpeg(self, index: int) -> bool:
+        """Whether record ``index`` may go to decode_jpeg: every value but a stored-as-is or PNG one
+        (NOT_JPEG_CODES), which Pillow decodes."""
+        return self.storage.item(index) not in NOT_JPEG_CODES
+
+    def read(self, positions: list[int], decode: str, begin: _Begin, targets: list[int]) -> list[tuple[Any, int]]:
+        """Decoded images and labels of ``positions``, all from one LMDB transaction.
+
+        Decoding happens while the transaction is alive, straight from LMDB's buffers, so each
+        stored value is copied or decoded exactly once and no buffer outlives its transaction.
+        The transaction (and a lock=True reader slot) ends when this function returns.
+        """
+        with begin() as txn:
+            batch = []
+            for index in positions:
+                data = self._value(txn, index)
+                batch.append((_decode(data, decode, self.jpeg(index)), targets[index]))
+                del data  # drop the buffer before the transaction ends
+        return batch
+
+    def get_bytes(self, index: int, begin: _Begin) -> bytes:
+        with begin() as txn:
+            return bytes(self._value(txn, index))
+
+    def _value(self, txn: _ReadTxn, index: int) -> memoryview:
+        data = txn.get(record_key(index))
+        if data is None:
+            raise FormatError(f"{self.path}: record {index} is missing; the file is damaged")
+        return data

@@ -1,0 +1,189 @@
+"""v1 records read by offset (``_LocatedRecords``): one pread per record at the offsets of
+meta/locations, page-cache probes and fadvise hints for cold batches; records not located, and every
+record of a file whose locations do not fit, go to ``_LmdbRecords``."""
+
+from __future__ import annotations
+
+import os
+import time
+import warnings
+from typing import TYPE_CHECKING, Any
+
+import lmdb
+import numpy as np
+
+from imagefolder_lmdb.reader.decoding import encoded_tensor_decode, pil_decode
+from imagefolder_lmdb.reader.format import Meta
+from imagefolder_lmdb.reader.handles import shared_fd
+from imagefolder_lmdb.reader.locations import LocationsWarning, locations_problem
+from imagefolder_lmdb.reader.offset_reads import _CAN_ADVISE, _CAN_PREAD, _CAN_PROBE, _fetch, _pread
+from imagefolder_lmdb.reader.records import _Begin
+from imagefolder_lmdb.reader.records_lmdb import _LmdbRecords
+
+if TYPE_CHECKING:
+    import torch
+
+
+# py-lmdb touches every 4 KB page of a value before returning it, and on a cold cache each touch
+# is a synchronous read of its own. With the offsets the writer recorded, a record is one read,
+# and a batch's ranges are all requested from the kernel before the first is read, so the disk
+# (or the network filesystem) sees one deep queue. The offsets are trusted only after checking,
+# when the file is opened, that they were taken for this very file (_v1_records).
+
+
+#: the disk; a one-byte probe of the next record then decides. Generous, so that cached reads rarely
+#: pay for a probe: a batch that is cold from its first record on is caught before any read anyway.
+_SLOW_READ_SECONDS = 50e-6
+_COPY_BYTES_PER_SECOND = 2e9
+_PROBE = bytearray(1)  # the probe's byte is thrown away, so threads may share it
+
+
+def _slow(seconds: float, length: int) -> bool:
+    return seconds > _SLOW_READ_SECONDS + length / _COPY_BYTES_PER_SECOND
+
+
+def _cached(fd: int, offset: int) -> bool:
+    """Whether the byte at ``offset`` is in the page cache: a read that may not wait (Linux)."""
+    try:
+        os.preadv(fd, [_PROBE], offset, os.RWF_NOWAIT)
+    except OSError:  # BlockingIOError: not cached; any other: no such probe here, assume cold
+        return False
+    return True
+
+
+def _hint_rest(fd: int, offsets: list[int], lengths: list[int], start: int = 0) -> bool:
+    """If the first located record of ``offsets[start:]`` is not cached, the batch is cold: ask for
+    all of those at once (posix_fadvise WILLNEED). Returns whether nothing is left to hint."""
+    upcoming = next((offset for offset in offsets[start:] if offset), None)
+    if upcoming is None:
+        return True
+    if _CAN_PROBE and _cached(fd, upcoming):
+        return False  # cached after all (a slow read on a busy machine): asking would only cost time
+    for offset, length in zip(offsets[start:], lengths[start:], strict=True):
+        if offset:
+            os.posix_fadvise(fd, offset, length, os.POSIX_FADV_WILLNEED)
+    return True
+
+
+def _v1_records(path: str, env: lmdb.Environment, meta: Meta, lock: bool) -> _LmdbRecords | _LocatedRecords:
+    """The source of a v1 file: by offset if its recorded locations fit it (locations_problem), else
+    through LMDB, with a one-time LocationsWarning; files without them (older ones) silently."""
+    through_lmdb = _LmdbRecords(path, meta.storage)
+    # lock=True asks for LMDB's reader protocol, which protects a read from a concurrent writer;
+    # reads by offset assume, as lock=False does, that the file does not change while it is read.
+    unusable = lock or not _CAN_PREAD or os.path.isdir(path)
+    if unusable or meta.locations is None or "locations" not in meta.document:
+        return through_lmdb
+    fd, file_id = shared_fd(path)
+    problem = locations_problem(fd, env, meta)
+    if problem is not None:
+        warnings.warn(
+            f"{path}: {problem}. It is read through LMDB, which gives the same bytes but is "
+            f"slower on a cold cache; `python scripts/add_locations.py {path}` (installed with pip: "
+            f"`imagefolder-lmdb add-locations {path}`) writes them again for this file.",
+            LocationsWarning,
+            stacklevel=4,  # _v1_records, _open_records, LMDBReader.__init__, the caller
+        )
+        return through_lmdb
+    if not meta.locations["offset"].any():
+        return through_lmdb  # every record is inline in a leaf that holds meta (a tiny dataset)
+    offsets = np.ascontiguousarray(meta.locations["offset"])
+    return _LocatedRecords(through_lmdb, offsets, np.ascontiguousarray(meta.locations["length"]), file_id)
+
+
+class _LocatedRecords:
+    """v1 records read with one pread each at the offsets recorded in meta/locations, checked when
+    the file was opened (_v1_records). Records not located (offset 0) are read through ``lmdb``,
+    and so is every record once the path names another file (replaced since it was opened)."""
+
+    legacy = False
+
+    def __init__(self, lmdb: _LmdbRecords, offsets: np.ndarray, lengths: np.ndarray, file_id: tuple[int, int]) -> None:
+        self.lmdb = lmdb
+        self.offsets: np.ndarray | None = offsets  # uint64 per record, 0 = read through LMDB
+        self.lengths: np.ndarray | None = lengths  # uint32 per record
+        self.file_id: tuple[int, int] | None = file_id  # (st_dev, st_ino) the offsets belong to
+
+    @property
+    def by_offset(self) -> bool:
+        return self.offsets is not None
+
+    def stop_reading_by_offset(self) -> None:
+        """Read every record through LMDB from now on."""
+        self.offsets = self.lengths = self.file_id = None
+
+    def _fd(self) -> int | None:
+        """The descriptor to pread from, or None (reads by offset stop) when the path now names
+        another file than the one the offsets were checked for (replaced, then close_all_envs())."""
+        fd, identity = shared_fd(self.lmdb.path)
+        if identity == self.file_id:
+            return fd
+        warnings.warn(
+            f"{self.lmdb.path} was replaced by another file since it was opened; it is read through LMDB",
+            LocationsWarning,
+            stacklevel=4,  # _fd, read or get_bytes, the dataset's method, its caller
+        )
+        self.stop_reading_by_offset()
+        return None
+
+    def get_bytes(self, index: int, begin: _Begin) -> bytes:
+        # The common case, kept short: raw reads are where per-call overhead shows.
+        offset = self.offsets.item(index) if self.offsets is not None else 0
+        fd = self._fd() if offset else None
+        if fd is None:
+            return self.lmdb.get_bytes(index, begin)
+        assert self.lengths is not None
+        return _pread(fd, self.lengths.item(index), offset)
+
+    def read(self, positions: list[int], decode: str, begin: _Begin, targets: list[int]) -> list[tuple[Any, int]]:
+        """Decoded images and labels of ``positions``: one pread each where the records are located
+        (see _read_located), the rest in one LMDB transaction."""
+        fd = self._fd() if self.offsets is not None else None
+        if fd is None:
+            return self.lmdb.read(positions, decode, begin, targets)
+        assert self.offsets is not None and self.lengths is not None
+        if len(positions) == 1:  # get_bytes, ds[i]: spare them the array indexing of _read_located
+            index = positions[0]
+            offset = self.offsets.item(index)
+            if not offset:
+                return self.lmdb.read(positions, decode, begin, targets)
+            data = _fetch(fd, offset, self.lengths.item(index), decode)
+            return [(self._decoded(data, index, decode), targets[index])]
+        return self._read_located(fd, positions, decode, begin, targets)
+
+    def _read_located(
+        self, fd: int, positions: list[int], decode: str, begin: _Begin, targets: list[int]
+    ) -> list[tuple[Any, int]]:
+        """A batch, read by offset where located.
+
+        When a record about to be read is not in the page cache (a one-byte probe, made before the
+        first read and after any slow one), the remaining ranges of the batch are requested all at
+        once (posix_fadvise WILLNEED), so that they load in parallel while this one decodes.
+        Cached batches are not hinted: asking for ranges already cached costs time and buys nothing."""
+        assert self.offsets is not None and self.lengths is not None
+        offsets, lengths = self.offsets[positions].tolist(), self.lengths[positions].tolist()
+        # Not yet hinted; a batch whose first record is not cached is hinted before any read.
+        hint = _CAN_ADVISE and not _hint_rest(fd, offsets, lengths)
+        batch: list[Any] = []
+        unlocated: list[int] = []
+        for slot, (index, offset, length) in enumerate(zip(positions, offsets, lengths, strict=True)):
+            if not offset:
+                batch.append(None)
+                unlocated.append(slot)
+                continue
+            started = time.perf_counter()
+            data = _fetch(fd, offset, length, decode)
+            if hint and _slow(time.perf_counter() - started, length):
+                hint = not _hint_rest(fd, offsets, lengths, start=slot + 1)
+            batch.append((self._decoded(data, index, decode), targets[index]))
+        if unlocated:
+            through_lmdb = self.lmdb.read([positions[slot] for slot in unlocated], decode, begin, targets)
+            for slot, sample in zip(unlocated, through_lmdb, strict=True):
+                batch[slot] = sample
+        return batch
+
+    def _decoded(self, data: bytes | torch.Tensor, index: int, decode: str) -> Any:
+        """Record ``index``'s bytes as read by offset (a tensor for decode="tensor"), decoded."""
+        if decode == "tensor":
+            return encoded_tensor_decode(data, jpeg=self.lmdb.jpeg(index))
+        return pil_decode(data) if decode == "pil" else data
