@@ -1,4 +1,5 @@
-"""The shard files a split's ``source`` names (layouts webdataset and parquet).
+"""The source files a split's ``source`` names (layouts webdataset and parquet; their publishers call
+them shards, a word that here means an encode job).
 
 ``source`` is a list of files, a glob (``shards/*.parquet``, sorted), or a brace pattern as
 WebDataset writes them (``imagenet1k-train-{0000..1023}.tar``, in the order it expands to); a list
