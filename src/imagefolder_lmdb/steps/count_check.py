@@ -16,6 +16,7 @@ from typing import Any, TextIO
 
 from imagefolder_lmdb.classes.lists import ClassList, missing_from_source
 from imagefolder_lmdb.classes.plan import ClassSource
+from imagefolder_lmdb.config.settings import CountSettings
 from imagefolder_lmdb.config.shards import shards_allowed
 from imagefolder_lmdb.run.hold_points import hold_point
 from imagefolder_lmdb.run.rule_runner import progress_kwargs, run_rule
@@ -235,18 +236,19 @@ def count_check(
 
 
 def main(smk: Any, stream: TextIO) -> None:
+    settings = CountSettings.from_param(smk.params.settings)
     count_check(
         smk.input.source,
         smk.output.manifest,
         smk.output.counts,
-        smk.params.expected_images,
-        smk.params.expected_classes,
-        devkit=smk.params.devkit,
-        val_csv=smk.params.val_labels,
+        settings.expected_images,
+        settings.expected_classes,
+        devkit=settings.devkit,
+        val_csv=settings.val_labels,
         progress=progress_kwargs(stream),
-        class_list=dict(smk.params.class_list),
+        class_list=dict(settings.class_list),
         shared_manifest=smk.input.shared_classes[0] if smk.input.shared_classes else None,
-        shards=(smk.wildcards.split, smk.params.shards),
+        shards=(settings.split, settings.shards),
     )
 
 
