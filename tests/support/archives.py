@@ -79,3 +79,39 @@ def clear_utf8_flags(archive: Path) -> None:
         name, extra, comment = (int.from_bytes(data[central + k : central + k + 2], "little") for k in (28, 30, 32))
         central += 46 + name + extra + comment
     archive.write_bytes(bytes(data))
+
+
+def zip_headers(archive: Path, member: str) -> tuple[int, int, zipfile.ZipInfo]:
+    """The offsets of ``member``'s local and central headers in ``archive``, and its info."""
+    data = archive.read_bytes()
+    with zipfile.ZipFile(archive) as zf:
+        info, central = zf.getinfo(member), zf.start_dir
+    while data[central : central + 4] == b"PK\x01\x02":
+        name, extra, comment = (int.from_bytes(data[central + k : central + k + 2], "little") for k in (28, 30, 32))
+        if data[central + 46 : central + 46 + name] == member.encode():
+            return info.header_offset, central, info
+        central += 46 + name + extra + comment
+    raise KeyError(member)
+
+
+def spoil_zip_member(archive: Path, member: str, how: str) -> None:
+    """Damage one member as copies and tools leave it: ``crc`` (its CRC-32 wrong in both headers),
+    ``data`` (its compressed bytes overwritten), ``deflate64`` (marked as method 9, what Windows
+    Explorer writes for large zips) or ``encrypted`` (marked as password-protected)."""
+    local, central, info = zip_headers(archive, member)
+    data = bytearray(archive.read_bytes())
+    if how == "crc":
+        data[local + 14] ^= 0xFF
+        data[central + 16] ^= 0xFF
+    elif how == "data":
+        start = local + 30 + int.from_bytes(data[local + 26 : local + 28], "little")
+        start += int.from_bytes(data[local + 28 : local + 30], "little")
+        data[start + 2 : start + info.compress_size - 2] = bytes(range(256)) * (info.compress_size // 256) + bytes(
+            (info.compress_size - 4) % 256
+        )
+    elif how == "deflate64":
+        data[local + 8 : local + 10] = data[central + 10 : central + 12] = (9).to_bytes(2, "little")
+    else:
+        data[local + 6] |= 0x01
+        data[central + 8] |= 0x01
+    archive.write_bytes(bytes(data))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import zipfile
 import zlib
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +20,45 @@ def test_archive_listing_accepts_what_imagefolder_accepts() -> None:
     assert tree.IMAGE_EXTENSIONS == IMG_EXTENSIONS
     names = ["a.JPEG", "b.jpg", "c.Png", "d.webp", "e.TIFF", "f.txt", "g.jpeg.bak", "h", ".jpg", "i.gif"]
     assert [tree.is_image(n) for n in names] == [has_file_allowed_extension(n, IMG_EXTENSIONS) for n in names]
+
+
+def odd_tree(root: Path) -> Path:
+    """Class folders with nested folders, links (to a file, to a folder), files that are no image,
+    upper-case extensions, names that sort differently by byte and by case, a file beside the classes."""
+    for path in ["b/x.JPEG", "b/Y.jpg", "b/sub/z.png", "b/sub/deeper/a.ppm", "b/sub2/c.webp", "a/1.jpg", "a/notes.txt",
+                 "A/Z.JPG", "a.b/f.tif", "c d/é.jpeg", "loose.jpg", "e/readme", "e/z.gif"]:  # fmt: skip
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_bytes(b"x")
+    (root / "a" / "link.jpg").symlink_to(root / "b" / "x.JPEG")
+    (root / "a" / "linked").symlink_to(root / "b" / "sub")
+    (root / "f").symlink_to(root / "a.b")
+    return root
+
+
+def test_folder_listing_is_torchvisions(tmp_path: Path) -> None:
+    """The folder scan's own find_classes/make_dataset (no torchvision import in the listing job)
+    give what torchvision's give, error messages included."""
+    from torchvision.datasets import folder as torchvision
+
+    from imagefolder_lmdb.sources import tree
+
+    root = str(odd_tree(tmp_path / "tree"))
+    assert tree.find_classes(root) == torchvision.find_classes(root)
+    classes = tree.find_classes(root)[1]
+    wanted = {name: index for name, index in classes.items() if name != "e"}
+    ours = tree.make_dataset(root, wanted, is_valid_file=tree.is_image)
+    assert ours == torchvision.make_dataset(root, wanted, is_valid_file=tree.is_image)
+    assert len(ours) == 13
+    for function in (tree.make_dataset, torchvision.make_dataset):
+        with pytest.raises(FileNotFoundError) as empty:
+            function(root, classes, is_valid_file=tree.is_image)
+        assert str(empty.value) == "Found no valid file for the classes e. "
+    (tmp_path / "flat").mkdir()
+    with pytest.raises(FileNotFoundError) as ours_error:
+        tree.find_classes(str(tmp_path / "flat"))
+    with pytest.raises(FileNotFoundError) as theirs:
+        torchvision.find_classes(str(tmp_path / "flat"))
+    assert str(ours_error.value) == str(theirs.value)
 
 
 def test_zip_unicode_path_field_names_a_non_utf8_member() -> None:

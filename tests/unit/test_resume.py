@@ -16,7 +16,7 @@ import pytest
 from imagefolder_lmdb.steps import merge
 
 
-def test_listing_stamp_follows_names_not_times(tmp_path: Path) -> None:
+def test_listing_stamp_follows_names_and_files_not_folder_times(tmp_path: Path) -> None:
     from imagefolder_lmdb.sources.stamp import listing_stamp
 
     source, cache = tmp_path / "source", tmp_path / "stamps.json"
@@ -27,17 +27,19 @@ def test_listing_stamp_follows_names_not_times(tmp_path: Path) -> None:
     os.utime(source / "cat", (old, old))
     first = listing_stamp(str(source), str(cache))
     assert json.loads(cache.read_text()), "the settled folder's listing is cached"
+    assert listing_stamp(str(source), str(cache)) == first
 
     (source / "cat" / "b.tmp").write_bytes(b"a2")
-    (source / "cat" / "b.tmp").replace(source / "cat" / "a.jpg")  # same names, new folder time
-    assert listing_stamp(str(source), str(cache)) == first
+    (source / "cat" / "b.tmp").replace(source / "cat" / "a.jpg")  # same names, another file (issue 31)
+    replaced = listing_stamp(str(source), str(cache))
+    assert replaced != first
     (source / "cat" / "b.jpg").write_bytes(b"b")
     added = listing_stamp(str(source), str(cache))
-    assert added != first
-    (source / "cat" / "b.jpg").unlink()
-    assert listing_stamp(str(source), str(cache)) == first
+    assert added != replaced
+    (source / "cat" / "b.jpg").unlink()  # the folder's time moves, what it holds is as before
+    assert listing_stamp(str(source), str(cache)) == replaced
     (source / "n01.tar").write_bytes(b"another tar")  # a class tar replaced under its name
-    assert listing_stamp(str(source), str(cache)) != first
+    assert listing_stamp(str(source), str(cache)) != replaced
 
 
 def test_merge_reads_ahead_in_order_and_bounded(monkeypatch: pytest.MonkeyPatch) -> None:

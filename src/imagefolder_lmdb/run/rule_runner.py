@@ -37,6 +37,9 @@ def run_rule(main: Callable[[Any, TextIO], None], smk: Any) -> None:
     """
     log_path = smk.log[0] if smk.log else None
     stream = log_to(log_path)
+    if log_path:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(f"{log_path}.message")  # an earlier attempt's: not this one's to show
     try:
         main(smk, stream)
     except Exception as exc:

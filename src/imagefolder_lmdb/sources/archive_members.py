@@ -151,6 +151,32 @@ def check_zip_members(archive: str, infos: list[zipfile.ZipInfo]) -> None:
             reason = "device, fifo or other special file"
         if reason is not None:
             raise refuse(archive, info.filename, reason)
+        check_zip_readable(archive, info)
+
+
+#: Compression methods Python's zipfile reads (stored, deflate, bzip2, lzma).
+ZIP_METHODS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA)
+#: General-purpose flag bit 0: the member is encrypted.
+ZIP_ENCRYPTED_FLAG = 0x1
+ZIP_FIX = (
+    "Zip it again without a password with a tool that writes deflate (`zip -r`, or Python's shutil.make_archive), "
+    "or unpack it with a tool that reads it (7-Zip: `7z x`) and give the unpacked folder as splits.<name>.source"
+)
+
+
+def check_zip_readable(archive: str, info: zipfile.ZipInfo) -> None:
+    """Refuse, when the archive is indexed, a member Python's zipfile cannot read: an encrypted one,
+    or one compressed by a method it lacks (deflate64: what Windows Explorer writes for large zips)."""
+    if info.is_dir():
+        return
+    if info.flag_bits & ZIP_ENCRYPTED_FLAG:
+        raise DamagedArchiveError(f"{archive}: member {info.filename!r} is encrypted (password-protected). {ZIP_FIX}.")
+    if info.compress_type not in ZIP_METHODS:
+        method = zipfile.compressor_names.get(info.compress_type, "unknown")
+        raise DamagedArchiveError(
+            f"{archive}: member {info.filename!r} is compressed with method {info.compress_type} ({method}), "
+            f"which Python's zipfile cannot read. {ZIP_FIX}."
+        )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -171,9 +197,30 @@ def list_tar(archive: str, fileobj: Any = None) -> list[tarfile.TarInfo]:
         ) from exc
 
 
+def tar_location(archive: str, container: int, member: tarfile.TarInfo, base: int = 0) -> TarLocation:
+    """Where a file member's bytes are (``base``: the offset of its tar inside the file read). A sparse
+    member (``tar --sparse``) keeps its map, so that it is read as ``tar -x`` writes it."""
+    if not member.sparse:
+        return TarLocation(container, base + member.offset_data, member.size)
+    runs = tuple((at, length) for at, length in member.sparse if length)
+    if any(at < 0 or at + length > member.size for at, length in runs):
+        raise DamagedArchiveError(
+            f"{archive}: the sparse member {member.name!r} has a map running past its size ({member.size:,} bytes): "
+            "it cannot be read in place. Set extract: true for this split (tar unpacks it) or pack the archive "
+            "again without --sparse."
+        )
+    return TarLocation(container, base + member.offset_data, member.size, runs)
+
+
+def stored_end(member: tarfile.TarInfo) -> int:
+    """Where a member's data ends in its tar, padded to a block: a sparse member stores only its runs."""
+    stored = sum(length for _, length in member.sparse) if member.sparse else member.size
+    return member.offset_data + -(-stored // TAR_BLOCK) * TAR_BLOCK
+
+
 def check_tar_complete(archive: str, members: list[tarfile.TarInfo], size: int, where: str = "") -> None:
     """Python's tarfile stops quietly at a truncation; compare the members with the file size."""
-    end = max((m.offset_data + -(-m.size // TAR_BLOCK) * TAR_BLOCK for m in members), default=0)
+    end = max((stored_end(m) for m in members), default=0)
     if end + TAR_END_MARKER > size:
         last = max(members, key=lambda m: m.offset_data).name if members else "(none)"
         raise DamagedArchiveError(
@@ -189,7 +236,7 @@ def index_tar(archive: str, container: int = 0) -> Iterator[Member]:
     check_tar_complete(archive, members, os.path.getsize(archive))
     for member in members:
         if member.isfile():
-            yield Member(member.name, TarLocation(container, member.offset_data, member.size))
+            yield Member(member.name, tar_location(archive, container, member))
         elif member.isdir():
             yield Member(member.name.rstrip("/"), None)
 
@@ -233,9 +280,8 @@ def index_tar_of_tars(
             check_tar_complete(archive, members, inner.size, where)
             for member in members:
                 if member.isfile():
-                    offset = inner.offset_data + member.offset_data
                     path = f"{class_of_tar(inner)}/{member.name}"  # the class folder
-                    yield Member(path, TarLocation(container, offset, member.size))
+                    yield Member(path, tar_location(f"{archive}:{inner.name}", container, member, inner.offset_data))
 
 
 def zip_infos(archive: str) -> list[zipfile.ZipInfo]:

@@ -24,6 +24,11 @@ class CountMismatchError(RuntimeError):
     """The source does not hold what the config says it should."""
 
 
+class DamagedSampleError(ValueError):
+    """The source holds a sample's bytes damaged (a zip member's bad CRC-32 or corrupt deflate data):
+    a bad image of that source, left out under ``encode.on_error: skip``; the message names it."""
+
+
 @dataclass
 class Listing:
     """Classes and samples in ImageFolder order, and the files ImageFolder would not take."""

@@ -11,10 +11,12 @@ archive and the member). With a class list, the class tars of other classes are 
 from __future__ import annotations
 
 import logging
+import lzma
 import os
 import tarfile
 import threading
 import zipfile
+import zlib
 from collections.abc import Callable, Collection
 from typing import Any, TypeVar
 
@@ -30,7 +32,7 @@ from imagefolder_lmdb.sources.archive_members import (
     is_zip,
     relative_name,
 )
-from imagefolder_lmdb.sources.base import Labels, Listing, Request, SampleReader, Source
+from imagefolder_lmdb.sources.base import DamagedSampleError, Labels, Listing, Request, SampleReader, Source
 from imagefolder_lmdb.sources.ilsvrc_val import label_val
 from imagefolder_lmdb.sources.tree import (
     RootFilter,
@@ -239,13 +241,14 @@ class TarReader(SampleReader):
 
     def read(self, path: str, location: Location) -> bytes:
         at = location_as(TarLocation, path, location)
-        data = os.pread(self._fd(at.tar), at.size, at.offset)
-        if len(data) != at.size:
+        stored = at.stored_size()
+        data = os.pread(self._fd(at.tar), stored, at.offset)
+        if len(data) != stored:
             raise DamagedArchiveError(
-                f"{self.containers[at.tar]}: {at.size} bytes expected at offset {at.offset}, {len(data)} read; "
+                f"{self.containers[at.tar]}: {stored} bytes expected at offset {at.offset}, {len(data)} read; "
                 "the archive is truncated or changed since it was indexed"
             )
-        return data
+        return data if at.sparse is None else expand_sparse(data, at.sparse, at.size)
 
     def describe(self, path: str, location: Location) -> str:
         return f"{self.containers[location_as(TarLocation, path, location).tar]} member {path}"
@@ -269,6 +272,21 @@ class TarReader(SampleReader):
             self._fds.clear()
 
 
+def expand_sparse(stored: bytes, runs: tuple[tuple[int, int], ...], size: int) -> bytes:
+    """A sparse member as ``tar -x`` writes it: each stored run at its place, zeros between."""
+    member = bytearray(size)
+    position = 0
+    for at, length in runs:
+        member[at : at + length] = stored[position : position + length]
+        position += length
+    return bytes(member)
+
+
+#: What zipfile raises for a member whose stored bytes are damaged (bad CRC-32, corrupt compressed data,
+#: cut short; bz2's OSError has no errno); the archive's own table was read when it was indexed.
+ZIP_MEMBER_DAMAGE = (zipfile.BadZipFile, zlib.error, EOFError, lzma.LZMAError, OSError)
+
+
 class ZipReader(SampleReader):
     """Reads zip members; each thread gets its own handle on a zip (a ZipFile is not thread-safe)."""
 
@@ -281,7 +299,12 @@ class ZipReader(SampleReader):
 
     def read(self, path: str, location: Location) -> bytes:
         at = location_as(ZipLocation, path, location)
-        return self._zip(at.zip).read(at.member)
+        try:
+            return self._zip(at.zip).read(at.member)
+        except ZIP_MEMBER_DAMAGE as exc:
+            if isinstance(exc, OSError) and exc.errno is not None:
+                raise  # the file system's (EIO, ...), not the member's: never skipped
+            raise DamagedSampleError(f"{self.describe(path, location)}: a damaged zip member ({exc})") from exc
 
     def describe(self, path: str, location: Location) -> str:
         return f"{self.containers[location_as(ZipLocation, path, location).zip]} member {path}"

@@ -2,10 +2,13 @@
 class folder changes it, so Snakemake lists the source again. Snakemake itself compares a folder
 input by the folder's own modification time, which such a change leaves alone.
 
-A class folder is listed (names only) when its modification time differs from the one cached in
-``.snakemake/``, so a run stats ~1,000 folders rather than listing 1.28M files; a file replaced
-under the same name (``mv fixed.jpg bad.jpg``) changes the time but not the stamp, and only the
-failed shard reruns.
+A class folder is listed when its modification time differs from the one cached in ``.snakemake/``,
+so a run stats ~1,000 folders rather than 1.28M files. That listing records each file's name, inode,
+size and modification time: a file replaced under the same name (``mv new.jpg cls/old.jpg``, or a
+copy into the folder) changes the folder's time and the file's inode, so the stamp changes and the
+same command lists and encodes the split again (extract, count_check, every shard, merge: a
+Snakemake job reruns whole once its input changed). An edit in place that leaves the folder's time
+alone is not seen: ``--forcerun extract``.
 """
 
 import contextlib
@@ -56,8 +59,20 @@ def listing_stamp(source: str, cache_path: str = CACHE) -> str:
 
 
 def names_digest(folder: str) -> str:
+    """A digest of what ``folder`` holds: each entry's name, and for each file (links followed) its
+    inode, size and modification time; a subfolder by its name only."""
     with os.scandir(folder) as scan:
-        return digest("\n".join(sorted(entry.name for entry in scan)))
+        return digest("\n".join(sorted(entry_line(entry) for entry in scan)))
+
+
+def entry_line(entry: os.DirEntry) -> str:
+    try:
+        info = entry.stat()
+    except OSError:  # a dangling link: the listing names it
+        return f"{entry.name}\0unreadable"
+    if stat.S_ISDIR(info.st_mode):
+        return entry.name
+    return f"{entry.name}\0{info.st_ino}\0{info.st_size}\0{info.st_mtime_ns}"
 
 
 def digest(text: str) -> str:
@@ -76,4 +91,4 @@ def read_cache(path: str) -> dict[str, list[Any]]:
 def write_cache(path: str, cache: dict[str, list[Any]]) -> None:
     """Replace the cache whole; losing it (a race with another process, a full disk) only costs a listing."""
     with contextlib.suppress(OSError), atomic_file(path, encoding="utf-8") as stream:
-        json.dump(cache, stream, ensure_ascii=False)
+        json.dump(cache, stream)  # ASCII: a folder name that is not UTF-8 is kept as its escapes

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any
@@ -43,6 +44,41 @@ def relative_files(root: str) -> Iterator[str]:
             yield os.path.relpath(os.path.join(folder, name), root).replace(os.sep, "/")
 
 
+def find_classes(root: str) -> tuple[list[str], dict[str, int]]:
+    """torchvision's ``datasets.folder.find_classes``: the sorted names of the folders in ``root``
+    (links to folders count). The same rules written here, so that listing a folder does not import
+    torchvision and torch (~2.6 s per job); tests/unit/test_archives.py keeps the two equal."""
+    classes = sorted(entry.name for entry in os.scandir(root) if entry.is_dir())
+    if not classes:
+        raise FileNotFoundError(f"Couldn't find any class folder in {root}.")
+    return classes, {name: index for index, name in enumerate(classes)}
+
+
+def make_dataset(
+    root: str, class_to_idx: dict[str, int], is_valid_file: Callable[[str], bool]
+) -> list[tuple[str, int]]:
+    """torchvision's ``datasets.folder.make_dataset`` with ``is_valid_file``: per class in name order,
+    ``sorted(os.walk(folder, followlinks=True))`` and each folder's file names sorted; a class
+    without one valid file is a FileNotFoundError naming it."""
+    root = os.path.expanduser(root)
+    found: list[tuple[str, int]] = []
+    available: set[str] = set()
+    for name in sorted(class_to_idx):
+        folder = os.path.join(root, name)
+        if not os.path.isdir(folder):
+            continue
+        for where, _, names in sorted(os.walk(folder, followlinks=True)):
+            for file_name in sorted(names):
+                path = os.path.join(where, file_name)
+                if is_valid_file(path):
+                    found.append((path, class_to_idx[name]))
+                    available.add(name)
+    empty = set(class_to_idx) - available
+    if empty:
+        raise FileNotFoundError(f"Found no valid file for the classes {', '.join(sorted(empty))}. ")
+    return found
+
+
 def no_image_error(where: str, empty: Iterable[str]) -> CountMismatchError:
     return CountMismatchError(
         f"{where}: found no valid file for the classes {', '.join(sorted(empty))}. Every class folder needs at "
@@ -51,10 +87,8 @@ def no_image_error(where: str, empty: Iterable[str]) -> CountMismatchError:
 
 
 def scan_folder(root: str, progress: dict[str, Any], wanted: ClassList | None = None) -> Listing:
-    """torchvision's own scan of an ImageFolder tree (with a file counter: 1.28M files take a while).
+    """torchvision's scan of an ImageFolder tree (with a file counter: 1.28M files take a while).
     Class folders outside ``wanted`` only have their images counted."""
-    from torchvision.datasets.folder import find_classes, make_dataset  # imports torch: only for folders
-
     try:
         classes, _ = find_classes(root)
     except FileNotFoundError as exc:
@@ -76,6 +110,7 @@ def scan_folder(root: str, progress: dict[str, Any], wanted: ClassList | None = 
         if not is_image(path):
             ignored.append(os.path.relpath(path, root))
             return False
+        check_regular_file(path)
         return True
 
     try:
@@ -90,6 +125,34 @@ def scan_folder(root: str, progress: dict[str, Any], wanted: ClassList | None = 
         for index, (path, label) in enumerate(found)
     ]
     return Listing(classes, samples, sorted(ignored), root=root, outside=outside)
+
+
+class SourceFileError(ValueError):
+    """An image's path in the source is no regular file (a FIFO, socket or device) or a dangling link."""
+
+
+def check_regular_file(path: str) -> None:
+    """Refuse, when the source is listed, an image path that reading would hang on (a FIFO) or fail
+    on later (a dangling link, a device): one stat, links followed as ImageFolder's loader does."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        target = os.readlink(path) if os.path.islink(path) else "?"
+        raise SourceFileError(
+            f"{shown(path)} is a dangling link (to {shown(target)}, which does not exist). Remove the link or "
+            "point it at the image, then run the same command again."
+        ) from None
+    if not stat.S_ISREG(mode):
+        kind = "a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
+        raise SourceFileError(
+            f"{shown(path)} is {kind}, not a regular file: reading it would block or give no image. Remove it or "
+            "put the image file there, then run the same command again."
+        )
+
+
+def shown(path: str) -> str:
+    """A path for a message: a name that is not valid UTF-8 shown with its bytes escaped."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 class FolderLinkError(ValueError):

@@ -19,7 +19,7 @@ from imagefolder_lmdb.run.hold_points import hold_point
 from imagefolder_lmdb.run.progress import ProgressWriter, progress_path
 from imagefolder_lmdb.run.rule_runner import progress_kwargs, run_rule
 from imagefolder_lmdb.sources import open_sample_reader
-from imagefolder_lmdb.sources.base import SampleReader
+from imagefolder_lmdb.sources.base import DamagedSampleError, SampleReader
 from imagefolder_lmdb.work.files import (
     Sample,
     ShardReport,
@@ -80,7 +80,10 @@ def read_error_message(where: str, exc: OSError) -> str:
 def read_and_encode(reader: SampleReader, sample: Sample, settings: EncodeSettings) -> tuple[Encoded, int]:
     """Encoded image and source size of one sample; BadImageError names the file (SourceReadError
     where the file could not be read at all)."""
-    data = read_source(reader, sample)
+    try:
+        data = read_source(reader, sample)
+    except DamagedSampleError as exc:
+        raise BadImageError(str(exc)) from exc
     try:
         if not data:
             raise ValueError("an empty file (0 bytes)")

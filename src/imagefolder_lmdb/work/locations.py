@@ -30,7 +30,14 @@ class TarLocation:
 
     tar: int  # index into the manifest's containers
     offset: int
-    size: int
+    size: int  # the member's size, as ``tar -x`` writes it
+    #: A sparse member (``tar --sparse``, GNU or pax): its data runs as (offset in the member, length);
+    #: the runs are stored one after another from ``offset``, the rest of the member is zeros.
+    sparse: tuple[tuple[int, int], ...] | None = None
+
+    def stored_size(self) -> int:
+        """The bytes the archive holds for the member from ``offset``."""
+        return self.size if self.sparse is None else sum(length for _, length in self.sparse)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,11 +68,19 @@ def location_from_json(value: dict[str, Any] | None) -> Location:
     if value is None:
         return None
     kind = next(cls for cls in LOCATION_TYPES if fields(cls)[0].name in value)
+    if value.get("sparse") is not None:
+        value = {**value, "sparse": tuple((int(at), int(length)) for at, length in value["sparse"])}
     return kind(**value)
 
 
 def location_to_json(location: Location) -> dict[str, Any] | None:
-    return None if location is None else asdict(location)
+    """The JSON object of ``location``; a tar member that is not sparse is written as it always was."""
+    if location is None:
+        return None
+    value = asdict(location)
+    if value.get("sparse", ()) is None:
+        del value["sparse"]
+    return value
 
 
 L = TypeVar("L")

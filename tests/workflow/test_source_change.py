@@ -1,0 +1,38 @@
+"""A folder source changed after a run (issue 31): an image replaced under its name by ``mv`` is seen by
+the same command, whose result then equals a clean run on the new tree."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from imagefolder_lmdb.dataset import LMDBDataset
+from support.images import jpeg_bytes
+from support.workflow import convert
+
+pytestmark = pytest.mark.usefixtures("fresh_envs")  # the tests open their files afresh
+
+
+def test_image_moved_over_another_is_converted_again(tree_copy: Path, tmp_path: Path) -> None:
+    first = convert(tmp_path / "run", tree_copy)
+    first.run.check()
+    cls = sorted(tree_copy.iterdir())[2]
+    old = sorted(cls.iterdir())[1]
+    new = tmp_path / "new.jpg"
+    new.write_bytes(jpeg_bytes(seed=99, size=(64, 48)))
+    os.replace(new, old)  # `mv new.jpg cls/old.jpg`: the name stays, the file is another
+    again = convert(tmp_path / "run", tree_copy)
+    again.run.check()
+    assert "Nothing to be done" not in again.run.output
+    clean = convert(tmp_path / "clean", tree_copy)
+    clean.run.check()
+    ours, theirs = LMDBDataset(again.lmdb), LMDBDataset(clean.lmdb)
+    assert ours.samples == theirs.samples
+    paths = [os.path.join(ours.root, path) for path, _ in ours.samples]
+    assert ours.get_bytes(paths.index(str(old))) == old.read_bytes()  # the new image, stored as it is
+    assert all(ours.get_bytes(i) == theirs.get_bytes(i) for i in range(len(theirs)))
+    for field in ("image_sizes", "checksums", "storage_codes"):
+        assert np.array_equal(getattr(ours, field), getattr(theirs, field)), field
