@@ -103,7 +103,8 @@ def source_files(wildcards) -> list[str]:
 
 def extract_settings(wildcards) -> dict:
     """Rule extract's one param: the split's ExtractSettings (src/imagefolder_lmdb/config/settings.py),
-    with the class list it shares (only those classes are read) and its folder's stamp."""
+    with the class list it shares (only those classes are read) and its folder's stamp.
+    """
     split = split_config(wildcards)
     wanted = CLASS_PLAN.wanted(wildcards.split)
     return step_settings.extract_settings(
@@ -127,7 +128,9 @@ def count_settings(wildcards) -> dict:
 
 def merge_settings(wildcards) -> dict:
     """Rule merge's one param: the split's MergeSettings."""
-    return step_settings.merge_settings(wildcards.split, split_config(wildcards)).as_param()
+    return step_settings.merge_settings(
+        wildcards.split, split_config(wildcards)
+    ).as_param()
 
 
 def shared_class_manifest(wildcards) -> list[str]:
