@@ -43,7 +43,7 @@ def pil_to_chw(image: Image.Image) -> torch.Tensor:
 
 
 @functools.cache
-def _torchcodec_jpeg() -> Callable[..., torch.Tensor]:
+def _torchcodec_jpeg() -> Callable[..., Any]:
     """TorchCodec's JPEG decoder, imported on first use (it needs no FFmpeg for images)."""
     try:
         from torchcodec.decoders import decode_jpeg
@@ -79,8 +79,8 @@ def encoded_tensor_decode(encoded: torch.Tensor, jpeg: bool = True) -> torch.Ten
     TorchCodec always turns an image as its EXIF orientation says, which ImageFolder's Pillow
     loader never does: a JPEG that may carry an orientation other than "as stored" is decoded with
     Pillow instead, so that every decode choice gives ImageFolder's pixels."""
-    if not jpeg or _may_be_turned(memoryview(encoded.numpy())):
-        return pil_to_chw(pil_decode(memoryview(encoded.numpy())))
+    if not jpeg or _may_be_turned(encoded.numpy().data):
+        return pil_to_chw(pil_decode(encoded.numpy().data))
     return _torchcodec_jpeg()(encoded, mode="RGB")
 
 

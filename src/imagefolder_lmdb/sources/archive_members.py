@@ -172,7 +172,7 @@ def check_zip_readable(archive: str, info: zipfile.ZipInfo) -> None:
     if info.flag_bits & ZIP_ENCRYPTED_FLAG:
         raise DamagedArchiveError(f"{archive}: member {info.filename!r} is encrypted (password-protected). {ZIP_FIX}.")
     if info.compress_type not in ZIP_METHODS:
-        method = zipfile.compressor_names.get(info.compress_type, "unknown")
+        method = getattr(zipfile, "compressor_names", {}).get(info.compress_type, "unknown")
         raise DamagedArchiveError(
             f"{archive}: member {info.filename!r} is compressed with method {info.compress_type} ({method}), "
             f"which Python's zipfile cannot read. {ZIP_FIX}."
@@ -202,7 +202,8 @@ def tar_location(archive: str, container: int, member: tarfile.TarInfo, base: in
     member (``tar --sparse``) keeps its map, so that it is read as ``tar -x`` writes it."""
     if not member.sparse:
         return TarLocation(container, base + member.offset_data, member.size)
-    runs = tuple((at, length) for at, length in member.sparse if length)
+    sparse: list[tuple[int, int]] = member.sparse  # type: ignore[assignment]  # typeshed: int
+    runs = tuple((at, length) for at, length in sparse if length)
     if any(at < 0 or at + length > member.size for at, length in runs):
         raise DamagedArchiveError(
             f"{archive}: the sparse member {member.name!r} has a map running past its size ({member.size:,} bytes): "
@@ -214,7 +215,8 @@ def tar_location(archive: str, container: int, member: tarfile.TarInfo, base: in
 
 def stored_end(member: tarfile.TarInfo) -> int:
     """Where a member's data ends in its tar, padded to a block: a sparse member stores only its runs."""
-    stored = sum(length for _, length in member.sparse) if member.sparse else member.size
+    sparse: list[tuple[int, int]] | None = member.sparse  # type: ignore[assignment]  # typeshed: int
+    stored = sum(length for _, length in sparse) if sparse else member.size
     return member.offset_data + -(-stored // TAR_BLOCK) * TAR_BLOCK
 
 
