@@ -8,7 +8,7 @@ import itertools
 from collections.abc import Iterator
 
 import pytest
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
 from imagefolder_lmdb import ElasticDistributedSampler, sampler_state_from_loader
 
@@ -57,6 +57,16 @@ def test_every_world_size_deals_one_permutation(order: str, drop_last: bool) -> 
         whole = SIZE // world * world if drop_last else SIZE
         assert dealt[:whole] == epoch[:whole], f"world {world}: the same permutation"
         assert dealt[whole:] == ([] if drop_last else epoch[: len(dealt) - SIZE]), "padding from the epoch's start"
+
+
+@pytest.mark.parametrize("drop_last", [False, True])
+def test_unshuffled_draws_are_distributed_samplers(drop_last: bool) -> None:
+    """A drop-in: in the dataset's order, every rank draws what DistributedSampler gives it, padding
+    and drop_last included."""
+    for world in WORLDS:
+        for rank, sampler in enumerate(samplers(world, shuffle=False, drop_last=drop_last)):
+            theirs = DistributedSampler(Indices(), num_replicas=world, rank=rank, shuffle=False, drop_last=drop_last)
+            assert list(sampler) == list(theirs) and len(sampler) == len(theirs), f"rank {rank} of {world}"
 
 
 @pytest.mark.parametrize("order", ["full", "blocks"])
