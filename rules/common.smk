@@ -14,7 +14,7 @@ from imagefolder_lmdb.config.check import (
     shipped_devkit,
 )
 from imagefolder_lmdb.config.schema import load_schema
-from imagefolder_lmdb.config import settings as step_settings
+from imagefolder_lmdb.config import step_settings
 from imagefolder_lmdb.run.paths import SHARD, RunPaths
 from imagefolder_lmdb.run.progress import register as register_progress
 from imagefolder_lmdb.run.progress import stop_board
@@ -102,7 +102,7 @@ def source_files(wildcards) -> list[str]:
 
 
 def extract_settings(wildcards) -> dict:
-    """Rule extract's one param: the split's ExtractSettings (src/imagefolder_lmdb/config/settings.py),
+    """Rule extract's one param: the split's ExtractSettings (src/imagefolder_lmdb/config/step_settings.py),
     with the class list it shares (only those classes are read) and its folder's stamp.
     """
     split = split_config(wildcards)

@@ -98,8 +98,9 @@ class ElasticDistributedSampler(Sampler[int]):
     """``DistributedSampler``'s drop-in whose epoch is one permutation dealt to the ranks in turn,
     with a state (samples the job consumed) that loads into a job of any size, mid-epoch.
 
-    ``block_size`` (records) and ``window`` (blocks) choose the block-window shuffle, for cold or
-    remote reads: a batch's records then come from ``window`` runs of ``block_size`` neighbours.
+    ``block_size`` (records) and ``window`` (blocks) choose the block-window shuffle, for storage where
+    every read is a round trip: a batch's records then come from about ``window`` runs of
+    ``block_size`` neighbours (with ``block_size * window`` at least batch size x world size).
     """
 
     def __init__(

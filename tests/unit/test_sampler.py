@@ -8,7 +8,7 @@ import itertools
 from collections.abc import Iterator
 
 import pytest
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
 from imagefolder_lmdb import ElasticDistributedSampler, sampler_state_from_loader
 
@@ -57,6 +57,16 @@ def test_every_world_size_deals_one_permutation(order: str, drop_last: bool) -> 
         whole = SIZE // world * world if drop_last else SIZE
         assert dealt[:whole] == epoch[:whole], f"world {world}: the same permutation"
         assert dealt[whole:] == ([] if drop_last else epoch[: len(dealt) - SIZE]), "padding from the epoch's start"
+
+
+@pytest.mark.parametrize("drop_last", [False, True])
+def test_unshuffled_draws_are_distributed_samplers(drop_last: bool) -> None:
+    """A drop-in: in the dataset's order, every rank draws what DistributedSampler gives it, padding
+    and drop_last included."""
+    for world in WORLDS:
+        for rank, sampler in enumerate(samplers(world, shuffle=False, drop_last=drop_last)):
+            theirs = DistributedSampler(Indices(), num_replicas=world, rank=rank, shuffle=False, drop_last=drop_last)
+            assert list(sampler) == list(theirs) and len(sampler) == len(theirs), f"rank {rank} of {world}"
 
 
 @pytest.mark.parametrize("order", ["full", "blocks"])
@@ -181,3 +191,19 @@ def test_loader_state_between_snapshots_needs_the_batch_size() -> None:
     with pytest.raises(ValueError, match="1 batches past its snapshot: pass batch_size="):
         sampler_state_from_loader(state)
     assert sampler_state_from_loader(state, batch_size=4)["consumed"] == 16
+
+
+@pytest.mark.filterwarnings("ignore:'set_vital' is deprecated:UserWarning")
+def test_stateful_dataloader_state_after_a_whole_epoch_starts_the_next() -> None:
+    """A loader state saved once the epoch ended loads as nothing left: the next epoch is whole."""
+    from torchdata.stateful_dataloader import StatefulDataLoader
+
+    first = StatefulDataLoader(Indices(), batch_size=4, sampler=samplers(1)[0])
+    assert sum(len(batch) for batch in first) == SIZE
+    sampler = samplers(1)[0]
+    loader = StatefulDataLoader(Indices(), batch_size=4, sampler=sampler)
+    loader.load_state_dict(first.state_dict())
+    sampler.set_epoch(1)
+    reference = samplers(1)[0]
+    reference.set_epoch(1)
+    assert [int(i) for batch in loader for i in batch] == list(reference)

@@ -1,101 +1,139 @@
-"""A split's settings as each step takes them: one typed shape per rule, built from the checked
-config by rules/common.smk and read back by the step (``from_param``).
+# SPDX-License-Identifier: MIT
+"""Settings given without a config file: ``--set KEY=VALUE`` for any config key, flags for the
+common ones, ``convert(config={...})``; all become keys of the config the run writes, so a
+setting given here and the same setting in a config file give the same files.
 
-Snakemake compares a job's params with the last run's to decide what to run again, and it can only
-compare plain values: so a rule's param is the shape ``as_param`` makes of it (a dict), never the
-object. A change to any field of a rule's settings runs that rule again; nothing else does.
+A problem with such a setting is said in the form the user gave it (``--set encode.qualty=90``,
+``--quality 101``), not as a config key they never wrote.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from dataclasses import asdict, dataclass
-from typing import Any, Self
+import copy
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from imagefolder_lmdb.sources.base import ParquetColumns, Request
+if TYPE_CHECKING:
+    from imagefolder_lmdb.config.problems import Problem
+
+#: A key path in the config: ("splits", "train", "shards").
+KeyPath = tuple[str, ...]
+
+#: Each setting flag: its config key ("*": every split of the command).
+FLAG_KEYS: dict[str, KeyPath] = {
+    "--quality": ("encode", "quality"),
+    "--short-side": ("encode", "short_side"),
+    "--on-error": ("encode", "on_error"),
+    "--classes": ("classes",),
+    "--root": ("splits", "*", "root"),
+    "--expected-images": ("splits", "*", "expected_images"),
+    "--shards": ("splits", "*", "shards"),
+}
+#: Keys whose value is a path: made absolute when it exists here (Snakemake runs in the work folder).
+PATH_KEYS = frozenset({"classes", "devkit", "val_labels"})
 
 
-@dataclass(frozen=True)
-class Settings:
-    """A rule's settings of one split: written as a param, read back by the step."""
-
-    def as_param(self) -> dict[str, Any]:
-        """The settings as the rule's param: plain values Snakemake can compare between runs."""
-        return asdict(self)
-
-    @classmethod
-    def from_param(cls, param: dict[str, Any]) -> Self:
-        """The settings the rule's param holds (``as_param``'s dict, as Snakemake hands it on)."""
-        return cls(**dict(param))
-
-
-@dataclass(frozen=True)
-class ExtractSettings(Settings):
-    """Rule extract: what to make readable, and how (splits.<name> in config/schema.yaml)."""
-
-    source: str | list[str]  # the config's value: a folder, an archive, or for source files a pattern or list
-    layout: str  # imagefolder | ilsvrc-train | ilsvrc-val | webdataset | parquet
-    extract: bool  # unpack archives even where they could be read in place
-    md5: bool  # check the official ILSVRC2012 archives against their md5 first
-    root: str | None  # the folder inside the source to read
-    image_column: str  # layout parquet
-    label_column: str
-    wanted: list[str] | None = None  # the shared class list: other class tars stay unread
-    labels_member: str | None = None  # val_labels, a member of the source archive
-    folder_stamp: str | None = None  # changes when a folder source's class folders do (sources/stamp.py)
-
-    def request(self, files: list[str], progress: dict[str, Any]) -> Request:
-        """What the sources are asked to make readable: ``files`` are the source's files as
-        Snakemake found them (one, or each source file of a webdataset or parquet split)."""
-        wanted: Collection[str] | None = frozenset(self.wanted) if self.wanted is not None else None
-        return Request(
-            self.source if isinstance(self.source, str) else files[0],
-            self.layout,
-            self.extract,
-            wanted,
-            progress,
-            files=files,
-            columns=ParquetColumns(self.image_column, self.label_column),
-            root=(self.root or "").strip("/"),
-        )
+class SettingError(ValueError):
+    """A ``--set`` that is not KEY=VALUE."""
 
 
 @dataclass(frozen=True)
-class CountSettings(Settings):
-    """Rule count_check: what the listing is checked against, and where labels and classes come from."""
+class Setting:
+    """One setting of the command line: its config key, its value, and how the user wrote it."""
 
-    split: str
-    expected_images: int | None
-    expected_classes: int | None
-    shards: int
-    devkit: str | None  # ILSVRC2012 devkit (or ``imagenet1k``)
-    val_labels: str | None  # a labels CSV of its own (not a member of the source archive)
-    class_list: dict[str, Any]  # the split's ClassSource (classes/plan.py) as data
+    path: KeyPath  # ("encode", "quality"); ("splits", "*", "root") for every split
+    value: Any
+    given_as: str  # "--set encode.quality=90", "--quality 90"
 
 
-@dataclass(frozen=True)
-class MergeSettings(Settings):
-    """Rule merge: how many records the split must end with: splits.<name>.expected_images minus
-    allow_skipped (no bound without expected_images), and never none."""
+def parse_set(text: str, split_keys: Iterable[str], top_keys: Iterable[str]) -> Setting:
+    """``--set KEY=VALUE``: VALUE read as YAML (``90``, ``null``, ``[a, b]``); a key of a split
+    (``shards``, ``root``) applies to every split of the command, ``splits.NAME.KEY`` to one."""
+    import yaml
 
-    split: str = "this split"
-    expected_images: int | None = None
-    allow_skipped: int = 0
-
-
-def extract_settings(split: dict[str, Any], **derived: Any) -> ExtractSettings:
-    """Rule extract's settings of the checked split config ``split``; ``derived``: what
-    rules/common.smk works out for it (wanted, labels_member, folder_stamp)."""
-    keys = ("source", "layout", "extract", "md5", "root", "image_column", "label_column")
-    return ExtractSettings(**{key: split[key] for key in keys}, **derived)
-
-
-def count_settings(name: str, split: dict[str, Any], **derived: Any) -> CountSettings:
-    """Rule count_check's settings of split ``name``; ``derived``: val_labels and class_list."""
-    keys = ("expected_images", "expected_classes", "shards", "devkit")
-    return CountSettings(split=name, **{key: split[key] for key in keys}, **derived)
+    key, equals, raw = text.partition("=")
+    if not equals or not key.strip():
+        raise SettingError(f"--set {text}: write it as KEY=VALUE, e.g. --set encode.quality=90")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else None
+    except yaml.YAMLError:
+        value = raw
+    parts = tuple(key.strip().split("."))
+    if parts[0] in set(split_keys) and parts[0] not in set(top_keys):
+        parts = ("splits", "*", *parts)
+    return Setting(parts, value, f"--set {text}")
 
 
-def merge_settings(name: str, split: dict[str, Any]) -> MergeSettings:
-    """Rule merge's settings of split ``name``."""
-    return MergeSettings(name, split["expected_images"], split["allow_skipped"])
+def flag_setting(flag: str, value: Any) -> Setting:
+    """A setting flag (``--quality 90``) as its config key; ``--classes a,b`` is a list of names."""
+    if flag == "--classes" and isinstance(value, str) and "," in value:
+        value = [name.strip() for name in value.split(",") if name.strip()]
+    return Setting(FLAG_KEYS[flag], value, f"{flag} {value if not isinstance(value, list) else ','.join(value)}")
+
+
+def mapping_settings(config: Mapping[str, Any], prefix: KeyPath = ()) -> list[Setting]:
+    """``convert(config={...})``: every leaf of the mapping (a split's keys under ``splits``)."""
+    settings = []
+    for key, value in config.items():
+        path = (*prefix, str(key))
+        if isinstance(value, Mapping) and value and path != ("classes",):
+            settings += mapping_settings(value, path)
+        else:
+            settings.append(Setting(path, value, f"config key {'.'.join(path)}"))
+    return settings
+
+
+def apply(config: dict[str, Any], settings: Iterable[Setting]) -> dict[str, Any]:
+    """``config`` with every setting in place (a later one wins); ``*`` stands for each split."""
+    result = copy.deepcopy(config)
+    for setting in settings:
+        for path in expanded(setting.path, list(result.get("splits", {}))):
+            place = result
+            for part in path[:-1]:
+                place = place.setdefault(part, {})
+                if not isinstance(place, dict):
+                    break
+            else:
+                place[path[-1]] = absolute_path(path[-1], setting.value)
+    return result
+
+
+def expanded(path: KeyPath, splits: list[str]) -> list[KeyPath]:
+    if len(path) > 1 and path[:2] == ("splits", "*"):
+        return [("splits", name, *path[2:]) for name in splits]
+    return [path]
+
+
+def absolute_path(key: str, value: Any) -> Any:
+    """A path-valued key's relative path that exists here, made absolute."""
+    if key in PATH_KEYS and isinstance(value, str) and os.path.exists(value):
+        return os.path.abspath(value)
+    return value
+
+
+def given_as(path: KeyPath, settings: Iterable[Setting]) -> Setting | None:
+    """The setting that wrote the config key ``path`` (a split's key matches ``*``)."""
+    for setting in reversed(list(settings)):
+        wanted = setting.path
+        if len(wanted) == len(path) and all(a in ("*", b) for a, b in zip(wanted, path, strict=True)):
+            return setting
+    return None
+
+
+def in_users_words(problem: Problem, settings: Iterable[Setting]) -> str:
+    """A problem line with the key as the user wrote it: ``--set encode.qualty=90: unknown key;
+    did you mean encode.quality?`` rather than ``config key encode.qualty: ... quality?``."""
+    setting = given_as(problem.path, settings)
+    if setting is None or setting.given_as.startswith("config key"):
+        return problem.line
+    text, path = problem.text, problem.path
+    marker = "did you mean "
+    if marker in text and len(path) > 1:
+        head, _, guess = text.partition(marker)
+        prefix = ".".join(part for part in setting.path[:-1] if part != "*")
+        if setting.path[:2] == ("splits", "*"):
+            prefix = ".".join(setting.path[2:-1])
+        text = f"{head}{marker}{prefix + '.' if prefix else ''}{guess}"
+    return f"{setting.given_as}: {text}" + ("" if text.endswith(("?", ".")) else ".")

@@ -1,4 +1,4 @@
-"""A split's settings reach each step in one typed shape (src/imagefolder_lmdb/config/settings.py):
+"""A split's settings reach each step in one typed shape (src/imagefolder_lmdb/config/step_settings.py):
 the rule's param is plain data Snakemake can compare between runs, and the step reads the same
 settings back."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from imagefolder_lmdb.config.settings import (
+from imagefolder_lmdb.config.step_settings import (
     CountSettings,
     ExtractSettings,
     MergeSettings,
