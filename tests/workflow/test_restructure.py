@@ -109,6 +109,8 @@ def every_kind_of_source(tree: Path, base: Path) -> dict[str, dict[str, Any]]:
     ILSVRC2012 train tar of class tars and val tar with its devkit, Kaggle's zip (train and val read
     in place), WebDataset tar files and Hugging Face Parquet files. Each split its own classes."""
     own = {"share_classes": False}
+    for folder in ("ilsvrc", "kaggle", "wds_scratch"):
+        (base / folder).mkdir(parents=True)
     wnids = sorted(path.name for path in tree.iterdir())
     make_train_tar(tree, base / "ILSVRC2012_img_train.tar")
     val = make_val_split(base / "ilsvrc", wnids, lambda n: wnids[n % len(wnids)], 6, seed=6, first_index=500)
