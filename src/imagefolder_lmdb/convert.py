@@ -23,7 +23,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from imagefolder_lmdb.run.launch import (
     PROFILES,
@@ -222,8 +222,9 @@ def show_existing(run: Run) -> None:
     """Nothing to convert: the summary of what OUTDIR holds, and its paths."""
     from imagefolder_lmdb.run.summary import summary_lines
 
-    print(f"Nothing to convert: {', '.join(run.outputs)} in {run.config['results']} are up to date.")
-    for line in summary_lines(run.config)[2:]:
+    config = cast("dict[str, Any]", run.config)  # a planned run's config
+    print(f"Nothing to convert: {', '.join(run.outputs)} in {config['results']} are up to date.")
+    for line in summary_lines(config)[2:]:
         print(line)
 
 
