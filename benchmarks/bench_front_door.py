@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import json
 import statistics
 import subprocess
@@ -26,7 +27,8 @@ from typing import Any
 
 import yaml
 
-from benchmarks.bench_common import OUT, REPO, fresh_dir, rotated, snakemake_env
+from benchmarks import prose
+from benchmarks.bench_common import OUT, REPO, children_cpu_seconds, fresh_dir, rotated, snakemake_env
 from tests.support.images import make_images
 
 DATA = OUT / "frontdoor"
@@ -52,11 +54,23 @@ def first_progress(work: Path, done: threading.Event, started: float, found: lis
         time.sleep(0.05)
 
 
+@functools.cache
+def takes_settings() -> bool:
+    """Whether this checkout's command takes ``--set KEY=VALUE`` (then ``check: header`` goes that way,
+    with the command's own shard count, as the defaults run gets)."""
+    shown = subprocess.run(
+        [sys.executable, "-m", "imagefolder_lmdb.cli", "convert", "--help"], capture_output=True, text=True
+    )
+    return "--set" in shown.stdout
+
+
 def run_cli(source: Path, out: Path, header: bool) -> dict[str, Any]:
     """One ``imagefolder-lmdb convert`` (defaults, or ``check: header`` through a config file)."""
     fresh_dir(out)
     command = [sys.executable, "-m", "imagefolder_lmdb.cli", "convert", "--cores", "2"]
-    if header:
+    if header and takes_settings():
+        command += [str(source), str(out), "--set", "encode.check=header"]
+    elif header:
         config = {"results": str(out), "work": str(out / "work"), "splits": {"train": {"source": str(source)}}}
         config["encode"] = {"check": "header"}
         (out / "config.yaml").write_text(yaml.safe_dump(config))
@@ -67,12 +81,18 @@ def run_cli(source: Path, out: Path, header: bool) -> dict[str, Any]:
     started = time.perf_counter()
     watcher = threading.Thread(target=first_progress, args=(out / "work", done, started, found), daemon=True)
     watcher.start()
+    cpu = children_cpu_seconds()
     completed = subprocess.run(command, cwd=out, capture_output=True, text=True, env=snakemake_env(), check=False)
     seconds = time.perf_counter() - started
     done.set()
     if completed.returncode != 0:
         raise RuntimeError(f"{command} failed:\n{completed.stderr[-3000:]}")
-    return {"seconds": seconds, "first_image": found[0] if found else None, "jobs": job_seconds(out / "work")}
+    return {
+        "seconds": seconds,
+        "cpu": children_cpu_seconds() - cpu,
+        "first_image": found[0] if found else None,
+        "jobs": job_seconds(out / "work"),
+    }
 
 
 def job_seconds(work: Path) -> dict[str, float]:
@@ -89,16 +109,17 @@ def job_seconds(work: Path) -> dict[str, float]:
 def run_litdata(python: str, source: Path, out: Path) -> dict[str, Any]:
     fresh_dir(out)
     command = [python, str(REPO / "benchmarks" / "litdata_optimize.py"), str(source), str(out / "optimized")]
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), children_cpu_seconds()
     completed = subprocess.run(command, cwd=out, capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - started
     if completed.returncode != 0:
         raise RuntimeError(f"litdata failed:\n{completed.stderr[-3000:]}")
-    return {"seconds": seconds}
+    return {"seconds": seconds, "cpu": children_cpu_seconds() - cpu}
 
 
 def measure(sizes: list[int], repeats: int, python: str) -> dict[str, Any]:
-    results: dict[str, Any] = {str(size): {name: [] for name in CONTENDERS} for size in sizes}
+    """Every contender at every size, ``repeats`` times in rotating order; raw runs by size."""
+    runs: dict[str, Any] = {str(size): {name: [] for name in CONTENDERS} for size in sizes}
     for size in sizes:
         source = tree(size)
         for turn in range(repeats):
@@ -108,27 +129,88 @@ def measure(sizes: list[int], repeats: int, python: str) -> dict[str, Any]:
                     result = run_litdata(python, source, out)
                 else:
                     result = run_cli(source, out, header=name == "cli_header")
-                results[str(size)][name].append(result)
+                runs[str(size)][name].append(result)
                 print(f"{size} {name} {result['seconds']:.1f} s", flush=True)
-    return results
+    return {"sizes": sizes, "repeats": repeats, "runs": runs, "figures": figures(runs)}
 
 
-def summary(results: dict[str, Any]) -> list[str]:
-    """The markdown table: medians and ratios to LitData, and the CLI's fixed and per-image cost."""
+def figures(runs: dict[str, Any]) -> dict[str, Any]:
+    """Medians, the ratios to LitData (the median of each repeat's ratio), the time to the first image,
+    the fixed cost and the per-image cost of each contender (a line through its two sizes' medians)."""
+    result: dict[str, Any] = {}
+    for size, by_name in runs.items():
+        seconds = {name: [run["seconds"] for run in by_name[name]] for name in CONTENDERS}
+        first = [run["first_image"] for run in by_name["cli"] if run.get("first_image") is not None]
+        jobs = [run["jobs"] for run in by_name["cli"]]
+        result[size] = {
+            "median": {name: statistics.median(values) for name, values in seconds.items()},
+            "ratio": {
+                name: statistics.median(a / b for a, b in zip(seconds[name], seconds["litdata"], strict=True))
+                for name in ("cli", "cli_header")
+            },
+            "cpu": {name: statistics.median(run["cpu"] for run in by_name[name]) for name in CONTENDERS},
+            "first_image": statistics.median(first) if first else None,
+            "jobs": {rule: statistics.median(job.get(rule, 0.0) for job in jobs) for rule in jobs[0]},
+        }
+    sizes = sorted(runs, key=int)
+    if len(sizes) >= 2:
+        small, large = sizes[0], sizes[-1]
+        for name in CONTENDERS:
+            slope = (result[large]["median"][name] - result[small]["median"][name]) / (int(large) - int(small))
+            fixed = result[small]["median"][name] - slope * int(small)
+            result.setdefault("cost", {})[name] = {"fixed_s": fixed, "ms_per_image": 1000 * slope}
+    return result
+
+
+def summary(data: dict[str, Any]) -> list[str]:
+    """The markdown table: medians and ratios to LitData, the CLI's time to its first image encoded."""
     lines = [
-        "| images | CLI, defaults | CLI, `check: header` | LitData | ratio defaults | ratio header | "
-        "CLI to first image |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| images | CLI, defaults | CLI, `check: header` | LitData `optimize()` | ratio defaults | ratio header | "
+        "CLI to first image encoded | CPU seconds: defaults / header / LitData |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for size, runs in results.items():
-        med = {name: statistics.median(run["seconds"] for run in runs[name]) for name in CONTENDERS}
-        first = [run["first_image"] for run in runs["cli"] if run["first_image"] is not None]
+    for size in sorted(data["runs"], key=int):
+        row = data["figures"][size]
+        med, ratio, first = row["median"], row["ratio"], row["first_image"]
         lines.append(
             f"| {int(size):,} | {med['cli']:.1f} s | {med['cli_header']:.1f} s | {med['litdata']:.1f} s | "
-            f"{med['cli'] / med['litdata']:.2f}x | {med['cli_header'] / med['litdata']:.2f}x | "
-            f"{statistics.median(first) if first else float('nan'):.1f} s |"
+            f"**{ratio['cli']:.2f}x** | **{ratio['cli_header']:.2f}x** | {first:.1f} s | "
+            f"{row['cpu']['cli']:.1f} / {row['cpu']['cli_header']:.1f} / {row['cpu']['litdata']:.1f} |"
         )
+    cost = data["figures"].get("cost")
+    if cost:
+        lines += ["", "| contender | fixed cost | per image |", "| --- | ---: | ---: |"]
+        for name in CONTENDERS:
+            lines.append(f"| {name} | {cost[name]['fixed_s']:.1f} s | {cost[name]['ms_per_image']:.2f} ms |")
+    lines += [
+        "",
+        "| rule (job seconds, summed over its jobs, CLI defaults) | "
+        + " | ".join(f"{int(size):,} images" for size in sorted(data["runs"], key=int))
+        + " |",
+    ]
+    lines.append("| --- |" + " ---: |" * len(data["runs"]))
+    rules = sorted({rule for size in data["runs"] for rule in data["figures"][size]["jobs"]})
+    for rule in rules:
+        cells = [f"{data['figures'][size]['jobs'].get(rule, 0.0):.1f} s" for size in sorted(data["runs"], key=int)]
+        lines.append(f"| {rule} | " + " | ".join(cells) + " |")
     return lines
+
+
+def front_door_section(data: dict[str, Any]) -> list[str]:
+    """Section 11 of BENCHMARKS.md: templates/front_door.md around this run's tables."""
+    figures = data["figures"]
+    sizes = sorted(data["runs"], key=int)
+    values = {
+        "repeats": data["repeats"],
+        "small": f"{int(sizes[0]):,}",
+        "large": f"{int(sizes[-1]):,}",
+        "tables": "\n".join(summary(data)),
+    }
+    for name in CONTENDERS:
+        cost = figures.get("cost", {}).get(name, {"fixed_s": float("nan"), "ms_per_image": float("nan")})
+        values[f"{name}_fixed"] = f"{cost['fixed_s']:.1f}"
+        values[f"{name}_per_image"] = f"{cost['ms_per_image']:.2f}"
+    return prose.fill("front_door", "section", keep_lines=True, **values).rstrip("\n").split("\n")
 
 
 def main() -> None:
@@ -137,9 +219,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--litdata-python", default="/work/litdata-venv/bin/python")
     args = parser.parse_args()
-    results = measure(args.sizes, args.repeats, args.litdata_python)
-    (OUT / "front_door.json").write_text(json.dumps(results, indent=1))
-    print("\n".join(summary(results)))
+    data = measure(args.sizes, args.repeats, args.litdata_python)
+    (OUT / "front_door.json").write_text(json.dumps(data, indent=1))
+    print("\n".join(summary(data)))
 
 
 if __name__ == "__main__":

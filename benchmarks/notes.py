@@ -112,6 +112,7 @@ def notes(part: str, results: R) -> list[str]:
         "cold": lambda results: [],  # section 8 is one template with its tables (report.py's cold_section)
         "training": lambda results: [],  # section 9 likewise (report.py's training_section)
         "sampler": lambda results: [],  # section 10 likewise (sampler_report.py)
+        "front_door": lambda results: [],  # section 11 likewise (bench_front_door.py's front_door_section)
     }
     return [line for text in writer[part](results) for line in (*text.split("\n"), "")]
 

@@ -20,6 +20,7 @@ matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt
 
 from benchmarks import prose
+from benchmarks.bench_front_door import front_door_section
 from benchmarks.interpretation import (
     IMAGENET_IMAGES,
     R,
@@ -517,6 +518,7 @@ PARTS: list[tuple[str, str, str, Callable[[R], list[str]]]] = [
         "## 10. Sampler locality: block-window shuffle, cold batch reads (issue 32)",
         sampler_section,
     ),
+    ("front_door", "front_door", "## 11. The front door against LitData's optimize() (issue 30)", front_door_section),
 ]
 
 

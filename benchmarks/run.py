@@ -30,6 +30,7 @@ from benchmarks import (
     bench_cold,
     bench_convert,
     bench_data,
+    bench_front_door,
     bench_memory,
     bench_merge,
     bench_reader,
@@ -49,9 +50,11 @@ def results_path(quick: bool) -> Path:
     return OUT / ("results.quick.json" if quick else "results.json")
 
 
-SECTIONS = ("convert", "memory", "merge", "reader", "scale", "archives", "cold", "training", "sampler")
+SECTIONS = ("convert", "memory", "merge", "reader", "scale", "archives", "cold", "training", "sampler", "front_door")
+#: LitData's own venv (section 11): litdata 0.2.76 with torch 2.14.1, apart from this project's.
+LITDATA_PYTHON = os.environ.get("LITDATA_PYTHON", "/work/litdata-venv/bin/python")
 #: Sections that make their own data rather than use the 2N / N trees.
-OWN_DATA = frozenset({"cold", "training", "sampler"})
+OWN_DATA = frozenset({"cold", "training", "sampler", "front_door"})
 
 
 @dataclass(frozen=True)
@@ -206,6 +209,9 @@ def run(plan: Plan, sections: list[str], cold_method: str) -> dict[str, Any]:
         run_section("training", results, training_section, plan, cold_method)
     if "sampler" in sections:
         run_section("sampler", results, sampler_section, plan, cold_method)
+    if "front_door" in sections:
+        sizes = [100, 600] if plan.quick else [300, 12_000]
+        run_section("front_door", results, bench_front_door.measure, sizes, plan.convert_repeats, LITDATA_PYTHON)
     seconds = time.perf_counter() - start
     if previous is None:
         results["total_seconds"] = seconds

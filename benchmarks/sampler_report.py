@@ -19,7 +19,8 @@ def sampler_rows(sampler: R) -> list[str]:
         each = ", ".join(f"{value:,.0f}" for value in row["runs"])
         rows.append(
             f"| {order_name(sampler['orders'][name])} | {row['reads_s']:,.0f} | {each} | **{fmt(row['ratio'], 2)}x** "
-            f"| {row['places']:.0f} | {fmt(row['span_mb'], 1)} MB | {row['classes']:.0f} |"
+            f"| {row['places']:.0f} | {fmt(row['span_mb'], 1)} MB | {row['classes']:.0f} "
+            f"| {row['requests']:.0f} | {row['request_kb']:.0f} |"
         )
     return rows
 
@@ -51,9 +52,13 @@ def sampler_section(sampler: R) -> list[str]:
 def note_figures(sampler: R) -> dict[str, str]:
     """The figures the notes name: each block-window order's ratio, places and classes per batch."""
     rows, names = sampler["rows"], [name for name, order in sampler["orders"].items() if order]
-    values = {"full_places": f"{rows['full']['places']:.0f}", "full_classes": f"{rows['full']['classes']:.0f}"}
+    values = {name: f"{rows['full'][name]:.0f}" for name in ("places", "classes", "requests", "request_kb")}
+    values = {f"full_{name}": value for name, value in values.items()}
+    values["full_kb"], values["batch"] = values.pop("full_request_kb"), str(sampler["sizes"]["batch"])
+    values["load"] = fmt(max(sampler["load_average"]), 1)
     for name in names:
         values[f"{name}_ratio"] = fmt(rows[name]["ratio"], 2)
         values[f"{name}_places"] = f"{rows[name]['places']:.0f}"
         values[f"{name}_classes"] = f"{rows[name]['classes']:.0f}"
+        values[f"{name}_requests"] = f"{rows[name]['requests']:.0f}"
     return values

@@ -1,35 +1,31 @@
-# What lets the same command resume after any kill: stale Snakemake locks cleared at start (only
-# when no other controller runs here), and leftovers of killed jobs removed after success.
-import fcntl
+# One conversion at a time into a results folder, and what lets the same command resume after any
+# kill: stale Snakemake locks cleared at start, leftovers of killed jobs removed after success.
 import glob
 import shutil
 
 
-def clear_stale_snakemake_locks():
-    """Let the same command resume after a kill -9 or a power cut.
+def hold_results_lock():
+    """One conversion at a time into a results folder, and let the same command resume after a kill.
 
-    Snakemake's lock is a plain file that a killed run leaves behind, and the next run then
-    refuses to start. Every controller of this workflow holds an exclusive flock on a file in
-    .snakemake/ while it lives; the kernel drops it when the process dies, however it dies. So
-    whoever obtains it knows that no other controller is running here, and that any Snakemake
-    lock present is stale. Whoever does not obtain it touches nothing: Snakemake's own lock then
-    keeps two live runs apart.
+    Every controller of this workflow holds an exclusive flock on {results}/.imagefolder-lmdb.lock
+    while it lives; the kernel drops it when the process dies, however it dies. Whoever does not
+    obtain it stops before any job: another run writes these outputs (with another work folder,
+    Snakemake's own lock would not see it). Whoever obtains it knows that no other controller is
+    running, so any Snakemake lock in the work folder is stale (a plain file that a kill -9 or a
+    power cut leaves behind, which the next run would refuse to start on): it is removed.
     """
-    if not workflow.is_main_process:  # cluster job steps run with --nolock
+    # cluster job steps run with --nolock; a lint reads the rules, not the data
+    if not workflow.is_main_process or "--lint" in sys.argv:
         return None
-    os.makedirs(".snakemake", exist_ok=True)
-    handle = open(".snakemake/imagefolder-lmdb.controller.lock", "w")
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.close()
-        return None
+    from imagefolder_lmdb.run.lock import hold_lock
+
+    handle = hold_lock(config["results"])
     if os.path.isdir(".snakemake/locks"):
         shutil.rmtree(".snakemake/locks")
     return handle
 
 
-CONTROLLER_LOCK = clear_stale_snakemake_locks()  # held open until this process exits
+CONTROLLER_LOCK = hold_results_lock()  # held open until this process exits
 
 
 def remove_leftovers(config: dict) -> None:

@@ -20,7 +20,10 @@ import pytest
 
 pytest.register_assert_rewrite("support")  # its assertions explain their failures as the tests' do
 
+from support.fault_proxy import FaultProxy  # noqa: E402
+from support.http_range import RangeServer  # noqa: E402
 from support.images import TREE_CLASSES, TREE_IMAGES, make_images  # noqa: E402
+from support.seaweed import Seaweed, SeaweedError  # noqa: E402
 from support.sharing import Snapshot, built_once  # noqa: E402
 from support.workflow import Converted, Run, convert  # noqa: E402
 
@@ -31,6 +34,14 @@ def pytest_configure(config: pytest.Config) -> None:
     # cluster tests stopped theirs), milliseconds with an empty one. tests/cluster sets its own.
     os.environ["SLURM_CONF"] = str(Path(tempfile.mkdtemp(prefix="no-slurm-")) / "slurm.conf")
     Path(os.environ["SLURM_CONF"]).touch()
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests sharing a module fixture run on one worker (support/scheduling.py)."""
+    from support.scheduling import group_modules
+
+    group_modules(items)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -100,3 +111,40 @@ def fresh_envs() -> Iterator[None]:
     close_all_envs()
     yield
     close_all_envs()
+
+
+@pytest.fixture(scope="session")
+def seaweed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seaweed]:
+    """SeaweedFS serving S3 on 127.0.0.1, one per test session (per pytest-xdist worker, on ports of
+    its own). A server that cannot start fails the tests that need it, saying why (never a skip)."""
+    server = Seaweed(tmp_path_factory.mktemp("seaweed"), os.environ.get("PYTEST_XDIST_WORKER", "master"))
+    try:
+        server.start()
+    except SeaweedError as exc:
+        pytest.fail(f"SeaweedFS (the S3 server of the remote reader's tests) did not start: {exc}", pytrace=False)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def s3_env(seaweed: Seaweed, monkeypatch: pytest.MonkeyPatch) -> Seaweed:
+    """The S3 variables pointing at the session's SeaweedFS, for this test (and processes it starts)."""
+    for name, value in seaweed.env().items():
+        monkeypatch.setenv(name, value)
+    return seaweed
+
+
+@pytest.fixture(scope="session")
+def range_server() -> Iterator[RangeServer]:
+    """An in-memory HTTP object server honouring Range, ETag and If-Match, on 127.0.0.1."""
+    server = RangeServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def fault_proxy(range_server: RangeServer) -> Iterator[FaultProxy]:
+    """A proxy in front of ``range_server`` that answers with the faults a test asks for."""
+    proxy = FaultProxy(range_server.port).start()
+    yield proxy
+    proxy.stop()

@@ -18,7 +18,11 @@ from imagefolder_lmdb import reader as _reader
 
 # Bound after the import of its module, so ``imagefolder_lmdb.convert`` is the function (the module's
 # other names: ``from imagefolder_lmdb.convert import ...``). Imports nothing but the standard library.
-from imagefolder_lmdb.convert import ConvertError, SplitOutputs, convert
+from imagefolder_lmdb.convert import SNAKEFILE, WORKFLOW, ConvertError, SplitOutputs, convert
+
+# The module's own paths stay reachable through the name that now is the function (a host's
+# ``module ...: snakefile: imagefolder_lmdb.convert.SNAKEFILE`` keeps working).
+convert.SNAKEFILE, convert.WORKFLOW = SNAKEFILE, WORKFLOW  # type: ignore[attr-defined]
 
 if TYPE_CHECKING:
     from imagefolder_lmdb.reader import *  # noqa: F403
@@ -31,6 +35,8 @@ __all__ = [
     *_reader.__all__,
     "ElasticDistributedSampler",
     "sampler_state_from_loader",
+    "SNAKEFILE",
+    "WORKFLOW",
     "ConvertError",
     "SplitOutputs",
     "convert",

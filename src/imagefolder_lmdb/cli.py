@@ -30,6 +30,9 @@ COMMANDS = {
     ),
     "convert-legacy": ("imagefolder_lmdb.convert_legacy", "convert a folder2lmdb (pickle) LMDB to imagefolder-lmdb v1"),
     "add-locations": ("imagefolder_lmdb.add_locations", "record where each record lies in a file, for one-read access"),
+    "info": ("imagefolder_lmdb.info", "what a dataset (or each in OUTDIR) holds: classes, sizes, settings, source"),
+    "init-config": ("imagefolder_lmdb.init_config", "print a commented config: folder, imagenet, kaggle, wds, parquet"),
+    "snakefile": ("imagefolder_lmdb.cli:snakefile_main", "print the packaged workflow's Snakefile path (for a module)"),
 }
 
 
@@ -45,6 +48,15 @@ def overview() -> argparse.ArgumentParser:
     for command, (_, summary) in COMMANDS.items():
         commands.add_parser(command, help=summary, add_help=False)
     return parser
+
+
+def snakefile_main(argv: list[str], prog: str = f"{PROG} snakefile") -> int:
+    """Print the packaged Snakefile's path: ``module imagefolder_lmdb: snakefile: "<it>"``."""
+    argparse.ArgumentParser(prog=prog, description=snakefile_main.__doc__).parse_args(argv)
+    from imagefolder_lmdb.convert import SNAKEFILE
+
+    print(SNAKEFILE)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -94,16 +106,20 @@ def convert_parser(prog: str) -> argparse.ArgumentParser:
     )
     parser.add_argument("source", nargs="?", metavar="SOURCE", help="the images: a folder, an archive or shards")
     parser.add_argument("outdir", nargs="?", metavar="OUTDIR", help="where SPLIT.lmdb and its reports go")
-    parser.add_argument("--split", default="train", metavar="NAME", help="the split's name and file name (train)")
+    parser.add_argument(
+        "--split", metavar="NAME", help="SOURCE is this one split (train); without it, SOURCE's train/, val/, test/"
+    )
+    parser.add_argument("--splits", metavar="A,B", help="the split folders of SOURCE to convert (train,val,test)")
     parser.add_argument(
         "--layout",
         default="imagefolder",
         choices=layouts(),
         metavar="LAYOUT",
         help=f"how SOURCE is organised: {', '.join(layouts() or ['see the schema'])} (imagefolder); "
-        "ilsvrc-val needs its labels: a --configfile",
+        "ilsvrc-val needs its labels: --set val_labels=FILE or --set devkit=FILE",
     )
-    parser.add_argument("--shards", type=int, metavar="N", help="encode jobs the split is cut into (16)")
+    parser.add_argument("--shards", type=int, metavar="N", help="encode jobs each split is cut into (16)")
+    add_setting_flags(parser)
     parser.add_argument("--work", metavar="FOLDER", help="work folder: manifests, parts, logs (OUTDIR/work)")
     parser.add_argument("--cores", metavar="N", help="CPU cores to use (all; with --profile, the profile's)")
     parser.add_argument(
@@ -116,11 +132,45 @@ def convert_parser(prog: str) -> argparse.ArgumentParser:
     return parser
 
 
+def add_setting_flags(parser: argparse.ArgumentParser) -> None:
+    """The common config keys as flags, ``--set`` for any key, and what OUTDIR may have replaced."""
+    group = parser.add_argument_group("settings (keys of config/schema.yaml, without a config file)")
+    group.add_argument("--quality", type=int, metavar="Q", help="JPEG quality of re-encoded images (95)")
+    group.add_argument("--short-side", type=int, metavar="PX", help="shrink images to this shorter side (none)")
+    group.add_argument("--on-error", choices=("fail", "skip"), help="a broken image: fail, or skip and list it")
+    group.add_argument("--classes", metavar="LIST", help="the classes: FILE (one per line), imagenet1k, or a,b,c")
+    group.add_argument("--root", metavar="PATH", help="the folder inside SOURCE to read (e.g. an archive's)")
+    group.add_argument("--expected-images", type=int, metavar="N", help="fail unless the split has N images")
+    group.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="any config key")
+    group.add_argument("--classes-from", metavar="FILE.lmdb", help="take the class list of this dataset")
+    group.add_argument("--overwrite", action="store_true", help="replace datasets made from another source")
+    group.add_argument("--clean", action="store_true", help="remove the work folder after success")
+
+
+def command_settings(args: argparse.Namespace) -> list:
+    """The settings the flags and ``--set`` give, in that order (a later one wins)."""
+    from imagefolder_lmdb.config.schema import load_schema
+    from imagefolder_lmdb.config.settings import FLAG_KEYS, flag_setting, parse_set
+    from imagefolder_lmdb.convert import WORKFLOW
+
+    settings = []
+    for flag in FLAG_KEYS:
+        value = getattr(args, flag.lstrip("-").replace("-", "_"))
+        if value is not None:
+            settings.append(flag_setting(flag, value))
+    if args.set:
+        schema = load_schema(str(WORKFLOW / "config" / "schema.yaml"))
+        split_keys, top_keys = schema["$defs"]["split"]["properties"], schema["properties"]
+        settings += [parse_set(text, split_keys, top_keys) for text in args.set]
+    return settings
+
+
 def convert_main(argv: list[str], prog: str = f"{PROG} convert") -> int:
-    """``imagefolder-lmdb convert``: check the arguments, then run Snakemake on the packaged workflow,
-    showing its progress board and, on failure, what to do as the last lines."""
-    from imagefolder_lmdb.convert import ConvertError, plan_run, run_options, split_entry
-    from imagefolder_lmdb.run.launch import check_snakemake, run_snakemake, snakemake_command
+    """``imagefolder-lmdb convert``: check the arguments, plan the config, then run Snakemake on the
+    packaged workflow, showing its progress board and, on failure, what to do as the last lines."""
+    from imagefolder_lmdb.config.settings import SettingError
+    from imagefolder_lmdb.convert import ConvertError, command_request, plan_run, run_options, run_planned
+    from imagefolder_lmdb.run.launch import check_snakemake
 
     ours, passed = (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
     parser = convert_parser(prog)
@@ -128,9 +178,19 @@ def convert_main(argv: list[str], prog: str = f"{PROG} convert") -> int:
     try:
         check_snakemake()
         options = run_options(args.cores, args.profile, passed)
-        entry = None if args.source is None else split_entry(args.source, args.layout, args.shards)
-        run = plan_run(entry, args.outdir, args.split, args.work, args.configfile, options)
-        run_snakemake(snakemake_command(run.configfile, run.directory, run.options, args.verbose), args.verbose)
+        request = None
+        if args.source is not None and args.outdir is not None:
+            splits = [name for name in (args.splits or "").split(",") if name]
+            settings = command_settings(args)
+            request = command_request(
+                args.source, args.outdir, args.split, args.layout, splits, args.work, settings,
+                args.overwrite, args.classes_from, True, args.cores, args.profile,
+            )  # fmt: skip
+        run = plan_run(request, None if request else args.outdir, args.work, args.configfile, options)
+        run_planned(run, args.clean, bool(passed), args.verbose)
+    except SettingError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
     except ConvertError as exc:
         if exc.returncode == 2:
             parser.error(str(exc))

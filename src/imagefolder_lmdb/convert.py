@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,11 +42,35 @@ PathLike = str | os.PathLike[str]
 
 @dataclass(frozen=True)
 class SplitOutputs:
-    """The final files of one split."""
+    """The final files of one split, and what its verify report says was built."""
 
     dataset: Path  # {results}/{split}.lmdb
     verify_report: Path  # {results}/{split}.verify.json
     contact_sheet: Path  # {results}/{split}.contact.png
+
+    @property
+    def report(self) -> dict[str, Any]:
+        """The verify report: images, classes, per-class counts, bytes stored and of the source, storage, skipped."""
+        import json
+
+        return dict(json.loads(self.verify_report.read_text()))
+
+    @property
+    def images(self) -> int:
+        return int(self.report["images"])
+
+    @property
+    def classes(self) -> list[str]:
+        return list(self.report["class_counts"])
+
+    def summary(self) -> str:
+        """One line: ``out/train.lmdb: 1,281,167 images, 1,000 classes, 140,123.4 MB, verified``."""
+        report = self.report
+        state = "verified" if report["ok"] else "verification FAILED: " + "; ".join(report["problems"])
+        return (
+            f"{self.dataset}: {report['images']:,} images, {len(report['class_counts']):,} classes, "
+            f"{report['file_bytes'] / 1e6:,.1f} MB, {state}"
+        )
 
 
 @dataclass(frozen=True)
@@ -56,13 +81,15 @@ class Run:
     directory: Path | None  # None: the current folder (a user's --configfile)
     outputs: dict[str, SplitOutputs]
     options: tuple[str, ...]  # --cores, --profile and the caller's own Snakemake options
+    config: dict[str, Any] | None = None  # the config written for SOURCE OUTDIR (None: a user's file)
+    up_to_date: bool = False  # every output is there, from the same source and settings
 
 
 def convert(
     source: PathLike | Sequence[PathLike] | None = None,
     outdir: PathLike | None = None,
     *,
-    split: str = "train",
+    split: str | None = None,
     layout: str = "imagefolder",
     shards: int | None = None,
     work: PathLike | None = None,
@@ -70,71 +97,143 @@ def convert(
     profile: str | None = None,
     configfile: PathLike | None = None,
     snakemake_args: Sequence[str] = (),
+    config: dict[str, Any] | None = None,
+    splits: Sequence[str] = (),
+    overwrite: bool = False,
+    classes_from: PathLike | None = None,
+    clean: bool = False,
     verbose: bool = False,
 ) -> dict[str, SplitOutputs]:
-    """Convert ``source`` into ``outdir/<split>.lmdb`` (or every split of ``configfile``).
+    """Convert ``source`` into ``outdir/<split>.lmdb``: every split it holds (train/, val/, test/;
+    ``splits`` names others), or the one named ``split`` (or every split of ``configfile``).
 
     Args:
-        source: an ImageFolder directory or an archive of one (.tar, .tar.gz, .tgz, .zip); for
-            ``layout`` webdataset or parquet, the shard files (a list, a glob or a brace pattern).
-        outdir: where the dataset, its ``.verify.json`` report and ``.contact.png`` sheet go.
-        split: the split's name, the dataset's file name (``train`` -> ``train.lmdb``).
-        layout: how ``source`` is organised: one of the config schema's layouts (imagefolder,
-            ilsvrc-train, ilsvrc-val, webdataset, parquet); ilsvrc-val needs a config file.
-        shards: how many encode jobs the split is cut into (the schema's default, 16, if None):
-            the parallel units, and what a failure reruns.
-        work: the work folder (manifests, parts, logs, Snakemake's state); ``outdir/work`` by
-            default. Safe to delete after success; keep it to resume after a kill.
+        source: an ImageFolder, a folder of split folders, a .tar/.tar.gz/.tgz/.zip of either, the
+            ILSVRC2012 downloads' folder, Kaggle's zip; or shard files (webdataset, parquet).
+        outdir: where each dataset, its ``.verify.json`` report and ``.contact.png`` sheet go.
+        layout: how ``source`` is organised: a layout of config/schema.yaml (imagefolder, ...).
+        shards: encode jobs per split (None: from the image count and ``cores``).
+        work: the work folder (``outdir/work``): delete it after success, keep it to resume.
         cores: CPU cores to use (an int or ``"all"``); ``"all"`` unless ``profile`` is given.
-        profile: ``"slurm"`` for the packaged SLURM profile (every job an sbatch job; needs the
-            ``slurm`` extra), or a Snakemake profile of your own (a folder or a profile name).
-        configfile: a whole config (every split and setting, see config/schema.yaml), run from
-            the current folder instead of ``source``/``outdir``/``split``/``layout``/``shards``/``work``.
-        snakemake_args: further Snakemake options, e.g. ``["--dry-run"]`` or ``["--keep-going"]``.
+        profile: ``"slurm"`` (the packaged SLURM profile) or a Snakemake profile of your own.
+        configfile: a whole config, run from the current folder instead of ``source``/``outdir``.
+        snakemake_args: further Snakemake options, e.g. ``["--dry-run"]``.
+        config: config keys, as a config file sets them (``{"splits": {"*": {...}}}``: every split).
+        overwrite: replace a dataset in ``outdir`` made from another source or with other settings.
+        classes_from: a dataset whose class list (its numbering) this conversion takes.
+        clean: remove the work folder after success (the same call again then finds nothing to do).
         verbose: Snakemake's own output (every job) instead of the progress board.
 
-    Returns:
-        Each split's final files, by split name.
-
-    Raises:
-        ConvertError: the workflow failed or the arguments conflict; its ``lines`` say what to do.
+    Returns each split's final files by name; ConvertError: a failure (``lines``: what to do).
     """
     check_snakemake()
-    entry = None if source is None else split_entry(source, layout, shards)
-    run = plan_run(entry, outdir, split, work, configfile, run_options(cores, profile, snakemake_args))
+    settings = python_settings(config, shards)
+    request = None
+    if source is not None and outdir is not None:
+        request = command_request(
+            source, outdir, split, layout, splits, work, settings, overwrite, classes_from, False, cores, profile
+        )
+    run = plan_run(request, outdir, work, configfile, run_options(cores, profile, snakemake_args))
+    return run_planned(run, clean, bool(snakemake_args), verbose)
+
+
+def python_settings(config: dict[str, Any] | None, shards: int | None) -> list[Any]:
+    """``convert()``'s ``config`` and ``shards`` as the command line's settings."""
+    from imagefolder_lmdb.config.settings import flag_setting, mapping_settings
+
+    return [*mapping_settings(config or {}), *([flag_setting("--shards", shards)] if shards else [])]
+
+
+def run_planned(run: Run, clean: bool, own_options: bool, verbose: bool = False) -> dict[str, SplitOutputs]:
+    """Run Snakemake for ``run``, or show the summary of outputs already up to date (unless the
+    caller gave Snakemake options of their own: a --dry-run, a --forceall); ConvertError on failure."""
+    if run.up_to_date and not own_options:
+        show_existing(run)
+        return run.outputs
     run_snakemake(snakemake_command(run.configfile, run.directory, run.options, verbose), verbose)
+    finish(run, clean)
     return run.outputs
 
 
+def command_request(
+    source: PathLike | Sequence[PathLike],
+    outdir: PathLike,
+    split: str | None,
+    layout: str,
+    splits: Sequence[str],
+    work: PathLike | None,
+    settings: Sequence[Any],
+    overwrite: bool,
+    classes_from: PathLike | None,
+    cli: bool,
+    cores: int | str | None = None,
+    profile: str | None = None,
+) -> Any:
+    """What ``convert SOURCE OUTDIR`` asks for (src/imagefolder_lmdb/run/plan.py plans it)."""
+    from imagefolder_lmdb.run.plan import PROFILE_CORES, Request
+
+    given = os.fspath(source) if isinstance(source, str | os.PathLike) else [os.fspath(p) for p in source]
+    return Request(
+        given,
+        os.fspath(outdir),
+        split,
+        layout,
+        tuple(splits),
+        None if work is None else os.fspath(work),
+        tuple(settings),
+        overwrite,
+        None if classes_from is None else os.fspath(classes_from),
+        cli,
+        PROFILE_CORES if cores is None and profile is not None else cores,
+    )
+
+
 def plan_run(
-    entry: dict[str, Any] | None,
+    request: Any,
     outdir: PathLike | None,
-    split: str,
     work: PathLike | None,
     configfile: PathLike | None,
     options: tuple[str, ...],
 ) -> Run:
-    """The invocation for one split (``entry``: its config, written into the work folder) or for a
-    config file."""
+    """The invocation for SOURCE OUTDIR (``request``: its config, written into the work folder) or
+    for a config file."""
     if configfile is not None:
-        if entry is not None or outdir is not None or work is not None:
+        if request is not None or outdir is not None or work is not None:
             raise ConvertError("give either SOURCE and OUTDIR or --configfile FILE (its splits name the sources)", 2)
         return Run(Path(configfile), None, config_outputs(Path(configfile)), options)
-    if entry is None or outdir is None:
+    if request is None:
         raise ConvertError("give SOURCE and OUTDIR (or --configfile FILE)", 2)
-    results = Path(outdir).absolute()
-    folder = Path(work).absolute() if work is not None else results / "work"
-    config = {"results": str(results), "work": str(folder), "splits": {split: entry}}
-    return Run(write_config(config, folder / "config.yaml"), folder, outputs_of(str(results), [split]), options)
+    from imagefolder_lmdb.run.plan import PlanError, plan
+
+    try:
+        planned = plan(request)
+    except PlanError as exc:
+        raise ConvertError(str(exc), 1) from None
+    for note in planned.notes:
+        print(note, file=sys.stderr)
+    config = planned.config
+    outputs = outputs_of(config["results"], list(config["splits"]))
+    if planned.nothing_to_do:
+        return Run(planned.work / "config.yaml", planned.work, outputs, options, config, True)
+    return Run(write_config(config, planned.work / "config.yaml"), planned.work, outputs, options, config)
 
 
-def split_entry(source: PathLike | Sequence[PathLike], layout: str, shards: int | None) -> dict[str, Any]:
-    """The config's one split: ``source`` made absolute (Snakemake runs in the work folder)."""
-    if isinstance(source, str | os.PathLike):
-        entry: dict[str, Any] = {"source": os.path.abspath(source), "layout": layout}
-    else:
-        entry = {"source": [os.path.abspath(path) for path in source], "layout": layout}
-    return entry if shards is None else {**entry, "shards": shards}
+def show_existing(run: Run) -> None:
+    """Nothing to convert: the summary of what OUTDIR holds, and its paths."""
+    from imagefolder_lmdb.run.summary import summary_lines
+
+    print(f"Nothing to convert: {', '.join(run.outputs)} in {run.config['results']} are up to date.")
+    for line in summary_lines(run.config)[2:]:
+        print(line)
+
+
+def finish(run: Run, clean: bool) -> None:
+    """After success: ``clean`` removes the work folder (never a user's --configfile run's)."""
+    import shutil
+
+    if clean and run.directory is not None and run.config is not None:
+        shutil.rmtree(run.directory, ignore_errors=True)
+        print(f"removed the work folder {run.directory} (--clean)")
 
 
 def write_config(config: dict[str, Any], path: Path) -> Path:

@@ -7,18 +7,8 @@ help and without reading any value: it reads the two meta pages, then the branch
 of the main database (a small fraction of a file of image-sized values), never an overflow (value)
 page.
 
-The on-disk layout is LMDB 0.9's (libraries/liblmdb/mdb.c), 64-bit little-endian builds only:
-
-- every page starts with a 16-byte header: pgno u64, pad u16, flags u16, then lower u16 and
-  upper u16 (overflow pages: a u32 page count instead);
-- meta pages 0 and 1: after the header, magic u32, version u32, address u64, mapsize u64, two
-  48-byte MDB_db records (free list, main database), last_pg u64, txnid u64; the valid one is
-  the one with the larger txnid; the page size is the free-list record's ``pad``;
-- branch and leaf pages: ``(lower - 16) / 2`` node offsets (u16, from the page start) follow
-  the header; a node is lo u16, hi u16, flags u16, ksize u16, the key, then the data. A branch
-  node's child is ``lo | hi << 16 | flags << 32``. A leaf node's data size is ``lo | hi << 16``;
-  with F_BIGDATA its data is the u64 number of the first overflow page and the value starts
-  right after that page's header, otherwise the value is inline after the key.
+The on-disk layout is LMDB 0.9's, as ``imagefolder_lmdb.reader.lmdb_layout`` describes it (its one home,
+shared with the reader's file checks).
 
 Anything else (another magic or version, duplicate-sorted or named databases, a page whose stored
 number is not where it was read) is refused with ValueError rather than guessed at. Every page is
@@ -42,35 +32,22 @@ from typing import Any
 
 import numpy as np
 
-MAGIC = 0xBEEFC0DE
-DATA_VERSION = 1
-PAGE_HEADER = 16
-NODE_HEADER = 8
-
-P_BRANCH, P_LEAF, P_OVERFLOW, P_META, P_LEAF2 = 0x01, 0x02, 0x04, 0x08, 0x20
-F_BIGDATA, F_SUBDATA, F_DUPDATA = 0x01, 0x02, 0x04
-MDB_DUPSORT = 0x04
-P_INVALID = 2**64 - 1
-
-#: The fields of MDB_db after its u32 pad: flags u16, depth u16, then five u64 counts/pgnos.
-_DB = struct.Struct("<IHHQQQQQ")
-#: magic, version, address, mapsize (after the page header); then two MDB_db; then last_pg, txnid.
-_META_HEAD = struct.Struct("<IIQQ")
-_META_TAIL = struct.Struct("<QQ")
-
-
-@dataclass(frozen=True)
-class Database:
-    """One MDB_db record of a meta page."""
-
-    pad: int
-    flags: int
-    depth: int
-    branch_pages: int
-    leaf_pages: int
-    overflow_pages: int
-    entries: int
-    root: int
+from imagefolder_lmdb.reader.lmdb_layout import (
+    DATA_VERSION,
+    F_BIGDATA,
+    MAGIC,
+    MDB_DUPSORT,
+    NODE_HEADER,
+    P_BRANCH,
+    P_INVALID,
+    P_LEAF,
+    P_META,
+    P_OVERFLOW,
+    PAGE_FIELDS,
+    PAGE_HEADER,
+    Database,
+    unpack_meta,
+)
 
 
 @dataclass(frozen=True)
@@ -124,23 +101,21 @@ def _read_page(fd: int, pgno: int, page_size: int) -> bytes:
 
 
 def _meta_page(page: bytes, pgno: int) -> MetaPage:
-    stored_pgno, _, flags = struct.unpack_from("<QHH", page)
-    magic, version, _, _ = _META_HEAD.unpack_from(page, PAGE_HEADER)
-    if magic != MAGIC:
+    fields = unpack_meta(page)
+    if fields.magic != MAGIC:
         if struct.unpack_from(">I", page, PAGE_HEADER)[0] == MAGIC:
             raise ValueError("a big-endian LMDB file; only little-endian files are supported")
         if struct.unpack_from("<I", page, 12)[0] == MAGIC:
             raise ValueError("an LMDB file of a 32-bit build; only 64-bit files are supported")
         raise ValueError("not an LMDB file (no LMDB magic number in its meta page)")
-    if version != DATA_VERSION:
-        raise ValueError(f"LMDB data format version {version}; only version {DATA_VERSION} (LMDB 0.9) is supported")
-    if stored_pgno != pgno or not flags & P_META:
+    if fields.version != DATA_VERSION:
+        raise ValueError(
+            f"LMDB data format version {fields.version}; only version {DATA_VERSION} (LMDB 0.9) is supported"
+        )
+    if fields.pgno != pgno or not fields.flags & P_META:
         raise ValueError(f"meta page {pgno} is damaged")
-    start = PAGE_HEADER + _META_HEAD.size
-    free = Database(*_DB.unpack_from(page, start))
-    main = Database(*_DB.unpack_from(page, start + _DB.size))
-    last_pgno, txnid = _META_TAIL.unpack_from(page, start + 2 * _DB.size)
-    return MetaPage(page_size=free.pad, main=main, last_pgno=last_pgno, txnid=txnid, free=free)
+    free = fields.free
+    return MetaPage(page_size=free.pad, main=fields.main, last_pgno=fields.last_pgno, txnid=fields.txnid, free=free)
 
 
 def read_meta(fd: int) -> MetaPage:
@@ -155,7 +130,7 @@ def read_meta(fd: int) -> MetaPage:
 
 def _page_header(page: bytes, pgno: int, page_size: int) -> tuple[int, int]:
     """(flags, number of nodes) of a branch or leaf page, after checking it is where it claims."""
-    stored_pgno, _, flags, lower, upper = struct.unpack_from("<QHHHH", page)
+    stored_pgno, flags, lower, upper = PAGE_FIELDS.unpack_from(page)
     if stored_pgno != pgno:
         raise ValueError(f"page {pgno} says it is page {stored_pgno}: the file is damaged or not a plain copy")
     if flags not in (P_BRANCH, P_LEAF):  # on disk exactly one of them (LMDB clears P_DIRTY first)
@@ -516,3 +491,62 @@ def check(path: str | os.PathLike[str], key_width: int = 8, every_value: bool = 
         return check_fd(fd, key_width, every_value)
     finally:
         os.close(fd)
+
+
+# -- pages as bytes, for readers without a file descriptor (imagefolder_lmdb.remote: ranged GETs) --
+
+
+@dataclass(frozen=True)
+class LeafEntry:
+    """One node of a leaf page: its key, and where its value lies in the file."""
+
+    key: bytes
+    offset: int  # the value's first byte in the file
+    length: int
+    inline: bool  # the value sits in the leaf page itself
+
+
+def page_size_of(first_page: bytes) -> int:
+    """The page size meta page 0 records (its first 4096 bytes suffice), checked for plausibility."""
+    page_size = _meta_page(first_page[:4096].ljust(4096, b"\0"), 0).page_size
+    if page_size < 512 or page_size & (page_size - 1):
+        raise ValueError(f"implausible LMDB page size {page_size}")
+    return page_size
+
+
+def current_meta(page0: bytes, page1: bytes) -> MetaPage:
+    """The current meta page, from the bytes of pages 0 and 1: the one with the larger txnid."""
+    return max(_meta_page(page0, 0), _meta_page(page1, 1), key=lambda meta: meta.txnid)
+
+
+def is_branch(page: bytes, pgno: int, page_size: int) -> bool:
+    """Whether page ``pgno`` (its bytes) is a branch page; False for a leaf; ValueError for anything else."""
+    return _page_header(page, pgno, page_size)[0] == P_BRANCH
+
+
+def branch_entries(page: bytes, pgno: int, page_size: int) -> tuple[list[bytes], list[int]]:
+    """The keys and child page numbers of branch page ``pgno`` (the first key is unused by LMDB)."""
+    _, count = _page_header(page, pgno, page_size)
+    ptrs, _, _, _, ksize = _node_fields(page, count)
+    keys = [
+        page[start + NODE_HEADER : start + NODE_HEADER + size]
+        for start, size in zip(ptrs.tolist(), ksize.tolist(), strict=True)
+    ]
+    return keys, _children(page, count)
+
+
+def leaf_entries(page: bytes, pgno: int, meta: MetaPage) -> list[LeafEntry]:
+    """Every node of leaf page ``pgno`` with its value's place in the file, checked as a walk checks it."""
+    _, count = _page_header(page, pgno, meta.page_size)
+    nodes = _leaf_nodes(page, count, pgno, meta)
+    entries = []
+    for slot in range(count):
+        start, size = int(nodes.ptrs[slot]) + NODE_HEADER, int(nodes.ksize[slot])
+        big = bool(nodes.big[slot])
+        offset = (
+            int(nodes.first_overflow[slot]) * meta.page_size + PAGE_HEADER
+            if big
+            else pgno * meta.page_size + int(nodes.data_at[slot])
+        )
+        entries.append(LeafEntry(page[start : start + size], offset, int(nodes.length[slot]), not big))
+    return entries

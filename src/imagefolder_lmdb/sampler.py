@@ -59,7 +59,7 @@ def _stream_key(seed: int, epoch: int, stream: int) -> int:
 def epoch_permutation(size: int, seed: int, epoch: int, block_size: int | None = None, window: int = 1) -> np.ndarray:
     """The epoch's order of ``range(size)``: a full shuffle, or with ``block_size`` the block-window
     shuffle: blocks of ``block_size`` neighbouring records in a random order, then the records of each
-    run of ``window`` blocks shuffled among themselves."""
+    window of ``block_size * window`` of them in that order shuffled among themselves."""
     records = np.arange(size, dtype=np.int64)
     if block_size is None:
         return np.argsort(_hash_keys(records, _stream_key(seed, epoch, 0)), kind="stable")
@@ -67,7 +67,9 @@ def epoch_permutation(size: int, seed: int, epoch: int, block_size: int | None =
     lengths = np.minimum(block_size, size - blocks * block_size)
     starts = np.repeat(blocks * block_size - np.cumsum(lengths) + lengths, lengths)
     in_block_order = starts + np.arange(size)  # the records, block after block in the blocks' order
-    windows = np.repeat(np.arange(len(blocks)) // window, lengths)  # by block: the short last block too
+    # Windows of block_size * window records, so that they stay aligned with batches wherever the
+    # shorter last block falls (a window after it holds parts of window + 1 blocks).
+    windows = np.arange(size) // (block_size * window)
     keys = _hash_keys(in_block_order, _stream_key(seed, epoch, 2))
     return in_block_order[np.lexsort((keys, windows))]
 
@@ -96,8 +98,9 @@ class ElasticDistributedSampler(Sampler[int]):
     """``DistributedSampler``'s drop-in whose epoch is one permutation dealt to the ranks in turn,
     with a state (samples the job consumed) that loads into a job of any size, mid-epoch.
 
-    ``block_size`` (records) and ``window`` (blocks) choose the block-window shuffle, for cold or
-    remote reads: a batch's records then come from ``window`` runs of ``block_size`` neighbours.
+    ``block_size`` (records) and ``window`` (blocks) choose the block-window shuffle, for storage where
+    every read is a round trip: a batch's records then come from about ``window`` runs of
+    ``block_size`` neighbours (with ``block_size * window`` at least batch size x world size).
     """
 
     def __init__(

@@ -1,5 +1,5 @@
 """The licence goes wherever the code goes: LICENSE, the package metadata, and the notice at the top
-of scripts/dataset.py, the file users copy on its own."""
+of scripts/dataset.py, the reader's entry module in a checkout."""
 
 from __future__ import annotations
 

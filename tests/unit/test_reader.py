@@ -17,6 +17,7 @@ from PIL import Image
 
 from imagefolder_lmdb.dataset import STORAGE_CODES, FormatError, LMDBDataset, record_key
 from imagefolder_lmdb.reader import dataset, decoding, memory
+from imagefolder_lmdb.writing import lmdb_writer
 from imagefolder_lmdb.writing.reencode import EncodeSettings, encode_image
 from support import REPO
 from support.datasets import pil_as_tensor
@@ -186,6 +187,20 @@ def test_the_reader_imports_and_decodes_without_torchcodec_and_torchvision() -> 
     assert done.stdout.strip() == "(4, 3)"
 
 
+def test_the_reader_and_its_shared_homes_import_only_the_readers_dependencies() -> None:
+    """The reader's modules, and the homes it shares with the writers (the LMDB layout, the JPEG walk,
+    malloc tuning), import lmdb, numpy, Pillow and the standard library: not the workflow's snakemake,
+    torchvision or PyYAML, and torch only when LMDBDataset is asked for."""
+    script = (
+        "import sys\n"
+        "from imagefolder_lmdb.reader import jpeg_markers, lmdb_layout, memory, LMDBReader\n"
+        "print(sorted(name for name in ('snakemake', 'torchvision', 'yaml', 'torch') if name in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
 # -- memory for batches -----------------------------------------------------------------------------
 
 
@@ -217,6 +232,23 @@ def test_malloc_keeps_freed_memory_once_per_process_unless_told_not_to(
     memory.keep_freed_memory_for_reuse()
     expected = [(-1, memory.KEEP_FREED_BYTES), (-3, memory.HEAP_BLOCKS_UP_TO)]
     assert libc.calls == (expected if tuned else [])
+
+
+def test_reader_and_writer_share_one_malloc_setting_the_largest_ask_wins(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One definition (reader/memory.py) for the reader and the LMDB writer: a writer's larger limits
+    replace a reader's, and a smaller ask after them changes nothing."""
+    libc = FakeLibc()
+    monkeypatch.setattr(memory.ctypes, "CDLL", lambda name: libc)
+    monkeypatch.setattr(memory, "_malloc_settled", False)
+    monkeypatch.setattr(memory, "_settled_for", (0, 0))
+    for name in ("IMAGEFOLDER_LMDB_MALLOC", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES"):
+        monkeypatch.delenv(name, raising=False)
+    writer = (lmdb_writer.WRITER_KEEP_FREED_BYTES, lmdb_writer.WRITER_HEAP_BLOCKS_UP_TO)
+    memory.keep_freed_memory_for_reuse()
+    memory.keep_freed_memory_for_reuse(*writer)
+    memory.keep_freed_memory_for_reuse()
+    reader = [(-1, memory.KEEP_FREED_BYTES), (-3, memory.HEAP_BLOCKS_UP_TO)]
+    assert libc.calls == [*reader, (-1, writer[0]), (-3, writer[1])]
 
 
 @pytest.mark.parametrize(("value", "storage"), storage_kinds().values(), ids=storage_kinds().keys())

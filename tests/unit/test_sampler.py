@@ -8,7 +8,7 @@ import itertools
 from collections.abc import Iterator
 
 import pytest
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
 from imagefolder_lmdb import ElasticDistributedSampler, sampler_state_from_loader
 
@@ -59,6 +59,16 @@ def test_every_world_size_deals_one_permutation(order: str, drop_last: bool) -> 
         assert dealt[whole:] == ([] if drop_last else epoch[: len(dealt) - SIZE]), "padding from the epoch's start"
 
 
+@pytest.mark.parametrize("drop_last", [False, True])
+def test_unshuffled_draws_are_distributed_samplers(drop_last: bool) -> None:
+    """A drop-in: in the dataset's order, every rank draws what DistributedSampler gives it, padding
+    and drop_last included."""
+    for world in WORLDS:
+        for rank, sampler in enumerate(samplers(world, shuffle=False, drop_last=drop_last)):
+            theirs = DistributedSampler(Indices(), num_replicas=world, rank=rank, shuffle=False, drop_last=drop_last)
+            assert list(sampler) == list(theirs) and len(sampler) == len(theirs), f"rank {rank} of {world}"
+
+
 @pytest.mark.parametrize("order", ["full", "blocks"])
 @pytest.mark.parametrize("drop_last", [False, True])
 @pytest.mark.parametrize("new_world", [2, 3, 8])
@@ -95,12 +105,14 @@ def test_same_seed_and_epoch_same_order_everywhere() -> None:
     assert sorted(order(0, 1)) == list(range(1000))
 
 
-def test_block_window_shuffle_keeps_each_window_to_its_blocks() -> None:
-    sampler = ElasticDistributedSampler(range(1024), num_replicas=1, rank=0, block_size=16, window=4)
+@pytest.mark.parametrize(("size", "most"), [(1024, 4), (1000, 5)])
+def test_block_window_shuffle_keeps_each_window_to_its_blocks(size: int, most: int) -> None:
+    """A window is 64 records: 4 blocks' (5 when the shorter last block came before it)."""
+    sampler = ElasticDistributedSampler(range(size), num_replicas=1, rank=0, block_size=16, window=4)
     order = list(sampler)
-    assert sorted(order) == list(range(1024))
-    windows = [order[start : start + 64] for start in range(0, 1024, 64)]
-    assert all(len({index // 16 for index in window}) <= 4 for window in windows), "a window: 4 blocks' records"
+    assert sorted(order) == list(range(size))
+    windows = [order[start : start + 64] for start in range(0, size, 64)]
+    assert max(len({index // 16 for index in window}) for window in windows) == most
     assert windows[0] != sorted(windows[0]), "records shuffled within their window"
 
 
@@ -162,3 +174,36 @@ def test_states_of_another_order_or_epoch() -> None:
     assert len(list(sampler)) == 35
     sampler.load_state_dict({**state, "consumed": SIZE})  # a finished epoch: the next starts afresh
     assert sampler.epoch == 1 and len(list(sampler)) == 35
+
+
+@pytest.mark.filterwarnings("ignore:'set_vital' is deprecated:UserWarning")
+def test_loader_state_between_snapshots_needs_the_batch_size() -> None:
+    """With snapshot_every_n_steps above 1 the loader keeps the sampler's state of its last snapshot
+    and the batches since: the helper adds those, given the batch size."""
+    from torchdata.stateful_dataloader import StatefulDataLoader
+
+    sampler = ElasticDistributedSampler(Indices(), num_replicas=1, rank=0)
+    loader = StatefulDataLoader(Indices(), batch_size=4, sampler=sampler, num_workers=2, snapshot_every_n_steps=3)
+    batches = iter(loader)
+    for _ in range(4):
+        next(batches)
+    state = loader.state_dict()
+    with pytest.raises(ValueError, match="1 batches past its snapshot: pass batch_size="):
+        sampler_state_from_loader(state)
+    assert sampler_state_from_loader(state, batch_size=4)["consumed"] == 16
+
+
+@pytest.mark.filterwarnings("ignore:'set_vital' is deprecated:UserWarning")
+def test_stateful_dataloader_state_after_a_whole_epoch_starts_the_next() -> None:
+    """A loader state saved once the epoch ended loads as nothing left: the next epoch is whole."""
+    from torchdata.stateful_dataloader import StatefulDataLoader
+
+    first = StatefulDataLoader(Indices(), batch_size=4, sampler=samplers(1)[0])
+    assert sum(len(batch) for batch in first) == SIZE
+    sampler = samplers(1)[0]
+    loader = StatefulDataLoader(Indices(), batch_size=4, sampler=sampler)
+    loader.load_state_dict(first.state_dict())
+    sampler.set_epoch(1)
+    reference = samplers(1)[0]
+    reference.set_epoch(1)
+    assert [int(i) for batch in loader for i in batch] == list(reference)

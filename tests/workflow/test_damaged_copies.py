@@ -67,7 +67,7 @@ def test_a_copy_cut_short_is_refused_with_what_to_do_by_every_command(copied: Pa
 
     reader = open_in_python(copied)
     assert reader.returncode == 1, reader  # an exception, not a signal (SIGBUS was -7)
-    assert reader.stderr.strip().splitlines()[-1] == f"dataset.TruncatedFileError: {message}"
+    assert reader.stderr.strip().splitlines()[-1] == f"imagefolder_lmdb.reader.TruncatedFileError: {message}"
 
     verify = run_script("verify.py", copied, "--full")
     assert verify.returncode == 1

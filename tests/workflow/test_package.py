@@ -56,6 +56,10 @@ def workflow_files() -> list[str]:
         names |= {f"rules/{rules.name}", *re.findall(r'"\.\./([^"]+)"', rules.read_text())}
     names |= {name.replace(".yaml", ".post-deploy.sh") for name in names if name.startswith("envs/")}
     names |= {str(path.relative_to(REPO)) for path in (REPO / "profiles").glob("*/config.yaml")}
+    # the shipped configs, which `imagefolder-lmdb init-config` prints (and imagenet100.yaml's list)
+    names |= {
+        str(path.relative_to(REPO)) for pattern in ("*.yaml", "*.txt") for path in (REPO / "config").glob(pattern)
+    }
     return sorted(name for name in names if (REPO / name).is_file())
 
 
@@ -154,7 +158,7 @@ def test_wheel_declares_licence_requirements_and_command(wheel: Path) -> None:
     base = {requirement.name.lower(): requirement for requirement in declared if requirement.marker is None}
     assert set(base) == {"lmdb", "numpy", "pillow", "torch", "tqdm"}, "the reader's; torchvision is an extra"
     convert = [r for r in declared if r.marker is not None and r.marker.evaluate({"extra": "convert"})]
-    assert {r.name.lower() for r in convert} == {"snakemake", "torchvision", "pyyaml", "braceexpand"}
+    assert {r.name.lower() for r in convert} == {"snakemake", "torchvision", "pyyaml", "braceexpand", "pygments"}
     assert {"convert", "slurm", "parquet", "ilsvrc", "tensor", "all"} <= set(metadata.get_all("Provides-Extra"))
     requires = {
         requirement.name.lower(): requirement

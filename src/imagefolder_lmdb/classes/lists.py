@@ -18,6 +18,7 @@ words (meta/json ``class_words``), whatever named the classes.
 from __future__ import annotations
 
 import functools
+import os
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -135,6 +136,8 @@ def configured_names(value: str | list[str], where: str = "config key classes") 
     and their origin text."""
     if is_shipped(value):
         return list(shipped_list(str(value)).names), configured_origin(value)
+    if is_dataset(value):
+        return dataset_classes(str(value), where), configured_origin(value)
     if isinstance(value, str):
         names = read_class_file(value)
         where = f"{where} ({value})"
@@ -142,6 +145,22 @@ def configured_names(value: str | list[str], where: str = "config key classes") 
         names = [str(name) for name in value]
     check_names(names, where)
     return sorted(names), configured_origin(value)
+
+
+def is_dataset(value: object) -> bool:
+    """Whether a ``classes:`` value names a dataset file, whose class list (its numbering) a split
+    takes as a split sharing another's does: a class without images here keeps its number."""
+    return isinstance(value, str) and value.endswith(".lmdb")
+
+
+def dataset_classes(path: str, where: str) -> list[str]:
+    """The class list stored in the dataset ``path``."""
+    from imagefolder_lmdb.run.existing import read_document
+
+    document = read_document(path) if os.path.isfile(path) else None
+    if document is None or not isinstance(document.get("classes"), list):
+        raise ClassListError(f"{where} ({path}): not an imagefolder-lmdb dataset file, whose class list it could take")
+    return list(document["classes"])
 
 
 def configured_origin(value: str | list[str] | None) -> str:

@@ -21,7 +21,8 @@ NO_SPLITS = "no splits configured; run with a config file, e.g. snakemake --core
 EXPECTED = {
     "source": "a folder or an archive, or for layouts webdataset and parquet the shard files "
     "(a list, a glob or a brace pattern)",
-    "classes": "a list of class names, the path of a file with one per line, imagenet1k, or null",
+    "classes": "a list of class names, the path of a file with one per line or of a dataset (.lmdb), "
+    "imagenet1k, or null",
 }
 
 

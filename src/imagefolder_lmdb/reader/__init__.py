@@ -1,23 +1,26 @@
 """The reader of imagefolder-lmdb files: ``LMDBDataset``, a drop-in for torchvision's ``ImageFolder``.
 
 Its dependencies are lmdb, numpy, Pillow and torch (``decode="tensor"`` also TorchCodec); it imports
-nothing else of the package, so the workflow's writers can import the format from it. Importing it
+nothing else of the package, so the workflow's writers import the format, the LMDB layout, the JPEG
+marker walk and the malloc setting from it (one home each). Importing it
 imports no torch: ``LMDBDataset`` does, on first access. What lives where:
 
 ==================== ===================================================================================
 ``format``           the on-disk format: keys, meta layout, storage codes, ``Meta``, ``FormatError``
+``lmdb_layout``      LMDB's on-disk layout (pages, nodes, meta page), shared with lmdb_pages.py
 ``file_checks``      an LMDB file's header and pages checked with plain reads (``check_lmdb_file``,
                      ``PageGuard``, ``TruncatedFileError``)
 ``handles``          opening read-only, the per-process table of environments and descriptors
                      (``shared_env``, ``shared_fd``, ``close_all_envs``), ``ReadersFullError``
 ``identity``         which file a dataset opened: content id and storage token (``FileChangedError``)
 ``decoding``         stored bytes to PIL images or tensors (``pil_decode``, ``tensor_decode``)
+``jpeg_markers``     JPEG's marker walk, shared with the writer (writing/reencode.py)
 ``records``          the record sources' interface
 ``records_lmdb``     records read through LMDB
 ``offset_reads``     a record's bytes read by file offset (``os.pread``)
 ``locations``        whether a file's recorded locations fit it (``locations_problem``)
 ``records_located``  records read by offset, cold batches hinted (``posix_fadvise``)
-``memory``           glibc malloc kept for the next batch (``keep_freed_memory_for_reuse``)
+``memory``           glibc malloc kept for the next batch (``keep_freed_memory_for_reuse``; the writer's too)
 ``legacy``           folder2lmdb pickles, ``allow_pickle=True`` only
 ``dataset``          ``LMDBReader`` and ``LMDBDataset``
 ==================== ===================================================================================
@@ -170,6 +173,12 @@ __all__ = [
     "spot_check_indices",
     "tensor_decode",
 ]
+
+
+# The reader's errors and warning print under the name they are imported by, as numpy's do
+# (``imagefolder_lmdb.reader.TruncatedFileError``), not under the module that defines them.
+for _public in (FormatError, TruncatedFileError, ReadersFullError, LocationsWarning):
+    _public.__module__ = __name__
 
 
 def __getattr__(name: str) -> Any:

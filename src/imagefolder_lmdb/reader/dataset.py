@@ -27,6 +27,7 @@ from imagefolder_lmdb.reader.legacy import _open_legacy
 from imagefolder_lmdb.reader.memory import keep_freed_memory_for_reuse
 from imagefolder_lmdb.reader.records import _Opened, _Records
 from imagefolder_lmdb.reader.records_located import _LocatedRecords, _v1_records
+from imagefolder_lmdb.remote import is_url
 
 
 def _open_records(path: str, env: lmdb.Environment, lock: bool, allow_pickle: bool) -> _Opened:
@@ -48,6 +49,20 @@ def _reopened(path: str, env: lmdb.Environment, lock: bool, opened: FileIdentity
     if found.content != opened.content:
         raise FileChangedError(changed_message(path, opened.describe(), found.describe(meta.document)))
     return _v1_records(path, env, meta, lock), found
+
+
+def _open_path(
+    ds: LMDBReader, max_in_flight: int, cache_dir: str | os.PathLike[str] | None, cache_bytes: int
+) -> _Opened:
+    """``ds.path`` opened: a file in place, or a URL (s3://, gs://, az://, http(s)://) through
+    imagefolder_lmdb.remote (the [remote] extra), reading records by ranged requests."""
+    if is_url(ds.path):
+        from imagefolder_lmdb.remote.reading import open_remote_records
+
+        return open_remote_records(ds.path, max_in_flight, cache_dir, cache_bytes)
+    if cache_dir is not None:
+        raise ValueError(f"cache_dir is for datasets read from a URL; {ds.path} is read in place")
+    return _open_records(ds.path, ds._env(), ds.lock, ds.allow_pickle)
 
 
 def _check_options(decode: str, lock: bool, max_readers: int | None) -> None:
@@ -129,8 +144,10 @@ class _Index:
         self.image_sizes: np.ndarray | None = None if meta is None else meta.sizes  # (width, height) each
         self.checksums: np.ndarray | None = None if meta is None else meta.crc32  # CRC-32 of each value
         self.storage_codes: np.ndarray | None = None if meta is None else meta.storage  # STORAGE_REASONS
-        # the file opened (reader/identity.py); legacy pickles have no meta to pin their content by
-        self._identity = None if meta is None else FileIdentity(content_id(meta), opened_token(self.path))
+        # the file opened (reader/identity.py); legacy pickles have no meta to pin their content by; a URL's
+        # object is pinned by its reader (remote/) by its version
+        local = meta is not None and not is_url(self.path)
+        self._identity = FileIdentity(content_id(meta), opened_token(self.path)) if local else None
 
     def _check_file(self) -> None:
         """Before each read: the path still holds the file this dataset opened, in this process too
@@ -220,75 +237,53 @@ class _Index:
 # LMDBReader is the whole reader without torch's Dataset base, for tools that should not pay torch's
 # import (the workflow's verify step); PyTorch code uses LMDBDataset, built on it below.
 class LMDBReader(_Index):
-    """An ImageFolder stored in one LMDB file: same indices, labels, classes and samples.
+    """An ImageFolder stored in one LMDB file: the same indices, labels, classes and samples.
 
-    ``LMDBDataset("results/train.lmdb", transform)`` replaces
-    ``torchvision.datasets.ImageFolder("train/", transform)``. ``samples`` holds
-    ``(relative path, class index)`` pairs, ``"class/file.JPEG"``, since the source need not exist
-    where the dataset is read; ``root`` is the folder they were converted from (absolute, as it was
-    then), so ``os.path.join(ds.root, ds.samples[i][0])`` is ImageFolder's ``samples[i][0]``, or
-    None where the images were not files under one folder (archives, unpacked archives, ILSVRC val
-    images outside ``<wnid>/`` folders) or the file predates it. Assign it if the source moved.
-    ``targets``, ``class_counts()``, ``image_sizes`` and ``aspect_ratios()`` come from the meta,
-    without decoding any image. ``short_side`` (and ``max_side``) say whether the file is a copy
-    prepared at a smaller size: larger images were shrunk so that their shorter side is
-    ``short_side`` (``storage_reason(i) == "reencoded:resized"``); None for the source's sizes.
-    ``class_words[k]`` names ``classes[k]`` in words (``"tench, Tinca
-    tinca"`` for ``n01440764``) where every class is an ImageNet-1k WNID; else it is None.
+    ``LMDBDataset("results/train.lmdb", transform)`` replaces ``ImageFolder("train/", transform)``.
+    How it reads (by offset, batches, processes, damaged files, ``lock``, legacy files):
+    docs/training.md.
 
-    ``decode`` chooses what ``transform`` receives (and what a sample holds without one):
-      - ``"pil"`` (default): an RGB ``PIL.Image``, exactly as ImageFolder's loader makes it;
-      - ``"tensor"``: a uint8 ``(3, H, W)`` RGB tensor from TorchCodec's ``decode_jpeg`` (``pip
-        install torchcodec``; no FFmpeg needed), the JPEG read straight into a tensor (no extra copy
-        of it), for transforms v2. Values stored as-is (PNG, BMP, ...) and JPEGs whose EXIF
-        orientation TorchCodec would apply go through Pillow. Pixel-equal to ``"pil"`` with the
-        pinned TorchCodec and Pillow (both libjpeg-turbo; tests check it); other builds may differ
-        slightly;
-      - ``"bytes"``: the stored bytes (a JPEG unless stored as-is), e.g. for GPU decoding.
+    Args:
+        path (str or os.PathLike): the dataset file, ``results/<split>.lmdb``, or its URL.
+        transform (callable, optional): takes the image ``decode`` makes and returns a transformed
+            version, as ImageFolder's ``transform``.
+        target_transform (callable, optional): takes the class index and transforms it.
+        decode (str): what ``transform`` receives: ``"pil"`` (default), an RGB ``PIL.Image``
+            exactly as ImageFolder's loader makes it; ``"tensor"``, a uint8 ``(3, H, W)`` RGB tensor
+            decoded by TorchCodec (pixel-equal to ``"pil"`` with the pinned versions); ``"bytes"``,
+            the stored bytes (a JPEG unless stored as-is).
+        lock (bool): use LMDB's ``-lock`` file and its reader table (default False: no lock file,
+            no reader limit, read-only filesystems work).
+        max_readers (int, optional): the reader table's slots with ``lock=True`` (default 126).
+        allow_pickle (bool): also read LEGACY folder2lmdb files, whose values are pickles, with a
+            restricted unpickler (default False: such files are refused).
+        max_in_flight (int): for a URL (``s3://``, ``gs://``, ``az://``, ``http(s)://``, the
+            ``[remote]`` extra), the most ranged reads in flight at once (default 64).
+        cache_dir (str or os.PathLike, optional): for a URL, a local folder that keeps the records
+            fetched; refused for a file read in place.
+        cache_bytes (int): the most bytes ``cache_dir`` holds (default 64 GiB).
 
-    Reads: files written by the workflow record where each record lies in the file
-    (``meta/locations``), so a record is one ``os.pread`` (``reads_by_offset``), also on a cold
-    cache or a network filesystem, where LMDB's memory map faults in one 4 KB page at a time. They
-    are checked when the file is opened (its LMDB transaction id, their checksum, their shape, and
-    a spread of records against their CRC-32); a file they do not fit (e.g. a compacting
-    ``mdb_copy -c``, or damage) is read through LMDB with a one-time LocationsWarning, as are older
-    files without them, silently, and every file opened with ``lock=True``.
-    ``scripts/add_locations.py FILE`` records them in a file.
+    Attributes:
+        classes, class_to_idx, samples, imgs, targets: ImageFolder's; ``samples`` holds
+            ``(relative path, class index)`` pairs (legacy files: ``(key, label)``).
+        root (str or None): the folder converted, so ``os.path.join(root, samples[i][0])`` is
+            ImageFolder's ``samples[i][0]``; None where unknown. Assign it if the source moved.
+        class_words (list[str] or None): the words of each class, for ImageNet-1k WNIDs.
+        image_sizes, checksums, storage_codes (numpy arrays or None): each record's stored
+            ``(width, height)``, CRC-32 and storage code, from the meta; None for legacy files.
+        short_side, max_side (int or None): the sizes a prepared copy was shrunk to.
 
-    Damaged files: a file shorter than its LMDB header says (an interrupted copy) is refused with
-    TruncatedFileError before LMDB maps it, and the pages on the way to each key LMDB is asked for
-    are checked first (``PageGuard``), so damage gives a FormatError with a message, not a crash
-    (``lock=True`` readers, whose file a writer may change, are not page-checked).
-    ``scripts/verify.py FILE --full`` checks every page and record.
-
-    Batches: ``__getitems__(indices)`` reads a batch together: when its records are not in the
-    page cache, the kernel is asked for all of them at once (``posix_fadvise(WILLNEED)``), so their
-    reads queue up together instead of one after the other; records not located are read in one
-    LMDB transaction. Before its first batch a process lets glibc keep the memory a batch frees for
-    the next one (``keep_freed_memory_for_reuse``; ``IMAGEFOLDER_LMDB_MALLOC=default`` leaves
-    malloc as it is). DataLoader calls it by itself whenever it batches, and
-    ``torch.utils.data.Subset(ds, indices)`` passes its batches through to it.
-    ``DistributedSampler`` works as with any map-style dataset.
-
-    Processes: the file is opened lazily in each process that reads it (one environment and one
-    descriptor per file and process, closed before every fork), so the dataset pickles cleanly and
-    works with DataLoader workers under fork, spawn and forkserver, also after the parent has read
-    samples.
-
-    ``lock=False`` (default) opens without LMDB's lock file: nothing is created beside the data,
-    read-only filesystems work, and LMDB keeps no reader table, so there is no reader limit and
-    ``max_readers`` does not apply (passing it raises ValueError). ``lock=True`` uses the
-    ``-lock`` file's table of ``max_readers`` slots (default 126; sized by the first process that
-    opens the file while no other has it open): every process reading at once on one machine
-    (DataLoader workers x ranks, plus main processes) needs one while it reads; a full table is
-    first cleared of slots left by dead processes, and then raises ReadersFullError naming
-    workers x ranks.
-
-    ``allow_pickle=True`` also reads LEGACY folder2lmdb files (pickled ``(image bytes, label)``
-    values). Nothing of such a file is unpickled otherwise: it is refused with a FormatError. Even
-    then the unpickler only builds bytes, integers and lists; classes are named ``"0"``, ``"1"``,
-    ...; ``samples`` holds ``(key, label)``; opening reads every record once to learn the labels,
-    and image sizes and checksums are unknown. ``scripts/convert_legacy.py`` converts such a file.
+    Raises:
+        FileNotFoundError: nothing at ``path``.
+        TruncatedFileError: the file is shorter than its LMDB header says (an incomplete copy).
+        FormatError: not an imagefolder-lmdb file, a newer format version, a legacy file without
+            ``allow_pickle=True``, or damage; the message says what to do.
+        ReadersFullError: ``lock=True`` and every reader slot taken.
+        ValueError: an unknown ``decode``, ``max_readers`` without ``lock=True`` or below 1, or
+            settings other than those the file is already open with in this process.
+        ImportError: ``decode="tensor"`` without TorchCodec.
+        OSError: for a URL, an object that cannot be read after retries (``RemoteReadError``) or
+            that was replaced since it was opened (``ObjectChangedError``), from imagefolder_lmdb.remote.
     """
 
     def __init__(
@@ -301,6 +296,9 @@ class LMDBReader(_Index):
         lock: bool = False,
         max_readers: int | None = None,
         allow_pickle: bool = False,
+        max_in_flight: int = 64,
+        cache_dir: str | os.PathLike[str] | None = None,
+        cache_bytes: int = 64 << 30,
     ) -> None:
         _check_options(decode, lock, max_readers)
         self.path = os.fspath(path)
@@ -310,7 +308,7 @@ class LMDBReader(_Index):
         self.lock = lock
         self.max_readers = max_readers
         self.allow_pickle = allow_pickle
-        self._set_index(_open_records(self.path, self._env(), lock, allow_pickle))
+        self._set_index(_open_path(self, max_in_flight, cache_dir, cache_bytes))
 
     def _env(self) -> lmdb.Environment:
         return shared_env(self.path, lock=self.lock, max_readers=self.max_readers)
@@ -350,11 +348,33 @@ class LMDBReader(_Index):
             yield self[index]
 
     def get_bytes(self, index: int) -> bytes:
-        """The stored image bytes of record ``index`` (a JPEG unless stored-as-is)."""
+        """The stored image bytes of record ``index``.
+
+        Args:
+            index (int): the record's index (negative counts from the end, as for a list).
+
+        Returns:
+            bytes: the value as stored (a JPEG unless stored-as-is), read as training reads it.
+
+        Raises:
+            IndexError: ``index`` out of range.
+            FormatError: the record is missing (a damaged file).
+        """
         return self._records.get_bytes(self._checked(index), self._transaction)
 
     def check_crc(self, index: int) -> bool:
-        """Whether record ``index`` still has the CRC-32 recorded when it was written."""
+        """Whether record ``index`` still has the CRC-32 recorded when it was written.
+
+        Args:
+            index (int): the record's index.
+
+        Returns:
+            bool: True if the stored bytes match meta/crc32.
+
+        Raises:
+            IndexError: ``index`` out of range.
+            FormatError: a legacy file, which records no checksums.
+        """
         self._require_meta("checksums")
         assert self.checksums is not None
         return checksum(self.get_bytes(index)) == int(self.checksums[self._check_index(index)])

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import functools
 import io
-import struct
 import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from PIL import Image
+
+from imagefolder_lmdb.reader.jpeg_markers import ANY_SOF, APP1, EOI, SEQUENTIAL_SOF, SOS, segments, starts_as_jpeg
 
 if TYPE_CHECKING:
     import torch
@@ -25,7 +26,14 @@ TORCHCODEC_PIN = "torchcodec==0.17.0"
 
 
 def pil_decode(data: bytes | memoryview) -> Image.Image:
-    """Decode stored bytes exactly as torchvision's ``pil_loader`` decodes a file."""
+    """Decode stored bytes exactly as torchvision's ``pil_loader`` decodes a file.
+
+    Args:
+        data (bytes or memoryview): a stored value (an LMDB buffer is read once, then released).
+
+    Returns:
+        PIL.Image.Image: an RGB image, the pixels ImageFolder gives.
+    """
     image = Image.open(io.BytesIO(data))  # BytesIO copies a memoryview once; Pillow reads that copy
     image.load()
     if image.mode == "RGB":
@@ -58,9 +66,17 @@ def _torchcodec_jpeg() -> Callable[..., torch.Tensor]:
 def tensor_decode(data: bytes | memoryview, jpeg: bool = True) -> torch.Tensor:
     """Decode stored bytes to a uint8 ``(3, H, W)`` RGB tensor, ready for transforms v2.
 
-    ``jpeg=True``: TorchCodec's ``decode_jpeg`` reads ``data`` in place (no copy of the encoded
-    bytes, so ``data`` may be an LMDB buffer while its transaction is alive). ``jpeg=False`` (values
-    stored as-is: PNG, BMP, CMYK JPEG, ...) decodes with Pillow, as ImageFolder would.
+    Args:
+        data (bytes or memoryview): a stored value. With ``jpeg=True`` TorchCodec's ``decode_jpeg``
+            reads it in place (no copy, so it may be an LMDB buffer while its transaction is alive).
+        jpeg (bool): the value is an RGB JPEG (every storage code but NOT_JPEG_CODES). False:
+            Pillow decodes it (PNG, BMP, CMYK JPEG, ...), as ImageFolder would.
+
+    Returns:
+        torch.Tensor: uint8 ``(3, H, W)``, pixel-equal to ``pil_decode`` with the pinned decoders.
+
+    Raises:
+        ImportError: a JPEG to decode and no TorchCodec installed.
     """
     if not jpeg:
         return pil_to_chw(pil_decode(data))
@@ -100,14 +116,6 @@ def _decode(data: bytes | memoryview, decode: str, jpeg: bool) -> Any:
 # multi-scan files those between scans too. _may_be_turned mirrors that reading and errs towards
 # Pillow: anything it cannot follow counts as "may be turned".
 
-_APP1, _SOS, _SOI = 0xE1, 0xDA, 0xD8
-#: Markers without a length field (TEM, RST0-RST7).
-_BARE_MARKERS = frozenset({0x01, *range(0xD0, 0xD8)})
-#: Start-of-frame markers of single-scan-capable sequential JPEGs (baseline, extended Huffman).
-_SEQUENTIAL_SOF = frozenset({0xC0, 0xC1})
-_ANY_SOF = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}  # DHT, JPG and DAC are not frames
-_MARKER = struct.Struct(">BBH")  # 0xFF, the marker, the segment's length (itself included)
-
 
 def _may_be_turned(data: memoryview) -> bool:
     """Whether TorchCodec might turn this JPEG for its EXIF orientation (see above)."""
@@ -125,27 +133,20 @@ def _jpeg_header(data: memoryview) -> tuple[memoryview | None, bool, int] | None
     """(the first APP1 segment's payload or None, whether the first scan is the only one, where the
     scan starts), from the markers up to the first start of scan; None where the bytes are not
     laid out as that walk expects."""
-    if len(data) < 4 or data[0] != 0xFF or data[1] != _SOI:
+    if not starts_as_jpeg(data):
         return None
-    app1, frame, components, position = None, None, 0, 2
-    while position + 4 <= len(data):
-        fill, marker, length = _MARKER.unpack_from(data, position)
-        if fill != 0xFF:
+    app1, frame, components = None, None, 0
+    for marker, start, end in segments(data):
+        length = end - start - 2
+        if length < 2 and marker != EOI:
             return None
-        if marker == 0xFF or marker in _BARE_MARKERS:  # a fill byte, or a marker without a length
-            position += 1 if marker == 0xFF else 2
-            continue
-        end = position + 2 + length
-        if length < 2 or end > len(data):
-            return None
-        if marker == _APP1 and app1 is None:
-            app1 = data[position + 4 : end]
-        elif marker in _ANY_SOF and length >= 8:
-            frame, components = marker, data[position + 9]
-        elif marker == _SOS:
-            single = frame in _SEQUENTIAL_SOF and length >= 3 and data[position + 4] == components
+        if marker == APP1 and app1 is None:
+            app1 = data[start + 4 : end]
+        elif marker in ANY_SOF and length >= 8:
+            frame, components = marker, data[start + 9]
+        elif marker == SOS:
+            single = frame in SEQUENTIAL_SOF and length >= 3 and data[start + 4] == components
             return app1, single, end
-        position = end
     return None
 
 

@@ -16,6 +16,23 @@ from typing import Any, TypeAlias
 import lmdb
 
 from imagefolder_lmdb.reader.format import _RECOPY, FormatError
+from imagefolder_lmdb.reader.lmdb_layout import (
+    DATA_VERSION,
+    F_BIGDATA,
+    F_DUPDATA,
+    MAGIC,
+    MAX_PAGE_SIZE,
+    META_BYTES,
+    NODE_FIELDS,
+    NODE_HEADER,
+    P_BRANCH,
+    P_INVALID,
+    P_LEAF,
+    P_META,
+    PAGE_FIELDS,
+    PAGE_HEADER,
+    unpack_meta,
+)
 
 
 class TruncatedFileError(FormatError):
@@ -24,22 +41,6 @@ class TruncatedFileError(FormatError):
 
 # LMDB maps the file and never compares its size with the meta page: the first touch of a page
 # past the end raises SIGBUS. So the size is checked with plain reads before LMDB opens it.
-# LMDB 0.9's meta page (mdb.c, 64-bit little-endian): page header (pgno u64, pad u16, flags u16,
-# lower/upper u16), then magic u32, version u32, address u64, mapsize u64, two MDB_db records of
-# 48 bytes (pad u32, flags u16, depth u16, four u64 counts, root u64; the free list's pad is the
-# page size), last_pg u64, txnid u64.
-_LMDB_META = struct.Struct("<Q2xH4xIIQQI44x4xHH32xQQQ")
-#: An LMDB page header's size: a value on overflow pages starts this far into its first page.
-_PAGE_HEADER = 16
-_LMDB_MAGIC = 0xBEEFC0DE
-_LMDB_DATA_VERSION = 1
-_P_META = 0x08
-_P_BRANCH, _P_LEAF = 0x01, 0x02
-_F_BIGDATA, _F_DUPDATA = 0x01, 0x04  # a leaf node whose value lies on overflow pages; duplicates
-_P_INVALID = 2**64 - 1  # the root of an empty database
-_MAX_PAGE_SIZE = 1 << 16
-
-
 _INCOMPLETE = "The copy is incomplete (an interrupted scp or rsync, a full disk or quota)."
 
 
@@ -50,7 +51,7 @@ class LmdbHeader:
     page_size: int
     last_page: int  # mm_last_pg: the highest page number in use
     txnid: int
-    root: int = _P_INVALID  # the main database's root page
+    root: int = P_INVALID  # the main database's root page
     depth: int = 0  # the main database's B-tree depth
 
     @property
@@ -61,26 +62,27 @@ class LmdbHeader:
 
 def _meta_page(fd: int, offset: int, number: int, where: str) -> LmdbHeader | None:
     """Meta page ``number`` at ``offset``, as mdb_env_read_header checks it; None if cut off."""
-    raw = os.pread(fd, _LMDB_META.size, offset)
-    magic_at = slice(_PAGE_HEADER, _PAGE_HEADER + 4)
-    if number == 0 and len(raw) >= magic_at.stop and raw[magic_at] != _LMDB_MAGIC.to_bytes(4, "little"):
+    raw = os.pread(fd, META_BYTES, offset)
+    magic_at = slice(PAGE_HEADER, PAGE_HEADER + 4)
+    if number == 0 and len(raw) >= magic_at.stop and raw[magic_at] != MAGIC.to_bytes(4, "little"):
         raise FormatError(
             f"{where} is not an LMDB file (no LMDB meta page at its start). Point LMDBDataset at a "
             "results/<split>.lmdb written by the workflow."
         )
-    if len(raw) < _LMDB_META.size:
+    if len(raw) < META_BYTES:
         return None
-    _, flags, magic, version, _, _, page_size, _, depth, root, last_page, txnid = _LMDB_META.unpack(raw)
-    if magic != _LMDB_MAGIC or not flags & _P_META:
+    fields = unpack_meta(raw)
+    page_size, last_page, txnid = fields.free.pad, fields.last_pgno, fields.txnid
+    if fields.magic != MAGIC or not fields.flags & P_META:
         raise FormatError(f"{where}: LMDB meta page {number} is damaged. {_RECOPY}")
-    if version != _LMDB_DATA_VERSION:
+    if fields.version != DATA_VERSION:
         raise FormatError(
-            f"{where}: LMDB data format version {version}; this LMDB library ({'.'.join(map(str, lmdb.version()))}) "
-            f"reads version {_LMDB_DATA_VERSION}"
+            f"{where}: LMDB data format version {fields.version}; this LMDB library "
+            f"({'.'.join(map(str, lmdb.version()))}) reads version {DATA_VERSION}"
         )
-    if not 512 <= page_size <= _MAX_PAGE_SIZE or page_size & (page_size - 1) or last_page < 1:
+    if not 512 <= page_size <= MAX_PAGE_SIZE or page_size & (page_size - 1) or last_page < 1:
         raise FormatError(f"{where}: LMDB meta page {number} is damaged (page size {page_size}). {_RECOPY}")
-    return LmdbHeader(page_size, last_page, txnid, root, depth)
+    return LmdbHeader(page_size, last_page, txnid, fields.main.root, fields.main.depth)
 
 
 def read_lmdb_header(fd: int, where: str) -> LmdbHeader:
@@ -100,14 +102,35 @@ def read_lmdb_header(fd: int, where: str) -> LmdbHeader:
 
 
 def _data_file(path: str) -> str:
-    """The file that holds an environment's pages (a directory environment keeps them in data.mdb)."""
-    return os.path.join(path, "data.mdb") if os.path.isdir(path) else path
+    """The file that holds an environment's pages (a directory environment keeps them in data.mdb).
+    A folder of datasets (a conversion's OUTDIR) is named as such, with the files it holds."""
+    if not os.path.isdir(path):
+        return path
+    data = os.path.join(path, "data.mdb")
+    datasets = [] if os.path.exists(data) else sorted(name for name in os.listdir(path) if name.endswith(".lmdb"))
+    if datasets:
+        raise IsADirectoryError(
+            f"{path} is a folder of datasets, not one: it holds {', '.join(datasets)}. "
+            f"Open one of them, e.g. LMDBDataset({os.path.join(path, datasets[0])!r})"
+        )
+    return data
 
 
 def check_lmdb_file(path: str | os.PathLike[str]) -> LmdbHeader:
     """Check, with plain reads and before any memory map, that the LMDB file at ``path`` holds every
-    page its header says it uses; raises TruncatedFileError (or FormatError) saying what to do.
-    Reader, verify, add_locations and convert_legacy call it before they open a file."""
+    page its header says it uses. Reader, verify, add_locations and convert_legacy call it before
+    they open a file: LMDB would crash (SIGBUS) on the first missing page it touches.
+
+    Args:
+        path (str or os.PathLike): the LMDB file, or a folder holding ``data.mdb``.
+
+    Returns:
+        LmdbHeader: what the file's current meta page says (page size, last page, txnid, root).
+
+    Raises:
+        TruncatedFileError: the file holds fewer bytes than its header says (an incomplete copy).
+        FormatError: not an LMDB file, or a damaged meta page; the message says what to do.
+    """
     where = os.fspath(path)
     fd = os.open(_data_file(where), os.O_RDONLY)
     try:
@@ -150,7 +173,7 @@ class PageGuard:
     def check_key(self, key: bytes) -> None:
         """Raise FormatError unless LMDB can look ``key`` up without leaving checked pages."""
         pgno = self.header.root
-        if pgno == _P_INVALID:
+        if pgno == P_INVALID:
             return  # an empty database: LMDB reads no page
         for _ in range(self.header.depth):
             page = self.checked.get(pgno) or self._check_page(pgno)
@@ -168,13 +191,13 @@ class PageGuard:
         if not 2 <= pgno <= self.header.last_page:
             raise self._damaged(pgno, "a page number outside the file")
         raw = os.pread(self.fd, size, pgno * size)
-        stored, flags, lower, upper = struct.unpack_from("<Q2xHHH", raw) if len(raw) == size else (-1, 0, 0, 0)
-        if stored != pgno or flags not in (_P_BRANCH, _P_LEAF):  # on disk exactly one of the two
+        stored, flags, lower, upper = PAGE_FIELDS.unpack_from(raw) if len(raw) == size else (-1, 0, 0, 0)
+        if stored != pgno or flags not in (P_BRANCH, P_LEAF):  # on disk exactly one of the two
             raise self._damaged(pgno, "not the branch or leaf page it should be")
-        if not _PAGE_HEADER <= lower <= upper <= size or lower % 2:
+        if not PAGE_HEADER <= lower <= upper <= size or lower % 2:
             raise self._damaged(pgno, "a damaged header")
-        ptrs = struct.unpack_from(f"<{(lower - _PAGE_HEADER) // 2}H", raw, _PAGE_HEADER)
-        page = _CheckedPage(flags == _P_BRANCH, [], [])
+        ptrs = struct.unpack_from(f"<{(lower - PAGE_HEADER) // 2}H", raw, PAGE_HEADER)
+        page = _CheckedPage(flags == P_BRANCH, [], [])
         if page.branch and len(ptrs) < 2:  # LMDB asserts this never happens (an abort, not an error)
             raise self._damaged(pgno, "a branch page with fewer than two keys")
         for ptr in ptrs:
@@ -187,29 +210,26 @@ class PageGuard:
     def _check_node(self, pgno: int, raw: bytes, ptr: int, upper: int, page: _CheckedPage) -> None:
         """One node of a page: inside it, and what it points to inside the file."""
         size = self.header.page_size
-        if ptr % 2 or not upper <= ptr <= size - _NODE_HEADER:
+        if ptr % 2 or not upper <= ptr <= size - NODE_HEADER:
             raise self._damaged(pgno, "a node offset outside the page")
-        lo, hi, flags, key_size = struct.unpack_from("<HHHH", raw, ptr)
-        data_at = ptr + _NODE_HEADER + key_size
-        page.keys.append(raw[ptr + _NODE_HEADER : data_at])
+        lo, hi, flags, key_size = NODE_FIELDS.unpack_from(raw, ptr)
+        data_at = ptr + NODE_HEADER + key_size
+        page.keys.append(raw[ptr + NODE_HEADER : data_at])
         if page.branch:
             page.children.append(lo | hi << 16 | flags << 32)
             if not 2 <= page.children[-1] <= self.header.last_page or data_at > size:
                 raise self._damaged(pgno, "a child page outside the file")
             return
         length = lo | hi << 16
-        if flags & _F_DUPDATA:  # never in these files' main database (not duplicate-sorted)
+        if flags & F_DUPDATA:  # never in these files' main database (not duplicate-sorted)
             raise self._damaged(pgno, f"node flags {flags:#x}: duplicate data")
-        if not flags & _F_BIGDATA:  # inline data, also a named database's record (F_SUBDATA)
+        if not flags & F_BIGDATA:  # inline data, also a named database's record (F_SUBDATA)
             if data_at + length > size:
                 raise self._damaged(pgno, "a value past the end of its page")
             return
         first = struct.unpack_from("<Q", raw, data_at)[0] if data_at + 8 <= size else 0
-        if first < 2 or first * size + _PAGE_HEADER + length > self.header.required_bytes:
+        if first < 2 or first * size + PAGE_HEADER + length > self.header.required_bytes:
             raise self._damaged(pgno, "a value's overflow pages outside the file")
-
-
-_NODE_HEADER = 8
 
 
 class _GuardedTxn:

@@ -142,7 +142,17 @@ class Meta:
 
 
 def encode_meta(meta: Meta) -> dict[bytes, bytes]:
-    """The meta keys and values to store. Checks that every array has one entry per record."""
+    """The meta keys and values to store, meta/json with the checksums of the arrays and class names.
+
+    Args:
+        meta (Meta): the document and the arrays; ``locations`` None stores "none located".
+
+    Returns:
+        dict[bytes, bytes]: every meta key (META_KEYS) and its value.
+
+    Raises:
+        ValueError: an array without one entry per record, or a path holding a NUL byte.
+    """
     n = meta.length
     arrays = {
         "labels": meta.labels,
@@ -205,7 +215,20 @@ def _locations(txn: _ReadTxn) -> np.ndarray | None:
 
 
 def decode_meta(txn: _ReadTxn, where: str) -> Meta:
-    """Read and check the meta of an open environment; ``where`` names the file in errors."""
+    """Read and check the meta of an open file: the JSON document, the arrays against their CRC-32,
+    one entry per record in each, every label naming a class.
+
+    Args:
+        txn: a read transaction of the file (LMDB's own, or a guarded one).
+        where (str): names the file in errors.
+
+    Returns:
+        Meta: the document and the arrays (``locations`` None where the file has none).
+
+    Raises:
+        FormatError: no imagefolder-lmdb meta (a legacy pickle file, an unfinished conversion, another
+            LMDB), a version this reader does not know, or damage; the message says what to do.
+    """
     raw = txn.get(META_KEYS["json"])
     if raw is None:
         raise FormatError(_missing_meta_message(txn, where))

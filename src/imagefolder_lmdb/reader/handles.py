@@ -69,12 +69,24 @@ DEFAULT_MAX_READERS = 126
 def open_env_readonly(path: str, max_readers: int | None = None, lock: bool = False) -> lmdb.Environment:
     """Open a dataset for reading with the settings that suit random access by many processes.
 
-    ``lock=False`` (the default): the file never changes after it is written, so readers need no
-    lock table (no ``-lock`` file is created, read-only filesystems work) and LMDB then keeps no
-    reader table at all, so ``max_readers`` is meaningless and ignored. ``lock=True`` uses the
-    ``-lock`` file beside the data and its table of ``max_readers`` slots.
     ``readahead=False``: random reads must not pull in neighbouring pages; ``meminit=False``:
-    nothing is written.
+    nothing is written. The file's size is checked against its header first (check_lmdb_file).
+
+    Args:
+        path (str): the file (or a folder holding ``data.mdb``, as legacy files often are).
+        max_readers (int, optional): the reader table's size with ``lock=True`` (default 126);
+            ignored without it, as LMDB then keeps no reader table.
+        lock (bool): False (default): the file never changes after it is written, so no ``-lock``
+            file is created and read-only filesystems work. True: the ``-lock`` file and its table.
+
+    Returns:
+        lmdb.Environment: the open, read-only environment.
+
+    Raises:
+        FileNotFoundError: nothing at ``path``.
+        TruncatedFileError: an incomplete copy.
+        FormatError: not an LMDB file, or one LMDB cannot open.
+        ReadersFullError: ``lock=True`` and no reader slot free.
     """
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path}: no such file")
@@ -148,10 +160,23 @@ def _env_key(path: str) -> str:
 
 
 def shared_env(path: str, lock: bool = False, max_readers: int | None = None) -> lmdb.Environment:
-    """This process's environment of ``path``, opened on first use.
+    """This process's environment of ``path``, opened on first use (open_env_readonly).
 
     Every user of one file in one process shares it, so all must ask for the same ``lock`` and
-    ``max_readers`` (LMDB fixes them when the file is opened)."""
+    ``max_readers`` (LMDB fixes them when the file is opened).
+
+    Args:
+        path (str): the file; other names of the same file share its environment.
+        lock (bool): open with LMDB's lock file and reader table.
+        max_readers (int, optional): the reader table's size, with ``lock=True``.
+
+    Returns:
+        lmdb.Environment: read-only, shared by every reader of the file in this process.
+
+    Raises:
+        ValueError: the file is already open here with other ``lock`` or ``max_readers``.
+        FileNotFoundError, TruncatedFileError, FormatError, ReadersFullError: as open_env_readonly.
+    """
     key = _env_key(path)
     wanted = _EnvOptions(lock, max_readers)
     with _ENVS_LOCK:
@@ -186,8 +211,15 @@ def _made_once(table: dict[str, _T], path: str, make: Callable[[], _T]) -> _T:
 
 
 def shared_fd(path: str) -> tuple[int, tuple[int, int]]:
-    """This process's read-only descriptor of ``path``, opened on first use, and the identity
-    ``(st_dev, st_ino)`` of the file it reads (record locations are only valid for that file)."""
+    """This process's read-only descriptor of ``path``, opened on first use.
+
+    Args:
+        path (str): the file.
+
+    Returns:
+        tuple[int, tuple[int, int]]: the descriptor, and the identity ``(st_dev, st_ino)`` of the
+        file it reads (record locations are valid for that file only).
+    """
 
     def open_fd() -> tuple[int, tuple[int, int]]:
         fd = os.open(path, os.O_RDONLY)
@@ -219,8 +251,9 @@ def guarded(txn: lmdb.Transaction, path: str, lock: bool) -> _ReadTxn:
 
 
 def close_all_envs() -> None:
-    """Close every dataset file this process has open; datasets reopen them when next read.
-    Runs by itself before each fork; call it after replacing a file that was open."""
+    """Close every dataset file this process has open (environments, descriptors, page guards);
+    datasets reopen them when next read. Runs by itself before each fork; call it after replacing
+    a file that was open, or to open one again with other ``lock`` or ``max_readers``."""
     with _ENVS_LOCK:
         for env, _ in _ENVS.values():
             env.close()

@@ -8,8 +8,8 @@ import os
 import lmdb
 import numpy as np
 
-from imagefolder_lmdb.reader.file_checks import _PAGE_HEADER
 from imagefolder_lmdb.reader.format import LOCATION_DTYPE, Meta, checksum
+from imagefolder_lmdb.reader.lmdb_layout import PAGE_HEADER
 from imagefolder_lmdb.reader.offset_reads import _pread
 
 #: How many located records are compared byte for byte with LMDB's view when a file is opened.
@@ -38,6 +38,14 @@ def locations_problem(fd: int, env: lmdb.Environment, meta: Meta) -> str | None:
     at 1 and renumbers pages; a plain copy keeps both), match their checksum (files written before
     it existed have none: see docs/FORMAT.md), have the shape of LMDB values (locations_layout_problem)
     and hold, for a spread of records, bytes with the record's CRC-32 (_spot_check_problem).
+
+    Args:
+        fd (int): a read-only descriptor of the file.
+        env (lmdb.Environment): the file's environment (its transaction id and page size).
+        meta (Meta): the file's meta, with ``locations``.
+
+    Returns:
+        str or None: the problem, in words that follow the file's name; None if they fit.
     """
     assert meta.locations is not None
     recorded = meta.document.get("locations")
@@ -97,7 +105,7 @@ def locations_layout_problem(locations: np.ndarray, page_size: int, end: int) ->
             f"{_location_text(locations, int(located[np.argmax(past_the_end)]))} runs past the end of the file's pages"
         )
     in_page = starts % np.uint64(page_size)
-    misshapen = (in_page != np.uint64(_PAGE_HEADER)) & (in_page + lengths > np.uint64(page_size))
+    misshapen = (in_page != np.uint64(PAGE_HEADER)) & (in_page + lengths > np.uint64(page_size))
     if misshapen.any():
         return (
             f"{_location_text(locations, int(located[np.argmax(misshapen)]))} is neither inside one page nor "

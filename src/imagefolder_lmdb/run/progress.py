@@ -89,18 +89,25 @@ class SplitState:
     shards: set[str] = field(default_factory=set)
     baseline: tuple[float, int] | None = None  # (time, done) when encoding was first seen running
     ended: float | None = None  # when encoding was over
+    listed: float = 0.0  # when the counts report that gave ``total`` was written
+    listed_after: float = 0.0  # a listing job started at this time: counts older than it are stale
 
     def refresh(self) -> None:
-        """Read the counts report (the total) and the progress files of the shards seen so far."""
+        """Read the counts report (the total) and the progress files written since it (a listing
+        made again makes the shards of the earlier one stale, however many there were)."""
+        counts = self.paths.counts(self.name)
         if self.total is None:
             try:
-                with open(self.paths.counts(self.name)) as stream:
+                if os.path.getmtime(counts) < self.listed_after:
+                    return  # the earlier listing's, about to be replaced in this run
+                with open(counts) as stream:
                     self.total = int(json.load(stream)["images"])
+                self.listed = os.path.getmtime(counts)
             except (OSError, ValueError, KeyError, TypeError):
                 return
         folder = os.path.dirname(self.paths.part_report(self.name, "x"))
-        with_files = {name[: -len(PROGRESS_SUFFIX)] for name in listing(folder) if name.endswith(PROGRESS_SUFFIX)}
-        states = [read_progress(os.path.join(folder, shard + PROGRESS_SUFFIX)) for shard in with_files]
+        files = [os.path.join(folder, name) for name in listing(folder) if name.endswith(PROGRESS_SUFFIX)]
+        states = [read_progress(path) for path in files if modified(path) >= self.listed]
         self.done, self.bad = sum(done for done, _ in states), sum(bad for _, bad in states)
         if self.stage == "encoding" and self.baseline is None:
             self.baseline = (time.monotonic(), self.done)
@@ -127,6 +134,13 @@ class SplitState:
             self.ended = time.monotonic()  # the rate of the encoding, not of what came after
         seconds = (self.ended or time.monotonic()) - self.baseline[0]
         return (self.done - self.baseline[1]) / seconds if seconds >= 1 and self.done > self.baseline[1] else None
+
+
+def modified(path: str) -> float:
+    try:
+        return os.path.getmtime(path)
+    except OSError:
+        return 0.0
 
 
 def listing(folder: str) -> list[str]:
@@ -185,6 +199,8 @@ class Board:
                 state.stage = f"{STAGES[rule]} failed"
             elif not finished:
                 state.stage = STAGES[rule]
+                if rule in ("extract", "count_check"):  # the split is listed again: its total is to come
+                    state.total, state.listed_after = None, time.time()
             elif rule == "report_split" or (rule == "verify" and state.stage == "verifying"):
                 state.stage = "done"
 

@@ -72,22 +72,58 @@ def ratio_words(report: dict[str, Any]) -> str:
     return "" if ratio is None else f" ({ratio}x)"
 
 
-def speed_line(report: dict[str, Any], paths: RunPaths, split: str) -> str:
+def speed_line(report: dict[str, Any], paths: RunPaths, split: str, shards: int | None = None) -> str:
     encode = job_seconds(paths, "encode_shard", split)
     rules = ("extract", "count_check", "encode_shard", "merge", "write_meta", "verify")
     total = sum(job_seconds(paths, rule, split) for rule in rules)
     if encode <= 0:
         return "  time: no job records"
+    jobs = "" if shards is None else f" in {counted(shards, 'shard')}"
     return (
-        f"  time: {total:.1f} s of jobs, of which encoding {encode:.1f} s "
+        f"  time: {total:.1f} s of jobs, of which encoding {encode:.1f} s{jobs} "
         f"({report['images'] / encode:,.0f} img/s per job slot)"
     )
 
 
-def split_summary(name: str, paths: RunPaths) -> list[str]:
+def unverified_summary(name: str, paths: RunPaths) -> list[str]:
+    """A split without its verify report: built but not verified (a host workflow that asks only
+    for the .lmdb files), or not built at all."""
+    dataset = paths.dataset(name)
+    if not os.path.exists(dataset):
+        return [f"{name}: not built"]
+    from imagefolder_lmdb.run.existing import read_document
+
+    document = read_document(dataset) or {}
+    counts = f"{counted(document.get('length', 0), 'image')}, {counted(len(document.get('classes', [])), 'class')}, "
+    return [
+        f"{name}: {counts}built, not verified (imagefolder-lmdb verify {dataset} checks it)",
+        f"  outputs: {dataset}",
+    ]
+
+
+def kept_bytes_line(report: dict[str, Any]) -> list[str]:
+    """Most images re-encoded, or the file grown past 1.5x its source (a PNG source, say): the
+    setting that keeps every file's bytes as they are."""
+    storage, images = report["storage"], report["images"]
+    reencoded = sum(
+        n for reason, n in storage.items() if reason.startswith("reencoded:") and reason != "reencoded:resized"
+    )
+    ratio = report.get("stored_to_source_ratio") or 0
+    if report.get("settings", {}).get("encode", {}).get("reencode") != "auto" or not images:
+        return []
+    if reencoded * 2 <= images and ratio <= 1.5:
+        return []
+    grown = f"; the file is {ratio:.2f}x its source" if ratio > 1.5 else ""
+    return [
+        f"  note: {counted(reencoded, 'image')} of {images:,} re-encoded as JPEG{grown}. To keep every file's "
+        "bytes as they are: encode.reencode: never (on the command line: --set encode.reencode=never)"
+    ]
+
+
+def split_summary(name: str, paths: RunPaths, shards: int | None = None) -> list[str]:
     report_path = paths.verify_report(name)
     if not os.path.exists(report_path):
-        return [f"{name}: not built in this run"]
+        return unverified_summary(name, paths)
     with open(report_path, encoding="utf-8") as stream:
         report = json.load(stream)
     storage = ", ".join(f"{reason} {count}" for reason, count in report["storage"].items())
@@ -98,11 +134,12 @@ def split_summary(name: str, paths: RunPaths) -> list[str]:
         f"  bytes: {report['stored_bytes'] / 1e6:.1f} MB stored from {report['source_bytes'] / 1e6:.1f} MB source"
         + ratio_words(report),
         f"  stored: {storage}; skipped: {len(report['skipped'])}",
+        *kept_bytes_line(report),
         *resized_line(report),
         *class_list_line(report, paths, name),
         *ignored_line(report, paths, name),
         *(f"  warning: {warning}" for warning in report.get("warnings", [])),
-        speed_line(report, paths, name),
+        speed_line(report, paths, name, shards),
         f"  outputs: {paths.dataset(name)}, {report_path}, {paths.contact_sheet(name)}",
     ]
 
@@ -110,6 +147,6 @@ def split_summary(name: str, paths: RunPaths) -> list[str]:
 def summary_lines(config: dict[str, Any], elapsed_seconds: float | None = None) -> list[str]:
     lines = ["", "Summary" + (f" (this run: {elapsed_seconds:.0f} s)" if elapsed_seconds is not None else "")]
     paths = RunPaths(config["results"], config["work"])
-    for name in config["splits"]:
-        lines.extend(split_summary(name, paths))
+    for name, split in config["splits"].items():
+        lines.extend(split_summary(name, paths, split.get("shards")))
     return lines

@@ -14,7 +14,7 @@ import logging
 from dataclasses import replace
 from typing import Any, TextIO
 
-from imagefolder_lmdb.classes.lists import ClassList, missing_from_source
+from imagefolder_lmdb.classes.lists import ClassList, is_dataset, missing_from_source
 from imagefolder_lmdb.classes.plan import ClassSource
 from imagefolder_lmdb.run.hold_points import hold_point
 from imagefolder_lmdb.run.rule_runner import progress_kwargs, run_rule
@@ -135,8 +135,8 @@ def devkit_problems(held: list[str], class_list: ClassList, own_list: bool, devk
 
 def class_list_of(source: ClassSource, shared_manifest: str | None) -> ClassList | None:
     """The list the split is converted with: the config's, the first split's, or None (its own)."""
-    if source.names is not None:
-        return ClassList(list(source.names), source.words(), explicit=True)
+    if source.names is not None:  # a dataset's list is shared as another split's is: classes may lack images here
+        return ClassList(list(source.names), source.words(), explicit=not is_dataset(source.listed_in))
     if shared_manifest:
         return ClassList(read_manifest_header(shared_manifest).classes, source.words(), explicit=False)
     return None

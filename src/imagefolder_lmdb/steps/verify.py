@@ -52,6 +52,8 @@ from imagefolder_lmdb.reader import (
     shared_env,
     shared_fd,
 )
+from imagefolder_lmdb.remote import is_url
+from imagefolder_lmdb.remote.client import allow_in_process
 from imagefolder_lmdb.run.hold_points import hold_point
 from imagefolder_lmdb.run.rule_runner import run_rule
 from imagefolder_lmdb.writing.atomic import atomic_file
@@ -225,6 +227,12 @@ def check_record(ds: LMDBReader, index: int, located: Located) -> str | None:
         return f"record {index} ({ds.samples[index][0]}): cannot be read: {exc}"
     if wrong_place is not None:
         return wrong_place
+    return bytes_problem(ds, index, data)
+
+
+def bytes_problem(ds: LMDBReader, index: int, data: bytes) -> str | None:
+    """Problem with record ``index``'s stored bytes ``data`` (checksum, decoding, size), or None."""
+    assert ds.checksums is not None and ds.image_sizes is not None
     if checksum(data) != int(ds.checksums[index]):
         return f"record {index} ({ds.samples[index][0]}): checksum mismatch, the stored bytes changed"
     try:
@@ -269,7 +277,12 @@ def sample_indices(n: int, sample: int, full: bool, seed: int) -> list[int]:
 def verify(
     path: str, sample: int = 64, full: bool = False, seed: int = 0
 ) -> tuple[dict[str, Any], LMDBReader | None, list[int]]:
-    """The report, the opened dataset (None if it could not be opened) and the checked indices."""
+    """The report, the opened dataset (None if it could not be opened) and the checked indices.
+    A URL (s3://, gs://, az://, http(s)://) is checked by imagefolder_lmdb.remote.verify."""
+    if is_url(path):
+        from imagefolder_lmdb.remote.verify import verify_remote
+
+        return verify_remote(path, sample, full, seed)
     report: dict[str, Any] = {"path": os.path.abspath(path), "ok": False, "problems": []}
     problem, walk = pages_problem(path, every_value=full) if os.path.exists(path) else (None, None)
     if problem is not None:
@@ -441,7 +454,8 @@ def verify_or_report_crash(
     try:
         return verify(path, sample=sample, full=full, seed=seed)
     except Exception as exc:  # noqa: BLE001 - for a checker, every failure is a finding
-        report = {"path": os.path.abspath(path), "ok": False, "problems": [f"{type(exc).__name__}: {exc}"]}
+        where = path if is_url(path) else os.path.abspath(path)
+        report = {"path": where, "ok": False, "problems": [f"{type(exc).__name__}: {exc}"]}
         return report, None, []
 
 
@@ -457,13 +471,15 @@ def run(path: str, sample: int, full: bool, seed: int, report_path: str | None, 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     parser = argparse.ArgumentParser(prog=prog, description="Check an imagefolder-lmdb dataset.")
-    parser.add_argument("path", help="the .lmdb file")
+    parser.add_argument("path", help="the .lmdb file, or its URL (s3://, gs://, az://, http(s)://; pip extra [remote])")
     parser.add_argument("--full", action="store_true", help="decode and checksum every record")
     parser.add_argument("--sample", type=int, default=64, help="records checked without --full (default 64)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random sample")
     parser.add_argument("--report", help="write the JSON report here")
     parser.add_argument("--contact", help="write a contact sheet PNG here")
     args = parser.parse_args(argv)
+    if is_url(args.path):
+        allow_in_process()  # this command forks no workers: obstore may run in it
     return 0 if run(args.path, args.sample, args.full, args.seed, args.report, args.contact) else 1
 
 

@@ -18,13 +18,12 @@ values a shard's part holds, and which merge copies from the source: ``kept_in_p
 
 import io
 import os
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from PIL import Image, UnidentifiedImageError
 
-from imagefolder_lmdb.reader import STORAGE_CODES
+from imagefolder_lmdb.reader import STORAGE_CODES, jpeg_markers
 
 #: JPEG's end-of-image marker. Most files end with it; where one does not (cameras and phones pad or
 #: append trailers after it), the JPEG's markers are walked to find where its image ends.
@@ -32,11 +31,6 @@ JPEG_EOI = b"\xff\xd9"
 #: The largest width or height libjpeg writes (its JPEG_MAX_DIMENSION; the format's own 16 bits
 #: would allow 65,535). A larger image cannot be stored as JPEG.
 JPEG_MAX_SIDE = 65500
-#: Inside a scan's entropy-coded data, the next marker: 0xFF followed by neither a stuffed 0x00,
-#: a restart marker (RST0-7) nor another fill byte 0xFF.
-_MARKER_AFTER_SCAN = re.compile(rb"\xff[^\x00\xd0-\xd7\xff]")
-#: Markers without a length field: TEM and the restart markers (SOI and EOI are handled apart).
-_STANDALONE_MARKERS = frozenset({0x01, *range(0xD0, 0xD8)})
 
 
 class BadImageError(ValueError):
@@ -99,27 +93,7 @@ def jpeg_end(data: bytes) -> int | None:
     walking its marker segments and the entropy-coded data of each scan, so that whatever follows
     (a phone's trailer, a motion photo's video) is not mistaken for the image; None if the data
     ends first (a file cut short) or stops being a JPEG."""
-    position = 2  # after SOI
-    while position + 1 < len(data):
-        if data[position] != 0xFF:
-            return None
-        marker = data[position + 1]
-        if marker == 0xFF:  # a fill byte before the marker
-            position += 1
-        elif marker == 0xD9:
-            return position + 2
-        elif marker in _STANDALONE_MARKERS:
-            position += 2
-        elif position + 4 > len(data):
-            return None
-        else:
-            position += 2 + int.from_bytes(data[position + 2 : position + 4], "big")
-            if marker == 0xDA:  # start of scan: its entropy-coded data runs to the next marker
-                found = _MARKER_AFTER_SCAN.search(data, position)
-                if found is None:
-                    return None
-                position = found.start()
-    return None
+    return next((end for marker, _, end in jpeg_markers.segments(data) if marker == jpeg_markers.EOI), None)
 
 
 def check_decodes(image: Image.Image) -> None:

@@ -1,0 +1,139 @@
+# SPDX-License-Identifier: MIT
+"""Settings given without a config file: ``--set KEY=VALUE`` for any config key, flags for the
+common ones, ``convert(config={...})``; all become keys of the config the run writes, so a
+setting given here and the same setting in a config file give the same files.
+
+A problem with such a setting is said in the form the user gave it (``--set encode.qualty=90``,
+``--quality 101``), not as a config key they never wrote.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from imagefolder_lmdb.config.problems import Problem
+
+#: A key path in the config: ("splits", "train", "shards").
+KeyPath = tuple[str, ...]
+
+#: Each setting flag: its config key ("*": every split of the command).
+FLAG_KEYS: dict[str, KeyPath] = {
+    "--quality": ("encode", "quality"),
+    "--short-side": ("encode", "short_side"),
+    "--on-error": ("encode", "on_error"),
+    "--classes": ("classes",),
+    "--root": ("splits", "*", "root"),
+    "--expected-images": ("splits", "*", "expected_images"),
+    "--shards": ("splits", "*", "shards"),
+}
+#: Keys whose value is a path: made absolute when it exists here (Snakemake runs in the work folder).
+PATH_KEYS = frozenset({"classes", "devkit", "val_labels"})
+
+
+class SettingError(ValueError):
+    """A ``--set`` that is not KEY=VALUE."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting of the command line: its config key, its value, and how the user wrote it."""
+
+    path: KeyPath  # ("encode", "quality"); ("splits", "*", "root") for every split
+    value: Any
+    given_as: str  # "--set encode.quality=90", "--quality 90"
+
+
+def parse_set(text: str, split_keys: Iterable[str], top_keys: Iterable[str]) -> Setting:
+    """``--set KEY=VALUE``: VALUE read as YAML (``90``, ``null``, ``[a, b]``); a key of a split
+    (``shards``, ``root``) applies to every split of the command, ``splits.NAME.KEY`` to one."""
+    import yaml
+
+    key, equals, raw = text.partition("=")
+    if not equals or not key.strip():
+        raise SettingError(f"--set {text}: write it as KEY=VALUE, e.g. --set encode.quality=90")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else None
+    except yaml.YAMLError:
+        value = raw
+    parts = tuple(key.strip().split("."))
+    if parts[0] in set(split_keys) and parts[0] not in set(top_keys):
+        parts = ("splits", "*", *parts)
+    return Setting(parts, value, f"--set {text}")
+
+
+def flag_setting(flag: str, value: Any) -> Setting:
+    """A setting flag (``--quality 90``) as its config key; ``--classes a,b`` is a list of names."""
+    if flag == "--classes" and isinstance(value, str) and "," in value:
+        value = [name.strip() for name in value.split(",") if name.strip()]
+    return Setting(FLAG_KEYS[flag], value, f"{flag} {value if not isinstance(value, list) else ','.join(value)}")
+
+
+def mapping_settings(config: Mapping[str, Any], prefix: KeyPath = ()) -> list[Setting]:
+    """``convert(config={...})``: every leaf of the mapping (a split's keys under ``splits``)."""
+    settings = []
+    for key, value in config.items():
+        path = (*prefix, str(key))
+        if isinstance(value, Mapping) and value and path != ("classes",):
+            settings += mapping_settings(value, path)
+        else:
+            settings.append(Setting(path, value, f"config key {'.'.join(path)}"))
+    return settings
+
+
+def apply(config: dict[str, Any], settings: Iterable[Setting]) -> dict[str, Any]:
+    """``config`` with every setting in place (a later one wins); ``*`` stands for each split."""
+    result = copy.deepcopy(config)
+    for setting in settings:
+        for path in expanded(setting.path, list(result.get("splits", {}))):
+            place = result
+            for part in path[:-1]:
+                place = place.setdefault(part, {})
+                if not isinstance(place, dict):
+                    break
+            else:
+                place[path[-1]] = absolute_path(path[-1], setting.value)
+    return result
+
+
+def expanded(path: KeyPath, splits: list[str]) -> list[KeyPath]:
+    if len(path) > 1 and path[:2] == ("splits", "*"):
+        return [("splits", name, *path[2:]) for name in splits]
+    return [path]
+
+
+def absolute_path(key: str, value: Any) -> Any:
+    """A path-valued key's relative path that exists here, made absolute."""
+    if key in PATH_KEYS and isinstance(value, str) and os.path.exists(value):
+        return os.path.abspath(value)
+    return value
+
+
+def given_as(path: KeyPath, settings: Iterable[Setting]) -> Setting | None:
+    """The setting that wrote the config key ``path`` (a split's key matches ``*``)."""
+    for setting in reversed(list(settings)):
+        wanted = setting.path
+        if len(wanted) == len(path) and all(a in ("*", b) for a, b in zip(wanted, path, strict=True)):
+            return setting
+    return None
+
+
+def in_users_words(problem: Problem, settings: Iterable[Setting]) -> str:
+    """A problem line with the key as the user wrote it: ``--set encode.qualty=90: unknown key;
+    did you mean encode.quality?`` rather than ``config key encode.qualty: ... quality?``."""
+    setting = given_as(problem.path, settings)
+    if setting is None or setting.given_as.startswith("config key"):
+        return problem.line
+    text, path = problem.text, problem.path
+    marker = "did you mean "
+    if marker in text and len(path) > 1:
+        head, _, guess = text.partition(marker)
+        prefix = ".".join(part for part in setting.path[:-1] if part != "*")
+        if setting.path[:2] == ("splits", "*"):
+            prefix = ".".join(setting.path[2:-1])
+        text = f"{head}{marker}{prefix + '.' if prefix else ''}{guess}"
+    return f"{setting.given_as}: {text}" + ("" if text.endswith(("?", ".")) else ".")

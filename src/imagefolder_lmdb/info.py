@@ -1,0 +1,133 @@
+# SPDX-License-Identifier: MIT
+"""``imagefolder-lmdb info FILE.lmdb`` (or ``info OUTDIR``, each of its datasets): what a dataset
+holds, read from its meta without decoding an image: classes with their image counts, image sizes,
+why records were stored as they were, the settings and source it was made with, its format
+version, file size and creation time. ``--json``: the meta document's own fields, and the counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+#: Classes listed one per line up to this many; beyond, the first and last few (``--json``: all).
+LISTED_CLASSES = 30
+
+
+class InfoError(ValueError):
+    """Not a dataset, or a folder holding none."""
+
+
+def read_dataset(path: str) -> dict[str, Any]:
+    """The meta document of ``path`` with the counts info adds: images per class, image sizes,
+    the file's size and path (no checksum is checked: that is ``verify``'s work)."""
+    import lmdb
+
+    from imagefolder_lmdb.reader import META_KEYS
+
+    if os.path.isdir(path) or not os.path.isfile(path):
+        raise InfoError(f"{path}: no such file")
+    try:
+        env = lmdb.open(path, subdir=False, readonly=True, lock=False, max_readers=4)
+    except lmdb.Error as exc:
+        raise InfoError(f"{path}: not an LMDB file ({exc})") from None
+    with env.begin() as txn:
+        raw = {name: txn.get(key) for name, key in META_KEYS.items() if name in ("json", "labels", "sizes")}
+    env.close()
+    if raw["json"] is None:
+        raise InfoError(f"{path}: an LMDB file without imagefolder-lmdb's meta (no meta/json)")
+    document = json.loads(bytes(raw["json"]))
+    document.pop("checksums", None)
+    labels = np.frombuffer(bytes(raw["labels"] or b""), dtype="<i4")
+    sizes = np.frombuffer(bytes(raw["sizes"] or b""), dtype="<u4").reshape(-1, 2)
+    counts = np.bincount(labels, minlength=len(document["classes"])) if labels.size else []
+    return {
+        "file": os.path.abspath(path),
+        "file_bytes": os.path.getsize(path),
+        "images_per_class": {name: int(n) for name, n in zip(document["classes"], counts, strict=False)},
+        "image_sizes": size_summary(sizes),
+        **document,
+    }
+
+
+def size_summary(sizes: np.ndarray) -> dict[str, Any]:
+    """Smallest, median and largest width and height of the stored images."""
+    if not sizes.size:
+        return {}
+    return {
+        axis: {"min": int(column.min()), "median": int(np.median(column)), "max": int(column.max())}
+        for axis, column in (("width", sizes[:, 0]), ("height", sizes[:, 1]))
+    }
+
+
+def datasets_in(path: str) -> list[str]:
+    """The datasets ``path`` names: the file itself, or every ``*.lmdb`` file of a folder."""
+    if not os.path.isdir(path):
+        return [path]
+    found = sorted(os.path.join(path, name) for name in os.listdir(path) if name.endswith(".lmdb"))
+    files = [name for name in found if os.path.isfile(name)]
+    if not files:
+        raise InfoError(f"{path}: a folder holding no .lmdb file")
+    return files
+
+
+def text_lines(info: dict[str, Any]) -> list[str]:
+    """A dataset described in a few lines, its classes one per line."""
+    source, stats = info.get("source", {}), info.get("stats", {})
+    storage = ", ".join(f"{reason} {n:,}" for reason, n in stats.get("storage", {}).items())
+    encode = info.get("settings", {}).get("encode", {})
+    sizes = info["image_sizes"]
+    lines = [
+        f"{info['file']}: {info['length']:,} images, {len(info['classes']):,} classes, "
+        f"{info['file_bytes'] / 1e6:.1f} MB ({info.get('format')} format version {info.get('version')})",
+        f"  created: {info.get('created')} by {info.get('tool', {}).get('name')} {info.get('tool', {}).get('version')}",
+        f"  source: {source.get('path')}"
+        + (f" (inside: {source['inside']})" if source.get("inside") else "")
+        + f", {source.get('images', 0):,} images, {stats.get('source_bytes', 0) / 1e6:.1f} MB",
+        f"  stored: {storage}; skipped: {len(stats.get('skipped', []))}",
+        "  settings: " + ", ".join(f"{key} {value}" for key, value in encode.items()),
+    ]
+    if sizes:
+        lines.append(
+            "  image sizes: "
+            + ", ".join(f"{axis} {s['min']}..{s['max']} (median {s['median']})" for axis, s in sizes.items())
+        )
+    return lines + class_lines(info["images_per_class"])
+
+
+def class_lines(counts: dict[str, int]) -> list[str]:
+    """``index name images`` per class; the first and last few of a long list."""
+    rows = [f"    {i:>5} {name} {n:,}" for i, (name, n) in enumerate(counts.items())]
+    if len(rows) > LISTED_CLASSES:
+        rows = [*rows[:10], f"    ... {len(rows) - 15:,} more (--json lists every class)", *rows[-5:]]
+    return ["  classes (index, name, images):", *rows]
+
+
+def main(argv: Sequence[str] | None = None, prog: str = "imagefolder-lmdb info") -> int:
+    """Describe each dataset named; exit 1 (one line) for a path that holds none."""
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="a .lmdb file, or a folder of them (OUTDIR)")
+    parser.add_argument("--json", action="store_true", help="the meta's fields and the counts, as JSON")
+    args = parser.parse_args(argv)
+    try:
+        infos = [read_dataset(file) for path in args.paths for file in datasets_in(path)]
+    except InfoError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        several = len(infos) > 1 or any(os.path.isdir(path) for path in args.paths)
+        print(json.dumps({"datasets": infos} if several else infos[0], indent=1))
+        return 0
+    for number, info in enumerate(infos):
+        print("\n".join(([""] if number else []) + text_lines(info)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,176 @@
+# SPDX-License-Identifier: MIT
+"""Ranged GETs with obstore, run in this process: many in flight at once (obstore's own
+``get_ranges`` keeps at most 10, which at 20 ms a request caps a process at 500 reads/s), each
+pinned with ``If-Match`` to the ETag the object had when the dataset was opened.
+
+What can go wrong, and what is done:
+- the object was replaced (412): ObjectChangedError naming it, never retried (mixed data otherwise);
+- it is gone (404): FileNotFoundError naming it;
+- 5xx (S3's 503 SlowDown), a dropped connection, a timeout: obstore retries them with backoff;
+- a body shorter than asked, a 200 with the whole object for a range, an error while the body
+  streams: tried again here with backoff (the answer is never used), then RemoteReadError;
+- every request has a deadline (``Settings.timeout_s``), so nothing waits forever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from .urls import Settings, make_store, store_and_key
+
+
+class RemoteReadError(OSError):
+    """A ranged read failed after its retries; the message names the object and the range."""
+
+
+class ObjectChangedError(RemoteReadError):
+    """The object no longer is the one the dataset was opened on (its ETag changed)."""
+
+
+@dataclass
+class Fetched:
+    """The bytes of each asked range, and the object's ETag and size as the first answer gave them."""
+
+    parts: list[bytes]
+    etag: str | None
+    size: int
+
+
+_stores: dict[tuple[int, str, Settings, tuple[tuple[str, str], ...]], Any] = {}
+_lock = threading.Lock()
+#: The environment variables a store reads its credentials and endpoint from.
+STORE_VARIABLES = ("AWS_", "GOOGLE_", "AZURE_")
+
+
+def store_environment() -> dict[str, str]:
+    """This process's variables that configure stores (a helper process applies its parent's)."""
+    return {name: value for name, value in os.environ.items() if name.startswith(STORE_VARIABLES)}
+
+
+def _store(store_url: str, settings: Settings) -> Any:
+    """This process's store for ``store_url`` (made lazily: obstore clients are not shared across
+    processes), made again when the variables it reads change."""
+    key = (os.getpid(), store_url, settings, tuple(sorted(store_environment().items())))
+    with _lock:
+        if key not in _stores:
+            _stores[key] = make_store(store_url, settings)
+        return _stores[key]
+
+
+def _classify(exc: BaseException, url: str, etag: str | None) -> BaseException | None:
+    """The error to raise at once for ``exc`` (not worth another try), or None to try again."""
+    from obstore.exceptions import NotFoundError, PermissionDeniedError, PreconditionError, UnauthenticatedError
+
+    if isinstance(exc, PreconditionError):
+        return ObjectChangedError(
+            f"{url} was replaced after the dataset was opened (its ETag is no longer {etag}): reading on would "
+            "mix records of two files. Open the dataset again (a new job) to read the new object"
+        )
+    if isinstance(exc, NotFoundError):
+        return FileNotFoundError(f"{url}: no such object (it was deleted, or the URL is wrong)")
+    if isinstance(exc, (PermissionDeniedError, UnauthenticatedError)):
+        return PermissionError(f"{url}: access denied ({str(exc).splitlines()[0]}); check the credentials")
+    return None
+
+
+async def _get_once(store: Any, key: str, start: int, end: int, etag: str | None) -> tuple[bytes, dict[str, Any]]:
+    import obstore
+
+    options: dict[str, Any] = {"range": (start, end)}
+    if etag is not None:
+        options["if_match"] = etag
+    result = await obstore.get_async(store, key, options=options)
+    data = bytes(await result.bytes_async())
+    return data, result.meta
+
+
+async def get_range(
+    store: Any, url: str, key: str, span: tuple[int, int], etag: str | None, settings: Settings
+) -> Fetched:
+    """Bytes ``[start, end)`` of the object, retried with backoff where a retry may help."""
+    start, end = span
+    problem = ""
+    for attempt in range(settings.retries + 1):
+        if attempt:
+            await asyncio.sleep(min(5.0, 0.1 * 2**attempt) * (0.5 + random.random()))
+        try:
+            data, meta = await asyncio.wait_for(_get_once(store, key, start, end, etag), settings.timeout_s)
+        except TimeoutError:
+            problem = f"no answer within {settings.timeout_s:.0f} s"
+            continue
+        except Exception as exc:  # noqa: BLE001 - obstore's errors: classified, else tried again
+            fatal = _classify(exc, url, etag)
+            if fatal is not None:
+                raise fatal from None
+            problem = str(exc).splitlines()[0]
+            continue
+        if len(data) == end - start:
+            return Fetched([data], meta.get("e_tag"), int(meta.get("size") or 0))
+        problem = f"the server answered {len(data):,} bytes for a range of {end - start:,}"
+    if "Range request not supported" in problem:
+        problem += (
+            ": the server answers ranged GETs with the whole object (HTTP 200, not 206), as some S3 gateways do "
+            "(`rclone serve s3`); serve the file from one that honours Range"
+        )
+    raise RemoteReadError(
+        f"{url}: bytes {start:,}-{end - 1:,} could not be read in {settings.retries + 1} tries: {problem}"
+    )
+
+
+async def _fetch(url: str, spans: list[tuple[int, int]], etag: str | None, settings: Settings) -> Fetched:
+    store_url, key = store_and_key(url)
+    store = _store(store_url, settings)
+    gate = asyncio.Semaphore(settings.max_in_flight)
+
+    async def one(span: tuple[int, int]) -> Fetched:
+        async with gate:
+            return await get_range(store, url, key, span, etag, settings)
+
+    answers = await asyncio.gather(*(one(span) for span in spans))
+    first = answers[0] if answers else Fetched([], etag, 0)
+    return Fetched([answer.parts[0] for answer in answers], first.etag, first.size)
+
+
+_local = threading.local()
+
+
+def fetch_in_process(url: str, spans: list[tuple[int, int]], etag: str | None, settings: Settings) -> Fetched:
+    """Each ``[start, end)`` of ``spans`` of the object at ``url``, concurrently (at most
+    ``settings.max_in_flight`` at once), in order. ``etag``: the version every read is pinned to
+    (None: the first read learns it). Runs on an event loop of this thread."""
+    loop = getattr(_local, "loop", None)
+    if loop is None or loop.is_closed():
+        loop = _local.loop = asyncio.new_event_loop()
+    return loop.run_until_complete(_fetch(url, spans, etag, settings))
+
+
+def download_in_process(url: str, destination: str, settings: Settings) -> Fetched:
+    """The whole object streamed once into the file ``destination`` (checked to fit on its disk first)."""
+    import shutil
+
+    import obstore
+
+    store_url, key = store_and_key(url)
+    store = _store(store_url, settings)
+    try:
+        head = obstore.head(store, key)
+        free = shutil.disk_usage(os.path.dirname(os.path.abspath(destination))).free
+        if free < head["size"]:
+            raise OSError(
+                f"{url} holds {head['size']:,} bytes, but only {free:,} are free where its copy to check goes "
+                f"({os.path.dirname(destination)}): point TMPDIR at a larger disk"
+            )
+        result = obstore.get(store, key, options={"if_match": head["e_tag"]} if head.get("e_tag") else None)
+        with open(destination, "wb") as copy:
+            for chunk in result.stream(min_chunk_size=8 << 20):
+                copy.write(chunk)
+    except OSError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - obstore's errors, named by the object
+        raise _classify(exc, url, None) or RemoteReadError(f"{url}: {str(exc).splitlines()[0]}") from None
+    return Fetched([], head.get("e_tag"), int(head["size"]))

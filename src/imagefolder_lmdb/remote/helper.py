@@ -1,0 +1,12 @@
+# SPDX-License-Identifier: MIT
+"""The helper process of a process that must not run obstore itself (see client): reads ranged
+requests from stdin, answers on stdout, ends when stdin closes."""
+
+from __future__ import annotations
+
+import sys
+
+from .client import serve
+
+if __name__ == "__main__":
+    serve(sys.stdin.buffer, sys.stdout.buffer)

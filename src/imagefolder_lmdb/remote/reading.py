@@ -1,0 +1,36 @@
+# SPDX-License-Identifier: MIT
+"""What the reader calls for a URL: the remote file opened, as the reader's record source and index."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from .cache import RecordCache
+from .opening import open_remote
+from .records import RemoteRecords
+from .urls import Settings
+
+#: The cache's default limit on the bytes it keeps (``cache_bytes``).
+DEFAULT_CACHE_BYTES = 64 << 30
+
+
+def open_remote_records(
+    url: str, max_in_flight: int, cache_dir: str | os.PathLike[str] | None, cache_bytes: int
+) -> Any:
+    """The reader's ``_Opened`` for the dataset at ``url``: its meta, and RemoteRecords to read it."""
+    from imagefolder_lmdb.reader.format import NOT_JPEG_CODES
+    from imagefolder_lmdb.reader.records import _Opened
+
+    if max_in_flight < 1:
+        raise ValueError(f"max_in_flight must be at least 1, not {max_in_flight}")
+    settings = Settings(max_in_flight=max_in_flight)
+    remote = open_remote(url, settings)
+    meta = remote.meta
+    jpeg = ~np.isin(meta.storage, sorted(NOT_JPEG_CODES))
+    cache = RecordCache(os.fspath(cache_dir), url, remote.etag, cache_bytes) if cache_dir is not None else None
+    records = RemoteRecords(url, remote.etag, remote.offsets, remote.lengths, meta.crc32, jpeg, settings, cache)
+    records.size = remote.size
+    return _Opened(records, meta.document, meta.classes, meta.paths, meta.labels.tolist(), meta)

@@ -1,0 +1,59 @@
+# SPDX-License-Identifier: MIT
+"""The obstore store that reads one URL, and the object's key inside it.
+
+Credentials and endpoints come the way each store's ecosystem gives them (obstore reads the same
+variables as the cloud's own tools): ``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY`` /
+``AWS_SESSION_TOKEN`` / ``AWS_REGION`` / ``AWS_ENDPOINT_URL`` (``AWS_ALLOW_HTTP=true`` for a plain
+http endpoint), ``AWS_SKIP_SIGNATURE=true`` for a public bucket; ``GOOGLE_SERVICE_ACCOUNT`` /
+``GOOGLE_APPLICATION_CREDENTIALS``; ``AZURE_STORAGE_ACCOUNT_NAME`` / ``AZURE_STORAGE_ACCOUNT_KEY``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+from urllib.parse import urlsplit
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How the remote reads behave; picklable, the same in every process."""
+
+    max_in_flight: int = 64  # ranged GETs in flight at once per process
+    merge_gap: int = 8192  # neighbouring ranges closer than this are fetched as one
+    max_request: int = 8 << 20  # a merged range grows no longer than this
+    timeout_s: float = 30.0  # one request, start to last byte
+    retries: int = 4  # tries after the first, for errors worth another try
+
+
+def store_and_key(url: str) -> tuple[str, str]:
+    """(the URL of the store's root, the object's key in it): ``s3://b/k/x.lmdb`` -> ``s3://b``, ``k/x.lmdb``."""
+    parts = urlsplit(url)
+    key = parts.path.lstrip("/")
+    if not parts.netloc or not key:
+        raise ValueError(f"{url}: not the URL of an object (scheme://bucket-or-host/key)")
+    if parts.scheme.lower() in ("az", "azure", "abfs", "abfss", "adl") and "/" in key and "@" not in parts.netloc:
+        container, _, key = key.partition("/")  # az://account/container/key
+        return f"{parts.scheme}://{parts.netloc}/{container}", key
+    return f"{parts.scheme}://{parts.netloc}", key
+
+
+def make_store(store_url: str, settings: Settings) -> Any:
+    """An obstore store for ``store_url``, with the request timeout and obstore's own retries (5xx,
+    dropped connections, timeouts) bounded by ``settings``."""
+    from obstore.store import from_url
+
+    retry = {
+        "max_retries": settings.retries,
+        "retry_timeout": timedelta(seconds=settings.timeout_s * (settings.retries + 1)),
+        "backoff": {"init_backoff": timedelta(milliseconds=100), "max_backoff": timedelta(seconds=5), "base": 2},
+    }
+    timeout = f"{max(1, int(settings.timeout_s * 1000))}ms"
+    client = {"timeout": timeout, "connect_timeout": "5s", "pool_max_idle_per_host": str(settings.max_in_flight)}
+    # Client options given here replace those obstore reads from the environment: keep AWS_ALLOW_HTTP
+    # (a plain-http S3 endpoint); a plain-http URL says so itself.
+    if store_url.lower().startswith("http://") or os.environ.get("AWS_ALLOW_HTTP", "").lower() == "true":
+        client["allow_http"] = "true"
+    return from_url(store_url, client_options=client, retry_config=retry)

@@ -1,0 +1,69 @@
+# SPDX-License-Identifier: MIT
+"""``verify`` of a URL (imagefolder_lmdb.steps.verify hands URLs here).
+
+Without ``--full``: the meta as the remote reader opens it (the same checks as a local open), the
+meta's own consistency, and a random sample of records fetched by their locations in one batch,
+each checked against its CRC-32, decoded and compared with its recorded size. The B-tree is not
+walked (that would be one ranged read per page). With ``--full``: the whole object is streamed
+once into a temporary copy (TMPDIR; its size is checked first) and that copy gets the local
+``verify --full``: every page, every record, the locations against the tree. The report names the
+URL in place of the copy.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from imagefolder_lmdb.reader import FormatError, LMDBReader
+
+from . import client
+from .records import RemoteRecords
+from .urls import Settings
+
+
+def verify_remote(url: str, sample: int, full: bool, seed: int) -> tuple[dict[str, Any], LMDBReader | None, list[int]]:
+    """The report of the object at ``url``, the opened dataset (None if none) and the checked indices."""
+    if full:
+        return _verify_streamed(url, sample, seed)
+    from imagefolder_lmdb.steps import verify as local
+
+    report: dict[str, Any] = {"path": url, "ok": False, "problems": []}
+    try:
+        ds = LMDBReader(url)
+    except (FormatError, OSError) as exc:
+        report["problems"].append(str(exc))
+        return report, None, []
+    problems = local.size_problems(ds) + local.document_problems(ds.meta_document)
+    if any(not 0 <= target < len(ds.classes) for target in ds.targets):
+        problems.append("labels outside the class range")
+    indices = local.sample_indices(len(ds), sample, False, seed)
+    records = ds._records
+    assert isinstance(records, RemoteRecords)
+    fetched = records.fetch(indices)
+    failures = [problem for problem in (local.bytes_problem(ds, i, fetched[i]) for i in indices) if problem]
+    problems += failures[: local.LISTED_FAILURES]
+    if len(failures) > local.LISTED_FAILURES:
+        problems.append(f"... and {len(failures) - local.LISTED_FAILURES} more records with problems")
+    facts = local.dataset_facts(ds, url, local.empty_class_warnings(ds))
+    checked = {"mode": "sample", "records": len(indices), "failed": len(failures), "seed": seed}
+    report.update({"ok": not problems, "problems": problems, **facts, "file_bytes": records.size, "checked": checked})
+    return report, ds, indices
+
+
+def _verify_streamed(url: str, sample: int, seed: int) -> tuple[dict[str, Any], LMDBReader | None, list[int]]:
+    """``verify --full`` of a copy streamed once from ``url``; the report names ``url``."""
+    from imagefolder_lmdb.steps import verify as local
+
+    with tempfile.TemporaryDirectory(prefix="imagefolder-lmdb-verify-") as folder:
+        copy = str(Path(folder) / Path(url.split("?")[0]).name)
+        try:
+            streamed = client.download(url, copy, Settings())
+        except OSError as exc:
+            return {"path": url, "ok": False, "problems": [str(exc)]}, None, []
+        report, _, indices = local.verify(copy, sample, True, seed)
+        report = json.loads(json.dumps(report).replace(json.dumps(copy)[1:-1], url))
+    report["streamed"] = {"bytes": streamed.size, "etag": streamed.etag}
+    return report, None, indices

