@@ -216,7 +216,7 @@ def test_rough_edges_are_one_line_each(tmp_path: Path) -> None:
     expected = {
         ("a", "file"): "imagefolder-lmdb convert: OUTDIR file is a file, not a folder: name a folder "
         "(it is created if missing)\n",
-        ("missing", "out"): "imagefolder-lmdb convert: SOURCE missing does not exist: name a folder, an archive "
+        ("missing", "out"): "imagefolder-lmdb convert: SOURCE 'missing' does not exist: name a folder, an archive "
         "or shard files\n",
     }
     for (source, outdir), message in expected.items():
