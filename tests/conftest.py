@@ -36,6 +36,14 @@ def pytest_configure(config: pytest.Config) -> None:
     Path(os.environ["SLURM_CONF"]).touch()
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests sharing a module fixture run on one worker (support/scheduling.py)."""
+    from support.scheduling import group_modules
+
+    group_modules(items)
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """``--dist loadgroup`` (make test) with the SLURM tests handed out first (support/scheduling.py)."""

@@ -372,12 +372,23 @@ class SingleNodeSlurm:
         return list(self._tracked)
 
     def stop(self) -> None:
-        """Cancel what still runs, stop our daemons by pid, remove our config. Idempotent."""
-        if "slurmctld" in self.processes and self.processes["slurmctld"].poll() is None:
-            # Best effort: a controller that no longer answers must not keep the daemons running.
-            with contextlib.suppress(subprocess.SubprocessError):
-                self._cancel_all_jobs()
-        self._tracked.extend(helper for helper in self._helpers() if helper not in self._tracked)
+        """Cancel what still runs, remove our config, stop our daemons by pid. Idempotent; the
+        config goes and the daemons stop even when cancelling failed half-way."""
+        try:
+            if "slurmctld" in self.processes and self.processes["slurmctld"].poll() is None:
+                # Best effort: a controller that no longer answers must not keep the daemons running.
+                with contextlib.suppress(subprocess.SubprocessError):
+                    self._cancel_all_jobs()
+        finally:
+            self._tracked.extend(helper for helper in self._helpers() if helper not in self._tracked)
+            # The config goes before the daemons: at no moment does it name a controller that is
+            # down (every snakemake start that reads one waits ~9 s on scontrol). This object's
+            # commands and the daemons read their private copy.
+            if SLURM_CONF.exists() and self.owns(SLURM_CONF.read_text(errors="replace")):
+                SLURM_CONF.unlink()
+            self._stop_daemons()
+
+    def _stop_daemons(self) -> None:
         for name in ("slurmd", "slurmctld", "munged"):
             process = self.processes.get(name)
             if process is None or process.poll() is not None:
@@ -388,8 +399,6 @@ class SingleNodeSlurm:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
-        if SLURM_CONF.exists() and self.owns(SLURM_CONF.read_text(errors="replace")):
-            SLURM_CONF.unlink()
         if self._claim is not None:
             self._claim.close()  # releases the claim
             self._claim = None

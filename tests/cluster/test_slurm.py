@@ -42,6 +42,8 @@ from support.workflow import Converted, run_snakemake, snakemake_command, write_
 pytestmark = [pytest.mark.xdist_group("slurm"), pytest.mark.slow]
 
 PROFILE = REPO / "profiles" / "slurm"
+#: The controller's snakemake: the CLI with the plugin's pauses between status checks capped.
+POLLED_SNAKEMAKE = Path(__file__).with_name("polled_snakemake.py")
 RETRIES = int(yaml.safe_load((PROFILE / "config.yaml").read_text())["retries"])
 #: snakemake is killed after this long: it can wait forever on jobs whose status it cannot read.
 SNAKEMAKE_TIMEOUT_SECONDS = 420
@@ -100,23 +102,20 @@ class Controller:
     """The user's ``snakemake --profile profiles/slurm --configfile …``, running in ``workdir``."""
 
     def __init__(self, workdir: Path, config: Path, *args: str) -> None:
-        command = [
-            "timeout",
-            "-s",
-            "KILL",
-            str(SNAKEMAKE_TIMEOUT_SECONDS),
-            *snakemake_command(
-                workdir,
-                "--profile",
-                str(PROFILE),
-                "--configfile",
-                str(config),
-                # The first squeue after 2 s instead of 40 s: these jobs take seconds, not minutes.
-                "--slurm-init-seconds-before-status-checks",
-                "2",
-                *args,
-            ),
-        ]
+        snakemake = snakemake_command(
+            workdir,
+            "--profile",
+            str(PROFILE),
+            "--configfile",
+            str(config),
+            # The first squeue after 2 s instead of 40 s, and again 2 s after one saw a job end:
+            # these jobs take seconds, not minutes. polled_snakemake.py caps the pauses between.
+            "--slurm-init-seconds-before-status-checks",
+            "2",
+            *args,
+        )
+        snakemake[:1] = [str(BIN / "python"), str(POLLED_SNAKEMAKE)]
+        command = ["timeout", "-s", "KILL", str(SNAKEMAKE_TIMEOUT_SECONDS), *snakemake]
         environment = client_environment()
         environment["PATH"] = f"{BIN}{os.pathsep}{environment['PATH']}"
         self.watcher: QueueWatcher | None = None

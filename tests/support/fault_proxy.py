@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import time
 from collections import deque
 
 FAULTS = ("drop", "truncate", "whole", "503")
@@ -29,6 +30,7 @@ class FaultProxy:
         self.faults: deque[str] = deque()
         self.requests = 0
         self.body_bytes = 0
+        self.log: list[tuple[float, int]] = []  # (time.monotonic() at the answer, body bytes) per request
         self.loop = asyncio.new_event_loop()
         self.server: asyncio.AbstractServer | None = None
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
@@ -37,7 +39,9 @@ class FaultProxy:
 
     def start(self) -> FaultProxy:
         self.thread.start()
-        future = asyncio.run_coroutine_threadsafe(asyncio.start_server(self._serve, "127.0.0.1", 0), self.loop)
+        future = asyncio.run_coroutine_threadsafe(
+            asyncio.start_server(self._serve, "127.0.0.1", 0, backlog=512), self.loop
+        )
         self.server = future.result(timeout=10)
         self.port = self.server.sockets[0].getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
@@ -65,6 +69,7 @@ class FaultProxy:
 
     def reset_counts(self) -> None:
         self.requests = self.body_bytes = 0
+        self.log.clear()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -94,6 +99,7 @@ class FaultProxy:
             request = _without_header(request, b"range")
         head, body = await self._upstream(request)
         self.body_bytes += len(body)
+        self.log.append((time.monotonic(), len(body)))
         if fault == "truncate":
             writer.write(head + body[: len(body) // 2])
             await writer.drain()

@@ -14,6 +14,10 @@ from typing import Any
 _RANGE = re.compile(r"bytes=(\d*)-(\d*)$")
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 512  # the listen backlog: many reads in flight connect at once (default 5)
+
+
 class RangeServer:
     """Objects by path (``/name``), served at ``self.url``; start with ``start()``, stop with ``stop()``."""
 
@@ -22,7 +26,7 @@ class RangeServer:
         self.etags: dict[str, str] = {}
         self.requests = 0
         self.lock = threading.Lock()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self.server = _Server(("127.0.0.1", 0), _handler(self))
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"

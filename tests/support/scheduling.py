@@ -6,10 +6,15 @@ doubled or used twice at once (the SLURM test cluster: one per machine) or that 
 per worker (a module fixture). The largest groups are handed out first, and ``FIRST`` before any
 other: the SLURM tests are the run's long pole (minutes of waiting on the scheduler), so they start
 on one worker at once while the other workers run everything else.
+
+A module whose tests share a module-scoped fixture (a conversion, an archive, a venv) is a group of
+its own without being marked (``group_modules``): a module fixture is built once per worker that
+runs one of its tests, so spread over two workers it would be built twice.
 """
 
 from __future__ import annotations
 
+import pytest
 from xdist.scheduler import LoadGroupScheduling
 from xdist.workermanage import WorkerController
 
@@ -25,3 +30,14 @@ class LongPoleFirst(LoadGroupScheduling):
             if group in self.workqueue:
                 self.workqueue.move_to_end(group, last=False)
         super()._assign_work_unit(node)
+
+
+def group_modules(items: list[pytest.Item]) -> None:
+    """Mark each test that uses a module-scoped fixture with its module's xdist group (one worker
+    builds the fixture once and runs the module); tests already in a group keep theirs."""
+    for item in items:
+        fixtures = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+        if item.get_closest_marker("xdist_group") is None and any(
+            definitions and definitions[-1].scope == "module" for definitions in fixtures.values()
+        ):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))

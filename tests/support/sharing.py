@@ -24,7 +24,9 @@ def run_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The temporary folder all processes of this test run see: the parent of each xdist worker's
     own (``popen-gw0``, ``popen-gw1``), or the session's when there are no workers."""
     basetemp = tmp_path_factory.getbasetemp()
-    return basetemp.parent if os.environ.get("PYTEST_XDIST_WORKER") else basetemp
+    # The name too: a pytest that a test starts inherits the variable, not the worker's folder.
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    return basetemp.parent if worker and basetemp.name == f"popen-{worker}" else basetemp
 
 
 def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:

@@ -191,3 +191,19 @@ def test_loader_state_between_snapshots_needs_the_batch_size() -> None:
     with pytest.raises(ValueError, match="1 batches past its snapshot: pass batch_size="):
         sampler_state_from_loader(state)
     assert sampler_state_from_loader(state, batch_size=4)["consumed"] == 16
+
+
+@pytest.mark.filterwarnings("ignore:'set_vital' is deprecated:UserWarning")
+def test_stateful_dataloader_state_after_a_whole_epoch_starts_the_next() -> None:
+    """A loader state saved once the epoch ended loads as nothing left: the next epoch is whole."""
+    from torchdata.stateful_dataloader import StatefulDataLoader
+
+    first = StatefulDataLoader(Indices(), batch_size=4, sampler=samplers(1)[0])
+    assert sum(len(batch) for batch in first) == SIZE
+    sampler = samplers(1)[0]
+    loader = StatefulDataLoader(Indices(), batch_size=4, sampler=sampler)
+    loader.load_state_dict(first.state_dict())
+    sampler.set_epoch(1)
+    reference = samplers(1)[0]
+    reference.set_epoch(1)
+    assert [int(i) for batch in loader for i in batch] == list(reference)

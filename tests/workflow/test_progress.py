@@ -127,7 +127,12 @@ def test_convert_call_raises_the_lines_and_returns_the_outputs(tmp_path: Path) -
     assert str(failed.value).splitlines() == failed.value.lines
     (source / "cat" / "broken.jpg").unlink()
     outputs = convert(source, tmp_path / "out", shards=1, cores=1)
-    assert outputs["train"].dataset.is_file() and outputs["train"].verify_report.is_file()
+    built = outputs["train"]
+    assert built.dataset.is_file() and built.verify_report.is_file() and built.contact_sheet.is_file()
+    assert built.images == 8 and built.classes == ["cat", "dog"], "what was built, from its verify report"
+    assert built.summary().startswith(f"{built.dataset}: 8 images, 2 classes, ") and built.summary().endswith(
+        "verified"
+    )
 
 
 def test_plain_snakemake_selects_the_board_as_a_logger(tmp_path: Path) -> None:

@@ -146,8 +146,12 @@ def test_a_fault_once_still_reads_the_right_bytes(
 def test_a_fault_that_persists_is_a_clear_error(via_proxy: str, fault_proxy: FaultProxy, fault: str) -> None:
     ds = LMDBReader(via_proxy, decode="bytes")
     fault_proxy.fail_next(*[fault] * 100)
-    with pytest.raises(RemoteReadError, match=re.escape(via_proxy) + r": bytes [\d,]+-[\d,]+ could not be read"):
+    with pytest.raises(
+        RemoteReadError, match=re.escape(via_proxy) + r": bytes [\d,]+-[\d,]+ could not be read"
+    ) as error:
         ds[1]
+    if fault == "whole":
+        assert "answers ranged GETs with the whole object (HTTP 200, not 206)" in str(error.value)
 
 
 def test_a_server_slower_than_the_timeout_is_an_error_not_a_hang(http_url: str, range_server: RangeServer) -> None:

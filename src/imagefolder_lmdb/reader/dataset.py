@@ -244,6 +244,8 @@ class LMDBReader(_Index):
         ValueError: an unknown ``decode``, ``max_readers`` without ``lock=True`` or below 1, or
             settings other than those the file is already open with in this process.
         ImportError: ``decode="tensor"`` without TorchCodec.
+        OSError: for a URL, an object that cannot be read after retries (``RemoteReadError``) or
+            that was replaced since it was opened (``ObjectChangedError``), from imagefolder_lmdb.remote.
     """
 
     def __init__(

@@ -112,6 +112,11 @@ async def get_range(
         if len(data) == end - start:
             return Fetched([data], meta.get("e_tag"), int(meta.get("size") or 0))
         problem = f"the server answered {len(data):,} bytes for a range of {end - start:,}"
+    if "Range request not supported" in problem:
+        problem += (
+            ": the server answers ranged GETs with the whole object (HTTP 200, not 206), as some S3 gateways do "
+            "(`rclone serve s3`); serve the file from one that honours Range"
+        )
     raise RemoteReadError(
         f"{url}: bytes {start:,}-{end - 1:,} could not be read in {settings.retries + 1} tries: {problem}"
     )

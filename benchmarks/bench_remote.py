@@ -1,0 +1,189 @@
+"""Training straight from object storage (issue 33): this reader on ``s3://`` side by side with the
+same file on local disk (cold) and LitData's ``StreamingDataset`` over ``optimize()`` output of the
+same images in the same bucket, all through one proxy that adds 20 ms to every request.
+
+    PYTHONPATH=src .venv/bin/python -m benchmarks.bench_remote --images 12000
+
+SeaweedFS (tests/support/seaweed.py) serves S3 on 127.0.0.1; tests/support/fault_proxy.py adds the
+delay and counts requests and bytes. Each contender is its own process (benchmarks/remote_loop.py:
+DataLoader, 2 workers, batch 64, shuffled, 2 epochs); LitData runs in its own venv
+(``--litdata-python``, default /work/litdata-venv/bin/python: litdata 0.2.76, torch 2.14.1) with its
+defaults and its cache on the same disk. Raw figures: benchmarks/out/remote.json; the table is
+printed as Markdown for BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from benchmarks.bench_common import OUT, REPO, fresh_dir
+from tests.support.fault_proxy import FaultProxy
+from tests.support.images import make_images
+from tests.support.seaweed import Seaweed
+
+DATA = OUT / "remote"
+LOOP = REPO / "benchmarks" / "remote_loop.py"
+DELAY_S = 0.020
+
+
+def prepared(images: int, litdata_python: str) -> tuple[Path, Path, Path]:
+    """The tree, its converted LMDB and LitData's optimize() output, each made once."""
+    tree, lmdb, lit = DATA / f"images{images}", DATA / f"lmdb{images}", DATA / f"litdata{images}"
+    if not (DATA / f"images{images}.complete").exists():
+        fresh_dir(tree)
+        make_images(str(tree), images, 100)
+        (DATA / f"images{images}.complete").touch()
+    if not (lmdb / "train.lmdb").exists():
+        fresh_dir(lmdb)
+        command = [sys.executable, "-m", "imagefolder_lmdb.cli", "convert", str(tree), str(lmdb), "--cores", "2"]
+        subprocess.run(command, check=True, capture_output=True)
+    if not (lit / "index.json").exists():
+        fresh_dir(lit)
+        subprocess.run(
+            [litdata_python, str(REPO / "benchmarks" / "litdata_optimize.py"), str(tree), str(lit)], check=True
+        )
+    return tree, lmdb / "train.lmdb", lit
+
+
+def upload(seaweed: Seaweed, lmdb: Path, lit: Path) -> None:
+    seaweed.put("bench", "train.lmdb", lmdb.read_bytes())
+    for file in sorted(lit.iterdir()):
+        seaweed.put("bench", f"litdata/{file.name}", file.read_bytes())
+
+
+def drop_cache(path: Path) -> None:
+    """The file's pages out of the page cache (no root needed)."""
+    os.sync()
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def folder_bytes(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) if folder.exists() else 0
+
+
+def run(contender: dict[str, Any], env: dict[str, str], proxy: FaultProxy, python: str) -> dict[str, Any]:
+    """One contender's process; its figures and the proxy's counts for its first epoch."""
+    with tempfile.TemporaryDirectory(dir=DATA) as scratch:
+        out, cache = Path(scratch) / "result.json", Path(scratch) / "cache"
+        command = [python, str(LOOP), contender["kind"], contender["source"], "--decode", contender["decode"]]
+        command += ["--shuffle", contender.get("shuffle", "full"), "--out", str(out), "--cache", str(cache)]
+        if contender.get("cold"):
+            drop_cache(Path(contender["source"]))
+        proxy.reset_counts()
+        subprocess.run(command, check=True, env=env, cwd=REPO)
+        result = json.loads(out.read_text())
+        first_end = result["epochs"][0]["end"]
+        epoch1 = [size for at, size in proxy.log if at <= first_end]
+        images = result["epochs"][0]["images"]
+        result.update(
+            {
+                "img_s": [e["images"] / e["seconds"] for e in result["epochs"]],
+                "requests_per_image": len(epoch1) / images,
+                "bytes_per_image": sum(epoch1) / images,
+                "local_disk_bytes": folder_bytes(cache),
+            }
+        )
+    return {**contender, **result}
+
+
+def contenders(url: str, local: Path, decode: str) -> list[dict[str, Any]]:
+    """Side by side: this reader from S3 (full shuffle, block-window shuffle), the same file on local
+    disk (cold; warm too with the train transform: the decoding floor), LitData from S3."""
+    runs = [
+        {"name": "this reader, s3://", "kind": "lmdb", "source": url},
+        {"name": "this reader, s3://, block-window 16x4", "kind": "lmdb", "source": url, "shuffle": "block"},
+        {"name": "same file, local disk, cold", "kind": "lmdb", "source": str(local), "cold": True},
+        {"name": "LitData StreamingDataset, s3://", "kind": "litdata", "source": "s3://bench/litdata"},
+    ]
+    if decode == "train":
+        runs.append({"name": "same file, local disk, warm (decoding floor)", "kind": "lmdb", "source": str(local)})
+    return [{**run, "decode": decode} for run in runs]
+
+
+def open_requests(url: str, env: dict[str, str], proxy: FaultProxy) -> dict[str, Any]:
+    """The requests and seconds that opening the remote dataset takes (in a process of its own)."""
+    proxy.reset_counts()
+    code = (
+        "import time; from imagefolder_lmdb import LMDBReader; t = time.perf_counter(); "
+        f"LMDBReader({url!r}); print(time.perf_counter() - t)"
+    )
+    answer = subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True)
+    return {"requests": proxy.requests, "seconds": float(answer.stdout)}
+
+
+HEADER = (
+    "| decode | contender | epoch 1 img/s | epoch 2 img/s | first batch | requests / image "
+    "| bytes / image (epoch 1) | local disk |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+)
+
+
+def row(r: dict[str, Any], record_bytes: float) -> str:
+    ratio = f" ({r['bytes_per_image'] / record_bytes:.2f}x a record)" if r["bytes_per_image"] else ""
+    figures = [
+        r["decode"],
+        r["name"],
+        f"{r['img_s'][0]:,.0f}",
+        f"{r['img_s'][1]:,.0f}",
+        f"{r['first_batch_s']:.2f} s",
+        f"{r['requests_per_image']:.3f}",
+        f"{r['bytes_per_image'] / 1e3:,.1f} KB{ratio}",
+        f"{r['local_disk_bytes'] / 1e6:,.1f} MB",
+    ]
+    return "| " + " | ".join(figures) + " |"
+
+
+def table(runs: list[dict[str, Any]], record_bytes: float) -> str:
+    return "\n".join([HEADER, *(row(r, record_bytes) for r in runs)])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--images", type=int, default=12000)
+    parser.add_argument("--litdata-python", default="/work/litdata-venv/bin/python")
+    parser.add_argument("--decodes", nargs="+", default=["train", "bytes"])
+    args = parser.parse_args()
+    DATA.mkdir(parents=True, exist_ok=True)
+    _, lmdb, lit = prepared(args.images, args.litdata_python)
+    seaweed = Seaweed(Path(tempfile.mkdtemp(dir=DATA)), "bench").start()
+    proxy = FaultProxy(seaweed.ports[-1], delay=DELAY_S).start()
+    try:
+        upload(seaweed, lmdb, lit)
+        env = {**os.environ, **seaweed.env(), "AWS_ENDPOINT_URL": proxy.url}
+        lit_env = {k: v for k, v in env.items() if k != "PYTHONPATH"}
+        url = "s3://bench/train.lmdb"
+        report: dict[str, Any] = {
+            "images": args.images,
+            "delay_s": DELAY_S,
+            "open": open_requests(url, env, proxy),
+            "runs": [],
+        }
+        for decode in args.decodes:
+            for contender in contenders(url, lmdb, decode):
+                python, run_env = (
+                    (args.litdata_python, lit_env) if contender["kind"] == "litdata" else (sys.executable, env)
+                )
+                report["runs"].append(run(contender, run_env, proxy, python))
+                print(json.dumps(report["runs"][-1]), flush=True)
+        report["file_bytes"] = lmdb.stat().st_size
+        report["litdata_bytes"] = folder_bytes(lit)
+        (OUT / "remote.json").write_text(json.dumps(report, indent=1))
+        print(table(report["runs"], report["file_bytes"] / args.images))
+        print(json.dumps(report["open"]))
+    finally:
+        proxy.stop()
+        seaweed.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,64 @@
+"""The remote reader's pure parts (issue 33): which paths are URLs, the store and key of a URL, how a
+batch's ranges are merged into requests, the record cache's limit. The reads themselves are tested
+against real servers in tests/workflow/test_remote.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from imagefolder_lmdb.remote import is_url
+from imagefolder_lmdb.remote.cache import RecordCache
+from imagefolder_lmdb.remote.records import merged_spans
+from imagefolder_lmdb.remote.urls import Settings, store_and_key
+
+
+def test_urls_are_told_from_paths() -> None:
+    for url in ("s3://b/k.lmdb", "gs://b/k.lmdb", "az://acct/c/k.lmdb", "https://h/k.lmdb", "HTTP://h/k"):
+        assert is_url(url), url
+    for path in ("results/train.lmdb", "/data/s3:/x.lmdb", "file:///x.lmdb", "s3:/b/k"):
+        assert not is_url(path), path
+
+
+@pytest.mark.parametrize(
+    ("url", "store", "key"),
+    [
+        ("s3://bucket/imagenet/train.lmdb", "s3://bucket", "imagenet/train.lmdb"),
+        ("gs://bucket/train.lmdb", "gs://bucket", "train.lmdb"),
+        ("az://account/container/dir/train.lmdb", "az://account/container", "dir/train.lmdb"),
+        ("http://127.0.0.1:8000/d/train.lmdb", "http://127.0.0.1:8000", "d/train.lmdb"),
+    ],
+)
+def test_a_url_names_its_store_and_key(url: str, store: str, key: str) -> None:
+    assert store_and_key(url) == (store, key)
+
+
+def test_a_url_without_a_key_is_refused() -> None:
+    with pytest.raises(ValueError, match="not the URL of an object"):
+        store_and_key("s3://bucket/")
+
+
+def test_neighbouring_ranges_merge_and_map_back() -> None:
+    settings = Settings(merge_gap=100, max_request=1000)
+    spans = [(5000, 5100), (0, 300), (350, 600), (600, 900), (950, 1200), (0, 300)]
+    requests, pieces = merged_spans(spans, settings)
+    assert requests == [(0, 900), (950, 1200), (5000, 5100)]  # 900..1200 would make 1200 > max_request
+    data = bytes(range(256)) * 30
+    fetched = [data[start:end] for start, end in requests]
+    assert [fetched[r][a:b] for r, a, b in pieces] == [data[start:end] for start, end in spans]
+
+
+def test_far_ranges_stay_apart() -> None:
+    requests, _ = merged_spans([(0, 10), (10_000, 10_010)], Settings(merge_gap=8192))
+    assert requests == [(0, 10), (10_000, 10_010)]
+
+
+def test_the_cache_keeps_records_up_to_its_limit(tmp_path: Path) -> None:
+    cache = RecordCache(str(tmp_path), "s3://b/k", '"etag-1"', limit=250)
+    cache.put(0, b"a" * 100)
+    cache.put(1, b"b" * 100)
+    cache.put(2, b"c" * 100)  # over the limit: not kept
+    assert (cache.get(0), cache.get(1), cache.get(2)) == (b"a" * 100, b"b" * 100, None)
+    other_version = RecordCache(str(tmp_path), "s3://b/k", '"etag-2"', limit=250)
+    assert other_version.get(0) is None  # a replaced object never meets the old one's records
