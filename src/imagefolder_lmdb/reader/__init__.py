@@ -12,6 +12,7 @@ imports no torch: ``LMDBDataset`` does, on first access. What lives where:
                      ``PageGuard``, ``TruncatedFileError``)
 ``handles``          opening read-only, the per-process table of environments and descriptors
                      (``shared_env``, ``shared_fd``, ``close_all_envs``), ``ReadersFullError``
+``identity``         which file a dataset opened: content id and storage token (``FileChangedError``)
 ``decoding``         stored bytes to PIL images or tensors (``pil_decode``, ``tensor_decode``)
 ``jpeg_markers``     JPEG's marker walk, shared with the writer (writing/reencode.py)
 ``records``          the record sources' interface
@@ -83,6 +84,7 @@ from imagefolder_lmdb.reader.handles import (
     shared_fd,
     shared_guard,
 )
+from imagefolder_lmdb.reader.identity import FileChangedError, FileIdentity, LocalFileToken, StorageToken, content_id
 from imagefolder_lmdb.reader.legacy import legacy_keys, legacy_loads, legacy_record
 from imagefolder_lmdb.reader.locations import (
     SPOT_CHECKS,
@@ -124,19 +126,24 @@ __all__ = [
     "STORAGE_REASONS",
     "TORCHCODEC_PIN",
     "Decode",
+    "FileChangedError",
+    "FileIdentity",
     "FormatError",
     "LMDBDataset",
     "LMDBReader",
     "LmdbHeader",
+    "LocalFileToken",
     "LocationsWarning",
     "Meta",
     "PageGuard",
     "ReadersFullError",
+    "StorageToken",
     "TruncatedFileError",
     "check_lmdb_file",
     "checksum",
     "class_words",
     "close_all_envs",
+    "content_id",
     "decode_meta",
     "encode_document",
     "encode_meta",
