@@ -98,23 +98,17 @@ def run(contender: dict[str, Any], env: dict[str, str], proxy: FaultProxy, pytho
 
 
 def contenders(url: str, local: Path, decode: str) -> list[dict[str, Any]]:
-    return [
-        {"name": "this reader, s3://", "kind": "lmdb", "source": url, "decode": decode},
-        {"name": "same file, local disk, cold", "kind": "lmdb", "source": str(local), "decode": decode, "cold": True},
-        {
-            "name": "LitData StreamingDataset, s3://",
-            "kind": "litdata",
-            "source": "s3://bench/litdata",
-            "decode": decode,
-        },
-        {
-            "name": "this reader, s3://, block-window 16x4",
-            "kind": "lmdb",
-            "source": url,
-            "decode": decode,
-            "shuffle": "block",
-        },
+    """Side by side: this reader from S3 (full shuffle, block-window shuffle), the same file on local
+    disk (cold; warm too with the train transform: the decoding floor), LitData from S3."""
+    runs = [
+        {"name": "this reader, s3://", "kind": "lmdb", "source": url},
+        {"name": "this reader, s3://, block-window 16x4", "kind": "lmdb", "source": url, "shuffle": "block"},
+        {"name": "same file, local disk, cold", "kind": "lmdb", "source": str(local), "cold": True},
+        {"name": "LitData StreamingDataset, s3://", "kind": "litdata", "source": "s3://bench/litdata"},
     ]
+    if decode == "train":
+        runs.append({"name": "same file, local disk, warm (decoding floor)", "kind": "lmdb", "source": str(local)})
+    return [{**run, "decode": decode} for run in runs]
 
 
 def open_requests(url: str, env: dict[str, str], proxy: FaultProxy) -> dict[str, Any]:

@@ -103,6 +103,11 @@ def test_a_split_alone_takes_the_class_list_of_the_others(split_tree: Path, tmp_
     assert len(lines) == 1 and lines[0].startswith("imagefolder-lmdb convert: test: class folders zebra are not ")
     assert "zebra" in refused.stderr and "--classes-from FILE.lmdb" in refused.stderr
     assert not (tmp_path / "out" / "test.lmdb").exists()
+    told = ["--split", "test", "--classes-from", tmp_path / "out" / "train.lmdb", "--shards", "1", "--cores", "2"]
+    succeeded(run_command(tmp_path, "convert", other, "out", *told))
+    test_meta, _, paths = meta_of(tmp_path / "out" / "test.lmdb")
+    assert test_meta["classes"] == meta_of(tmp_path / "out" / "train.lmdb")[0]["classes"]
+    assert test_meta["class_list"]["images_outside"] == 1 and not any(path.startswith("zebra/") for path in paths)
 
 
 def test_another_source_is_not_put_in_place_of_a_dataset(tmp_path: Path) -> None:
@@ -211,7 +216,7 @@ def test_rough_edges_are_one_line_each(tmp_path: Path) -> None:
     expected = {
         ("a", "file"): "imagefolder-lmdb convert: OUTDIR file is a file, not a folder: name a folder "
         "(it is created if missing)\n",
-        ("missing", "out"): "imagefolder-lmdb convert: SOURCE missing does not exist: name a folder, an archive "
+        ("missing", "out"): "imagefolder-lmdb convert: SOURCE 'missing' does not exist: name a folder, an archive "
         "or shard files\n",
     }
     for (source, outdir), message in expected.items():
