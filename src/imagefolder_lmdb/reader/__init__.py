@@ -22,6 +22,7 @@ Importing it imports no torch: ``LMDBDataset`` does, on first access. What lives
 ``records_located``  records read by offset, cold batches hinted (``posix_fadvise``)
 ``memory``           glibc malloc kept for the next batch (``keep_freed_memory_for_reuse``; the writer's too)
 ``legacy``           folder2lmdb pickles, ``allow_pickle=True`` only
+``drop_in``          ImageFolder's ``loader``, ``extensions``, ``transforms``, ``find_classes``
 ``dataset``          ``LMDBReader`` and ``LMDBDataset``
 ==================== ===================================================================================
 """

@@ -12,6 +12,7 @@ import lmdb
 import numpy as np
 
 from imagefolder_lmdb.reader.decoding import DECODE_CHOICES, Decode, _torchcodec_jpeg
+from imagefolder_lmdb.reader.drop_in import DropIn
 from imagefolder_lmdb.reader.file_checks import _ReadTxn
 from imagefolder_lmdb.reader.format import (
     META_KEYS,
@@ -114,7 +115,7 @@ def _resized_words(short_side: int | None, max_side: int | None) -> str | None:
     return ", ".join(bounds) or None
 
 
-class _Index:
+class _Index(DropIn):
     """What opening the file found, as LMDBReader shows it: ImageFolder's index (``root``, ``classes``,
     ``class_to_idx``, ``samples``, ``imgs``, ``targets``), the words of each class where the file has
     them (``class_words``), what the meta knows of each record
@@ -186,12 +187,11 @@ class _Index:
         return len(self.targets)
 
     def _check_index(self, index: Any) -> int:
-        index = operator.index(index)  # ints, numpy integers, 0-d integer tensors
+        given = operator.index(index)  # ints, numpy integers, 0-d integer tensors
         n = len(self.targets)
-        if index < 0:
-            index += n
+        index = given + n if given < 0 else given
         if not 0 <= index < n:
-            raise IndexError(f"index {index} out of range for {self.path} with {n} images")
+            raise IndexError(f"index {given} out of range for {self.path} with {n} images (-{n} to {n - 1})")
         return index
 
     def _require_meta(self, what: str) -> None:
