@@ -1,9 +1,9 @@
 """The reader of imagefolder-lmdb files: ``LMDBDataset``, a drop-in for torchvision's ``ImageFolder``.
 
-Its dependencies are lmdb, numpy, Pillow and torch (``decode="tensor"`` also TorchCodec); it imports
-nothing else of the package, so the workflow's writers import the format, the LMDB layout, the JPEG
-marker walk and the malloc setting from it (one home each). Importing it
-imports no torch: ``LMDBDataset`` does, on first access. What lives where:
+Its dependencies are lmdb, numpy, Pillow and torch (``decode="tensor"`` also TorchCodec); of the
+package it imports only ``remote`` (for URLs, its own extra), so the workflow's writers import the
+format, the LMDB layout, the JPEG marker walk and the malloc setting from it (one home each).
+Importing it imports no torch: ``LMDBDataset`` does, on first access. What lives where:
 
 ==================== ===================================================================================
 ``format``           the on-disk format: keys, meta layout, storage codes, ``Meta``, ``FormatError``
@@ -22,6 +22,7 @@ imports no torch: ``LMDBDataset`` does, on first access. What lives where:
 ``records_located``  records read by offset, cold batches hinted (``posix_fadvise``)
 ``memory``           glibc malloc kept for the next batch (``keep_freed_memory_for_reuse``; the writer's too)
 ``legacy``           folder2lmdb pickles, ``allow_pickle=True`` only
+``drop_in``          ImageFolder's ``loader``, ``extensions``, ``transforms``, ``find_classes``
 ``dataset``          ``LMDBReader`` and ``LMDBDataset``
 ==================== ===================================================================================
 """

@@ -12,6 +12,7 @@ import lmdb
 import numpy as np
 
 from imagefolder_lmdb.reader.decoding import DECODE_CHOICES, Decode, _torchcodec_jpeg
+from imagefolder_lmdb.reader.drop_in import DropIn
 from imagefolder_lmdb.reader.file_checks import _ReadTxn
 from imagefolder_lmdb.reader.format import (
     META_KEYS,
@@ -114,7 +115,7 @@ def _resized_words(short_side: int | None, max_side: int | None) -> str | None:
     return ", ".join(bounds) or None
 
 
-class _Index:
+class _Index(DropIn):
     """What opening the file found, as LMDBReader shows it: ImageFolder's index (``root``, ``classes``,
     ``class_to_idx``, ``samples``, ``imgs``, ``targets``), the words of each class where the file has
     them (``class_words``), what the meta knows of each record
@@ -145,14 +146,17 @@ class _Index:
         self.checksums: np.ndarray | None = None if meta is None else meta.crc32  # CRC-32 of each value
         self.storage_codes: np.ndarray | None = None if meta is None else meta.storage  # STORAGE_REASONS
         # the file opened (reader/identity.py); legacy pickles have no meta to pin their content by; a URL's
-        # object is pinned by its reader (remote/) by its version
-        local = meta is not None and not is_url(self.path)
-        self._identity = FileIdentity(content_id(meta), opened_token(self.path)) if local else None
+        # storage token is the object's version (remote/records.ObjectVersion), which every read is pinned to
+        self._identity = None
+        if meta is not None:
+            remote = is_url(self.path)
+            token = opened.records.token if remote else opened_token(self.path)  # type: ignore[attr-defined]
+            self._identity = FileIdentity(content_id(meta), token)
 
     def _check_file(self) -> None:
         """Before each read: the path still holds the file this dataset opened, in this process too
         (a worker, an epoch's new workers, the parent after a fork open it again; reader/identity.py)."""
-        if self._identity is None:
+        if self._identity is None or is_url(self.path):  # a URL: If-Match on every read (remote/engine.py)
             return
         token = opened_token(self.path)
         if token is None:  # not open in this process yet
@@ -183,12 +187,11 @@ class _Index:
         return len(self.targets)
 
     def _check_index(self, index: Any) -> int:
-        index = operator.index(index)  # ints, numpy integers, 0-d integer tensors
+        given = operator.index(index)  # ints, numpy integers, 0-d integer tensors
         n = len(self.targets)
-        if index < 0:
-            index += n
+        index = given + n if given < 0 else given
         if not 0 <= index < n:
-            raise IndexError(f"index {index} out of range for {self.path} with {n} images")
+            raise IndexError(f"index {given} out of range for {self.path} with {n} images (-{n} to {n - 1})")
         return index
 
     def _require_meta(self, what: str) -> None:
