@@ -176,6 +176,7 @@ def packaged_snakefile() -> Path:
 
 
 def test_settings_as_flags_give_the_files_of_a_config_file(tmp_path: Path) -> None:
+    """The same settings as flags and --set, in a config file, and as convert(config=): the same files."""
     make_images(str(tmp_path / "a"), images=6, classes=2, seed=1, workers=1)
     flags = ["--quality", "80", "--set", "encode.reencode=always", "--shards", "2", "--cores", "2"]
     succeeded(run_command(tmp_path, "convert", "a", "by-flags", *flags))
@@ -187,15 +188,26 @@ def test_settings_as_flags_give_the_files_of_a_config_file(tmp_path: Path) -> No
     }
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
     succeeded(run_command(tmp_path, "convert", "--configfile", "config.yaml", "--cores", "2"))
-    ours, theirs = (
-        every_key_and_value(tmp_path / "by-flags" / "train.lmdb"),
-        every_key_and_value(tmp_path / "by-file" / "train.lmdb"),
+    python = (
+        "from imagefolder_lmdb import convert; convert('a', 'by-python', shards=2, cores=2, "
+        "config={'encode': {'quality': 80, 'reencode': 'always'}})"
     )
-    documents = [json.loads(items.pop(META_KEYS["json"])) for items in (ours, theirs)]
+    called = subprocess.run(
+        [sys.executable, "-c", python],
+        cwd=tmp_path,
+        env=snakemake_environment(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    succeeded(called)
+    files = [every_key_and_value(tmp_path / name / "train.lmdb") for name in ("by-flags", "by-file", "by-python")]
+    documents = [json.loads(items.pop(META_KEYS["json"])) for items in files]
     for document in documents:
         document.pop("created")
-    assert documents[0] == documents[1] and documents[0]["settings"]["encode"]["quality"] == 80
-    assert ours == theirs
+    assert documents[0] == documents[1] == documents[2] and documents[0]["settings"]["encode"]["quality"] == 80
+    assert files[0] == files[1] == files[2]
 
 
 def test_a_mistyped_setting_is_one_line_naming_the_key_meant(tmp_path: Path) -> None:
