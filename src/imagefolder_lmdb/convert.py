@@ -150,7 +150,15 @@ def run_planned(run: Run, clean: bool, own_options: bool, verbose: bool = False)
     if run.up_to_date and not own_options:
         show_existing(run)
         return run.outputs
-    run_snakemake(snakemake_command(run.configfile, run.directory, run.options, verbose), verbose)
+    try:
+        run_snakemake(snakemake_command(run.configfile, run.directory, run.options, verbose), verbose)
+    except ConvertError as exc:
+        if run.config is None:  # a config file's run: its messages speak of its keys
+            raise
+        from imagefolder_lmdb.config.settings import in_command_line_words
+
+        lines = [in_command_line_words(line) for line in exc.lines]
+        raise ConvertError(in_command_line_words(str(exc)), exc.returncode, lines) from None
     finish(run, clean)
     return run.outputs
 

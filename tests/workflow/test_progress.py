@@ -74,9 +74,10 @@ def test_terminal_shows_the_board_not_the_jobs(tmp_path: Path) -> None:
     status, output = under_terminal(cli(str(source), "out", "--shards", "2"), tmp_path)
     lines = shown(output)
     assert status == 0, output[-3000:]
-    assert any(re.search(r"train: 14/14 images, .*0 bad \(done\)", line) for line in lines), lines
+    final = [i for i, line in enumerate(lines) if re.search(r"train: 14/14 images, .*0 bad \(done\)", line)]
+    summary = [i for i, line in enumerate(lines) if line.startswith("train: 14 images, 2 classes, verified")]
+    assert final and summary and final[-1] < summary[0], "the board's final state, then the summary"
     assert not [line for line in lines if JOB_METADATA.search(line)], "no Snakemake job metadata"
-    assert any(line.startswith("train: 14 images, 2 classes, verified") for line in lines), "the summary"
     assert "\x1b[" in output, "redrawn in place"
 
 

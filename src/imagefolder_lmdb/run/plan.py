@@ -112,7 +112,7 @@ def splits_of(request: Request) -> dict[str, dict[str, Any]]:
     """The splits to convert: each one SOURCE holds, or SOURCE as one split."""
     source = request.source
     if isinstance(source, str) and not any(c in source for c in "*{") and not os.path.exists(source):
-        raise PlanError(f"SOURCE {source} does not exist: name a folder, an archive or shard files")
+        raise PlanError(f"SOURCE {source!r} does not exist: name a folder, an archive or shard files")
     found = None
     rooted = any(setting.path == ("splits", "*", "root") for setting in request.settings)  # one folder inside
     if request.split is None and request.layout == "imagefolder" and isinstance(source, str) and not rooted:
