@@ -25,7 +25,7 @@ DECODE_CHOICES: tuple[str, ...] = ("pil", "tensor", "bytes")
 TORCHCODEC_PIN = "torchcodec==0.17.0"
 
 
-def pil_decode(data: bytes | memoryview) -> Image.Image:
+def pil_decode(data: bytes | bytearray | memoryview) -> Image.Image:
     """Decode stored bytes exactly as torchvision's ``pil_loader`` decodes a file.
 
     Args:
