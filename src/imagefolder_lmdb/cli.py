@@ -168,6 +168,22 @@ def command_settings(args: argparse.Namespace) -> list:
     return settings
 
 
+def refuse_settings_with_configfile(args: argparse.Namespace) -> None:
+    """A setting flag beside --configfile would be ignored: said instead, with where it goes."""
+    from imagefolder_lmdb.convert import ConvertError
+
+    given = [flag for flag in FLAG_NAMES if getattr(args, flag.lstrip("-").replace("-", "_")) not in (None, False, [])]
+    if given:
+        raise ConvertError(
+            f"{', '.join(given)} with --configfile: set it in the config file (the flags are for SOURCE OUTDIR)", 2
+        )
+
+
+#: The flags that shape a SOURCE OUTDIR conversion, which a --configfile run takes from its file.
+FLAG_NAMES = ("--quality", "--short-side", "--on-error", "--classes", "--root", "--expected-images", "--set")
+FLAG_NAMES += ("--classes-from", "--overwrite", "--clean", "--splits", "--shards", "--split")
+
+
 def convert_main(argv: list[str], prog: str = f"{PROG} convert") -> int:
     """``imagefolder-lmdb convert``: check the arguments, plan the config, then run Snakemake on the
     packaged workflow, showing its progress board and, on failure, what to do as the last lines."""
@@ -189,6 +205,8 @@ def convert_main(argv: list[str], prog: str = f"{PROG} convert") -> int:
                 args.source, args.outdir, args.split, args.layout, splits, args.work, settings,
                 args.overwrite, args.classes_from, True, args.cores, args.profile,
             )  # fmt: skip
+        if args.configfile is not None and request is None:
+            refuse_settings_with_configfile(args)
         run = plan_run(request, None if request else args.outdir, args.work, args.configfile, options)
         run_planned(run, args.clean, bool(passed), args.verbose)
     except SettingError as exc:

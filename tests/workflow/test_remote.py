@@ -59,6 +59,8 @@ def test_every_record_equals_the_local_files(
     ds, local = LMDBReader(url, decode="bytes"), LMDBReader(converted.lmdb, decode="bytes")
     assert (len(ds), ds.classes, ds.targets, ds.samples) == (len(local), local.classes, local.targets, local.samples)
     assert ds.reads_by_offset and ds.path == url
+    assert ds._identity is not None and ds._identity.content == local._identity.content  # the same file's content
+    assert ds._identity.storage.url == url and ds._identity.storage.size == converted.lmdb.stat().st_size
     assert [ds[i][0] for i in range(len(ds))] == local_records
     order = [*random.Random(1).sample(range(len(ds)), len(ds)), 0, 0]
     assert ds.__getitems__(order) == [(local_records[i], local.targets[i]) for i in order]

@@ -146,14 +146,17 @@ class _Index(DropIn):
         self.checksums: np.ndarray | None = None if meta is None else meta.crc32  # CRC-32 of each value
         self.storage_codes: np.ndarray | None = None if meta is None else meta.storage  # STORAGE_REASONS
         # the file opened (reader/identity.py); legacy pickles have no meta to pin their content by; a URL's
-        # object is pinned by its reader (remote/) by its version
-        local = meta is not None and not is_url(self.path)
-        self._identity = FileIdentity(content_id(meta), opened_token(self.path)) if local else None
+        # storage token is the object's version (remote/records.ObjectVersion), which every read is pinned to
+        self._identity = None
+        if meta is not None:
+            remote = is_url(self.path)
+            token = opened.records.token if remote else opened_token(self.path)  # type: ignore[attr-defined]
+            self._identity = FileIdentity(content_id(meta), token)
 
     def _check_file(self) -> None:
         """Before each read: the path still holds the file this dataset opened, in this process too
         (a worker, an epoch's new workers, the parent after a fork open it again; reader/identity.py)."""
-        if self._identity is None:
+        if self._identity is None or is_url(self.path):  # a URL: If-Match on every read (remote/engine.py)
             return
         token = opened_token(self.path)
         if token is None:  # not open in this process yet

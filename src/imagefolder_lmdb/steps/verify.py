@@ -56,7 +56,7 @@ from imagefolder_lmdb.remote import is_url
 from imagefolder_lmdb.remote.client import allow_in_process
 from imagefolder_lmdb.run.hold_points import hold_point
 from imagefolder_lmdb.run.rule_runner import run_rule
-from imagefolder_lmdb.writing.atomic import atomic_file
+from imagefolder_lmdb.writing.atomic import atomic_file, json_text
 from imagefolder_lmdb.writing.meta_document import document_problems, storage_counts
 
 log = logging.getLogger("imagefolder_lmdb.verify")
@@ -442,7 +442,7 @@ def summary_line(report: dict[str, Any]) -> str:
 
 def write_report(report: dict[str, Any], output: str) -> None:
     with atomic_file(output, encoding="utf-8") as stream:
-        json.dump(report, stream, indent=1, ensure_ascii=False)
+        stream.write(json_text(report, indent=1))
         stream.write("\n")
 
 
