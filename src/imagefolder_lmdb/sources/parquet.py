@@ -329,7 +329,13 @@ def check_labelled(path: str, row: int, label: int | None) -> None:
 
 
 def member_path(file: str, row: int, stored: str | None) -> str:
-    """The sample's file name: the struct's path (its last part), else ``<file stem>-<row>``."""
+    """The sample's file name: the struct's path (its last part), else ``<file stem>-<row>``. A NUL byte
+    is refused here, when the source is indexed: no file name holds one, and meta/paths ends each name with it."""
+    if stored and "\0" in stored:
+        raise ParquetSourceError(
+            f"{file}, row {row} (counted from 0): its image path {stored!r} holds a NUL byte, which no file name "
+            "can hold. Fix that row's path (or write the rows without the path field), then run the same command."
+        )
     name = posixpath.basename(stored.replace("\\", "/")) if stored else ""
     if name and name not in (".", ".."):
         return name
