@@ -74,33 +74,36 @@ CONVERT_DESCRIPTION = """\
 Convert an image dataset into one LMDB file per split, verified, for imagefolder_lmdb.LMDBDataset
 (a drop-in for torchvision's ImageFolder: same samples, classes and labels).
 
-  %(prog)s data/train out        out/train.lmdb, out/train.verify.json, out/train.contact.png
-  %(prog)s data/val out --split val
-  %(prog)s imagenet.tar out --layout ilsvrc-train --cores 16
-  %(prog)s --configfile imagenet.yaml    every split and setting from one file
+  %(prog)s data out             data/train, data/val -> out/train.lmdb, out/val.lmdb, one class list
+  %(prog)s /data/imagenet out   the ILSVRC2012 tars and devkit there, or Kaggle's zip
+  %(prog)s data/train out --quality 90 --set encode.check=header
+  %(prog)s data/test out --split test   one split, numbered as out/'s others are
+  %(prog)s --configfile imagenet.yaml   every split and setting from one file
 
-SOURCE is an ImageFolder (a folder of class folders of images), a .tar/.tar.gz/.tgz/.zip of one,
-or for --layout webdataset/parquet the shards ('shards/*.tar', 'train-{0000..0099}.parquet').
-Images are stored as they are where they are valid RGB JPEGs, re-encoded otherwise; every image is
-decoded once to check it. Settings such as JPEG quality, resizing (short_side) or what to do with
-a broken image are keys of a config file: see %(schema)s.
+SOURCE is an ImageFolder (a folder of class folders of images), a folder of split folders (train/,
+val/, test/), a .tar/.tar.gz/.tgz/.zip of either, or for --layout webdataset/parquet the shards
+('shards/*.tar', 'train-{0000..0099}.parquet'). Images are stored as they are where they are
+valid RGB JPEGs, re-encoded otherwise; every image is decoded once to check it. Any config key
+can be given with --set KEY=VALUE (`imagefolder-lmdb init-config folder` prints a config with the
+common keys, commented). A dataset already in OUTDIR made from another source or with other
+settings is not replaced without --overwrite.
 
 It runs the workflow packaged with imagefolder-lmdb, with Snakemake: one progress line per split
 (images done/total, img/s, ETA, bad images), a summary at the end, and on failure what to do as
 the last lines (--verbose: Snakemake's own output, every job). After a kill or a failure run the
 same command again: it resumes, redoing only what is missing. The work folder (OUTDIR/work) can
-be deleted after success.
+be deleted after success (--clean); the same command then prints the summary.
 """
 
 
 def convert_parser(prog: str) -> argparse.ArgumentParser:
     """``imagefolder-lmdb convert``'s options (the parameters of imagefolder_lmdb.convert)."""
-    from imagefolder_lmdb.convert import WORKFLOW, layouts
+    from imagefolder_lmdb.convert import layouts
 
     parser = argparse.ArgumentParser(
         prog=prog,
         usage=f"{prog} [options] SOURCE OUTDIR [-- SNAKEMAKE_OPTION ...]\n       {prog} [options] --configfile FILE",
-        description=CONVERT_DESCRIPTION % {"prog": prog, "schema": WORKFLOW / "config" / "schema.yaml"},
+        description=CONVERT_DESCRIPTION % {"prog": prog},
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Options after -- go to Snakemake as they are, e.g. -- --dry-run, or -- --keep-going.",
     )
@@ -165,6 +168,30 @@ def command_settings(args: argparse.Namespace) -> list:
     return settings
 
 
+def refuse_settings_with_configfile(args: argparse.Namespace) -> None:
+    """A setting flag beside --configfile would be ignored: said instead, with where it goes."""
+    from imagefolder_lmdb.convert import ConvertError
+
+    given = [flag for flag in FLAG_NAMES if getattr(args, flag.lstrip("-").replace("-", "_")) not in (None, False, [])]
+    if given:
+        raise ConvertError(
+            f"{', '.join(given)} with --configfile: set it in the config file (the flags are for SOURCE OUTDIR)", 2
+        )
+
+
+#: The flags that shape a SOURCE OUTDIR conversion, which a --configfile run takes from its file.
+FLAG_NAMES: tuple[str, ...] = (
+    "--quality",
+    "--short-side",
+    "--on-error",
+    "--classes",
+    "--root",
+    "--expected-images",
+    "--set",
+)
+FLAG_NAMES += ("--classes-from", "--overwrite", "--clean", "--splits", "--shards", "--split")
+
+
 def convert_main(argv: list[str], prog: str = f"{PROG} convert") -> int:
     """``imagefolder-lmdb convert``: check the arguments, plan the config, then run Snakemake on the
     packaged workflow, showing its progress board and, on failure, what to do as the last lines."""
@@ -186,6 +213,8 @@ def convert_main(argv: list[str], prog: str = f"{PROG} convert") -> int:
                 args.source, args.outdir, args.split, args.layout, splits, args.work, settings,
                 args.overwrite, args.classes_from, True, args.cores, args.profile,
             )  # fmt: skip
+        if args.configfile is not None and request is None:
+            refuse_settings_with_configfile(args)
         run = plan_run(request, None if request else args.outdir, args.work, args.configfile, options)
         run_planned(run, args.clean, bool(passed), args.verbose)
     except SettingError as exc:

@@ -2,9 +2,9 @@
 """``imagefolder_lmdb.convert()`` and ``imagefolder-lmdb convert``: the packaged workflow, run by
 Snakemake's own command line.
 
-The wheel holds the workflow (src/imagefolder_lmdb/workflow: the Snakefile, rules, rule scripts,
-config schema, report captions and profiles, links to the checkout's files). A conversion is
-``python -m snakemake --snakefile <package>/workflow/Snakefile --configfile FILE ...`` with the
+The workflow is the checkout's Snakefile, rules, rule scripts, config schema, report captions and
+profiles; the wheel holds them inside the package (run/workflow_folder.py finds either). A conversion is
+``python -m snakemake --snakefile <workflow>/Snakefile --configfile FILE ...`` with the
 interpreter running this, so progress, errors and the end-of-run summary are the workflow's own,
 and the same command after a kill resumes as ``snakemake`` does (the work folder holds its state).
 
@@ -23,7 +23,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from imagefolder_lmdb.run.launch import (
     PROFILES,
@@ -42,11 +42,35 @@ PathLike = str | os.PathLike[str]
 
 @dataclass(frozen=True)
 class SplitOutputs:
-    """The final files of one split."""
+    """The final files of one split, and what its verify report says was built."""
 
     dataset: Path  # {results}/{split}.lmdb
     verify_report: Path  # {results}/{split}.verify.json
     contact_sheet: Path  # {results}/{split}.contact.png
+
+    @property
+    def report(self) -> dict[str, Any]:
+        """The verify report: images, classes, per-class counts, bytes stored and of the source, storage, skipped."""
+        import json
+
+        return dict(json.loads(self.verify_report.read_text()))
+
+    @property
+    def images(self) -> int:
+        return int(self.report["images"])
+
+    @property
+    def classes(self) -> list[str]:
+        return list(self.report["class_counts"])
+
+    def summary(self) -> str:
+        """One line: ``out/train.lmdb: 1,281,167 images, 1,000 classes, 140,123.4 MB, verified``."""
+        report = self.report
+        state = "verified" if report["ok"] else "verification FAILED: " + "; ".join(report["problems"])
+        return (
+            f"{self.dataset}: {report['images']:,} images, {len(report['class_counts']):,} classes, "
+            f"{report['file_bytes'] / 1e6:,.1f} MB, {state}"
+        )
 
 
 @dataclass(frozen=True)
@@ -126,7 +150,15 @@ def run_planned(run: Run, clean: bool, own_options: bool, verbose: bool = False)
     if run.up_to_date and not own_options:
         show_existing(run)
         return run.outputs
-    run_snakemake(snakemake_command(run.configfile, run.directory, run.options, verbose), verbose)
+    try:
+        run_snakemake(snakemake_command(run.configfile, run.directory, run.options, verbose), verbose)
+    except ConvertError as exc:
+        if run.config is None:  # a config file's run: its messages speak of its keys
+            raise
+        from imagefolder_lmdb.config.settings import in_command_line_words
+
+        lines = [in_command_line_words(line) for line in exc.lines]
+        raise ConvertError(in_command_line_words(str(exc)), exc.returncode, lines) from None
     finish(run, clean)
     return run.outputs
 
@@ -198,8 +230,9 @@ def show_existing(run: Run) -> None:
     """Nothing to convert: the summary of what OUTDIR holds, and its paths."""
     from imagefolder_lmdb.run.summary import summary_lines
 
-    print(f"Nothing to convert: {', '.join(run.outputs)} in {run.config['results']} are up to date.")
-    for line in summary_lines(run.config)[2:]:
+    config = cast("dict[str, Any]", run.config)  # a planned run's config
+    print(f"Nothing to convert: {', '.join(run.outputs)} in {config['results']} are up to date.")
+    for line in summary_lines(config)[2:]:
         print(line)
 
 

@@ -108,3 +108,33 @@ def test_each_shipped_config_init_config_prints_is_valid(name: str) -> None:
     config = yaml.safe_load(config_text(name))
     check_config(config, copy.deepcopy(SCHEMA), paths_may_be_missing=True)
     assert config_text(name).lstrip().startswith("#"), "commented"
+
+
+def test_a_workflow_fix_is_said_as_a_command_line_user_gives_it() -> None:
+    from imagefolder_lmdb.config.settings import in_command_line_words
+
+    assert in_command_line_words("run it again, or set encode.on_error: skip to leave bad images out") == (
+        "run it again, or give --on-error skip to leave bad images out"
+    )
+    assert in_command_line_words("or set splits.val.allow_skipped: 3 to accept") == (
+        "or give --set splits.val.allow_skipped=3 to accept"
+    )
+    assert in_command_line_words("check that splits.<name>.source and layout name the images") == (
+        "check that SOURCE and --layout name the images"
+    )
+
+
+def test_the_shard_count_follows_the_images_and_the_cores(tmp_path: Path) -> None:
+    from imagefolder_lmdb.run.shards import choose_shards, shards_for
+
+    assert [shards_for(images, 2) for images in (14, 240, 3_000, 12_000)] == [1, 2, 3, 4]
+    assert shards_for(1_281_167, 16) == 32 and shards_for(50_000, 16) == 32 and shards_for(1_600, 16) == 16
+    for name in ("a", "b"):
+        (tmp_path / "train" / name).mkdir(parents=True)
+        for i in range(150):
+            (tmp_path / "train" / name / f"{i}.jpg").write_bytes(b"x")
+    config = {"splits": {"train": {"source": str(tmp_path / "train")}, "val": {"source": "x", "shards": 5}}}
+    notes = choose_shards(config, "2")
+    assert config["splits"]["train"]["shards"] == 2 and config["splits"]["val"]["shards"] == 5
+    assert notes == ["train: 2 shards for 300 images on 2 cores (1 per 1,000 images, at least 1 per core, "
+                     "at most 2 per core; --shards N to choose)"]  # fmt: skip

@@ -103,6 +103,11 @@ def test_a_split_alone_takes_the_class_list_of_the_others(split_tree: Path, tmp_
     assert len(lines) == 1 and lines[0].startswith("imagefolder-lmdb convert: test: class folders zebra are not ")
     assert "zebra" in refused.stderr and "--classes-from FILE.lmdb" in refused.stderr
     assert not (tmp_path / "out" / "test.lmdb").exists()
+    told = ["--split", "test", "--classes-from", tmp_path / "out" / "train.lmdb", "--shards", "1", "--cores", "2"]
+    succeeded(run_command(tmp_path, "convert", other, "out", *told))
+    test_meta, _, paths = meta_of(tmp_path / "out" / "test.lmdb")
+    assert test_meta["classes"] == meta_of(tmp_path / "out" / "train.lmdb")[0]["classes"]
+    assert test_meta["class_list"]["images_outside"] == 1 and not any(path.startswith("zebra/") for path in paths)
 
 
 def test_another_source_is_not_put_in_place_of_a_dataset(tmp_path: Path) -> None:
@@ -171,6 +176,7 @@ def packaged_snakefile() -> Path:
 
 
 def test_settings_as_flags_give_the_files_of_a_config_file(tmp_path: Path) -> None:
+    """The same settings as flags and --set, in a config file, and as convert(config=): the same files."""
     make_images(str(tmp_path / "a"), images=6, classes=2, seed=1, workers=1)
     flags = ["--quality", "80", "--set", "encode.reencode=always", "--shards", "2", "--cores", "2"]
     succeeded(run_command(tmp_path, "convert", "a", "by-flags", *flags))
@@ -182,15 +188,26 @@ def test_settings_as_flags_give_the_files_of_a_config_file(tmp_path: Path) -> No
     }
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
     succeeded(run_command(tmp_path, "convert", "--configfile", "config.yaml", "--cores", "2"))
-    ours, theirs = (
-        every_key_and_value(tmp_path / "by-flags" / "train.lmdb"),
-        every_key_and_value(tmp_path / "by-file" / "train.lmdb"),
+    python = (
+        "from imagefolder_lmdb import convert; convert('a', 'by-python', shards=2, cores=2, "
+        "config={'encode': {'quality': 80, 'reencode': 'always'}})"
     )
-    documents = [json.loads(items.pop(META_KEYS["json"])) for items in (ours, theirs)]
+    called = subprocess.run(
+        [sys.executable, "-c", python],
+        cwd=tmp_path,
+        env=snakemake_environment(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    succeeded(called)
+    files = [every_key_and_value(tmp_path / name / "train.lmdb") for name in ("by-flags", "by-file", "by-python")]
+    documents = [json.loads(items.pop(META_KEYS["json"])) for items in files]
     for document in documents:
         document.pop("created")
-    assert documents[0] == documents[1] and documents[0]["settings"]["encode"]["quality"] == 80
-    assert ours == theirs
+    assert documents[0] == documents[1] == documents[2] and documents[0]["settings"]["encode"]["quality"] == 80
+    assert files[0] == files[1] == files[2]
 
 
 def test_a_mistyped_setting_is_one_line_naming_the_key_meant(tmp_path: Path) -> None:
@@ -211,7 +228,7 @@ def test_rough_edges_are_one_line_each(tmp_path: Path) -> None:
     expected = {
         ("a", "file"): "imagefolder-lmdb convert: OUTDIR file is a file, not a folder: name a folder "
         "(it is created if missing)\n",
-        ("missing", "out"): "imagefolder-lmdb convert: SOURCE missing does not exist: name a folder, an archive "
+        ("missing", "out"): "imagefolder-lmdb convert: SOURCE 'missing' does not exist: name a folder, an archive "
         "or shard files\n",
     }
     for (source, outdir), message in expected.items():
@@ -263,3 +280,37 @@ def test_the_reader_on_a_folder_of_splits_names_the_files_it_holds(tmp_path: Pat
         f"{tmp_path / 'out'} is a folder of datasets, not one: it holds train.lmdb, val.lmdb. "
         f"Open one of them, e.g. LMDBDataset('{tmp_path / 'out' / 'train.lmdb'}')"
     )
+
+
+def test_kaggles_zip_converts_with_no_other_argument(tmp_path: Path) -> None:
+    """imagenet-object-localization-challenge.zip as Kaggle ships it: train (class folders) and val
+    (labelled by the zip's LOC_val_solution.csv), one class list, from the zip alone."""
+    from support.kaggle import make_kaggle_zip
+
+    kaggle = make_kaggle_zip(tmp_path / "kaggle", classes=2, train_images=6, val_images=4, test_images=1)
+    command = ["convert", kaggle.zip, "out", "--on-error", "skip", "--shards", "1", "--cores", "2"]
+    succeeded(run_command(tmp_path, *command))  # its one truncated train image skipped
+    train, _, _ = meta_of(tmp_path / "out" / "train.lmdb")
+    val, labels, paths = meta_of(tmp_path / "out" / "val.lmdb")
+    assert train["classes"] == val["classes"] == kaggle.wnids and len(paths) == 4
+    truth = [kaggle.wnids.index(kaggle.ground_truth[int(path.rsplit("_", 1)[1].split(".")[0])]) for path in paths]
+    assert labels.tolist() == truth
+
+
+def test_the_ilsvrc2012_downloads_convert_with_no_other_argument(tmp_path: Path) -> None:
+    """A folder holding ILSVRC2012_img_train.tar, ILSVRC2012_img_val.tar and the devkit: both splits,
+    one class list, val labelled by the devkit's ground truth."""
+    from support.ilsvrc import make_train_tar, make_val_split
+
+    downloads = tmp_path / "imagenet"
+    downloads.mkdir()
+    make_images(str(tmp_path / "tree"), images=6, classes=2, seed=4, workers=1)
+    wnids = sorted(path.name for path in (tmp_path / "tree").iterdir())
+    make_train_tar(tmp_path / "tree", downloads / "ILSVRC2012_img_train.tar")
+    val = make_val_split(downloads, wnids, lambda n: wnids[n % 2], images=4, seed=9, first_index=100)
+    succeeded(run_command(tmp_path, "convert", downloads, "out", "--shards", "1", "--cores", "2"))
+    train, _, _ = meta_of(tmp_path / "out" / "train.lmdb")
+    val_meta, labels, paths = meta_of(tmp_path / "out" / "val.lmdb")
+    assert train["classes"] == val_meta["classes"] == wnids and train["length"] == 6 and len(paths) == 4
+    truth = [wnids.index(val.ground_truth[int(path.rsplit("_", 1)[1].split(".")[0])]) for path in paths]
+    assert labels.tolist() == truth

@@ -69,3 +69,16 @@ def test_module_from_the_installed_package_without_prefix(image_tree: Path, tmp_
     assert result.returncode == 0, output[-6000:]
     assert "rule encode_shard" in output and "rule verify" in output
     assert "results/train.lmdb" in output, "the outputs of the host's config, in its folder"
+
+
+def test_a_host_asking_only_for_the_datasets_is_told_they_are_not_verified(image_tree: Path, tmp_path: Path) -> None:
+    """A host rule consuming the .lmdb file alone: verify never runs, and the summary says so (the
+    docs say to depend on rules.<prefix>all.input instead)."""
+    host = host_workflow(tmp_path / "host", image_tree, REPO / "Snakefile", "as lmdb_*")
+    consumer = 'rule train_model:\n    default_target: True\n    input:\n        "results/train.lmdb",\n'
+    consumer += '    output:\n        "model.txt",\n    shell:\n        "echo trained > {output}"\n\n\n'
+    (host / "Snakefile").write_text((host / "Snakefile").read_text() + "\n\n" + consumer)
+    result = run_host(host)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-6000:]
+    assert "train: 40 images, 4 classes, built, not verified (imagefolder-lmdb verify " in result.stdout
+    assert not (host / "results" / "train.verify.json").exists()

@@ -74,9 +74,10 @@ def test_terminal_shows_the_board_not_the_jobs(tmp_path: Path) -> None:
     status, output = under_terminal(cli(str(source), "out", "--shards", "2"), tmp_path)
     lines = shown(output)
     assert status == 0, output[-3000:]
-    assert any(re.search(r"train: 14/14 images, .*0 bad \(done\)", line) for line in lines), lines
+    final = [i for i, line in enumerate(lines) if re.search(r"train: 14/14 images, .*0 bad \(done\)", line)]
+    summary = [i for i, line in enumerate(lines) if line.startswith("train: 14 images, 2 classes, verified")]
+    assert final and summary and final[-1] < summary[0], "the board's final state, then the summary"
     assert not [line for line in lines if JOB_METADATA.search(line)], "no Snakemake job metadata"
-    assert any(line.startswith("train: 14 images, 2 classes, verified") for line in lines), "the summary"
     assert "\x1b[" in output, "redrawn in place"
 
 
@@ -127,7 +128,12 @@ def test_convert_call_raises_the_lines_and_returns_the_outputs(tmp_path: Path) -
     assert str(failed.value).splitlines() == failed.value.lines
     (source / "cat" / "broken.jpg").unlink()
     outputs = convert(source, tmp_path / "out", shards=1, cores=1)
-    assert outputs["train"].dataset.is_file() and outputs["train"].verify_report.is_file()
+    built = outputs["train"]
+    assert built.dataset.is_file() and built.verify_report.is_file() and built.contact_sheet.is_file()
+    assert built.images == 8 and built.classes == ["cat", "dog"], "what was built, from its verify report"
+    assert built.summary().startswith(f"{built.dataset}: 8 images, 2 classes, ") and built.summary().endswith(
+        "verified"
+    )
 
 
 def test_plain_snakemake_selects_the_board_as_a_logger(tmp_path: Path) -> None:

@@ -59,6 +59,8 @@ def test_every_record_equals_the_local_files(
     ds, local = LMDBReader(url, decode="bytes"), LMDBReader(converted.lmdb, decode="bytes")
     assert (len(ds), ds.classes, ds.targets, ds.samples) == (len(local), local.classes, local.targets, local.samples)
     assert ds.reads_by_offset and ds.path == url
+    assert ds._identity is not None and ds._identity.content == local._identity.content  # the same file's content
+    assert ds._identity.storage.url == url and ds._identity.storage.size == converted.lmdb.stat().st_size
     assert [ds[i][0] for i in range(len(ds))] == local_records
     order = [*random.Random(1).sample(range(len(ds)), len(ds)), 0, 0]
     assert ds.__getitems__(order) == [(local_records[i], local.targets[i]) for i in order]
@@ -146,8 +148,12 @@ def test_a_fault_once_still_reads_the_right_bytes(
 def test_a_fault_that_persists_is_a_clear_error(via_proxy: str, fault_proxy: FaultProxy, fault: str) -> None:
     ds = LMDBReader(via_proxy, decode="bytes")
     fault_proxy.fail_next(*[fault] * 100)
-    with pytest.raises(RemoteReadError, match=re.escape(via_proxy) + r": bytes [\d,]+-[\d,]+ could not be read"):
+    with pytest.raises(
+        RemoteReadError, match=re.escape(via_proxy) + r": bytes [\d,]+-[\d,]+ could not be read"
+    ) as error:
         ds[1]
+    if fault == "whole":
+        assert "answers ranged GETs with the whole object (HTTP 200, not 206)" in str(error.value)
 
 
 def test_a_server_slower_than_the_timeout_is_an_error_not_a_hang(http_url: str, range_server: RangeServer) -> None:

@@ -225,7 +225,7 @@ def test_second_run_on_the_same_folder_is_refused_while_the_first_lives(image_tr
         wait_for_hold(marker, first)
         second = run_snakemake(tmp_path, "--configfile", str(tmp_path / "config.yaml"))
         assert second.returncode != 0
-        assert "cannot be locked" in second.output
+        assert "another conversion is writing into results (it holds results/.imagefolder-lmdb.lock)" in second.output
     finally:
         kill_group(first)
     run_snakemake(tmp_path, "--configfile", str(tmp_path / "config.yaml")).check()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -137,3 +138,22 @@ def in_users_words(problem: Problem, settings: Iterable[Setting]) -> str:
             prefix = ".".join(setting.path[2:-1])
         text = f"{head}{marker}{prefix + '.' if prefix else ''}{guess}"
     return f"{setting.given_as}: {text}" + ("" if text.endswith(("?", ".")) else ".")
+
+
+#: ``set KEY: VALUE`` in a workflow message (the fix, in a config file's words).
+CONFIG_FIX = re.compile(r"\bset ((?:encode|verify|splits\.[\w<>-]+)\.\w+): ([^\s,;()]+)")
+
+
+def in_command_line_words(text: str) -> str:
+    """A workflow message's fix as a command-line user gives it: ``set encode.on_error: skip`` ->
+    ``give --on-error skip``; other keys as ``--set KEY=VALUE``."""
+
+    def flag_form(match: re.Match[str]) -> str:
+        key, value = match.group(1), match.group(2).rstrip(".")
+        parts = tuple(key.split("."))
+        for flag, path in FLAG_KEYS.items():
+            if path == parts or (path[:2] == ("splits", "*") and parts[0] == "splits" and parts[2:] == path[2:]):
+                return f"give {flag} {value}"
+        return f"give --set {key}={value}"
+
+    return CONFIG_FIX.sub(flag_form, text).replace("splits.<name>.source and layout", "SOURCE and --layout")

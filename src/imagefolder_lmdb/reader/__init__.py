@@ -1,9 +1,9 @@
 """The reader of imagefolder-lmdb files: ``LMDBDataset``, a drop-in for torchvision's ``ImageFolder``.
 
-Its dependencies are lmdb, numpy, Pillow and torch (``decode="tensor"`` also TorchCodec); it imports
-nothing else of the package, so the workflow's writers import the format, the LMDB layout, the JPEG
-marker walk and the malloc setting from it (one home each). Importing it
-imports no torch: ``LMDBDataset`` does, on first access. What lives where:
+Its dependencies are lmdb, numpy, Pillow and torch (``decode="tensor"`` also TorchCodec); of the
+package it imports only ``remote`` (for URLs, its own extra), so the workflow's writers import the
+format, the LMDB layout, the JPEG marker walk and the malloc setting from it (one home each).
+Importing it imports no torch: ``LMDBDataset`` does, on first access. What lives where:
 
 ==================== ===================================================================================
 ``format``           the on-disk format: keys, meta layout, storage codes, ``Meta``, ``FormatError``
@@ -12,6 +12,7 @@ imports no torch: ``LMDBDataset`` does, on first access. What lives where:
                      ``PageGuard``, ``TruncatedFileError``)
 ``handles``          opening read-only, the per-process table of environments and descriptors
                      (``shared_env``, ``shared_fd``, ``close_all_envs``), ``ReadersFullError``
+``identity``         which file a dataset opened: content id and storage token (``FileChangedError``)
 ``decoding``         stored bytes to PIL images or tensors (``pil_decode``, ``tensor_decode``)
 ``jpeg_markers``     JPEG's marker walk, shared with the writer (writing/reencode.py)
 ``records``          the record sources' interface
@@ -21,6 +22,7 @@ imports no torch: ``LMDBDataset`` does, on first access. What lives where:
 ``records_located``  records read by offset, cold batches hinted (``posix_fadvise``)
 ``memory``           glibc malloc kept for the next batch (``keep_freed_memory_for_reuse``; the writer's too)
 ``legacy``           folder2lmdb pickles, ``allow_pickle=True`` only
+``drop_in``          ImageFolder's ``loader``, ``extensions``, ``transforms``, ``find_classes``
 ``dataset``          ``LMDBReader`` and ``LMDBDataset``
 ==================== ===================================================================================
 """
@@ -83,6 +85,7 @@ from imagefolder_lmdb.reader.handles import (
     shared_fd,
     shared_guard,
 )
+from imagefolder_lmdb.reader.identity import FileChangedError, FileIdentity, LocalFileToken, StorageToken, content_id
 from imagefolder_lmdb.reader.legacy import legacy_keys, legacy_loads, legacy_record
 from imagefolder_lmdb.reader.locations import (
     SPOT_CHECKS,
@@ -124,19 +127,24 @@ __all__ = [
     "STORAGE_REASONS",
     "TORCHCODEC_PIN",
     "Decode",
+    "FileChangedError",
+    "FileIdentity",
     "FormatError",
     "LMDBDataset",
     "LMDBReader",
     "LmdbHeader",
+    "LocalFileToken",
     "LocationsWarning",
     "Meta",
     "PageGuard",
     "ReadersFullError",
+    "StorageToken",
     "TruncatedFileError",
     "check_lmdb_file",
     "checksum",
     "class_words",
     "close_all_envs",
+    "content_id",
     "decode_meta",
     "encode_document",
     "encode_meta",

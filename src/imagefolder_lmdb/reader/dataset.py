@@ -12,6 +12,7 @@ import lmdb
 import numpy as np
 
 from imagefolder_lmdb.reader.decoding import DECODE_CHOICES, Decode, _torchcodec_jpeg
+from imagefolder_lmdb.reader.drop_in import DropIn
 from imagefolder_lmdb.reader.file_checks import _ReadTxn
 from imagefolder_lmdb.reader.format import (
     META_KEYS,
@@ -21,7 +22,8 @@ from imagefolder_lmdb.reader.format import (
     decode_meta,
     is_legacy_pickle_lmdb,
 )
-from imagefolder_lmdb.reader.handles import _begin_read, guarded, shared_env
+from imagefolder_lmdb.reader.handles import _begin_read, guarded, opened_token, shared_env
+from imagefolder_lmdb.reader.identity import FileChangedError, FileIdentity, changed_message, content_id
 from imagefolder_lmdb.reader.legacy import _open_legacy
 from imagefolder_lmdb.reader.memory import keep_freed_memory_for_reuse
 from imagefolder_lmdb.reader.records import _Opened, _Records
@@ -37,6 +39,17 @@ def _open_records(path: str, env: lmdb.Environment, lock: bool, allow_pickle: bo
         meta = decode_meta(txn, path)
         records = _v1_records(path, env, meta, lock)
     return _Opened(records, meta.document, meta.classes, meta.paths, meta.labels.tolist(), meta)
+
+
+def _reopened(path: str, env: lmdb.Environment, lock: bool, opened: FileIdentity) -> tuple[_Records, FileIdentity]:
+    """The record source of the file now at ``path`` if it holds the content the dataset opened (a
+    compacted copy, a ``cp``: its record locations are checked again); else FileChangedError."""
+    with guarded(env.begin(), path, lock) as txn:
+        meta = decode_meta(txn, path)
+    found = FileIdentity(content_id(meta), opened_token(path))
+    if found.content != opened.content:
+        raise FileChangedError(changed_message(path, opened.describe(), found.describe(meta.document)))
+    return _v1_records(path, env, meta, lock), found
 
 
 def _open_path(
@@ -102,7 +115,7 @@ def _resized_words(short_side: int | None, max_side: int | None) -> str | None:
     return ", ".join(bounds) or None
 
 
-class _Index:
+class _Index(DropIn):
     """What opening the file found, as LMDBReader shows it: ImageFolder's index (``root``, ``classes``,
     ``class_to_idx``, ``samples``, ``imgs``, ``targets``), the words of each class where the file has
     them (``class_words``), what the meta knows of each record
@@ -110,7 +123,10 @@ class _Index:
     file), and which record source reads them (``is_legacy``, ``reads_by_offset``)."""
 
     path: str
+    lock: bool
+    max_readers: int | None
     _records: _Records
+    _identity: FileIdentity | None
 
     def _set_index(self, opened: _Opened) -> None:
         self._records = opened.records  # where reads go; chosen by _open_records
@@ -129,6 +145,32 @@ class _Index:
         self.image_sizes: np.ndarray | None = None if meta is None else meta.sizes  # (width, height) each
         self.checksums: np.ndarray | None = None if meta is None else meta.crc32  # CRC-32 of each value
         self.storage_codes: np.ndarray | None = None if meta is None else meta.storage  # STORAGE_REASONS
+        # the file opened (reader/identity.py); legacy pickles have no meta to pin their content by; a URL's
+        # storage token is the object's version (remote/records.ObjectVersion), which every read is pinned to
+        self._identity = None
+        if meta is not None:
+            remote = is_url(self.path)
+            token = opened.records.token if remote else opened_token(self.path)  # type: ignore[attr-defined]
+            self._identity = FileIdentity(content_id(meta), token)
+
+    def _check_file(self) -> None:
+        """Before each read: the path still holds the file this dataset opened, in this process too
+        (a worker, an epoch's new workers, the parent after a fork open it again; reader/identity.py)."""
+        if self._identity is None or is_url(self.path):  # a URL: If-Match on every read (remote/engine.py)
+            return
+        token = opened_token(self.path)
+        if token is None:  # not open in this process yet
+            env = shared_env(self.path, lock=self.lock, max_readers=self.max_readers)
+            token = opened_token(self.path)
+        if token != self._identity.storage:
+            env = shared_env(self.path, lock=self.lock, max_readers=self.max_readers)
+            self._records, self._identity = _reopened(self.path, env, self.lock, self._identity)
+
+    def _checked(self, index: Any) -> int:
+        """``index`` checked, and the file too (_check_file)."""
+        index = self._check_index(index)
+        self._check_file()
+        return index
 
     @property
     def is_legacy(self) -> bool:
@@ -145,12 +187,11 @@ class _Index:
         return len(self.targets)
 
     def _check_index(self, index: Any) -> int:
-        index = operator.index(index)  # ints, numpy integers, 0-d integer tensors
+        given = operator.index(index)  # ints, numpy integers, 0-d integer tensors
         n = len(self.targets)
-        if index < 0:
-            index += n
+        index = given + n if given < 0 else given
         if not 0 <= index < n:
-            raise IndexError(f"index {index} out of range for {self.path} with {n} images")
+            raise IndexError(f"index {given} out of range for {self.path} with {n} images (-{n} to {n - 1})")
         return index
 
     def _require_meta(self, what: str) -> None:
@@ -289,6 +330,7 @@ class LMDBReader(_Index):
         DataLoader's batched fetch calls this instead of ``__getitem__`` once per sample; the list
         it returns goes to ``collate_fn``. Transforms run after every record has been read."""
         positions = [self._check_index(index) for index in indices]
+        self._check_file()
         if len(positions) > 1:
             keep_freed_memory_for_reuse()
         batch = self._records.read(positions, self.decode, self._transaction, self.targets)
@@ -321,7 +363,7 @@ class LMDBReader(_Index):
             IndexError: ``index`` out of range.
             FormatError: the record is missing (a damaged file).
         """
-        return self._records.get_bytes(self._check_index(index), self._transaction)
+        return self._records.get_bytes(self._checked(index), self._transaction)
 
     def check_crc(self, index: int) -> bool:
         """Whether record ``index`` still has the CRC-32 recorded when it was written.

@@ -21,8 +21,12 @@ FORMAT_ID = "imagefolder-lmdb"
 #: PNG value); a writer writes the oldest version that holds its records (format_version_of), so a
 #: file without such records stays readable by every version-1 reader, and one with them is refused
 #: by those readers (they accept version 1 only) instead of being decoded as JPEG.
-FORMAT_VERSION = 2
-READABLE_VERSIONS = (1, 2)
+FORMAT_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
+#: Version 3 is version 2 whose meta/paths may hold names that are not valid UTF-8 (a latin-1
+#: ``caf\xe9.jpg``), stored as the file system gave their bytes; written only by a file that has such a
+#: name (``encode_meta``), so that an older reader refuses it instead of calling the file damaged.
+NAMES_AS_BYTES_VERSION = 3
 
 #: Record keys are the global index as ASCII decimal, zero-padded to this width. Every key starts
 #: with a digit, every meta key with "meta/" (sorted after all digits), so the two cannot collide
@@ -81,7 +85,7 @@ CHECKSUMMED_ARRAYS = ("labels", "sizes", "crc32", "storage", "source_bytes", "pa
 #: class name leaves the JSON valid, and would rename a class without a word.
 CHECKSUMMED_FIELDS = ("classes", "class_words")
 
-_ARRAY_DTYPES = {
+_ARRAY_DTYPES: dict[str, np.dtype[Any]] = {
     "labels": np.dtype("<i4"),
     "sizes": np.dtype("<u4"),
     "crc32": np.dtype("<u4"),
@@ -171,7 +175,12 @@ def encode_meta(meta: Meta) -> dict[bytes, bytes]:
         raise ValueError(f"meta paths has {len(meta.paths)} entries, expected {n}")
     if any("\0" in p for p in meta.paths):
         raise ValueError("a relative path contains a NUL byte")
-    values[META_KEYS["paths"]] = "".join(p + "\0" for p in meta.paths).encode("utf-8")
+    paths = "".join(p + "\0" for p in meta.paths)
+    try:
+        values[META_KEYS["paths"]] = paths.encode("utf-8")
+    except UnicodeEncodeError:  # a name that is not UTF-8, kept as Python's surrogate escapes hold it
+        values[META_KEYS["paths"]] = paths.encode("utf-8", "surrogateescape")
+        meta.document["version"] = max(int(meta.document.get("version", 1)), NAMES_AS_BYTES_VERSION)
     # Without known locations the array says "none located": every file written from here on has
     # the key, and scripts/add_locations.py fills it in.
     locations = np.zeros(n, LOCATION_DTYPE) if meta.locations is None else meta.locations
@@ -214,6 +223,11 @@ def _locations(txn: _ReadTxn) -> np.ndarray | None:
     return np.frombuffer(bytes(raw[:whole]), dtype=LOCATION_DTYPE)
 
 
+def _names_errors(document: dict[str, Any]) -> str:
+    """How meta/paths is decoded: names that are not UTF-8 kept as their bytes from version 3 on."""
+    return "surrogateescape" if document.get("version") == NAMES_AS_BYTES_VERSION else "strict"
+
+
 def decode_meta(txn: _ReadTxn, where: str) -> Meta:
     """Read and check the meta of an open file: the JSON document, the arrays against their CRC-32,
     one entry per record in each, every label naming a class.
@@ -244,7 +258,7 @@ def decode_meta(txn: _ReadTxn, where: str) -> Meta:
             crc32=_array(txn, "crc32", sums),
             storage=_array(txn, "storage", sums),
             source_bytes=_array(txn, "source_bytes", sums),
-            paths=_array_bytes(txn, "paths", sums).decode("utf-8").split("\0")[:-1],
+            paths=_array_bytes(txn, "paths", sums).decode("utf-8", _names_errors(document)).split("\0")[:-1],
             locations=_locations(txn),
         )
     except (FormatError, ValueError) as exc:  # ValueError: an array of a broken size, paths not UTF-8

@@ -22,6 +22,7 @@ from imagefolder_lmdb.reader.file_checks import (
     read_lmdb_header,
 )
 from imagefolder_lmdb.reader.format import FormatError
+from imagefolder_lmdb.reader.identity import LocalFileToken, local_token
 
 
 class ReadersFullError(RuntimeError):
@@ -148,6 +149,8 @@ _ENVS_LOCK = threading.Lock()
 _FDS: dict[str, tuple[int, tuple[int, int]]] = {}
 #: file key -> the PageGuard of the file's pages (with a descriptor of its own)
 _GUARDS: dict[str, PageGuard] = {}
+#: file key -> the storage token of the file its environment opened (reader/identity.py)
+_TOKENS: dict[str, LocalFileToken] = {}
 
 
 @functools.lru_cache(maxsize=64)
@@ -180,6 +183,7 @@ def shared_env(path: str, lock: bool = False, max_readers: int | None = None) ->
         entry = _ENVS.get(key)
         if entry is None:
             entry = _ENVS[key] = (open_env_readonly(path, max_readers=max_readers, lock=lock), wanted)
+            _TOKENS[key] = local_token(path)  # the file LMDB just opened (a replacement a moment later: caught)
         env, options = entry
     if options != wanted:
         raise ValueError(
@@ -225,6 +229,11 @@ def shared_fd(path: str) -> tuple[int, tuple[int, int]]:
     return _made_once(_FDS, path, open_fd)
 
 
+def opened_token(path: str) -> LocalFileToken | None:
+    """The storage token of the file this process's environment of ``path`` opened (None: not open)."""
+    return _TOKENS.get(_env_key(path))
+
+
 def shared_guard(path: str) -> PageGuard:
     """This process's PageGuard of the file at ``path``, made on first use."""
 
@@ -249,6 +258,7 @@ def close_all_envs() -> None:
         for env, _ in _ENVS.values():
             env.close()
         _ENVS.clear()
+        _TOKENS.clear()
         for fd, _ in _FDS.values():
             os.close(fd)
         _FDS.clear()
@@ -261,6 +271,7 @@ def _forget_envs_in_child() -> None:
     # The child's copies were closed before the fork; start from clean tables and a fresh lock.
     global _ENVS_LOCK
     _ENVS.clear()
+    _TOKENS.clear()
     _FDS.clear()
     _GUARDS.clear()
     _ENVS_LOCK = threading.Lock()

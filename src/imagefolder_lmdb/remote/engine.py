@@ -78,13 +78,13 @@ def _classify(exc: BaseException, url: str, etag: str | None) -> BaseException |
     return None
 
 
-async def _get_once(store: Any, key: str, start: int, end: int, etag: str | None) -> tuple[bytes, dict[str, Any]]:
+async def _get_once(store: Any, key: str, start: int, end: int, etag: str | None) -> tuple[bytes, Any]:
     import obstore
 
     options: dict[str, Any] = {"range": (start, end)}
     if etag is not None:
         options["if_match"] = etag
-    result = await obstore.get_async(store, key, options=options)
+    result = await obstore.get_async(store, key, options=options)  # type: ignore[arg-type]  # a plain dict
     data = bytes(await result.bytes_async())
     return data, result.meta
 
@@ -112,6 +112,11 @@ async def get_range(
         if len(data) == end - start:
             return Fetched([data], meta.get("e_tag"), int(meta.get("size") or 0))
         problem = f"the server answered {len(data):,} bytes for a range of {end - start:,}"
+    if "Range request not supported" in problem:
+        problem += (
+            ": the server answers ranged GETs with the whole object (HTTP 200, not 206), as some S3 gateways do "
+            "(`rclone serve s3`); serve the file from one that honours Range"
+        )
     raise RemoteReadError(
         f"{url}: bytes {start:,}-{end - 1:,} could not be read in {settings.retries + 1} tries: {problem}"
     )

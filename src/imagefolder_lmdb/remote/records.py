@@ -12,6 +12,7 @@ A mismatch is fetched once more, then refused with an error: never a wrong image
 from __future__ import annotations
 
 import zlib
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -47,6 +48,19 @@ def merged_spans(
     return [(start, end) for start, end in requests], pieces
 
 
+@dataclass(frozen=True)
+class ObjectVersion:
+    """Where a remote file's bytes are stored: the object and the version (ETag) every read is pinned
+    to (If-Match), the storage token of the dataset's file identity."""
+
+    url: str
+    etag: str | None
+    size: int
+
+    def describe(self) -> str:
+        return f"{self.url}, ETag {self.etag or '(none sent)'}, {self.size:,} bytes"
+
+
 class RemoteRecords:
     """Records of the object at ``url`` (version ``etag``), read by their locations; picklable (no
     client is held: each process makes its own on its first read)."""
@@ -69,6 +83,11 @@ class RemoteRecords:
         self.offsets, self.lengths, self.crc32 = offsets, lengths, crc32
         self.jpeg = jpeg  # bool per record: may go to a JPEG decoder
         self.size: int | None = None  # the object's size in bytes, where known
+
+    @property
+    def token(self) -> ObjectVersion:
+        """The object and version this source reads (the storage token of the file's identity)."""
+        return ObjectVersion(self.url, self.etag, self.size or 0)
 
     def _intact(self, index: int, data: bytes) -> bool:
         return zlib.crc32(data) == self.crc32.item(index)

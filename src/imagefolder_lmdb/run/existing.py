@@ -86,8 +86,9 @@ def differences(existing: Existing, split: dict[str, Any], encode: dict[str, Any
     if (inside or None) != (split.get("root") or None):
         found.append(f"root {inside or 'none'}, not {split.get('root') or 'none'}")
     settings = existing.document.get("settings", {}).get("encode", {})
+    # a key the file's settings lack came after it was made: not a difference the user made
     changed = [
-        f"{key} {settings.get(key)!r}, not {value!r}" for key, value in encode.items() if settings.get(key) != value
+        f"{key} {settings[key]!r}, not {value!r}" for key, value in encode.items() if settings.get(key, value) != value
     ]
     if changed:
         found.append("encode " + ", ".join(changed))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import selectors
 import signal
 import subprocess
 import sys
@@ -18,8 +19,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, TextIO
 
+from imagefolder_lmdb.run.workflow_folder import workflow_folder
+
 #: The packaged workflow: its Snakefile is what a host workflow's ``module`` may name, too.
-WORKFLOW = Path(__file__).resolve().parents[1] / "workflow"
+WORKFLOW = workflow_folder()
 SNAKEFILE = WORKFLOW / "Snakefile"
 #: Profiles shipped with the workflow: ``default`` (always applied) and ``slurm`` (``--profile slurm``).
 PROFILES = WORKFLOW / "profiles"
@@ -73,12 +76,21 @@ def check_snakemake() -> None:
         )
 
 
-def relay(source: IO[bytes], target: TextIO, verbose: bool) -> None:
-    """Copy the child's output line by line to ``target`` (a terminal, a log, a notebook's cell)."""
-    for line in iter(source.readline, b""):
-        if verbose or not line.startswith(CHATTER):
-            target.write(line.decode(errors="replace"))
-            target.flush()
+def relay(streams: dict[IO[bytes], TextIO], verbose: bool) -> None:
+    """Copy the child's stdout and stderr, line by line as they come, to this process's (a terminal,
+    a log, a notebook's cell): one reader for both, so that lines keep the order they were written in."""
+    with selectors.DefaultSelector() as selector:
+        for source in streams:
+            selector.register(source, selectors.EVENT_READ)
+        while selector.get_map():
+            for key, _ in selector.select():
+                line = key.fileobj.readline()  # type: ignore[union-attr]
+                if not line:
+                    selector.unregister(key.fileobj)
+                elif verbose or not line.startswith(CHATTER):
+                    target = streams[key.fileobj]  # type: ignore[index]
+                    target.write(line.decode(errors="replace"))
+                    target.flush()
 
 
 def run_snakemake(command: list[str], verbose: bool = False) -> None:
@@ -90,16 +102,13 @@ def run_snakemake(command: list[str], verbose: bool = False) -> None:
         error_file = os.path.join(folder, "error.txt")
         environment = {**snakemake_environment(), ERROR_FILE_VARIABLE: error_file}
         environment[TERMINAL_VARIABLE] = "1" if sys.stderr.isatty() else "0"
+        environment["PYTHONUNBUFFERED"] = "1"  # the summary (stdout) after the board's last lines (stderr)
         process = subprocess.Popen(command, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        threads = [
-            threading.Thread(target=relay, args=(process.stdout, sys.stdout, verbose), daemon=True),
-            threading.Thread(target=relay, args=(process.stderr, sys.stderr, verbose), daemon=True),
-        ]
-        for thread in threads:
-            thread.start()
+        streams = {process.stdout: sys.stdout, process.stderr: sys.stderr}
+        thread = threading.Thread(target=relay, args=(streams, verbose), daemon=True)
+        thread.start()
         returncode = wait_passing_signals(process)
-        for thread in threads:
-            thread.join()
+        thread.join()
         lines = Path(error_file).read_text().splitlines() if os.path.exists(error_file) else []
     if returncode != 0:
         fallback = f"the workflow failed (Snakemake exit status {returncode}); see its messages above"

@@ -101,7 +101,8 @@ def checked_outdir(outdir: str) -> str:
     results = os.path.abspath(outdir)
     if os.path.exists(results) and not os.path.isdir(results):
         raise PlanError(f"OUTDIR {outdir} is a file, not a folder: name a folder (it is created if missing)")
-    parent = next((p for p in [results, *Path(results).parents] if os.path.exists(p)), Path("/"))
+    candidates: list[str | Path] = [results, *Path(results).parents]
+    parent = next((p for p in candidates if os.path.exists(p)), Path("/"))
     if not os.access(parent, os.W_OK | os.X_OK):
         raise PlanError(f"OUTDIR {outdir}: {parent} is not writable here (a read-only mount?): name another folder")
     return results
@@ -111,7 +112,7 @@ def splits_of(request: Request) -> dict[str, dict[str, Any]]:
     """The splits to convert: each one SOURCE holds, or SOURCE as one split."""
     source = request.source
     if isinstance(source, str) and not any(c in source for c in "*{") and not os.path.exists(source):
-        raise PlanError(f"SOURCE {source} does not exist: name a folder, an archive or shard files")
+        raise PlanError(f"SOURCE {source!r} does not exist: name a folder, an archive or shard files")
     found = None
     rooted = any(setting.path == ("splits", "*", "root") for setting in request.settings)  # one folder inside
     if request.split is None and request.layout == "imagefolder" and isinstance(source, str) and not rooted:

@@ -33,7 +33,7 @@ MEMBERS = "members.jsonl"
 
 
 def read_json(path: str) -> Any:
-    with open(path, encoding="utf-8") as stream:
+    with open(path, encoding="utf-8", errors="surrogateescape") as stream:
         return json.load(stream)
 
 
@@ -98,7 +98,7 @@ def write_members(folder: str, members: Iterable[Member], strip: str = "") -> in
     """members.jsonl: one ``[path without strip, location(, label)]`` row per file member; returns
     the count."""
     count = 0
-    with atomic_file(os.path.join(folder, MEMBERS), encoding="utf-8") as stream:
+    with atomic_file(os.path.join(folder, MEMBERS), encoding="utf-8", errors="surrogateescape") as stream:
         for member in members:
             row: list[Any] = [member.path[len(strip) :], location_to_json(member.location)]
             if member.label is not None:
@@ -121,7 +121,7 @@ def read_labelled_members(folder: str) -> list[Member]:
 
 def iter_labelled_members(folder: str) -> Iterator[Member]:
     """The member rows one by one: a listing that takes each once never holds them all (1.28M)."""
-    with open(os.path.join(folder, MEMBERS), encoding="utf-8") as stream:
+    with open(os.path.join(folder, MEMBERS), encoding="utf-8", errors="surrogateescape") as stream:
         for row in map(json.loads, stream):
             yield Member(row[0], location_from_json(row[1]), *row[2:])
 
@@ -152,7 +152,7 @@ class Sample:
 def write_manifest(path: str, header: ManifestHeader, samples: Iterable[Sample]) -> None:
     """First line: the header object; then ``[index, label, path(, location)]`` per image (JSON,
     so any character a file name can hold survives)."""
-    with atomic_file(path, encoding="utf-8") as stream:
+    with atomic_file(path, encoding="utf-8", errors="surrogateescape") as stream:
         json.dump(header.__dict__, stream, ensure_ascii=False)
         stream.write("\n")
         for sample in samples:
@@ -164,7 +164,7 @@ def write_manifest(path: str, header: ManifestHeader, samples: Iterable[Sample])
 
 
 def read_manifest_header(path: str) -> ManifestHeader:
-    with open(path, encoding="utf-8") as stream:
+    with open(path, encoding="utf-8", errors="surrogateescape") as stream:
         return ManifestHeader(**json.loads(stream.readline()))
 
 
@@ -175,7 +175,7 @@ def shard_range(count: int, shards: int, shard: int) -> tuple[int, int]:
 
 def read_manifest(path: str, start: int = 0, stop: int | None = None) -> Iterator[Sample]:
     """Samples ``start <= index < stop``, parsing only those lines (shards read a slice)."""
-    with open(path, encoding="utf-8") as stream:
+    with open(path, encoding="utf-8", errors="surrogateescape") as stream:
         stream.readline()
         for line_number, line in enumerate(stream):
             if line_number < start:

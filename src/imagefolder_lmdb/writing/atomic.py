@@ -73,7 +73,18 @@ def atomic_file(final: str, mode: str = "w", **open_args: Any) -> Iterator[IO[An
         raise
 
 
+def json_text(document: Any, **options: Any) -> str:
+    """``document`` as JSON, UTF-8 text as it is; with ``\\u`` escapes only where a name that is not
+    UTF-8 (a surrogate escape) could not be written as UTF-8 (json.load gives it back as it was)."""
+    text = json.dumps(document, ensure_ascii=False, **options)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(document, ensure_ascii=True, **options)
+    return text
+
+
 def write_json_atomic(path: str, document: Any) -> None:
     with atomic_file(path, encoding="utf-8") as stream:
-        json.dump(document, stream, indent=1, sort_keys=True, ensure_ascii=False)
+        stream.write(json_text(document, indent=1, sort_keys=True))
         stream.write("\n")
