@@ -98,16 +98,16 @@ def run(contender: dict[str, Any], env: dict[str, str], proxy: FaultProxy, pytho
 
 
 def contenders(url: str, local: Path, decode: str) -> list[dict[str, Any]]:
-    """Side by side: this reader from S3 (full shuffle, block-window shuffle), the same file on local
-    disk (cold; warm too with the train transform: the decoding floor), LitData from S3."""
-    runs = [
-        {"name": "this reader, s3://", "kind": "lmdb", "source": url},
-        {"name": "this reader, s3://, block-window 16x4", "kind": "lmdb", "source": url, "shuffle": "block"},
-        {"name": "same file, local disk, cold", "kind": "lmdb", "source": str(local), "cold": True},
-        {"name": "LitData StreamingDataset, s3://", "kind": "litdata", "source": "s3://bench/litdata"},
-    ]
+    """Side by side: this reader from S3, LitData from S3; with the train transform also the same file
+    on local disk, cold and warm (the decoding floor); with bytes also the block-window shuffle."""
+    s3 = {"name": "this reader, s3://", "kind": "lmdb", "source": url}
+    lit = {"name": "LitData StreamingDataset, s3://", "kind": "litdata", "source": "s3://bench/litdata"}
     if decode == "train":
-        runs.append({"name": "same file, local disk, warm (decoding floor)", "kind": "lmdb", "source": str(local)})
+        cold = {"name": "same file, local disk, cold", "kind": "lmdb", "source": str(local), "cold": True}
+        warm = {"name": "same file, local disk, warm (decoding floor)", "kind": "lmdb", "source": str(local)}
+        runs = [s3, cold, lit, warm]
+    else:
+        runs = [s3, {**s3, "name": "this reader, s3://, block-window 16x4", "shuffle": "block"}, lit]
     return [{**run, "decode": decode} for run in runs]
 
 
