@@ -31,7 +31,7 @@ data/demo/val:
 	mv data/demo/val.incomplete data/demo/val
 
 demo: $(STAMP) data/demo/train data/demo/val
-	$(BIN)/snakemake --cores $(CORES) --configfile config/demo.yaml
+	$(BIN)/snakemake --cores $(CORES) --configfile config/demo.yaml --logger imagefolder-lmdb
 
 # Two worker processes (pytest-xdist); the SLURM tests on one of them, handed out first
 # (tests/support/scheduling.py). Budget: README.md, "Tests".

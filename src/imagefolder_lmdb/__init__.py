@@ -58,4 +58,5 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__, "__version__"])
+    """The public API (what ``__all__`` names and ``__version__``), not the module's internals."""
+    return sorted({*__all__, "__version__"})

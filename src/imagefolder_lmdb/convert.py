@@ -83,6 +83,7 @@ class Run:
     options: tuple[str, ...]  # --cores, --profile and the caller's own Snakemake options
     config: dict[str, Any] | None = None  # the config written for SOURCE OUTDIR (None: a user's file)
     up_to_date: bool = False  # every output is there, from the same source and settings
+    replaced: tuple[str, ...] = ()  # --overwrite: the old files, removed once the run has succeeded
 
 
 def convert(
@@ -149,18 +150,39 @@ def run_planned(run: Run, clean: bool, own_options: bool, verbose: bool = False)
     caller gave Snakemake options of their own: a --dry-run, a --forceall); ConvertError on failure."""
     if run.up_to_date and not own_options:
         show_existing(run)
+        finish(run, clean)
         return run.outputs
+    kept = set_aside(run.replaced)
     try:
         run_snakemake(snakemake_command(run.configfile, run.directory, run.options, verbose), verbose)
     except ConvertError as exc:
+        put_back(kept)  # a failed run leaves the old datasets as they were
         if run.config is None:  # a config file's run: its messages speak of its keys
             raise
         from imagefolder_lmdb.config.settings import in_command_line_words
 
         lines = [in_command_line_words(line) for line in exc.lines]
         raise ConvertError(in_command_line_words(str(exc)), exc.returncode, lines) from None
+    for path in kept.values():
+        os.remove(path)
     finish(run, clean)
     return run.outputs
+
+
+def set_aside(paths: Sequence[str]) -> dict[str, str]:
+    """Rename the files a run with --overwrite replaces (``X`` -> ``X.replaced``), so that the run
+    builds them anew and a failed run can put them back; {original: set-aside path}."""
+    kept = {}
+    for path in paths:
+        os.replace(path, f"{path}.replaced")
+        kept[path] = f"{path}.replaced"
+    return kept
+
+
+def put_back(kept: dict[str, str]) -> None:
+    """After a failed run: the files set aside back in place (over whatever the run left there)."""
+    for path, aside in kept.items():
+        os.replace(aside, path)
 
 
 def command_request(
@@ -223,7 +245,8 @@ def plan_run(
     outputs = outputs_of(config["results"], list(config["splits"]))
     if planned.nothing_to_do:
         return Run(planned.work / "config.yaml", planned.work, outputs, options, config, True)
-    return Run(write_config(config, planned.work / "config.yaml"), planned.work, outputs, options, config)
+    configfile = write_config(config, planned.work / "config.yaml")
+    return Run(configfile, planned.work, outputs, options, config, replaced=tuple(planned.replaced))
 
 
 def show_existing(run: Run) -> None:
@@ -231,7 +254,8 @@ def show_existing(run: Run) -> None:
     from imagefolder_lmdb.run.summary import summary_lines
 
     config = cast("dict[str, Any]", run.config)  # a planned run's config
-    print(f"Nothing to convert: {', '.join(run.outputs)} in {config['results']} are up to date.")
+    verb = "is" if len(run.outputs) == 1 else "are"
+    print(f"Nothing to convert: {', '.join(run.outputs)} in {config['results']} {verb} up to date.")
     for line in summary_lines(config)[2:]:
         print(line)
 
@@ -240,7 +264,7 @@ def finish(run: Run, clean: bool) -> None:
     """After success: ``clean`` removes the work folder (never a user's --configfile run's)."""
     import shutil
 
-    if clean and run.directory is not None and run.config is not None:
+    if clean and run.directory is not None and run.config is not None and run.directory.exists():
         shutil.rmtree(run.directory, ignore_errors=True)
         print(f"removed the work folder {run.directory} (--clean)")
 

@@ -105,7 +105,9 @@ def test_a_split_alone_takes_the_class_list_of_the_others(split_tree: Path, tmp_
     refused = run_command(tmp_path, "convert", other, "out", "--split", "test")
     assert refused.returncode == 1 and refused.stdout == ""
     lines = refused.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("imagefolder-lmdb convert: test: class folders zebra are not ")
+    assert len(lines) == 1 and lines[0].startswith(
+        "imagefolder-lmdb convert: test: class folder zebra is not a class of "
+    )
     assert "zebra" in refused.stderr and "--classes-from FILE.lmdb" in refused.stderr
     assert not (tmp_path / "out" / "test.lmdb").exists()
     told = ["--split", "test", "--classes-from", tmp_path / "out" / "train.lmdb", "--shards", "1", "--cores", "2"]
@@ -234,7 +236,7 @@ def test_a_rerun_after_clean_shows_the_summary_instead_of_converting(tmp_path: P
     assert dataset.exists() and not (tmp_path / "out" / "work").exists()
     stamp = dataset.stat().st_mtime_ns
     again = succeeded(run_command(tmp_path, *command))
-    assert again.stdout.startswith(f"Nothing to convert: train in {tmp_path / 'out'} are up to date.\n")
+    assert again.stdout.startswith(f"Nothing to convert: train in {tmp_path / 'out'} is up to date.\n")
     assert "train: 4 images, 2 classes, verified" in again.stdout and str(dataset) in again.stdout
     assert dataset.stat().st_mtime_ns == stamp and not (tmp_path / "out" / "work").exists()
     info = json.loads(succeeded(run_command(tmp_path, "info", dataset, "--json")).stdout)
@@ -303,3 +305,54 @@ def test_the_ilsvrc2012_downloads_convert_with_no_other_argument(tmp_path: Path)
     assert train["classes"] == val_meta["classes"] == wnids and train["length"] == 6 and len(paths) == 4
     truth = [wnids.index(val.ground_truth[int(path.rsplit("_", 1)[1].split(".")[0])]) for path in paths]
     assert labels.tolist() == truth
+
+
+def test_overwrite_names_the_other_split_and_replaces_only_a_complete_dataset(tmp_path: Path) -> None:
+    """OUT holds train and val; a SOURCE of train alone with other classes: first the --overwrite
+    message; with it, the val whose numbering the new train would not share is named (remove it or
+    another OUTDIR), nothing replaced; a failed --overwrite run leaves the old files; a train whose
+    classes are val's replaces it, numbered as val."""
+    make_images(str(tmp_path / "data" / "train"), images=4, classes=2, seed=1, workers=1)
+    make_images(str(tmp_path / "data" / "val"), images=2, classes=2, seed=1, first_index=50, workers=1)
+    fast = ["--shards", "1", "--cores", "2"]
+    succeeded(run_command(tmp_path, "convert", "data", "out", *fast))
+    train, val = tmp_path / "out" / "train.lmdb", tmp_path / "out" / "val.lmdb"
+    before = train.read_bytes()
+    make_images(str(tmp_path / "data2" / "train"), images=4, classes=2, seed=2, workers=1)
+    for folder in sorted((tmp_path / "data2" / "train").iterdir()):
+        folder.rename(folder.with_name("other_" + folder.name))
+    refused = run_command(tmp_path, "convert", "data2", "out", *fast)
+    assert refused.returncode == 1 and refused.stderr.startswith(f"imagefolder-lmdb convert: {train} was made from ")
+    assert "Give --overwrite to replace it" in refused.stderr
+    refused = run_command(tmp_path, "convert", "data2", "out", *fast, "--overwrite")
+    assert refused.returncode == 1 and len(refused.stderr.splitlines()) == 1
+    assert "train: class folders other_" in refused.stderr and f"remove {val}" in refused.stderr
+    assert "another OUTDIR" in refused.stderr and train.read_bytes() == before
+    shutil.copytree(tmp_path / "data" / "train", tmp_path / "data3" / "train")
+    bad = next(next((tmp_path / "data3" / "train").iterdir()).iterdir())
+    bad.write_bytes(b"not an image")
+    failed = run_command(tmp_path, "convert", "data3", "out", *fast, "--overwrite")
+    assert failed.returncode != 0 and train.read_bytes() == before, "a failed run keeps the old dataset"
+    bad.unlink()
+    replaced = succeeded(run_command(tmp_path, "convert", "data3", "out", *fast, "--overwrite"))
+    assert f"train: replacing {train} once the new one is complete (--overwrite)" in replaced.stderr
+    assert meta_of(train)[0]["length"] == 3 and meta_of(train)[0]["classes"] == meta_of(val)[0]["classes"]
+    assert not list((tmp_path / "out").glob("*.replaced"))
+
+
+def test_a_folder_of_classes_skipped_images_verify_and_clean_with_nothing_to_do(tmp_path: Path) -> None:
+    """A folder of class folders is named as split train; skipped images are named in the summary;
+    ``verify OUT`` checks each dataset; --clean on a run with nothing to do removes the work folder."""
+    make_images(str(tmp_path / "flat"), images=4, classes=2, seed=1, workers=1)
+    bad = next(next((tmp_path / "flat").iterdir()).iterdir())
+    bad.write_bytes(b"not an image")
+    command = ["convert", "flat", "out", "--on-error", "skip", "--shards", "1", "--cores", "2"]
+    first = succeeded(run_command(tmp_path, *command))
+    assert "flat: treated as split 'train' (--split NAME to choose)" in first.stderr
+    relative = f"{bad.parent.name}/{bad.name}"
+    assert f"skipped: 1 ({relative})" in first.stdout + first.stderr
+    checked = succeeded(run_command(tmp_path, "verify", "out"))
+    assert str(tmp_path / "out" / "train.lmdb") in checked.stdout
+    again = succeeded(run_command(tmp_path, *command, "--clean"))
+    assert again.stdout.startswith(f"Nothing to convert: train in {tmp_path / 'out'} is up to date.\n")
+    assert "shard" not in again.stderr and not (tmp_path / "out" / "work").exists()

@@ -95,8 +95,13 @@ def differences(existing: Existing, split: dict[str, Any], encode: dict[str, Any
     return found
 
 
+def with_settings(found: list[str]) -> list[str]:
+    """``differences`` as words after "was made": "from X", "with encode quality 95"."""
+    return [f"with {item}" if item.startswith(("encode", "root")) else item for item in found]
+
+
 def refuse_replacing(config: dict[str, Any], existing: dict[str, Existing], overwrite: bool) -> list[str]:
-    """The splits whose file may be replaced (``--overwrite``: their old files, to remove first);
+    """The splits whose file may be replaced (``--overwrite``: replaced once the new one is complete);
     OutputsError naming the first file that would be replaced in silence."""
     replaced = []
     for name, split in config["splits"].items():
@@ -105,7 +110,7 @@ def refuse_replacing(config: dict[str, Any], existing: dict[str, Existing], over
         found = differences(existing[name], split, config["encode"])
         if found and not overwrite:
             raise OutputsError(
-                f"{existing[name].path} was made {'; '.join(found)}: not replaced. Give --overwrite to "
+                f"{existing[name].path} was made {'; '.join(with_settings(found))}: not replaced. Give --overwrite to "
                 "replace it, or another OUTDIR"
             )
         if found:

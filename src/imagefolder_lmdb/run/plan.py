@@ -62,6 +62,7 @@ class Plan:
     config: dict[str, Any]
     notes: list[str] = field(default_factory=list)
     nothing_to_do: bool = False
+    replaced: list[str] = field(default_factory=list)  # --overwrite: files to replace once the run succeeds
 
     @property
     def work(self) -> Path:
@@ -77,23 +78,32 @@ def plan(request: Request) -> Plan:
     """The config of ``request``, checked; PlanError with the line to show when it cannot run."""
     results = checked_outdir(request.outdir)
     work = os.path.abspath(request.work) if request.work is not None else os.path.join(results, "work")
-    config = apply({"results": results, "work": work, "splits": splits_of(request)}, request.settings)
+    splits = splits_of(request)
+    config = apply({"results": results, "work": work, "splits": splits}, request.settings)
     if held_elsewhere(results):
         raise PlanError(f"another conversion is writing into {results}: wait until it ends, or name another OUTDIR")
     existing = existing_splits(results)
-    notes = take_classes(config, existing, request)
-    if request.cores != PROFILE_CORES:  # a cluster profile's jobs: the schema's default
-        notes += choose_shards(config, request.cores)
+    replaced = replacing(config, existing, request)  # before the class list: --overwrite is the fix to hear first
+    notes = [*split_note(request, splits), *take_classes(config, existing, request, replaced)]
+    shards = choose_shards(config, request.cores) if request.cores != PROFILE_CORES else []  # profile: the schema's
     filled = checked(config, request.settings)
+    nothing_to_do = not replaced and up_to_date(filled, existing)
+    notes += [] if nothing_to_do else shards  # the shard counts of a run that does not happen: noise
+    notes += [
+        f"{name}: replacing {existing[name].path} once the new one is complete (--overwrite)" for name in replaced
+    ]
+    paths = RunPaths(results, work)
+    old = [path for name in replaced for path in paths.final_outputs(name) if os.path.exists(path)]
+    return Plan(config, notes, nothing_to_do, old)
+
+
+def replacing(config: dict[str, Any], existing: dict[str, Existing], request: Request) -> list[str]:
+    """The splits whose dataset in OUTDIR this run replaces (``--overwrite``); PlanError naming the
+    file and the flag where one would be replaced in silence."""
     try:
-        for name in refuse_replacing(filled, existing, request.overwrite):
-            for path in RunPaths(results, work).final_outputs(name):
-                if os.path.exists(path):
-                    os.remove(path)
-            notes.append(f"{name}: replacing {existing[name].path} (--overwrite)")
+        return refuse_replacing(checked(config, request.settings), existing, request.overwrite)
     except OutputsError as exc:
         raise PlanError(str(exc).replace("--overwrite", flag("--overwrite", request.cli))) from None
-    return Plan(config, notes, up_to_date(filled, existing_splits(results)))
 
 
 def checked_outdir(outdir: str) -> str:
@@ -128,7 +138,21 @@ def splits_of(request: Request) -> dict[str, dict[str, Any]]:
     return {request.split or "train": {"source": absolute, "layout": request.layout}}
 
 
-def take_classes(config: dict[str, Any], existing: dict[str, Existing], request: Request) -> list[str]:
+def split_note(request: Request, splits: dict[str, Any]) -> list[str]:
+    """A folder of class folders (no split folders in it) given without --split: the note that says
+    which split it became, so that a user who meant val hears it before train.lmdb is written."""
+    source = request.source
+    if request.split is not None or list(splits) != ["train"] or not isinstance(source, str):
+        return []
+    alone = os.path.isdir(source) and splits["train"].get("source") == os.path.abspath(source)
+    if alone and os.path.basename(os.path.normpath(source)) != "train":
+        return [f"{source}: treated as split 'train' ({flag('--split', request.cli)} NAME to choose)"]
+    return []
+
+
+def take_classes(
+    config: dict[str, Any], existing: dict[str, Existing], request: Request, replaced: Sequence[str] = ()
+) -> list[str]:
     """Set ``config``'s class list from ``--classes-from`` or from the other splits in OUTDIR, so
     that a split converted alone numbers its classes as they do; the note to show."""
     given = flag("--classes-from", request.cli)
@@ -144,14 +168,30 @@ def take_classes(config: dict[str, Any], existing: dict[str, Existing], request:
     others = sorted(existing[name].path for name in existing if name not in config["splits"])
     extra = unlisted_classes(config, classes)
     if extra:
-        name, names = next(iter(extra.items()))
-        raise PlanError(
-            f"{name}: class folders {', '.join(names[:5])}{' ...' if len(names) > 5 else ''} are not classes of "
-            f"{', '.join(others)}, whose numbering this split must share: convert every split in one command "
-            f"(SOURCE holding train/ and {name}/), or give {given} FILE.lmdb to use its list (other images set aside)"
-        )
+        raise PlanError(unlisted_message(extra, others, sorted(set(existing) - set(config["splits"])), given, replaced))
     config["classes"] = others[0]
     return [f"classes: the {len(classes)} of {others[0]} (one numbering for every split in {config['results']})"]
+
+
+def unlisted_message(
+    extra: dict[str, list[str]], others: list[str], names: list[str], given: str, replaced: Sequence[str]
+) -> str:
+    """The line for class folders the other splits in OUTDIR lack: what to do, so that no two splits
+    number their classes differently."""
+    name, folders = next(iter(extra.items()))
+    shown = ", ".join(folders[:5]) + (" ..." if len(folders) > 5 else "")
+    what = f"class folder {shown} is not a class" if len(folders) == 1 else f"class folders {shown} are not classes"
+    start = f"{name}: {what} of {', '.join(others)}, whose numbering this split must share"
+    if name in replaced:  # --overwrite: the new dataset would not number its classes as the old ones there
+        return (
+            f"{start}: {'they are' if len(others) > 1 else 'it is'} not replaced by this command; remove "
+            f"{' and '.join(others)} to replace the whole dataset, or convert into another OUTDIR"
+        )
+    holding = " and ".join(f"{other}/" for other in [*names, name])
+    return (
+        f"{start}: convert every split in one command (SOURCE holding {holding}), "
+        f"or give {given} FILE.lmdb to use its list (other images set aside)"
+    )
 
 
 def checked(config: dict[str, Any], settings: Sequence[Setting]) -> dict[str, Any]:

@@ -65,6 +65,8 @@ def choose_shards(config: dict[str, Any], cores: int | str | None) -> list[str]:
             continue
         split["shards"] = shards_for(images, cores_of(cores))
         counted = f"{images:,} images" if os.path.isdir(split["source"]) else f"~{images:,} images (by size)"
+        if split.get("root") and os.path.isfile(split["source"]):  # one split of an archive holding several
+            counted = f"~{images:,} images (the whole archive's, by size)"
         shards = f"{split['shards']} shard{'s' if split['shards'] > 1 else ''}"
         notes.append(f"{name}: {shards} for {counted} on {cores_of(cores)} cores ({RULE})")
     return notes

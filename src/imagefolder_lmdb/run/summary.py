@@ -120,6 +120,19 @@ def kept_bytes_line(report: dict[str, Any]) -> list[str]:
     ]
 
 
+#: skipped images named in the summary; the rest are in the verify report
+SKIPPED_SHOWN = 3
+
+
+def skipped_words(skipped: list[dict[str, Any]], report_path: str) -> str:
+    """The skipped images by name (``--on-error skip``): a few, then how many more the report lists."""
+    if not skipped:
+        return ""
+    names = ", ".join(str(entry.get("path")) for entry in skipped[:SKIPPED_SHOWN])
+    more = len(skipped) - SKIPPED_SHOWN
+    return f" ({names}{f' and {more} more, listed in {report_path}' if more > 0 else ''})"
+
+
 def split_summary(name: str, paths: RunPaths, shards: int | None = None) -> list[str]:
     report_path = paths.verify_report(name)
     if not os.path.exists(report_path):
@@ -133,7 +146,7 @@ def split_summary(name: str, paths: RunPaths, shards: int | None = None) -> list
         f"({report['checked']['records']} records checked)",
         f"  bytes: {report['stored_bytes'] / 1e6:.1f} MB stored from {report['source_bytes'] / 1e6:.1f} MB source"
         + ratio_words(report),
-        f"  stored: {storage}; skipped: {len(report['skipped'])}",
+        f"  stored: {storage}; skipped: {len(report['skipped'])}" + skipped_words(report["skipped"], report_path),
         *kept_bytes_line(report),
         *resized_line(report),
         *class_list_line(report, paths, name),

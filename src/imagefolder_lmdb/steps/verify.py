@@ -479,7 +479,17 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     args = parser.parse_args(argv)
     if is_url(args.path):
         allow_in_process()  # this command forks no workers: obstore may run in it
-    return 0 if run(args.path, args.sample, args.full, args.seed, args.report, args.contact) else 1
+    from imagefolder_lmdb.info import InfoError, datasets_in
+
+    try:  # a folder (OUTDIR): each dataset in it, as ``info OUTDIR`` reads each
+        paths = [args.path] if is_url(args.path) else datasets_in(args.path)
+    except InfoError as exc:
+        print(f"{prog or 'verify'}: {exc}", file=sys.stderr)
+        return 1
+    if len(paths) > 1 and (args.report or args.contact):
+        parser.error(f"--report and --contact are one file's: give one .lmdb file of {args.path}")
+    results = [run(path, args.sample, args.full, args.seed, args.report, args.contact) for path in paths]
+    return 0 if all(results) else 1
 
 
 def rule_main(smk: Any, stream: TextIO) -> None:
