@@ -4,7 +4,7 @@
 #               runs the reader's tests again in a venv of requirements-floors.txt)
 # make test-cluster - the SLURM tests alone
 # make bench  - the benchmarks (minutes); writes BENCHMARKS.md
-# make lint   - ruff + snakefmt + snakemake --lint
+# make lint   - ruff + mypy (src, scripts) + snakefmt + snakemake --lint
 
 PYTHON ?= python3
 VENV := .venv
@@ -48,6 +48,7 @@ bench: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check scripts src tests benchmarks
 	$(BIN)/ruff format --check scripts src tests benchmarks
+	$(BIN)/mypy
 	$(BIN)/snakefmt --check Snakefile rules
 	$(BIN)/snakemake --lint --configfile config/demo.yaml
 

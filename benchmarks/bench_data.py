@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.bench_common import OUT, fresh_dir
+from benchmarks.make_images import make_images
 from tests.support.ilsvrc import make_devkit, make_train_tar, make_val_tar
-from tests.support.images import make_images
 
 DATA = OUT / "data"
 DONE = ".complete"  # marker: a cached folder is whole only when it holds this file

@@ -8,12 +8,13 @@ import time
 from snakemake.utils import min_version
 
 from imagefolder_lmdb.config.check import (
-    SHARD_LAYOUTS,
+    FILE_SET_LAYOUTS,
     check_config,
     labels_member,
     shipped_devkit,
 )
 from imagefolder_lmdb.config.schema import load_schema
+from imagefolder_lmdb.config import step_settings
 from imagefolder_lmdb.run.paths import SHARD, RunPaths
 from imagefolder_lmdb.run.progress import register as register_progress
 from imagefolder_lmdb.run.progress import stop_board
@@ -93,21 +94,43 @@ def folder_stamp(wildcards) -> str | None:
 def source_files(wildcards) -> list[str]:
     """Rule extract's input: the folder or archive, or every shard of a webdataset/parquet split."""
     split = split_config(wildcards)
-    if split["layout"] not in SHARD_LAYOUTS:
+    if split["layout"] not in FILE_SET_LAYOUTS:
         return [split["source"]]
-    from imagefolder_lmdb.sources.shard_files import shard_files
+    from imagefolder_lmdb.sources.source_files import source_files
 
-    return shard_files(split["source"])
-
-
-def wanted_classes(wildcards) -> list[str] | None:
-    """The config's class list for a split that shares it (extract reads only those classes)."""
-    return CLASS_PLAN.wanted(wildcards.split)
+    return source_files(split["source"])
 
 
-def class_list(wildcards) -> dict:
-    """Rule count_check's param: where the split's class list comes from, as data."""
-    return CLASS_PLAN.source(wildcards.split).as_param()
+def extract_settings(wildcards) -> dict:
+    """Rule extract's one param: the split's ExtractSettings (src/imagefolder_lmdb/config/step_settings.py),
+    with the class list it shares (only those classes are read) and its folder's stamp.
+    """
+    split = split_config(wildcards)
+    wanted = CLASS_PLAN.wanted(wildcards.split)
+    return step_settings.extract_settings(
+        split,
+        wanted=None if wanted is None else list(wanted),
+        labels_member=labels_member(split),
+        folder_stamp=folder_stamp(wildcards),
+    ).as_param()
+
+
+def count_settings(wildcards) -> dict:
+    """Rule count_check's one param: the split's CountSettings, with where its class list comes from."""
+    class_list = CLASS_PLAN.source(wildcards.split).as_param()
+    return step_settings.count_settings(
+        wildcards.split,
+        split_config(wildcards),
+        val_labels=label_file(wildcards),
+        class_list=class_list,
+    ).as_param()
+
+
+def merge_settings(wildcards) -> dict:
+    """Rule merge's one param: the split's MergeSettings."""
+    return step_settings.merge_settings(
+        wildcards.split, split_config(wildcards)
+    ).as_param()
 
 
 def shared_class_manifest(wildcards) -> list[str]:

@@ -20,11 +20,6 @@ rule count_check:
         mem_mb=per_attempt(4000),
         runtime=per_attempt(60),
     params:
-        devkit=lambda wildcards: split_config(wildcards)["devkit"],
-        val_labels=label_file,
-        expected_images=lambda wildcards: split_config(wildcards)["expected_images"],
-        expected_classes=lambda wildcards: split_config(wildcards)["expected_classes"],
-        class_list=class_list,
-        shards=lambda wildcards: split_config(wildcards)["shards"],
+        settings=count_settings,
     script:
         "../scripts/count_check.py"

@@ -19,15 +19,6 @@ rule extract:
         mem_mb=per_attempt(4000),
         runtime=per_attempt(240),
     params:
-        layout=lambda wildcards: split_config(wildcards)["layout"],
-        extract=lambda wildcards: split_config(wildcards)["extract"],
-        md5=lambda wildcards: split_config(wildcards)["md5"],
-        folder_stamp=folder_stamp,
-        classes=wanted_classes,
-        source=lambda wildcards: split_config(wildcards)["source"],
-        image_column=lambda wildcards: split_config(wildcards)["image_column"],
-        label_column=lambda wildcards: split_config(wildcards)["label_column"],
-        root=lambda wildcards: split_config(wildcards)["root"],
-        labels_member=lambda wildcards: labels_member(split_config(wildcards)),
+        settings=extract_settings,
     script:
         "../scripts/extract.py"

@@ -20,7 +20,6 @@ rule merge:
         mem_mb=per_attempt(4000),
         runtime=per_attempt(120),  # reads every passed-through image from the source again
     params:
-        expected_images=lambda wildcards: split_config(wildcards)["expected_images"],
-        allow_skipped=lambda wildcards: split_config(wildcards)["allow_skipped"],
+        settings=merge_settings,
     script:
         "../scripts/merge.py"

@@ -47,7 +47,7 @@ from imagefolder_lmdb.reader import (
 
 
 @dataclass(frozen=True)
-class Located:
+class LocationCount:
     """What add_locations recorded."""
 
     records: int
@@ -171,7 +171,7 @@ def _check(path: str, env: lmdb.Environment, recorded: np.ndarray, txnid: int) -
     return meta
 
 
-def current_locations(env: lmdb.Environment, path: str) -> Located | None:
+def current_locations(env: lmdb.Environment, path: str) -> LocationCount | None:
     """What the file's stored locations say, if they are valid for it as it is, else None."""
     with env.begin() as txn:
         meta = decode_meta(txn, path)
@@ -184,10 +184,12 @@ def current_locations(env: lmdb.Environment, path: str) -> Located | None:
             return None
     finally:
         os.close(fd)
-    return Located(records=meta.length, located=int(np.count_nonzero(meta.locations["offset"])), txnid=entry["txnid"])
+    return LocationCount(
+        records=meta.length, located=int(np.count_nonzero(meta.locations["offset"])), txnid=entry["txnid"]
+    )
 
 
-def add_locations(env: lmdb.Environment, path: str) -> Located:
+def add_locations(env: lmdb.Environment, path: str) -> LocationCount:
     """Record the locations of every record of the dataset at ``path``, open for writing as
     ``env`` (single file, its meta already written). Returns what was recorded."""
     with env.begin() as txn:
@@ -195,14 +197,14 @@ def add_locations(env: lmdb.Environment, path: str) -> Located:
     locations = locations_from_walk(lmdb_pages.walk(path, KEY_WIDTH), meta.length, path)
     txnid = _commit(env, meta, locations)
     _check(path, env, locations, txnid)
-    return Located(records=meta.length, located=int(np.count_nonzero(locations["offset"])), txnid=txnid)
+    return LocationCount(records=meta.length, located=int(np.count_nonzero(locations["offset"])), txnid=txnid)
 
 
 @dataclass(frozen=True)
 class Outcome:
     """What add_locations_to_file found and did."""
 
-    located: Located
+    located: LocationCount
     written: bool
     finding: Finding | None  # what was wrong with the stored locations, None if they matched the file
 
@@ -239,7 +241,7 @@ def add_locations_to_file(path: str, force: bool = False) -> Outcome:
         if finding is None and not force:
             assert meta.locations is not None
             located = int(np.count_nonzero(meta.locations["offset"]))
-            return Outcome(Located(meta.length, located, env.info()["last_txnid"]), False, None)
+            return Outcome(LocationCount(meta.length, located, env.info()["last_txnid"]), False, None)
         outcome = Outcome(add_locations(env, path), True, finding)
         env.sync(True)
     finally:

@@ -180,7 +180,15 @@ def refuse_settings_with_configfile(args: argparse.Namespace) -> None:
 
 
 #: The flags that shape a SOURCE OUTDIR conversion, which a --configfile run takes from its file.
-FLAG_NAMES = ("--quality", "--short-side", "--on-error", "--classes", "--root", "--expected-images", "--set")
+FLAG_NAMES: tuple[str, ...] = (
+    "--quality",
+    "--short-side",
+    "--on-error",
+    "--classes",
+    "--root",
+    "--expected-images",
+    "--set",
+)
 FLAG_NAMES += ("--classes-from", "--overwrite", "--clean", "--splits", "--shards", "--split")
 
 

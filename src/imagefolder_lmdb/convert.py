@@ -2,9 +2,9 @@
 """``imagefolder_lmdb.convert()`` and ``imagefolder-lmdb convert``: the packaged workflow, run by
 Snakemake's own command line.
 
-The wheel holds the workflow (src/imagefolder_lmdb/workflow: the Snakefile, rules, rule scripts,
-config schema, report captions and profiles, links to the checkout's files). A conversion is
-``python -m snakemake --snakefile <package>/workflow/Snakefile --configfile FILE ...`` with the
+The workflow is the checkout's Snakefile, rules, rule scripts, config schema, report captions and
+profiles; the wheel holds them inside the package (run/workflow_folder.py finds either). A conversion is
+``python -m snakemake --snakefile <workflow>/Snakefile --configfile FILE ...`` with the
 interpreter running this, so progress, errors and the end-of-run summary are the workflow's own,
 and the same command after a kill resumes as ``snakemake`` does (the work folder holds its state).
 
@@ -23,7 +23,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from imagefolder_lmdb.run.launch import (
     PROFILES,
@@ -230,8 +230,9 @@ def show_existing(run: Run) -> None:
     """Nothing to convert: the summary of what OUTDIR holds, and its paths."""
     from imagefolder_lmdb.run.summary import summary_lines
 
-    print(f"Nothing to convert: {', '.join(run.outputs)} in {run.config['results']} are up to date.")
-    for line in summary_lines(run.config)[2:]:
+    config = cast("dict[str, Any]", run.config)  # a planned run's config
+    print(f"Nothing to convert: {', '.join(run.outputs)} in {config['results']} are up to date.")
+    for line in summary_lines(config)[2:]:
         print(line)
 
 

@@ -59,12 +59,12 @@ TOOL_VERSION = "1.0.0"
 LAYOUT = "folder2lmdb-pickle"
 
 
-class ConvertError(Exception):
+class LegacyConvertError(Exception):
     """The input cannot be converted; the message says why and what to do."""
 
 
 @dataclass
-class Columns:
+class RecordColumns:
     """Per-record meta gathered while converting, in output order."""
 
     labels: list[int] = field(default_factory=list)
@@ -95,11 +95,11 @@ def read_classes(path: str | None, labels: list[int]) -> list[str]:
     with open(path, encoding="utf-8") as stream:
         names = [line.strip() for line in stream if line.strip()]
     if len(names) < needed:
-        raise ConvertError(f"{path} names {len(names)} classes, but the labels go up to {needed - 1}")
+        raise LegacyConvertError(f"{path} names {len(names)} classes, but the labels go up to {needed - 1}")
     if len(set(names)) != len(names):
-        raise ConvertError(f"{path} names a class twice")
+        raise LegacyConvertError(f"{path} names a class twice")
     if any("/" in name or "\0" in name for name in names):
-        raise ConvertError(f"{path}: class names must not contain '/' or NUL")
+        raise LegacyConvertError(f"{path}: class names must not contain '/' or NUL")
     return names
 
 
@@ -107,9 +107,9 @@ def legacy_input_keys(env: lmdb.Environment, path: str) -> list[bytes]:
     """The legacy record keys, after checking that ``path`` really is a legacy file."""
     with guarded(env.begin(), path, lock=False) as txn:  # LMDB follows no damaged page
         if txn.get(META_KEYS["json"]) is not None:
-            raise ConvertError(f"{path} is already an {FORMAT_ID} dataset; nothing to convert")
+            raise LegacyConvertError(f"{path} is already an {FORMAT_ID} dataset; nothing to convert")
         if not is_legacy_pickle_lmdb(txn):
-            raise ConvertError(f"{path} has no __len__ or __keys__ key: not a folder2lmdb LMDB")
+            raise LegacyConvertError(f"{path} has no __len__ or __keys__ key: not a folder2lmdb LMDB")
         return legacy_keys(txn, path)
 
 
@@ -124,9 +124,9 @@ def convert_records(
     keys: list[bytes],
     settings: EncodeSettings,
     append: Callable[[bytes, bytes], None],
-) -> Columns:
+) -> RecordColumns:
     """Encode every legacy record in key order, passing ``(key, value)`` of the output to ``append``."""
-    columns = Columns()
+    columns = RecordColumns()
     with guarded(env.begin(), path, lock=False) as txn:
         for position, key in enumerate(keys):
             name = key.decode("utf-8", "backslashreplace")
@@ -136,7 +136,7 @@ def convert_records(
                 encoded = encode_image(image, settings)
             except UNUSABLE_IMAGE as exc:
                 if settings.on_error == "fail":
-                    raise ConvertError(
+                    raise LegacyConvertError(
                         f"{what}: the image is unusable ({type(exc).__name__}: {exc}); "
                         "pass --on-error skip to leave such records out"
                     ) from exc
@@ -147,7 +147,7 @@ def convert_records(
     return columns
 
 
-def build_meta(columns: Columns, classes: list[str], source: str, images: int, settings: EncodeSettings) -> Meta:
+def build_meta(columns: RecordColumns, classes: list[str], source: str, images: int, settings: EncodeSettings) -> Meta:
     document = build_document(
         classes=classes,
         storage=columns.storage,
@@ -179,7 +179,7 @@ def build_meta(columns: Columns, classes: list[str], source: str, images: int, s
 def convert(source: str, output: str, settings: EncodeSettings, classes_path: str | None = None) -> Meta:
     """Convert ``source`` into ``output``, which appears only once it is complete."""
     if os.path.exists(output):
-        raise ConvertError(f"{output} exists; remove it or choose another output path")
+        raise LegacyConvertError(f"{output} exists; remove it or choose another output path")
     env = open_env_readonly(source)
     try:
         keys = legacy_input_keys(env, source)
@@ -219,7 +219,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     settings = EncodeSettings(reencode=args.reencode, quality=args.quality, on_error=args.on_error)
     try:
         meta = convert(args.input, args.output, settings, args.classes)
-    except (ConvertError, FormatError, FileNotFoundError, lmdb.Error) as exc:
+    except (LegacyConvertError, FormatError, FileNotFoundError, lmdb.Error) as exc:
         print(f"FAIL {args.input}: {exc}", file=sys.stderr, flush=True)
         return 1
     print(summary_line(args.output, meta), flush=True)

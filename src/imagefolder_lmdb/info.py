@@ -46,7 +46,7 @@ def read_dataset(path: str) -> dict[str, Any]:
     document.pop("checksums", None)
     labels = np.frombuffer(bytes(raw["labels"] or b""), dtype="<i4")
     sizes = np.frombuffer(bytes(raw["sizes"] or b""), dtype="<u4").reshape(-1, 2)
-    counts = np.bincount(labels, minlength=len(document["classes"])) if labels.size else []
+    counts: np.ndarray | list[int] = np.bincount(labels, minlength=len(document["classes"])) if labels.size else []
     return {
         "file": os.path.abspath(path),
         "file_bytes": os.path.getsize(path),

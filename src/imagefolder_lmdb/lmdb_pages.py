@@ -378,6 +378,9 @@ def _free_list(fd: int, meta: MetaPage) -> tuple[Tree, np.ndarray]:
     """Walk the free-list database (keys: transaction ids; values: a u64 count, then that many page
     numbers); returns its tree and the pages it lists, each checked to lie inside the file."""
     listed: list[np.ndarray] = []
+    if meta.free is None:
+        raise ValueError("the meta page names no free-list database")
+    free = meta.free
 
     def on_leaf(pgno: int, page: bytes, nodes: _LeafNodes) -> None:
         for slot in range(len(nodes.ptrs)):
@@ -390,8 +393,8 @@ def _free_list(fd: int, meta: MetaPage) -> tuple[Tree, np.ndarray]:
             listed.append(pages)
 
     # its keys are transaction ids compared as native (little-endian) integers: MDB_INTEGERKEY
-    order = _KeyOrder(meta.free.root, lambda key: int.from_bytes(key, "little"))
-    tree = _walk_tree(fd, meta, meta.free, "free list", on_leaf, order)
+    order = _KeyOrder(free.root, lambda key: int.from_bytes(key, "little"))
+    tree = _walk_tree(fd, meta, free, "free list", on_leaf, order)
     return tree, np.concatenate(listed) if listed else np.zeros(0, dtype=np.uint64)
 
 

@@ -37,9 +37,9 @@ from support.images import make_images
 from support.readme import page_text, section
 from support.workflow import Converted, run_snakemake, snakemake_command, write_config
 
-# One worker runs this module, in its order, while the others run the rest (support/scheduling.py):
-# one test cluster per machine, started once, stopped by the last test here.
-pytestmark = [pytest.mark.xdist_group("slurm"), pytest.mark.slow]
+# One worker runs this module, in its order (also under --random-order), while the others run the
+# rest (support/scheduling.py): one test cluster per machine, started once, stopped by the last test.
+pytestmark = [pytest.mark.xdist_group("slurm"), pytest.mark.slow, pytest.mark.random_order(disabled=True)]
 
 PROFILE = REPO / "profiles" / "slurm"
 #: The controller's snakemake: the CLI with the plugin's pauses between status checks capped.

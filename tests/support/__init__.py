@@ -6,8 +6,8 @@ The tests import the workflow's modules as the rules do, from the installed pack
 ``python -m benchmarks.run`` from the checkout, import it as ``tests.support``: its modules import
 each other relatively, so both names work.
 
-- ``support.images``: generated images: ImageNet-like ImageFolder trees (``make_images``, also the
-  command ``python -m benchmarks.make_images``), the test tree's size, single JPEG/PNG values.
+- ``support.images``: generated images: ImageNet-like ImageFolder trees (``make_images``, from
+  benchmarks/make_images.py, the demo's generator), the test tree's size, single JPEG/PNG values.
 - ``support.odd_images``: a tree of images of many sizes, aspect ratios, formats and modes (EXIF-
   rotated, MPO, one pixel wide, ...) for the resizing settings.
 - ``support.archives``: tar, tar.gz and zip makers, members of any kind, hostile archives, zips as

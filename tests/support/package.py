@@ -20,7 +20,7 @@ def copy_working_tree(into: Path) -> Path:
     files = subprocess.run(listing, cwd=REPO, capture_output=True, check=True).stdout
     for name in sorted(set(filter(None, files.decode().split("\0")))):
         if not (REPO / name).is_file() and not (REPO / name).is_symlink():  # deleted, not yet in the index
-            continue  # (a link to a folder, as src/imagefolder_lmdb/workflow/rules, is copied as the link)
+            continue
         target = into / name
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO / name, target, follow_symlinks=False)  # a link stays one, as git holds it

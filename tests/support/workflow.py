@@ -92,19 +92,33 @@ def workflow_at(commit: str, into: Path) -> Path | None:
     return into / "Snakefile"
 
 
-def convert_with(snakefile: Path, workdir: Path, splits: dict[str, dict[str, Any]], **sections: Any) -> None:
-    """``splits`` converted in ``workdir`` (a new folder) by the workflow of ``snakefile``; checked."""
+def convert_with(
+    snakefile: Path, workdir: Path, splits: dict[str, dict[str, Any]], package: Path | None = None, **sections: Any
+) -> None:
+    """``splits`` converted in ``workdir`` (a new folder) by the workflow of ``snakefile``; checked.
+    ``package``: the src folder whose package its rules import (an earlier commit's), its jobs too."""
     workdir.mkdir()
     config = write_config(workdir, splits, **sections)
-    command = [str(BIN / "snakemake"), "-s", str(snakefile), "-d", str(workdir), "--cores", "2"]
-    completed = subprocess.run(
-        [*command, "--configfile", str(config)],
-        capture_output=True,
-        text=True,
-        env=snakemake_environment(),
-        check=False,
-    )
+    environment = snakemake_environment()
+    snakemake = [str(BIN / "snakemake")]
+    if package is not None:
+        snakemake = [str(BIN / "python"), "-c", SNAKEMAKE_WITH_ITS_OWN_PACKAGE]
+        environment["PYTHONPATH"] = str(package)
+    command = [*snakemake, "-s", str(snakefile), "-d", str(workdir), "--cores", "2", "--configfile", str(config)]
+    completed = subprocess.run(command, capture_output=True, text=True, env=environment, check=False)
     assert completed.returncode == 0, (completed.stdout + completed.stderr)[-4000:]
+
+
+#: snakemake, run with the package of an earlier commit (PYTHONPATH) rather than the one installed:
+#: the folders holding today's logger plugin, which imports today's package, are left off the path.
+SNAKEMAKE_WITH_ITS_OWN_PACKAGE = """if True:
+    import os, sys
+    plugin = "snakemake_logger_plugin_imagefolder_lmdb"
+    sys.path[:] = [entry for entry in sys.path if not os.path.isdir(os.path.join(entry or ".", plugin))]
+    from snakemake.cli import main
+    sys.argv[0] = "snakemake"
+    sys.exit(main())
+"""
 
 
 # --------------------------------------------------------------------------------------------------

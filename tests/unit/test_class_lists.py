@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from imagefolder_lmdb.classes.lists import class_words, configured_names, shipped_list
+from imagefolder_lmdb.classes.lists import configured_names, shipped_list, wordnet_words
 from imagefolder_lmdb.dataset import STORAGE_CODES, LMDBReader, Meta, checksum, close_all_envs, encode_meta, record_key
 from imagefolder_lmdb.sources.ilsvrc import LabelError, devkit_classes, val_labels
 from imagefolder_lmdb.steps import verify
@@ -65,12 +65,12 @@ def test_val_labels_are_not_taken_from_the_list() -> None:
 
 
 def test_words_for_classes_that_are_all_imagenet1k_wnids() -> None:
-    assert class_words(["n01440764", "n15075141"]) == [
+    assert wordnet_words(["n01440764", "n15075141"]) == [
         "tench, Tinca tinca",
         "toilet tissue, toilet paper, bathroom tissue",
     ]
-    assert class_words(["n01440764", "n00000001"]) is None, "a class that is no ImageNet-1k WNID: no words at all"
-    assert class_words(["cat", "dog"]) is None
+    assert wordnet_words(["n01440764", "n00000001"]) is None, "a class that is no ImageNet-1k WNID: no words at all"
+    assert wordnet_words(["cat", "dog"]) is None
 
 
 # -- the reader and the contact sheet ---------------------------------------------------------------
@@ -99,7 +99,7 @@ def write_dataset(path: Path, classes: list[str], extra: dict) -> None:
 @pytest.fixture
 def with_words(tmp_path: Path) -> Iterator[LMDBReader]:
     path = tmp_path / "words.lmdb"
-    write_dataset(path, ["n01440764", "n15075141"], {"class_words": class_words(["n01440764", "n15075141"])})
+    write_dataset(path, ["n01440764", "n15075141"], {"class_words": wordnet_words(["n01440764", "n15075141"])})
     yield LMDBReader(path)
     close_all_envs()
 
@@ -107,7 +107,7 @@ def with_words(tmp_path: Path) -> Iterator[LMDBReader]:
 @pytest.fixture
 def without_words(tmp_path: Path) -> Iterator[LMDBReader]:
     path = tmp_path / "plain.lmdb"
-    write_dataset(path, ["cat", "dog"], {})  # as every file written before class_words
+    write_dataset(path, ["cat", "dog"], {})  # as every file written before wordnet_words
     yield LMDBReader(path)
     close_all_envs()
 

@@ -16,7 +16,7 @@ import pytest
 from imagefolder_lmdb.config.check import CheckedConfig, check_config
 from imagefolder_lmdb.config.problems import ConfigError, Problem
 from imagefolder_lmdb.config.schema import describe, load_schema
-from imagefolder_lmdb.steps.count_check import SHARDS_ALWAYS_ALLOWED
+from imagefolder_lmdb.config.shards import SHARDS_ALWAYS_ALLOWED
 from support import REPO
 
 SCHEMA_PATH = REPO / "config" / "schema.yaml"

@@ -17,7 +17,7 @@ from PIL import Image
 from imagefolder_lmdb.dataset import STORAGE_CODES, format_version_of
 from imagefolder_lmdb.run.paths import RunPaths
 from imagefolder_lmdb.run.summary import split_summary
-from imagefolder_lmdb.sources.base import Columns
+from imagefolder_lmdb.sources.base import ParquetColumns
 from imagefolder_lmdb.sources.folder import FileReader
 from imagefolder_lmdb.sources.parquet import ParquetSourceError, check_has_image_bytes, file_info
 from imagefolder_lmdb.sources.tree import FolderLinkError, scan_folder
@@ -139,7 +139,7 @@ def test_parquet_footers_tell_files_of_paths_only(tmp_path: Path) -> None:
     rows = [Row(None, f"/photos/{i}.jpg", 0) for i in range(5)]
     paths_only = write_hf_parquet(tmp_path / "a.parquet", rows, ["x"], row_group_size=2)
     some = write_hf_parquet(tmp_path / "b.parquet", [*rows, Row(jpeg_bytes(0), "5.jpg", 0)], ["x"], 2)
-    columns = Columns()
+    columns = ParquetColumns()
     infos = [file_info(str(path), columns) for path in (paths_only, some)]
     assert [info.null_images for info in infos] == [5, 5]
     with pytest.raises(ParquetSourceError) as raised:

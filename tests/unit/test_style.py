@@ -1,4 +1,4 @@
-"""The code stays formatted and lint-clean: ruff and snakefmt (tests/workflow/test_style.py:
+"""The code stays formatted, lint-clean and type-checked: ruff, mypy and snakefmt (tests/workflow/test_style.py:
 snakemake --lint); and small: no function over 50 lines, no class over 150, in the package and the
 scripts (the reader, src/imagefolder_lmdb/reader/, included; its modules at most ~500 lines)."""
 
@@ -16,6 +16,7 @@ CHECKS = {
     "ruff check": [str(BIN / "ruff"), "check", "scripts", "src", "tests", "benchmarks"],
     "ruff format": [str(BIN / "ruff"), "format", "--check", "scripts", "src", "tests", "benchmarks"],
     "snakefmt": [str(BIN / "snakefmt"), "--check", "Snakefile", "rules"],
+    "mypy": [str(BIN / "mypy")],  # src and scripts, as pyproject.toml's [tool.mypy] says
 }
 
 

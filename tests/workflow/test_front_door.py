@@ -26,10 +26,10 @@ from support.workflow import kill_group, snakemake_environment, wait_for_hold
 COMMAND = [sys.executable, "-m", "imagefolder_lmdb.cli"]
 
 
-def run_command(cwd: Path, *args: str | Path, **environment: str) -> subprocess.CompletedProcess[str]:
-    """``imagefolder-lmdb ARGS`` in ``cwd``, as a user runs it."""
+def run_in(cwd: Path, *command: str | Path, **environment: str) -> subprocess.CompletedProcess[str]:
+    """``command`` in ``cwd`` with the venv's bin first on PATH, as a user runs it."""
     return subprocess.run(
-        [*COMMAND, *map(str, args)],
+        list(map(str, command)),
         cwd=cwd,
         env={**snakemake_environment(), **environment},
         capture_output=True,
@@ -37,6 +37,11 @@ def run_command(cwd: Path, *args: str | Path, **environment: str) -> subprocess.
         timeout=600,
         check=False,
     )
+
+
+def run_command(cwd: Path, *args: str | Path, **environment: str) -> subprocess.CompletedProcess[str]:
+    """``imagefolder-lmdb ARGS`` in ``cwd``."""
+    return run_in(cwd, *COMMAND, *args, **environment)
 
 
 def succeeded(result: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
@@ -153,15 +158,8 @@ def test_one_conversion_at_a_time_into_one_outdir(tmp_path: Path) -> None:
         config = tmp_path / "config.yaml"
         results = str(tmp_path / "out")
         config.write_text(yaml.safe_dump({"results": results, "work": "work3", "splits": {"x": {"source": "a"}}}))
-        plain = subprocess.run(
-            [sys.executable, "-m", "snakemake", "--snakefile", str(packaged_snakefile()), "--configfile", str(config)],
-            cwd=tmp_path,
-            env=snakemake_environment(),
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
+        snakefile = packaged_snakefile()
+        plain = run_in(tmp_path, sys.executable, "-m", "snakemake", "--snakefile", snakefile, "--configfile", config)
         assert plain.returncode != 0 and f"another conversion is writing into {results}" in plain.stdout + plain.stderr
         assert dataset.read_bytes() == before and not (tmp_path / "out" / "x.lmdb").exists()
     finally:
@@ -192,16 +190,7 @@ def test_settings_as_flags_give_the_files_of_a_config_file(tmp_path: Path) -> No
         "from imagefolder_lmdb import convert; convert('a', 'by-python', shards=2, cores=2, "
         "config={'encode': {'quality': 80, 'reencode': 'always'}})"
     )
-    called = subprocess.run(
-        [sys.executable, "-c", python],
-        cwd=tmp_path,
-        env=snakemake_environment(),
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    succeeded(called)
+    succeeded(run_in(tmp_path, sys.executable, "-c", python))
     files = [every_key_and_value(tmp_path / name / "train.lmdb") for name in ("by-flags", "by-file", "by-python")]
     documents = [json.loads(items.pop(META_KEYS["json"])) for items in files]
     for document in documents:

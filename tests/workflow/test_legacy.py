@@ -17,7 +17,7 @@ import pytest
 import torch
 from PIL import Image
 
-from imagefolder_lmdb.convert_legacy import ConvertError
+from imagefolder_lmdb.convert_legacy import LegacyConvertError
 from imagefolder_lmdb.dataset import FormatError, LMDBDataset, close_all_envs
 from support.commands import run_script
 from support.images import png_bytes
@@ -208,7 +208,7 @@ def test_convert_legacy_refuses_too_few_class_names(
 
     classes = tmp_path / "classes.txt"
     classes.write_text("a\nb\n")
-    with pytest.raises(ConvertError, match="names 2 classes, but the labels go up to 3"):
+    with pytest.raises(LegacyConvertError, match="names 2 classes, but the labels go up to 3"):
         read_classes(str(classes), [0, 3])
     path, _ = legacy
     result = run_script("convert_legacy.py", path, tmp_path / "out.lmdb", "--classes", classes)

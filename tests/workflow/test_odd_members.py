@@ -17,7 +17,8 @@ from torchvision.datasets import ImageFolder
 
 from imagefolder_lmdb.dataset import LMDBDataset
 from support.archives import spoil_zip_member
-from support.images import png_bytes
+from support.images import jpeg_bytes, png_bytes
+from support.parquet import Row, write_hf_parquet
 from support.workflow import Converted, convert
 
 pytestmark = pytest.mark.usefixtures("fresh_envs")  # the tests open their files afresh
@@ -128,3 +129,13 @@ def test_fifo_or_dangling_link_in_a_class_folder_is_named_when_listed(
     result.run = convert_in_tmp(tree_copy).run  # the same command, once the file is gone
     result.run.check()
     assert len(LMDBDataset(result.lmdb)) == len(ImageFolder(str(tree_copy)))
+
+
+def test_parquet_path_holding_a_nul_byte_stops_its_first_step(tmp_path: Path) -> None:
+    rows = [Row(jpeg_bytes(seed=i), f"img{i}.jpg", i % 2) for i in range(6)]
+    rows[4] = Row(rows[4].image, "img\x004.jpg", 0)  # before: failed at write_meta, the last step, naming nothing
+    source = write_hf_parquet(tmp_path / "train.parquet", rows, ["cat", "dog"], row_group_size=3)
+    result = convert(tmp_path / "run", source, layout="parquet")
+    assert result.run.returncode == 1
+    assert f"{source}, row 4 (counted from 0): its image path 'img\\x004.jpg' holds a NUL byte" in result.run.output
+    assert "Error in rule extract" in result.run.output and "rule write_meta" not in result.run.output

@@ -121,7 +121,7 @@ def shipped_list(name: str) -> ShippedList:
     return ShippedList(name, names, words, path)
 
 
-def class_words(classes: list[str]) -> list[str] | None:
+def wordnet_words(classes: list[str]) -> list[str] | None:
     """The words of each class when every class is an ImageNet-1k WNID (a WNID names one WordNet
     synset, so its words hold whatever named the class); None otherwise."""
     known = shipped_list("imagenet1k")

@@ -14,17 +14,18 @@ from typing import Any
 
 from imagefolder_lmdb.classes.lists import ClassListError, configured_names, is_shipped, shipped_path
 from imagefolder_lmdb.classes.plan import ClassPlan, plan_classes
-from imagefolder_lmdb.config.missing_paths import missing_path_hint, taken_from
 from imagefolder_lmdb.config.problems import ConfigError, KeyPath, Problem, key_problem
 from imagefolder_lmdb.config.schema import schema_problems
+from imagefolder_lmdb.config.shards import shards_allowed
 from imagefolder_lmdb.config.yaml_nodes import duplicate_keys
+from imagefolder_lmdb.sources.missing_paths import missing_path_hint, taken_from
 
-#: Layouts whose source is a set of shard files (src/imagefolder_lmdb/sources/shard_files.py).
-SHARD_LAYOUTS = ("webdataset", "parquet")
+#: Layouts whose source is a set of shard files (src/imagefolder_lmdb/sources/source_files.py).
+FILE_SET_LAYOUTS = ("webdataset", "parquet")
 ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".zip")
 
 #: For a source that looks like shards given without their layout.
-SHARDS_HINT = (
+FILE_SET_HINT = (
     " Shards (a glob, a brace pattern, a list, a .parquet file) are read with layout: webdataset or layout: parquet."
 )
 
@@ -87,7 +88,8 @@ def in_config_order(problems: list[Problem], config: dict[str, Any]) -> list[Pro
     """The problems in the order their keys are written (a file's own problems first)."""
 
     def position(problem: Problem) -> tuple[int, ...]:
-        place, node = [], config
+        place: list[int] = []
+        node: Any = config
         for key in problem.path:
             keys = list(node) if isinstance(node, dict) else []
             place.append(keys.index(key) if key in keys else len(keys))
@@ -116,12 +118,12 @@ def class_list_problems(config: dict[str, Any], usable: Usable) -> list[Problem]
 def source_problems(name: str, split: dict[str, Any], config: dict[str, Any]) -> list[Problem]:
     """A folder or an archive; for layouts webdataset and parquet, shard files that are all there."""
     source, key = split["source"], ("splits", name, "source")
-    if split["layout"] in SHARD_LAYOUTS:
-        from imagefolder_lmdb.sources.shard_files import ShardFilesError, shard_files
+    if split["layout"] in FILE_SET_LAYOUTS:
+        from imagefolder_lmdb.sources.source_files import SourceFilesError, source_files
 
         try:
-            shard_files(source)
-        except ShardFilesError as exc:
+            source_files(source)
+        except SourceFilesError as exc:
             return [key_problem(key, str(exc), exc.missing)]
         return []
     if not isinstance(source, str):
@@ -131,11 +133,11 @@ def source_problems(name: str, split: dict[str, Any], config: dict[str, Any]) ->
         )
         return [key_problem(key, text)]
     if not os.path.exists(source):
-        hint = SHARDS_HINT if any(mark in source for mark in "*?[{") else ""
+        hint = FILE_SET_HINT if any(mark in source for mark in "*?[{") else ""
         missing = f"{source!r} does not exist{taken_from(source)}."
         return [key_problem(key, missing + (hint or missing_path_hint(source)), missing_path=True)]
     if os.path.isfile(source) and not source.lower().endswith(ARCHIVE_SUFFIXES):
-        hint = SHARDS_HINT if source.lower().endswith(".parquet") else ""
+        hint = FILE_SET_HINT if source.lower().endswith(".parquet") else ""
         text = f"{source!r} is a file but not an archive; expected a folder or one of {', '.join(ARCHIVE_SUFFIXES)}."
         return [key_problem(key, text + hint)]
     return []
@@ -146,7 +148,7 @@ def root_problems(name: str, split: dict[str, Any], config: dict[str, Any]) -> l
     root, key = split["root"], ("splits", name, "root")
     if root is None:
         return []
-    if split["layout"] in SHARD_LAYOUTS:
+    if split["layout"] in FILE_SET_LAYOUTS:
         text = f"layout {split['layout']} reads its shard files whole; remove root (source names the shards)"
         return [key_problem(key, text)]
     from imagefolder_lmdb.sources.tree import root_problem
@@ -212,10 +214,8 @@ def ground_truth_hint(classes: object) -> str:
 def shards_problems(name: str, split: dict[str, Any], config: dict[str, Any]) -> list[Problem]:
     """More shards than the split is expected to hold images: jobs with nothing to do (rule
     count_check refuses the same once it has counted the images, where expected_images is null)."""
-    from imagefolder_lmdb.steps.count_check import SHARDS_ALWAYS_ALLOWED
-
     shards, expected = split["shards"], split["expected_images"]
-    if expected is None or shards <= max(expected, SHARDS_ALWAYS_ALLOWED):
+    if expected is None or shards_allowed(shards, expected):
         return []
     text = (
         f"{shards} is more than expected_images ({expected}): a shard holds at least one image; "

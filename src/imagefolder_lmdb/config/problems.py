@@ -62,13 +62,13 @@ class ConfigError(WorkflowError):
         super().__init__("\n".join(problem.line for problem in self.problems))
         self.snakefile, self.lineno = workflow_caller()  # Snakemake's first line names the call
 
-    @property  # type: ignore[override]
+    @property
     def __traceback__(self) -> None:
         return None
 
     @__traceback__.setter
     def __traceback__(self, value: object) -> None:
-        BaseException.__traceback__.__set__(self, value)  # type: ignore[attr-defined]
+        vars(BaseException)["__traceback__"].__set__(self, value)  # the slot the property hides
 
 
 def workflow_caller() -> tuple[str | None, int | None]:

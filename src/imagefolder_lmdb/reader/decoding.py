@@ -25,7 +25,7 @@ DECODE_CHOICES: tuple[str, ...] = ("pil", "tensor", "bytes")
 TORCHCODEC_PIN = "torchcodec==0.17.0"
 
 
-def pil_decode(data: bytes | memoryview) -> Image.Image:
+def pil_decode(data: bytes | bytearray | memoryview) -> Image.Image:
     """Decode stored bytes exactly as torchvision's ``pil_loader`` decodes a file.
 
     Args:
@@ -51,7 +51,7 @@ def pil_to_chw(image: Image.Image) -> torch.Tensor:
 
 
 @functools.cache
-def _torchcodec_jpeg() -> Callable[..., torch.Tensor]:
+def _torchcodec_jpeg() -> Callable[..., Any]:
     """TorchCodec's JPEG decoder, imported on first use (it needs no FFmpeg for images)."""
     try:
         from torchcodec.decoders import decode_jpeg
@@ -95,8 +95,8 @@ def encoded_tensor_decode(encoded: torch.Tensor, jpeg: bool = True) -> torch.Ten
     TorchCodec always turns an image as its EXIF orientation says, which ImageFolder's Pillow
     loader never does: a JPEG that may carry an orientation other than "as stored" is decoded with
     Pillow instead, so that every decode choice gives ImageFolder's pixels."""
-    if not jpeg or _may_be_turned(memoryview(encoded.numpy())):
-        return pil_to_chw(pil_decode(memoryview(encoded.numpy())))
+    if not jpeg or _may_be_turned(encoded.numpy().data):
+        return pil_to_chw(pil_decode(encoded.numpy().data))
     return _torchcodec_jpeg()(encoded, mode="RGB")
 
 

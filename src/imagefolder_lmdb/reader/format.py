@@ -85,7 +85,7 @@ CHECKSUMMED_ARRAYS = ("labels", "sizes", "crc32", "storage", "source_bytes", "pa
 #: class name leaves the JSON valid, and would rename a class without a word.
 CHECKSUMMED_FIELDS = ("classes", "class_words")
 
-_ARRAY_DTYPES = {
+_ARRAY_DTYPES: dict[str, np.dtype[Any]] = {
     "labels": np.dtype("<i4"),
     "sizes": np.dtype("<u4"),
     "crc32": np.dtype("<u4"),

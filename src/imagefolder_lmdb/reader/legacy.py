@@ -60,7 +60,7 @@ def legacy_keys(txn: _ReadTxn, where: str) -> list[bytes]:
         if not isinstance(keys, list | tuple) or not all(isinstance(k, bytes) for k in keys):
             raise FormatError(f"{where}: __keys__ is not a list of byte strings")
         return list(keys)
-    length = legacy_loads(txn.get(b"__len__"), f"{where}: __len__")
+    length = legacy_loads(txn.get(b"__len__") or b"", f"{where}: __len__")  # none: not a pickle
     if not isinstance(length, int) or length < 0:
         raise FormatError(f"{where}: __len__ is not a record count")
     return [str(index).encode("ascii") for index in range(length)]

@@ -58,7 +58,7 @@ def locations_problem(fd: int, env: lmdb.Environment, meta: Meta) -> str | None:
         )
     if len(meta.locations) != meta.length:
         return f"meta/locations has {len(meta.locations)} entries for its {meta.length} records: it is damaged"
-    if "crc32" in recorded and recorded["crc32"] != locations_checksum(meta.locations):
+    if isinstance(recorded, dict) and "crc32" in recorded and recorded["crc32"] != locations_checksum(meta.locations):
         return "its record locations (meta/locations) do not match their checksum: they are damaged"
     pages_end = (env.info()["last_pgno"] + 1) * env.stat()["psize"]
     problem = locations_layout_problem(meta.locations, env.stat()["psize"], min(pages_end, os.fstat(fd).st_size))

@@ -47,7 +47,7 @@ def _pread_tensor(fd: int, length: int, offset: int) -> torch.Tensor:
     import torch
 
     encoded = torch.empty(length, dtype=torch.uint8)
-    _read_into(fd, memoryview(encoded.numpy()), offset)
+    _read_into(fd, encoded.numpy().data, offset)
     return encoded
 
 

@@ -49,7 +49,7 @@ class _LmdbRecords:
         with begin() as txn:
             return bytes(self._value(txn, index))
 
-    def _value(self, txn: _ReadTxn, index: int) -> memoryview:
+    def _value(self, txn: _ReadTxn, index: int) -> bytes | memoryview:
         data = txn.get(record_key(index))
         if data is None:
             raise FormatError(f"{self.path}: record {index} is missing; the file is damaged")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import time
 import warnings
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import lmdb
 import numpy as np
@@ -184,6 +184,6 @@ class _LocatedRecords:
 
     def _decoded(self, data: bytes | torch.Tensor, index: int, decode: str) -> Any:
         """Record ``index``'s bytes as read by offset (a tensor for decode="tensor"), decoded."""
-        if decode == "tensor":
-            return encoded_tensor_decode(data, jpeg=self.lmdb.jpeg(index))
-        return pil_decode(data) if decode == "pil" else data
+        if decode == "tensor":  # read straight into a tensor (offset_reads._fetch)
+            return encoded_tensor_decode(cast("torch.Tensor", data), jpeg=self.lmdb.jpeg(index))
+        return pil_decode(cast(bytes, data)) if decode == "pil" else data

@@ -200,9 +200,12 @@ def serve(requests: IO[bytes], answers: IO[bytes]) -> None:
                     Settings(**request["settings"]),
                 )
         except Exception as exc:  # noqa: BLE001 - every failure goes back to the reading process
-            kind = {ObjectChangedError: "changed", FileNotFoundError: "missing", PermissionError: "denied"}.get(
-                type(exc), "read"
-            )
+            kinds: dict[type[Exception], str] = {
+                ObjectChangedError: "changed",
+                FileNotFoundError: "missing",
+                PermissionError: "denied",
+            }
+            kind = kinds.get(type(exc), "read")
             message = str(exc) if kind != "read" or isinstance(exc, RemoteReadError) else f"{request['url']}: {exc}"
             answers.write(json.dumps({"ok": False, "kind": kind, "message": message}).encode() + b"\n")
         else:

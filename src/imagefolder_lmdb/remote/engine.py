@@ -78,13 +78,13 @@ def _classify(exc: BaseException, url: str, etag: str | None) -> BaseException |
     return None
 
 
-async def _get_once(store: Any, key: str, start: int, end: int, etag: str | None) -> tuple[bytes, dict[str, Any]]:
+async def _get_once(store: Any, key: str, start: int, end: int, etag: str | None) -> tuple[bytes, Any]:
     import obstore
 
     options: dict[str, Any] = {"range": (start, end)}
     if etag is not None:
         options["if_match"] = etag
-    result = await obstore.get_async(store, key, options=options)
+    result = await obstore.get_async(store, key, options=options)  # type: ignore[arg-type]  # a plain dict
     data = bytes(await result.bytes_async())
     return data, result.meta
 

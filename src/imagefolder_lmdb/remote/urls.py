@@ -56,4 +56,4 @@ def make_store(store_url: str, settings: Settings) -> Any:
     # (a plain-http S3 endpoint); a plain-http URL says so itself.
     if store_url.lower().startswith("http://") or os.environ.get("AWS_ALLOW_HTTP", "").lower() == "true":
         client["allow_http"] = "true"
-    return from_url(store_url, client_options=client, retry_config=retry)
+    return from_url(store_url, client_options=client, retry_config=retry)  # type: ignore[call-overload]  # plain dicts

@@ -19,8 +19,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, TextIO
 
+from imagefolder_lmdb.run.workflow_folder import workflow_folder
+
 #: The packaged workflow: its Snakefile is what a host workflow's ``module`` may name, too.
-WORKFLOW = Path(__file__).resolve().parents[1] / "workflow"
+WORKFLOW = workflow_folder()
 SNAKEFILE = WORKFLOW / "Snakefile"
 #: Profiles shipped with the workflow: ``default`` (always applied) and ``slurm`` (``--profile slurm``).
 PROFILES = WORKFLOW / "profiles"

@@ -76,7 +76,7 @@ class LogHandler(LogHandlerBase):
         if event == "job_info":
             split = dict(getattr(record, "wildcards", None) or {}).get("split")
             self.jobs[getattr(record, "jobid", None)] = split
-            self.board.job(str(record.rule_name), split)
+            self.board.job(str(record.rule_name), split)  # type: ignore[attr-defined]  # Snakemake's extra
         elif event == "job_finished":
             self.finished(record)
         elif event == "job_error":

@@ -101,7 +101,8 @@ def checked_outdir(outdir: str) -> str:
     results = os.path.abspath(outdir)
     if os.path.exists(results) and not os.path.isdir(results):
         raise PlanError(f"OUTDIR {outdir} is a file, not a folder: name a folder (it is created if missing)")
-    parent = next((p for p in [results, *Path(results).parents] if os.path.exists(p)), Path("/"))
+    candidates: list[str | Path] = [results, *Path(results).parents]
+    parent = next((p for p in candidates if os.path.exists(p)), Path("/"))
     if not os.access(parent, os.W_OK | os.X_OK):
         raise PlanError(f"OUTDIR {outdir}: {parent} is not writable here (a read-only mount?): name another folder")
     return results

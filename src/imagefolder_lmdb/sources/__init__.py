@@ -13,7 +13,7 @@ and merge.
                                             unpacked
     parquet     sources/parquet.py          Parquet files of image bytes and integer labels,   ParquetReader
                                             read in place
-    webdataset  sources/webdataset.py       tar shards of key.jpg + key.cls samples, read in   ShardReader
+    webdataset  sources/webdataset.py       tar shards of key.jpg + key.cls samples, read in   WebDatasetReader
                                             place
 
 What ImageFolder would see in a tree of paths (classes, order, wrappers, macOS files) is

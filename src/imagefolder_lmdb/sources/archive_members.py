@@ -172,7 +172,7 @@ def check_zip_readable(archive: str, info: zipfile.ZipInfo) -> None:
     if info.flag_bits & ZIP_ENCRYPTED_FLAG:
         raise DamagedArchiveError(f"{archive}: member {info.filename!r} is encrypted (password-protected). {ZIP_FIX}.")
     if info.compress_type not in ZIP_METHODS:
-        method = zipfile.compressor_names.get(info.compress_type, "unknown")
+        method = getattr(zipfile, "compressor_names", {}).get(info.compress_type, "unknown")
         raise DamagedArchiveError(
             f"{archive}: member {info.filename!r} is compressed with method {info.compress_type} ({method}), "
             f"which Python's zipfile cannot read. {ZIP_FIX}."
@@ -202,7 +202,8 @@ def tar_location(archive: str, container: int, member: tarfile.TarInfo, base: in
     member (``tar --sparse``) keeps its map, so that it is read as ``tar -x`` writes it."""
     if not member.sparse:
         return TarLocation(container, base + member.offset_data, member.size)
-    runs = tuple((at, length) for at, length in member.sparse if length)
+    sparse: list[tuple[int, int]] = member.sparse  # type: ignore[assignment]  # typeshed: int
+    runs = tuple((at, length) for at, length in sparse if length)
     if any(at < 0 or at + length > member.size for at, length in runs):
         raise DamagedArchiveError(
             f"{archive}: the sparse member {member.name!r} has a map running past its size ({member.size:,} bytes): "
@@ -214,7 +215,8 @@ def tar_location(archive: str, container: int, member: tarfile.TarInfo, base: in
 
 def stored_end(member: tarfile.TarInfo) -> int:
     """Where a member's data ends in its tar, padded to a block: a sparse member stores only its runs."""
-    stored = sum(length for _, length in member.sparse) if member.sparse else member.size
+    sparse: list[tuple[int, int]] | None = member.sparse  # type: ignore[assignment]  # typeshed: int
+    stored = sum(length for _, length in sparse) if sparse else member.size
     return member.offset_data + -(-stored // TAR_BLOCK) * TAR_BLOCK
 
 
@@ -302,7 +304,8 @@ def index_zip(archive: str, container: int = 0, progress: dict[str, Any] | None 
     infos = zip_infos(archive)
     check_zip_members(archive, infos)
     infos.reverse()
-    with tqdm(total=len(infos), desc=f"index {os.path.basename(archive)}", unit="entry", **(progress or {})) as bar:
+    total = len(infos)
+    with tqdm(total=total, desc=f"index {os.path.basename(archive)}", unit="entry", **(progress or {})) as bar:
         while infos:  # each ZipInfo is freed as its Member is made: the index never holds both tables
             info = infos.pop()
             name = zip_member_name(info)
@@ -311,7 +314,7 @@ def index_zip(archive: str, container: int = 0, progress: dict[str, Any] | None 
             else:  # read back by zipfile's name for it
                 yield Member(name, ZipLocation(container, info.filename, info.file_size))
             if len(infos) % PROGRESS_STEP == 0:
-                bar.update(bar.total - len(infos) - bar.n)  # tqdm's own interval decides what is shown
+                bar.update(total - len(infos) - bar.n)  # tqdm's own interval decides what is shown
 
 
 # --------------------------------------------------------------------------------------------------

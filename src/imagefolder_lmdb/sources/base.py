@@ -43,7 +43,7 @@ class Listing:
 
 
 @dataclass(frozen=True)
-class Columns:
+class ParquetColumns:
     """Layout parquet: the columns of image bytes and of integer labels (config keys image_column
     and label_column)."""
 
@@ -61,7 +61,7 @@ class Request:
     wanted: Collection[str] | None = None  # the config's class list: other class tars stay unread
     progress: dict[str, Any] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)  # webdataset, parquet: every shard, in record order
-    columns: Columns = Columns()
+    columns: ParquetColumns = ParquetColumns()
     root: str = ""  # splits.<name>.root: the folder inside the source to read ("/"-separated; "" = all)
 
 

@@ -24,12 +24,12 @@ import threading
 from collections import Counter, OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from tqdm import tqdm
 
 from imagefolder_lmdb.classes.lists import ClassList
-from imagefolder_lmdb.sources.base import Columns, Labels, Listing, Request, SampleReader, Source
+from imagefolder_lmdb.sources.base import Labels, Listing, ParquetColumns, Request, SampleReader, Source
 from imagefolder_lmdb.sources.labelled import label_names, labelled_listing
 from imagefolder_lmdb.work.files import (
     ManifestHeader,
@@ -110,7 +110,7 @@ class ParquetSource(Source):
         return listing
 
     def reader(self, header: ManifestHeader) -> SampleReader:
-        return ParquetReader(header.containers, header.image_column or Columns().image)
+        return ParquetReader(header.containers, header.image_column or ParquetColumns().image)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -131,7 +131,7 @@ def open_parquet(path: str) -> pq.ParquetFile:
         ) from exc
 
 
-def file_info(path: str, columns: Columns) -> ParquetFileInfo:
+def file_info(path: str, columns: ParquetColumns) -> ParquetFileInfo:
     """Check a file's columns and read its class names, from the footer alone."""
     with open_parquet(path) as parquet:
         schema = parquet.schema_arrow
@@ -157,13 +157,14 @@ def null_count(metadata: pq.FileMetaData, column: str) -> int | None:
         row_group = metadata.row_group(group)
         chunks = [row_group.column(i) for i in range(row_group.num_columns)]
         chunk = next((c for c in chunks if c.path_in_schema == column), None)
-        if chunk is None or not chunk.is_stats_set or not chunk.statistics.has_null_count:
+        statistics = chunk.statistics if chunk is not None and chunk.is_stats_set else None
+        if statistics is None or statistics.null_count is None:  # None: the row group has no count
             return None
-        total += chunk.statistics.null_count
+        total += statistics.null_count
     return total
 
 
-def check_has_image_bytes(infos: list[ParquetFileInfo], columns: Columns) -> None:
+def check_has_image_bytes(infos: list[ParquetFileInfo], columns: ParquetColumns) -> None:
     """Stop, naming each, at files whose every row lacks image bytes: an Image column built from file
     paths and written with a plain ``Dataset.to_parquet`` keeps the paths only. No row of such a file
     can be converted, so skipping bad images would leave nothing (files without statistics are
@@ -180,7 +181,7 @@ def check_has_image_bytes(infos: list[ParquetFileInfo], columns: Columns) -> Non
     )
 
 
-def paths_only_words(info: ParquetFileInfo, columns: Columns) -> str:
+def paths_only_words(info: ParquetFileInfo, columns: ParquetColumns) -> str:
     """What an all-null file holds instead of bytes: paths (the first one named), or nothing."""
     rows = f"all {info.rows} rows" if info.rows > 1 else "its one row"
     first = first_stored_path(info, columns) if info.has_path else None
@@ -189,14 +190,19 @@ def paths_only_words(info: ParquetFileInfo, columns: Columns) -> str:
     return f"{rows} hold a file path only (the first: {first!r}), not the image's bytes"
 
 
-def first_stored_path(info: ParquetFileInfo, columns: Columns) -> str | None:
+def first_field(values: pa.Array) -> pa.Array:
+    """The first field of a struct column's values (``image.bytes`` or ``image.path``: ``columns.image``)."""
+    return cast("pa.StructArray", values).flatten()[0]
+
+
+def first_stored_path(info: ParquetFileInfo, columns: ParquetColumns) -> str | None:
     with open_parquet(info.path) as parquet:
         paths = parquet.read_row_group(0, columns=[f"{columns.image}.path"]).column(columns.image)
-    values = paths.combine_chunks().flatten()[0].to_pylist() if len(paths) else []
+    values = first_field(paths.combine_chunks()).to_pylist() if len(paths) else []
     return next((value for value in values if value), None)
 
 
-def check_columns(path: str, schema: pa.Schema, columns: Columns) -> None:
+def check_columns(path: str, schema: pa.Schema, columns: ParquetColumns) -> None:
     """The configured columns exist and have usable types; the error says what the file holds."""
     import pyarrow as pa
 
@@ -275,7 +281,9 @@ def names_in_words(names: list[str] | None) -> str:
     return f"{len(names)} names: {', '.join(names[:3])}{', ...' if len(names) > 3 else ''}"
 
 
-def parquet_members(infos: list[ParquetFileInfo], columns: Columns, progress: dict[str, Any]) -> Iterator[Member]:
+def parquet_members(
+    infos: list[ParquetFileInfo], columns: ParquetColumns, progress: dict[str, Any]
+) -> Iterator[Member]:
     """Every row of every file as a member (path, location, label), in record order."""
     with tqdm(total=sum(info.rows for info in infos), desc="labels", unit="img", **progress) as bar:
         for number, info in enumerate(infos):
@@ -293,7 +301,7 @@ def parquet_members(infos: list[ParquetFileInfo], columns: Columns, progress: di
 
 
 def group_labels(
-    parquet: pq.ParquetFile, info: ParquetFileInfo, group: int, columns: Columns
+    parquet: pq.ParquetFile, info: ParquetFileInfo, group: int, columns: ParquetColumns
 ) -> tuple[list[int | None], list[str | None]]:
     """One row group's labels and stored image paths, read without the image bytes."""
     import pyarrow as pa
@@ -306,7 +314,7 @@ def group_labels(
     labels = table.column(columns.label).to_pylist()
     if not info.has_path:
         return labels, [None] * len(labels)
-    paths = table.column(columns.image).combine_chunks().flatten()[0].to_pylist()
+    paths = first_field(table.column(columns.image).combine_chunks()).to_pylist()
     return labels, paths
 
 
@@ -321,7 +329,13 @@ def check_labelled(path: str, row: int, label: int | None) -> None:
 
 
 def member_path(file: str, row: int, stored: str | None) -> str:
-    """The sample's file name: the struct's path (its last part), else ``<file stem>-<row>``."""
+    """The sample's file name: the struct's path (its last part), else ``<file stem>-<row>``. A NUL byte
+    is refused here, when the source is indexed: no file name holds one, and meta/paths ends each name with it."""
+    if stored and "\0" in stored:
+        raise ParquetSourceError(
+            f"{file}, row {row} (counted from 0): its image path {stored!r} holds a NUL byte, which no file name "
+            "can hold. Fix that row's path (or write the rows without the path field), then run the same command."
+        )
     name = posixpath.basename(stored.replace("\\", "/")) if stored else ""
     if name and name not in (".", ".."):
         return name
@@ -478,7 +492,7 @@ class ParquetReader(SampleReader):
                 "extract listed it. Download it again and run the same command again."
             ) from exc
         values = table.column(0).combine_chunks()
-        return values.flatten()[0] if opened.column != self.image_column else values
+        return first_field(values) if opened.column != self.image_column else values
 
     def _evict(self, keep: tuple[int, int]) -> None:
         """Drop the least recently used row groups beyond the byte budget (a thread still reading

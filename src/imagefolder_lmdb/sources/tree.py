@@ -305,7 +305,7 @@ def top_folders(folders: list[str], strip: str) -> list[str]:
     return sorted(top for top in tops if top)
 
 
-def tree_root(extracted: str, is_member: Callable[[str], bool] = is_image) -> str:
+def unpacked_tree_root(extracted: str, is_member: Callable[[str], bool] = is_image) -> str:
     """The unpacked tree's root: below the wrapper folders of the files ``is_member`` picks (the
     images; the class tars of ILSVRC's train tar), as ``wrapper_prefix`` finds them in place."""
     paths = [path for path in relative_files(extracted) if is_member(path.rsplit("/", 1)[-1])]

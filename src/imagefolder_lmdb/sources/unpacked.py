@@ -28,7 +28,7 @@ from imagefolder_lmdb.sources.tree import (
     is_image,
     relative_files,
     report_set_aside,
-    tree_root,
+    unpacked_tree_root,
 )
 from imagefolder_lmdb.work.files import ManifestHeader, SourceDescription
 
@@ -78,10 +78,10 @@ def unpack_archive(
     select.check_found(source)
     inside = os.path.join(tree, *select.parts)  # the configured folder, as unpacked
     if layout == "ilsvrc-train":
-        extract_nested_tars(tree_root(inside, is_class_tar))
+        extract_nested_tars(unpacked_tree_root(inside, is_class_tar))
     images = [path for path in relative_files(inside) if is_image(path.rsplit("/", 1)[-1])]
     check_not_split_folders(source, select.root, images)
-    root = inside if layout == "ilsvrc-val" else tree_root(inside)
+    root = inside if layout == "ilsvrc-val" else unpacked_tree_root(inside)
     final_root = os.path.join(output, os.path.relpath(root, building))
     log.info("extracted %d members; the image tree will be at %s", members, final_root)
     set_aside = [f"{name} (macOS metadata, not part of the tree)" for name in left_out]

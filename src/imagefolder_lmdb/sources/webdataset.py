@@ -64,7 +64,7 @@ META_NAME = re.compile(r"__[^/]*__($|/)")
 KEY_AND_SUFFIX = re.compile(r"^((?:.*/|)[^.]+)[.]([^/]*)$")
 
 
-class ShardSampleError(ValueError):
+class WebDatasetSampleError(ValueError):
     """A sample of a shard is not one image with one label; the message names shard and key."""
 
 
@@ -85,7 +85,7 @@ class WebDatasetSource(Source):
             )
         shards = [os.path.abspath(path) for path in request.files]
         unread: Counter[str] = Counter()
-        members = shard_members(shards, unread, request.progress)
+        members = webdataset_members(shards, unread, request.progress)
         count = write_members(building, members)
         log.info("indexed %d samples in %d shard(s); nothing extracted", count, len(shards))
         if unread:
@@ -105,10 +105,10 @@ class WebDatasetSource(Source):
         return listing
 
     def reader(self, header: ManifestHeader) -> SampleReader:
-        return ShardReader(header.containers)
+        return WebDatasetReader(header.containers)
 
 
-class ShardReader(TarReader):
+class WebDatasetReader(TarReader):
     """Reads samples' images from the shards; names the shard, the sample key and the member."""
 
     def describe(self, path: str, location: Location) -> str:
@@ -141,7 +141,7 @@ class KeyedSample:
     parts: dict[str, tuple[str, TarLocation]] = field(default_factory=dict)
 
 
-def shard_members(shards: list[str], unread: Counter[str], progress: dict) -> Iterator[Member]:
+def webdataset_members(shards: list[str], unread: Counter[str], progress: dict) -> Iterator[Member]:
     """One member row per sample of every shard, in record order (``unread``: suffixes not read)."""
     for number, shard in enumerate(tqdm(shards, desc="index shards", unit="shard", **progress)):
         with open(shard, "rb") as stream:
@@ -164,7 +164,7 @@ def grouped_samples(shard: str, members: Iterator[Member]) -> Iterator[KeyedSamp
                 yield current
             current = KeyedSample(key)
         if suffix in current.parts:
-            raise ShardSampleError(
+            raise WebDatasetSampleError(
                 f"{shard}: sample {key} has two .{suffix} members ({current.parts[suffix][0]}, {member.path}); "
                 "webdataset refuses such a shard too. Write each sample's members once."
             )
@@ -184,13 +184,13 @@ def sample_member(shard: str, sample: KeyedSample, fd: int, unread: Counter[str]
     held = ", ".join(name for name, _ in sample.parts.values())
     if len(images) != 1:
         what = "no image member" if not images else f"{len(images)} image members"
-        raise ShardSampleError(
+        raise WebDatasetSampleError(
             f"{shard}: sample {sample.key} has {what} (members: {held}); each sample needs exactly one image "
             f"({', '.join(sorted(IMAGE_SUFFIXES))}) and its .cls label. Write the shard again with one image per "
             "sample, or remove the sample."
         )
     if LABEL_SUFFIX not in sample.parts:
-        raise ShardSampleError(
+        raise WebDatasetSampleError(
             f"{shard}: sample {sample.key} has no .{LABEL_SUFFIX} member, so no label (members: {held}). Write "
             f"the shard again with a {sample.key}.cls holding its class number, or remove the sample."
         )
@@ -204,7 +204,7 @@ def read_label(shard: str, sample: KeyedSample, fd: int) -> int:
     name, location = sample.parts[LABEL_SUFFIX]
     data = os.pread(fd, min(location.size, LABEL_MAX_BYTES + 1), location.offset)
     if len(data) > LABEL_MAX_BYTES or not LABEL_TEXT.fullmatch(data):
-        raise ShardSampleError(
+        raise WebDatasetSampleError(
             f"{shard}: sample {sample.key}: {name} holds {data[:20]!r}, not a class number. A .cls member holds "
             "the label as a decimal integer (e.g. 417); write the shard again with it, or remove the sample."
         )

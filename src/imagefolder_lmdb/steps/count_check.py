@@ -16,6 +16,8 @@ from typing import Any, TextIO
 
 from imagefolder_lmdb.classes.lists import ClassList, is_dataset, missing_from_source
 from imagefolder_lmdb.classes.plan import ClassSource
+from imagefolder_lmdb.config.shards import shards_allowed
+from imagefolder_lmdb.config.step_settings import CountSettings
 from imagefolder_lmdb.run.hold_points import hold_point
 from imagefolder_lmdb.run.rule_runner import progress_kwargs, run_rule
 from imagefolder_lmdb.sources import source_of_kind
@@ -33,10 +35,6 @@ from imagefolder_lmdb.work.files import (
 )
 
 log = logging.getLogger("imagefolder_lmdb.count_check")
-
-#: Shards a split may have whatever its size: the schema's default, which a small source gets anyway
-#: (an empty shard's job costs a second or so). More than this and more than the images is refused.
-SHARDS_ALWAYS_ALLOWED = 16
 
 #: How many ignored file names the report lists in full (the count is always exact).
 LISTED_IGNORED = 50
@@ -146,7 +144,7 @@ def too_many_shards(split: str, shards: int | None, images: int) -> str | None:
     """More shards than the split holds images, beyond the few any small source gets by default:
     jobs with nothing to do. The shard list is fixed before the images are counted (the DAG holds
     every encode job), so the config is corrected rather than the count cut."""
-    if shards is None or not images or shards <= max(images, SHARDS_ALWAYS_ALLOWED):
+    if shards is None or not images or shards_allowed(shards, images):
         return None
     return (
         f"config key splits.{split}.shards: {shards} is more than the {images} images the source holds "
@@ -238,18 +236,19 @@ def count_check(
 
 
 def main(smk: Any, stream: TextIO) -> None:
+    settings = CountSettings.from_param(smk.params.settings)
     count_check(
         smk.input.source,
         smk.output.manifest,
         smk.output.counts,
-        smk.params.expected_images,
-        smk.params.expected_classes,
-        devkit=smk.params.devkit,
-        val_csv=smk.params.val_labels,
+        settings.expected_images,
+        settings.expected_classes,
+        devkit=settings.devkit,
+        val_csv=settings.val_labels,
         progress=progress_kwargs(stream),
-        class_list=dict(smk.params.class_list),
+        class_list=dict(settings.class_list),
         shared_manifest=smk.input.shared_classes[0] if smk.input.shared_classes else None,
-        shards=(smk.wildcards.split, smk.params.shards),
+        shards=(settings.split, settings.shards),
     )
 
 

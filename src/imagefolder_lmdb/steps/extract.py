@@ -11,14 +11,14 @@ compressed archives, or on request.)
 import logging
 import os
 import sys
-from collections.abc import Collection
 from typing import Any, TextIO
 
+from imagefolder_lmdb.config.step_settings import ExtractSettings
 from imagefolder_lmdb.run.hold_points import hold_point
 from imagefolder_lmdb.run.rule_runner import progress_kwargs, run_rule
 from imagefolder_lmdb.sources import claiming_source
 from imagefolder_lmdb.sources.archive_members import copy_member
-from imagefolder_lmdb.sources.base import Columns, Request
+from imagefolder_lmdb.sources.base import Request
 from imagefolder_lmdb.sources.ilsvrc import check_official_md5
 from imagefolder_lmdb.work.files import SourceDescription, write_source_description
 from imagefolder_lmdb.writing.atomic import publish, remove_path, temporary_path
@@ -30,36 +30,14 @@ log = logging.getLogger("imagefolder_lmdb.extract")
 LABELS_COPY = "val_labels.csv"
 
 
-def make_source_readable(
-    source: str,
-    output: str,
-    layout: str,
-    extract_tree: bool,
-    progress: dict[str, Any],
-    wanted: Collection[str] | None = None,
-    files: list[str] | None = None,
-    columns: Columns | None = None,
-    root: str = "",
-    labels_member: str | None = None,
-) -> SourceDescription:
-    """Build ``output`` under a temporary name and rename it into place when whole. ``wanted``:
-    the configured class list, whose other classes' tars are never opened. ``files``: the shard
-    files of a webdataset or parquet source (``source`` is then the config's pattern or list).
-    ``root``: the folder inside the source to read. ``labels_member``: val_labels, a member of the
-    source archive, copied (one small file) for count_check."""
+def make_source_readable(request: Request, output: str, labels_member: str | None = None) -> SourceDescription:
+    """Build ``output`` under a temporary name and rename it into place when whole. ``request``:
+    the split's source, layout and classes (``ExtractSettings.request``). ``labels_member``:
+    val_labels, a member of the source archive, copied (one small file) for count_check."""
+    source = request.source
     building = temporary_path(output)
     remove_path(building)
     os.makedirs(building)
-    request = Request(
-        source,
-        layout,
-        extract_tree,
-        wanted,
-        progress,
-        files=files or [source],
-        columns=columns or Columns(),
-        root=root.strip("/"),
-    )
     description = claiming_source(request).prepare(request, building, output)
     if labels_member:
         log.info("copying %s from %s (val_labels)", labels_member, source)
@@ -81,26 +59,12 @@ def check_checksums(paths: list[str], progress: dict[str, Any]) -> None:
 
 
 def main(smk: Any, stream: TextIO) -> None:
+    settings = ExtractSettings.from_param(smk.params.settings)
     progress = progress_kwargs(stream)
-    if smk.params.md5:
+    if settings.md5:
         check_checksums([*smk.input.source, *smk.input.labels], progress)
-    classes = smk.params.classes
-    wanted = frozenset(classes) if classes is not None else None
-    params = smk.params
-    files = list(smk.input.source)
-    source = params.source if isinstance(params.source, str) else files[0]
-    make_source_readable(
-        source,
-        smk.output[0],
-        params.layout,
-        params.extract,
-        progress,
-        wanted,
-        files,
-        Columns(params.image_column, params.label_column),
-        params.root or "",
-        params.labels_member,
-    )
+    request = settings.request(list(smk.input.source), progress)
+    make_source_readable(request, smk.output[0], settings.labels_member)
 
 
 def run_in_rule(smk: Any) -> None:

@@ -28,6 +28,7 @@ from typing import Any, TextIO
 
 from tqdm import tqdm
 
+from imagefolder_lmdb.config.step_settings import MergeSettings
 from imagefolder_lmdb.reader import checksum, record_key
 from imagefolder_lmdb.run.hold_points import hold_point
 from imagefolder_lmdb.run.rule_runner import progress_kwargs, run_rule
@@ -73,17 +74,11 @@ def check_reports_cover(reports: list[ShardReport], count: int) -> None:
         raise MergeError(f"the shard reports cover {position} images, the manifest lists {count}")
 
 
-@dataclass(frozen=True)
-class Enough:
-    """How many records a split must end with: splits.<name>.expected_images minus allow_skipped
-    (no bound without expected_images), and never none."""
-
-    split: str = "this split"
-    expected_images: int | None = None
-    allow_skipped: int = 0
+#: A merge with no bound on the records it must end with but one.
+NO_BOUND = MergeSettings()
 
 
-def check_enough_stored(reports: list[ShardReport], enough: Enough, reports_folder: str) -> None:
+def check_enough_stored(reports: list[ShardReport], enough: MergeSettings, reports_folder: str) -> None:
     """Stop before writing anything when the images skipped as bad leave the split empty, or with
     fewer records than the config accepts."""
     skipped = [entry for report in reports for entry in report.skipped]
@@ -114,7 +109,7 @@ def merge(
     output: str,
     progress: dict[str, Any],
     threads: int = 2,
-    enough: Enough = Enough(),
+    enough: MergeSettings = NO_BOUND,
 ) -> int:
     """Write every shard's records, renumbered in order, to ``output``; returns the record count.
     ``threads``: the writer plus ``threads - 1`` (at least one) threads reading ahead; ``enough``:
@@ -258,7 +253,7 @@ def main(smk: Any, stream: TextIO) -> None:
         smk.output[0],
         progress_kwargs(stream),
         threads=smk.threads,
-        enough=Enough(smk.wildcards.split, smk.params.expected_images, smk.params.allow_skipped),
+        enough=MergeSettings.from_param(smk.params.settings),
     )
 
 

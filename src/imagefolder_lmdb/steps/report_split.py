@@ -29,8 +29,8 @@ def class_histogram(class_counts: dict[str, int], output: str, title: str) -> No
         gap = bar * 0.15 if bar >= 4 else 0  # separate bars only where there is room
         draw.rectangle((x0, HEIGHT - MARGIN - height, x0 + max(bar - gap, 1), HEIGHT - MARGIN), fill=(60, 110, 180))
     draw.line((MARGIN, HEIGHT - MARGIN, WIDTH - MARGIN, HEIGHT - MARGIN), fill="black")
-    low = min(class_counts, key=class_counts.get) if counts else "-"
-    high = max(class_counts, key=class_counts.get) if counts else "-"
+    low = min(class_counts, key=class_counts.__getitem__) if counts else "-"
+    high = max(class_counts, key=class_counts.__getitem__) if counts else "-"
     caption = f"{title}: {len(counts)} classes, {sum(counts)} images; min {low} ({class_counts.get(low, 0)}), "
     caption += f"max {high} ({class_counts.get(high, 0)})"
     draw.text((MARGIN, 10), caption, fill="black", font=font)

@@ -152,7 +152,7 @@ def pages_problem(path: str, every_value: bool) -> tuple[str | None, lmdb_pages.
 
 
 @dataclass
-class Located:
+class LocationTable:
     """The record locations the file holds, where they claim to fit it as it is (else no entries)."""
 
     offsets: np.ndarray  # uint64 per record, 0 = not located
@@ -161,14 +161,14 @@ class Located:
 
 def locations_problems(
     ds: LMDBReader, meta: Meta, walk: lmdb_pages.Walk | None
-) -> tuple[list[str], list[str], Located]:
+) -> tuple[list[str], list[str], LocationTable]:
     """(problems, warnings) of the file's record locations against the walk of its B-tree, and the
     locations to compare record by record (none where they do not claim to fit this file)."""
     env = shared_env(ds.path)
-    nothing = Located(np.zeros(len(ds), np.uint64), np.zeros(len(ds), np.uint32))
+    nothing = LocationTable(np.zeros(len(ds), np.uint64), np.zeros(len(ds), np.uint32))
     if walk is None or meta.locations is None:
         return [], [], nothing
-    table = Located(meta.locations["offset"], meta.locations["length"])
+    table = LocationTable(meta.locations["offset"], meta.locations["length"])
     if len(meta.locations) != len(ds):
         table = nothing  # a damaged size: no entry can be matched to its record
     finding = locations_finding(env, meta, walk, ds.path)
@@ -201,7 +201,7 @@ def _own_bytes(ds: LMDBReader, index: int) -> bytes:
     return bytes(value)
 
 
-def location_problem(ds: LMDBReader, index: int, own: bytes, located: Located) -> str | None:
+def location_problem(ds: LMDBReader, index: int, own: bytes, located: LocationTable) -> str | None:
     """Whether record ``index``'s recorded location holds LMDB's own bytes of it (None if so, or
     if it is not located)."""
     offset, length = int(located.offsets[index]), int(located.lengths[index])
@@ -217,7 +217,7 @@ def location_problem(ds: LMDBReader, index: int, own: bytes, located: Located) -
     )
 
 
-def check_record(ds: LMDBReader, index: int, located: Located) -> str | None:
+def check_record(ds: LMDBReader, index: int, located: LocationTable) -> str | None:
     """Problem with record ``index`` (its location, checksum, decoding, size), or None."""
     assert ds.checksums is not None and ds.image_sizes is not None
     try:
@@ -236,8 +236,7 @@ def bytes_problem(ds: LMDBReader, index: int, data: bytes) -> str | None:
     if checksum(data) != int(ds.checksums[index]):
         return f"record {index} ({ds.samples[index][0]}): checksum mismatch, the stored bytes changed"
     try:
-        image = Image.open(io.BytesIO(data))
-        image = image.convert("RGB")
+        image = Image.open(io.BytesIO(data)).convert("RGB")
     except Exception as exc:  # noqa: BLE001 - any decoder failure is a finding, not a crash
         return f"record {index} ({ds.samples[index][0]}): does not decode: {exc}"
     width, height = (int(v) for v in ds.image_sizes[index])
@@ -258,7 +257,7 @@ def open_reader(path: str) -> tuple[LMDBReader, list[str]]:
     return ds, [str(w.message) for w in caught if issubclass(w.category, LocationsWarning)]
 
 
-def meta_problems(ds: LMDBReader, walk: lmdb_pages.Walk | None) -> tuple[list[str], Located, list[str]]:
+def meta_problems(ds: LMDBReader, walk: lmdb_pages.Walk | None) -> tuple[list[str], LocationTable, list[str]]:
     """What disagrees in the meta (with itself, the records, the walk of the B-tree), the record
     locations to compare record by record, and the warnings about them."""
     with shared_env(ds.path).begin() as txn:
@@ -316,7 +315,7 @@ def verify(
     return report, ds, indices
 
 
-def record_problems(ds: LMDBReader, indices: list[int], located: Located) -> list[str]:
+def record_problems(ds: LMDBReader, indices: list[int], located: LocationTable) -> list[str]:
     """What is wrong with each record of ``indices`` that does not read back as written."""
     # progress on stderr (the rule's log); a sample of 64 is over before the bar would show
     checked = tqdm(indices, desc="verify", unit="img", mininterval=5.0, disable=len(indices) < 1000, file=sys.stderr)

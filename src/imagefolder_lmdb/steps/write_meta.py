@@ -19,8 +19,8 @@ from typing import Any, TextIO
 import lmdb
 import numpy as np
 
-from imagefolder_lmdb.add_locations import Located, add_locations, current_locations
-from imagefolder_lmdb.classes.lists import class_words
+from imagefolder_lmdb.add_locations import LocationCount, add_locations, current_locations
+from imagefolder_lmdb.classes.lists import wordnet_words
 from imagefolder_lmdb.reader import LOCATION_DTYPE, META_KEYS, Meta, encode_meta
 from imagefolder_lmdb.run.hold_points import hold_point
 from imagefolder_lmdb.run.rule_runner import run_rule
@@ -63,11 +63,11 @@ def class_list_entry(counts: CountsReport) -> dict[str, Any]:
 def words_entry(classes: list[str]) -> dict[str, list[str]]:
     """meta/json's ``class_words`` (the WordNet words of each class) when every class is an
     ImageNet-1k WNID; nothing otherwise."""
-    words = class_words(classes)
+    words = wordnet_words(classes)
     return {} if words is None else {"class_words": words}
 
 
-def source_root(header: ManifestHeader, kept: list[int], elsewhere: set[int]) -> str | None:
+def recorded_root(header: ManifestHeader, kept: list[int], elsewhere: set[int]) -> str | None:
     """meta/json's ``source.root``: the folder under which every record's relative path is its
     source file, as ImageFolder's ``samples`` are, so ``os.path.join(root, path)`` finds it. Only a
     folder read in place has one: an archive's members are no files, an unpacked tree lies in the
@@ -100,7 +100,7 @@ def build_meta(manifest_path: str, counts: CountsReport, reports: list[ShardRepo
         settings={"encode": encode},
         source={
             "path": counts.source,
-            "root": source_root(header, kept, elsewhere),
+            "root": recorded_root(header, kept, elsewhere),
             "images": header.count,
             "classes": len(header.classes),
             "ignored_files": counts.ignored_files,
@@ -177,7 +177,7 @@ def same_meta_stored(env: lmdb.Environment, values: dict[bytes, bytes]) -> bool:
     }
 
 
-def store_meta(writer: LMDBWriter, path: str, values: dict[bytes, bytes]) -> Located:
+def store_meta(writer: LMDBWriter, path: str, values: dict[bytes, bytes]) -> LocationCount:
     """The meta, then the record locations, into the file ``writer`` has open; closed after. A full
     disk is named as such, with the room needed (``writer.adds_bytes``)."""
     try:

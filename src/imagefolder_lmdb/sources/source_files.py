@@ -1,4 +1,5 @@
-"""The shard files a split's ``source`` names (layouts webdataset and parquet).
+"""The source files a split's ``source`` names (layouts webdataset and parquet; their publishers call
+them shards, a word that here means an encode job).
 
 ``source`` is a list of files, a glob (``shards/*.parquet``, sorted), or a brace pattern as
 WebDataset writes them (``imagenet1k-train-{0000..1023}.tar``, in the order it expands to); a list
@@ -12,12 +13,12 @@ import os
 
 from braceexpand import braceexpand
 
-from imagefolder_lmdb.config.missing_paths import missing_folder_hint, missing_path_hint, taken_from
+from imagefolder_lmdb.sources.missing_paths import missing_folder_hint, missing_path_hint, taken_from
 
 GLOB_CHARACTERS = frozenset("*?[")
 
 
-class ShardFilesError(ValueError):
+class SourceFilesError(ValueError):
     """The source names no shard, or a shard that is not there (``missing``)."""
 
     def __init__(self, message: str, missing: bool = False) -> None:
@@ -25,7 +26,7 @@ class ShardFilesError(ValueError):
         self.missing = missing
 
 
-def shard_files(source: str | list[str]) -> list[str]:
+def source_files(source: str | list[str]) -> list[str]:
     """Every shard ``source`` names, in record order, each once; an error names what is missing
     (how many of the shards named, the first and the last)."""
     patterns = [source] if isinstance(source, str) else list(source)
@@ -36,11 +37,11 @@ def shard_files(source: str | list[str]) -> list[str]:
     files = list(dict.fromkeys(files))  # a shard named twice is read once
     missing = [path for path in files if not os.path.isfile(path)]
     if missing:
-        raise ShardFilesError(missing_shards(missing, files), missing=True)
+        raise SourceFilesError(missing_source_files(missing, files), missing=True)
     return files
 
 
-def missing_shards(missing: list[str], named: list[str]) -> str:
+def missing_source_files(missing: list[str], named: list[str]) -> str:
     where = f"{taken_from(missing[0])}."
     if len(missing) == 1:
         return f"shard {missing[0]!r} does not exist{where}" + missing_path_hint(missing[0], named)
@@ -53,7 +54,7 @@ def files_of(pattern: str) -> list[str]:
     else its matches, sorted."""
     if GLOB_CHARACTERS.isdisjoint(pattern):
         if os.path.isdir(pattern):
-            raise ShardFilesError(
+            raise SourceFilesError(
                 f"{pattern!r} is a folder; name its shard files, e.g. with a glob such as "
                 f"{os.path.join(pattern, '*.tar')!r} or {os.path.join(pattern, '*.parquet')!r}"
             )
@@ -62,5 +63,5 @@ def files_of(pattern: str) -> list[str]:
     if not matches:
         where = f"{taken_from(pattern)}."
         hint = "" if GLOB_CHARACTERS.intersection(os.path.dirname(pattern)) else missing_folder_hint(pattern)
-        raise ShardFilesError(f"no file matches {pattern!r}{where}" + hint, missing=True)
+        raise SourceFilesError(f"no file matches {pattern!r}{where}" + hint, missing=True)
     return matches

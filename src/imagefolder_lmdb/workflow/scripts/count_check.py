@@ -1,1 +1,0 @@
-../../../../scripts/count_check.py

@@ -1,1 +1,0 @@
-../../../../scripts/report_split.py

@@ -1,1 +1,0 @@
-../../../../scripts/write_meta.py
