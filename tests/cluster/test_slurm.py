@@ -395,6 +395,7 @@ def test_a_task_failing_once_is_the_only_job_resubmitted(
 
     with Controller(tmp_path, config) as controller:
         controller.watch(slurm)
+        fifos.plant(tmp_path / "work" / "train" / "manifest.jsonl")
         bad = fifos.serve(first_task_shard(slurm, controller.run_id()), bad_then=None)
         run = controller.wait()
     run.check()
@@ -459,6 +460,7 @@ def test_failed_shard_is_retried_then_rerun_alone_surviving_a_preemption(
 
     with Controller(tmp_path, config, "--keep-going") as controller:
         controller.watch(slurm)
+        fifos.plant(tmp_path / "work" / "train" / "manifest.jsonl")
         bad_shard = fifos.serve(first_task_shard(slurm, controller.run_id()), bad_then=NOT_AN_IMAGE)
         failed = controller.wait()
     victim, original = fifos.images[bad_shard], fifos.originals[bad_shard]
@@ -572,6 +574,12 @@ class ShardFifos:
             start, stop = shard_range(len(samples), SHARDS, shard)
             image = source / samples[(start + stop) // 2].path
             self.images[f"{shard:05d}"], self.originals[f"{shard:05d}"] = image, image.read_bytes()
+
+    def plant(self, manifest: Path) -> None:
+        """Put the fifos in place once count_check has listed the source (``manifest`` exists), before
+        any shard's job starts (seconds later): the listing refuses a fifo among the images."""
+        wait_until(manifest.exists, f"{manifest} (count_check done)")
+        for image in self.images.values():
             image.unlink()
             os.mkfifo(image)
 
