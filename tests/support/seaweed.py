@@ -101,7 +101,7 @@ class Seaweed:
 
     def _put(self, path: str, data: bytes) -> None:
         request = urllib.request.Request(self.endpoint + path, data=data, method="PUT")
-        with urllib.request.urlopen(request, timeout=30) as answer:
+        with urllib.request.urlopen(request, timeout=30 + len(data) / 10e6) as answer:  # a GB file: minutes
             answer.read()
 
     def put(self, bucket: str, key: str, data: bytes) -> str:

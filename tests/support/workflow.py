@@ -159,3 +159,12 @@ def kill_group(process: subprocess.Popen) -> None:
     """SIGKILL snakemake and its jobs together, as a power cut or the OOM killer would."""
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
+
+
+def published(results: Path) -> list[str]:
+    """What a run left in its results folder for a user: every file but the controllers' lock."""
+    from imagefolder_lmdb.run.lock import LOCK_NAME
+
+    if not results.exists():
+        return []
+    return sorted(path.name for path in results.iterdir() if path.name != LOCK_NAME)

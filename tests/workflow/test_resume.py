@@ -138,9 +138,10 @@ def test_failed_shard_is_the_only_thing_rerun(tree_copy: Path, tmp_path: Path) -
     reports = sorted((tmp_path / "work" / "train" / "parts").glob("*.json"))
     assert len(reports) == SHARDS - 1, "every other shard finished"
 
-    fixed = victim.with_name("fixed.tmp")  # fixed the way editors save: a new file renamed over it
-    fixed.write_bytes(original)
-    fixed.replace(victim)
+    # Fixed in place (cp, curl -o): the class folder's listing is unchanged, so only the failed shard
+    # runs. A new file renamed over it is a source change: the split is listed and converted again
+    # (tests/workflow/test_source_change.py; docs/sources.md says what a change reruns).
+    victim.write_bytes(original)
     rerun = run_snakemake(tmp_path, "--configfile", str(config)).check()
     jobs = executed_jobs(rerun.output)
     encode = [job for job in jobs if job.startswith("encode_shard")]

@@ -220,22 +220,42 @@ def stored_end(member: tarfile.TarInfo) -> int:
     return member.offset_data + -(-stored // TAR_BLOCK) * TAR_BLOCK
 
 
-def check_tar_complete(archive: str, members: list[tarfile.TarInfo], size: int, where: str = "") -> None:
-    """Python's tarfile stops quietly at a truncation; compare the members with the file size."""
+def check_tar_complete(
+    archive: str, members: list[tarfile.TarInfo], size: int, read_at: Callable[[int, int], bytes], where: str = ""
+) -> None:
+    """Python's tarfile stops quietly at a truncation, and at a damaged header after the first: compare
+    the members with the file size, and see that the end-of-archive zeros follow the last member
+    (``read_at(offset, length)``: the tar's bytes)."""
     end = max((stored_end(m) for m in members), default=0)
+    last = max(members, key=lambda m: m.offset_data).name if members else "(none)"
     if end + TAR_END_MARKER > size:
-        last = max(members, key=lambda m: m.offset_data).name if members else "(none)"
         raise DamagedArchiveError(
             f"{archive}{where} is truncated: its members need {end + TAR_END_MARKER:,} bytes, the file has "
             f"{size:,} (last member {last!r}). Download or copy it again."
         )
+    if read_at(end, TAR_BLOCK).strip(b"\0"):
+        raise DamagedArchiveError(
+            f"{archive}{where} is damaged: the member header at offset {end:,} (after {last!r}) is unreadable "
+            "(bad checksum), so the members after it cannot be listed. Download or copy it again."
+        )
+
+
+def file_reader(path: str, base: int = 0) -> Callable[[int, int], bytes]:
+    """``read_at(offset, length)`` on the file ``path``, offsets counted from ``base``."""
+
+    def read_at(offset: int, length: int) -> bytes:
+        with open(path, "rb") as stream:
+            stream.seek(base + offset)
+            return stream.read(length)
+
+    return read_at
 
 
 def index_tar(archive: str, container: int = 0) -> Iterator[Member]:
     """File members of a plain tar, with their byte ranges, and its folders."""
     members = list_tar(archive)
     check_tar_members(archive, members, links_allowed=False)
-    check_tar_complete(archive, members, os.path.getsize(archive))
+    check_tar_complete(archive, members, os.path.getsize(archive), file_reader(archive))
     for member in members:
         if member.isfile():
             yield Member(member.name, tar_location(archive, container, member))
@@ -248,7 +268,7 @@ def class_tars_in(archive: str, keep: Callable[[str], bool] = lambda name: True)
     ``keep``: which member names are part of the source (splits.<name>.root)."""
     outer_members = list_tar(archive)
     check_tar_members(archive, outer_members, links_allowed=False)
-    check_tar_complete(archive, outer_members, os.path.getsize(archive))
+    check_tar_complete(archive, outer_members, os.path.getsize(archive), file_reader(archive))
     inner_tars = [m for m in outer_members if m.isfile() and keep(m.name)]
     for inner in inner_tars:
         if not inner.name.endswith(".tar"):
@@ -279,7 +299,7 @@ def index_tar_of_tars(
             yield Member(class_of_tar(inner), None)  # the class folder, even if its tar is empty
             members = list_tar(f"{archive}:{inner.name}", fileobj=outer.extractfile(inner))
             check_tar_members(f"{archive}:{inner.name}", members, links_allowed=False)
-            check_tar_complete(archive, members, inner.size, where)
+            check_tar_complete(archive, members, inner.size, file_reader(archive, inner.offset_data), where)
             for member in members:
                 if member.isfile():
                     path = f"{class_of_tar(inner)}/{member.name}"  # the class folder
