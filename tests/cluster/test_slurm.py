@@ -479,8 +479,9 @@ def test_failed_shard_is_retried_then_rerun_alone_surviving_a_preemption(
     upstream = [(label(rule, "train"), "COMPLETED") for rule in UPSTREAM_OF_SHARDS]
     assert labels_and_states([job for job in plain_jobs(jobs) if job not in retried]) == sorted(upstream)
 
-    victim.unlink()
-    os.mkfifo(victim)  # the shard reading it blocks until this test writes it: certainly running
+    with folder_times_kept(victim):
+        victim.unlink()
+        os.mkfifo(victim)  # the shard reading it blocks until this test writes it: certainly running
     with Controller(tmp_path, config) as controller:
         run_id = controller.run_id()
         job = wait_until(lambda: running_shard(slurm.jobs(run_id)), "the shard's job to run")
@@ -554,8 +555,9 @@ def write_fifo(fifo: Path, descriptor: int, data: bytes, then: bytes) -> None:
     # Beside the fifo, under a name no listing takes for an image: the source's top folder keeps
     # its modification time, so the next run does not list the source again.
     replacement = fifo.with_name(f".{fifo.name}.replacement")
-    replacement.write_bytes(then)
-    os.replace(replacement, fifo)  # the reader keeps the fifo it opened
+    with folder_times_kept(fifo):
+        replacement.write_bytes(then)
+        os.replace(replacement, fifo)  # the reader keeps the fifo it opened
     fcntl.fcntl(descriptor, fcntl.F_SETFL, fcntl.fcntl(descriptor, fcntl.F_GETFL) & ~os.O_NONBLOCK)
     with os.fdopen(descriptor, "wb") as pipe:
         pipe.write(data)
@@ -580,8 +582,9 @@ class ShardFifos:
         any shard's job starts (seconds later): the listing refuses a fifo among the images."""
         wait_until(manifest.exists, f"{manifest} (count_check done)")
         for image in self.images.values():
-            image.unlink()
-            os.mkfifo(image)
+            with folder_times_kept(image):
+                image.unlink()
+                os.mkfifo(image)
 
     def serve(self, first: str, bad_then: bytes | None) -> str:
         """Give each shard's job its image, but the first shard other than ``first`` bytes that are
@@ -607,6 +610,16 @@ def first_task_shard(slurm: SingleNodeSlurm, run_id: str) -> str:
     other task's job waits for that shard's outputs (issue #447), so the tests fail another one."""
     task = wait_until(lambda: next((j for j in slurm.jobs(run_id) if j.array_task_id), None), "the array job")
     return task.comment.rsplit("_", 1)[1]
+
+
+@contextlib.contextmanager
+def folder_times_kept(image: Path) -> Iterator[None]:
+    """Swap an image for a fifo (or back) as an edit in place would: its class folder keeps its
+    times, so the source's listing stays as count_check made it (a file renamed into a class folder
+    is a source change, and the split is listed and converted again)."""
+    folder = image.parent.stat()
+    yield
+    os.utime(image.parent, ns=(folder.st_atime_ns, folder.st_mtime_ns))
 
 
 def open_for_reader(fifo: Path) -> int | None:
