@@ -118,8 +118,9 @@ def test_reading_in_place_writes_no_per_image_file(in_place: Path) -> None:
     files = [p for p in (in_place / "work").rglob("*") if p.is_file()]
     assert not [p for p in files if p.suffix.lower() in (".jpeg", ".jpg", ".png")]
     # per split: source.json, members.jsonl, Snakemake's timestamp, manifest, counts, 6 logs and 5
-    # benchmark records (val: + its copy of LOC_val_solution.csv); per shard: report, log, benchmark
-    assert len(files) == 16 + 3 * 3 + 17 + 3 * 2, sorted(map(str, files))
+    # benchmark records (val: + its copy of LOC_val_solution.csv); per shard: report, log, benchmark,
+    # progress file
+    assert len(files) == 16 + 4 * 3 + 17 + 4 * 2, sorted(map(str, files))
 
 
 @pytest.mark.parametrize("route", ["unzipped folder", "extract: true"])

@@ -7,6 +7,7 @@ a replaced object or a faulty server must give the right bytes or a clear error,
 from __future__ import annotations
 
 import json
+import multiprocessing.forkserver
 import random
 import re
 import uuid
@@ -95,6 +96,10 @@ class _Indexed(torch.utils.data.Dataset):
 def test_dataloader_workers_read_every_record(
     request: pytest.FixtureRequest, source: str, method: str, local_records: list[bytes]
 ) -> None:
+    if method == "forkserver":
+        # A forkserver's children get the environment the server started with, not this process's
+        # now: one started by an earlier test lacks the credentials the S3 fixture set since.
+        multiprocessing.forkserver._forkserver._stop()  # type: ignore[attr-defined]
     ds = LMDBDataset(_url(request, source), decode="bytes")
     assert ds[0][0] == local_records[0]  # the parent reads first: its workers must not inherit its client
     loader = DataLoader(_Indexed(ds), batch_size=7, shuffle=True, num_workers=2, multiprocessing_context=method)
