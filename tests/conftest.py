@@ -34,6 +34,9 @@ def pytest_configure(config: pytest.Config) -> None:
     # cluster tests stopped theirs), milliseconds with an empty one. tests/cluster sets its own.
     os.environ["SLURM_CONF"] = str(Path(tempfile.mkdtemp(prefix="no-slurm-")) / "slurm.conf")
     Path(os.environ["SLURM_CONF"]).touch()
+    # Object-store clients without credentials in their environment fall back to the cloud's metadata
+    # address: in the tests, that fallback goes to a closed loopback port and fails at once.
+    os.environ.setdefault("AWS_METADATA_ENDPOINT", "http://127.0.0.1:9")
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
