@@ -48,6 +48,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    """Stop a ``--dist loadgroup`` run whose groups did not take effect (support/scheduling.py)."""
+    from support.scheduling import check_grouped
+
+    if node.config.getoption("dist") == "loadgroup":
+        check_grouped(ids)
+
+
+@pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """``--dist loadgroup`` (make test) with the SLURM tests handed out first (support/scheduling.py)."""
     if config.getoption("dist") != "loadgroup":

@@ -41,3 +41,19 @@ def group_modules(items: list[pytest.Item]) -> None:
             definitions and definitions[-1].scope == "module" for definitions in fixtures.values()
         ):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
+#: A module whose tests are always grouped (FIRST's): its node ids show whether grouping works.
+ALWAYS_GROUPED = "tests/cluster/test_slurm.py::"
+
+
+def check_grouped(ids: list[str]) -> None:
+    """Raise where xdist did not add the group to the grouped tests' node ids (its ``@NAME`` suffix,
+    by which its scheduler sees a group): pytest 9.2 keeps node ids where pytest-xdist 3.8 cannot
+    add it, and the SLURM tests then ran on both workers, each installing and starting a cluster."""
+    lost = [nodeid for nodeid in ids if nodeid.startswith(ALWAYS_GROUPED) and "@" not in nodeid]
+    if lost:
+        raise pytest.UsageError(
+            f"pytest-xdist did not group {lost[0]}: this pytest and pytest-xdist do not work together "
+            "(requirements-dev.txt pins a pair that does)"
+        )
