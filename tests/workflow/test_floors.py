@@ -12,12 +12,15 @@ import subprocess
 import tomllib
 from pathlib import Path
 
+import pytest
 from packaging.requirements import Requirement
 from packaging.version import Version
 
 from support import BIN, REPO
 from support.datasets import PAGES_STAY_CACHED
 from support.package import fresh_venv, install_exact
+
+pytestmark = pytest.mark.slow  # builds a venv at the floors: make test runs it, -m "not slow" leaves it out
 
 FLOORS = REPO / "requirements-floors.txt"
 #: The reader's tests, the package's (the wheel installed, reading and verifying) and verify's.

@@ -20,6 +20,8 @@ from support import REPO
 from support.images import jpeg_bytes
 from support.workflow import Converted, convert
 
+pytestmark = pytest.mark.slow  # a minute or more: make test runs it, -m "not slow" leaves it out
+
 SEED = 21
 TRUNCATIONS, VALUE_FLIPS, STRUCTURE_FLIPS = 200, 200, 100
 

@@ -18,6 +18,8 @@ from support.archives import make_tar
 from support.images import jpeg_bytes
 from support.workflow import convert
 
+pytestmark = pytest.mark.slow  # sixteen whole runs: make test runs it, -m "not slow" leaves it out
+
 SEED = 31
 CASES = 4  # per kind and damage: modest, each is a whole run
 

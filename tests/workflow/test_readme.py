@@ -30,6 +30,7 @@ def run_block(kind: str, code: str, cwd: Path) -> subprocess.CompletedProcess[st
     return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=900, env=environment, check=False)
 
 
+@pytest.mark.slow  # the README's commands from a fresh checkout: make test runs it, -m "not slow" leaves it out
 def test_runnable_blocks_run_in_order(checkout: Path) -> None:
     for number, block in enumerate(runnable()):
         result = run_block(block.kind, block.code, checkout)

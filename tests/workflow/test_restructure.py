@@ -24,6 +24,8 @@ from support.parquet import Row, write_hf_parquet
 from support.wds_shards import make_shards, make_wds_devkit, tree_samples
 from support.workflow import convert_with, workflow_at
 
+pytestmark = pytest.mark.slow  # earlier workflows run again: make test runs it, -m "not slow" leaves it out
+
 #: The last commit before the restructuring (the shared class list had just landed).
 BEFORE = "a0e36bc2f8a9066df0c5a9c541f1e2c726dfaf9f"
 #: The last commit before the package with one import root (issue 22): it wrote everything this
