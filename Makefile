@@ -33,9 +33,9 @@ data/demo/val:
 demo: $(STAMP) data/demo/train data/demo/val
 	$(BIN)/snakemake --cores $(CORES) --configfile config/demo.yaml --logger imagefolder-lmdb
 
-# Two worker processes (pytest-xdist); the SLURM tests on one of them, handed out first
-# (tests/support/scheduling.py). Budget: README.md, "Tests".
-TEST_WORKERS ?= 2
+# Three worker processes (pytest-xdist) on two cores: the SLURM tests, handed out first, keep one
+# mostly waiting on the scheduler (tests/support/scheduling.py). Budget: README.md, "Tests".
+TEST_WORKERS ?= 3
 test: $(STAMP)
 	$(BIN)/python -m pytest tests -n $(TEST_WORKERS) --dist loadgroup
 

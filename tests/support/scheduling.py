@@ -18,17 +18,29 @@ import pytest
 from xdist.scheduler import LoadGroupScheduling
 from xdist.workermanage import WorkerController
 
-#: Groups handed out before all others, in this order.
-FIRST = ("slurm",)
+#: Handed out before all others, in this order: groups by name, other tests by the start of their node
+#: id. The SLURM tests first, then the tests of a minute or more (``slow``), so none of them starts
+#: near the end of a run and leaves the other workers idle while it finishes.
+FIRST = (
+    "slurm",
+    "tests/workflow/test_restructure.py::test_every_kind",
+    "tests/workflow/test_fuzz.py",
+    "tests/workflow/test_sampler_distributed.py",
+    "tests/workflow/test_source_change.py",
+    "tests/workflow/test_floors.py",
+    "tests/workflow/test_readme.py::test_runnable",
+    "tests/workflow/test_fuzz_archives.py",
+    "tests/workflow/test_restructure.py",
+)
 
 
 class LongPoleFirst(LoadGroupScheduling):
-    """``--dist loadgroup`` with the groups of ``FIRST`` handed out first."""
+    """``--dist loadgroup`` with the work of ``FIRST`` handed out first."""
 
     def _assign_work_unit(self, node: WorkerController) -> None:
-        for group in reversed(FIRST):
-            if group in self.workqueue:
-                self.workqueue.move_to_end(group, last=False)
+        for prefix in reversed(FIRST):
+            for scope in [scope for scope in self.workqueue if scope.startswith(prefix)][::-1]:
+                self.workqueue.move_to_end(scope, last=False)
         super()._assign_work_unit(node)
 
 
