@@ -77,7 +77,9 @@ def run(contender: dict[str, Any], env: dict[str, str], proxy: FaultProxy, pytho
     with tempfile.TemporaryDirectory(dir=DATA) as scratch:
         out, cache = Path(scratch) / "result.json", Path(scratch) / "cache"
         command = [python, str(LOOP), contender["kind"], contender["source"], "--decode", contender["decode"]]
-        command += ["--shuffle", contender.get("shuffle", "full"), "--out", str(out), "--cache", str(cache)]
+        command += ["--shuffle", contender.get("shuffle", "full"), "--out", str(out)]
+        if contender["kind"] == "litdata" or contender.get("cache"):
+            command += ["--cache", str(cache)]  # LitData's cache, or this reader's cache_dir
         if contender.get("cold"):
             drop_cache(Path(contender["source"]))
         proxy.reset_counts()
@@ -98,14 +100,16 @@ def run(contender: dict[str, Any], env: dict[str, str], proxy: FaultProxy, pytho
 
 
 def contenders(url: str, local: Path, decode: str) -> list[dict[str, Any]]:
-    """Side by side: this reader from S3, LitData from S3; with the train transform also the same file
-    on local disk, cold and warm (the decoding floor); with bytes also the block-window shuffle."""
+    """Side by side: this reader from S3 (without and with ``cache_dir``), LitData from S3; with the train
+    transform also the same file on local disk, cold and warm (the decoding floor); with bytes also the
+    block-window shuffle."""
     s3 = {"name": "this reader, s3://", "kind": "lmdb", "source": url}
+    s3_cached = {**s3, "name": "this reader, s3://, cache_dir (as LitData caches)", "cache": True}
     lit = {"name": "LitData StreamingDataset, s3://", "kind": "litdata", "source": "s3://bench/litdata"}
     if decode == "train":
         cold = {"name": "same file, local disk, cold", "kind": "lmdb", "source": str(local), "cold": True}
         warm = {"name": "same file, local disk, warm (decoding floor)", "kind": "lmdb", "source": str(local)}
-        runs = [s3, cold, lit, warm]
+        runs = [s3, s3_cached, cold, lit, warm]
     else:
         runs = [s3, {**s3, "name": "this reader, s3://, block-window 16x4", "shuffle": "block"}, lit]
     return [{**run, "decode": decode} for run in runs]

@@ -64,13 +64,17 @@ def keep_bytes(items: list[Any]) -> tuple[list[Any], torch.Tensor]:
     return (torch.stack(images) if isinstance(images[0], torch.Tensor) else images), labels
 
 
-def lmdb_loader(source: str, decode: str, shuffle: str) -> Any:
+def lmdb_loader(source: str, decode: str, shuffle: str, cache: str = "") -> Any:
     from torch.utils.data import DataLoader
 
     from imagefolder_lmdb import LMDBDataset
     from imagefolder_lmdb.sampler import ElasticDistributedSampler
 
-    ds = LMDBDataset(source, transform=train_transform) if decode == "train" else LMDBDataset(source, decode="bytes")
+    cached = {"cache_dir": cache} if cache else {}  # records kept on local disk after their first fetch
+    if decode == "train":
+        ds = LMDBDataset(source, transform=train_transform, **cached)
+    else:
+        ds = LMDBDataset(source, decode="bytes", **cached)
     block = {"block_size": 16, "window": 4} if shuffle == "block" else {}
     sampler = ElasticDistributedSampler(ds, num_replicas=1, rank=0, shuffle=True, seed=0, **block)
     return DataLoader(ds, batch_size=64, sampler=sampler, num_workers=2, collate_fn=keep_bytes), sampler
@@ -114,7 +118,7 @@ def main() -> None:
     args = parser.parse_args()
     started = time.perf_counter()
     if args.kind == "lmdb":
-        loader, sampler = lmdb_loader(args.source, args.decode, args.shuffle)
+        loader, sampler = lmdb_loader(args.source, args.decode, args.shuffle, args.cache)
     else:
         loader, sampler = litdata_loader(args.source, args.decode, args.cache)
     result: dict[str, Any] = {"epochs": []}
