@@ -5,9 +5,11 @@ against real servers in tests/workflow/test_remote.py."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from imagefolder_lmdb.reader import LMDBReader
 from imagefolder_lmdb.remote import is_url
 from imagefolder_lmdb.remote.cache import RecordCache
 from imagefolder_lmdb.remote.records import merged_spans
@@ -62,3 +64,17 @@ def test_the_cache_keeps_records_up_to_its_limit(tmp_path: Path) -> None:
     assert (cache.get(0), cache.get(1), cache.get(2)) == (b"a" * 100, b"b" * 100, None)
     other_version = RecordCache(str(tmp_path), "s3://b/k", '"etag-2"', limit=250)
     assert other_version.get(0) is None  # a replaced object never meets the old one's records
+
+
+@pytest.mark.parametrize(
+    ("path", "options", "words"),
+    [
+        ("s3://bucket/train.lmdb", {"lock": True}, "lock=True is for a file read in place"),
+        ("local/train.lmdb", {"cache_dir": "cache"}, "cache_dir is for datasets read from a URL"),
+    ],
+)
+def test_options_of_the_other_kind_of_path_are_refused_before_opening(
+    path: str, options: dict[str, Any], words: str
+) -> None:
+    with pytest.raises(ValueError, match=words):
+        LMDBReader(path, decode="bytes", **options)

@@ -60,6 +60,9 @@ def _open_path(
     if is_url(ds.path):
         from imagefolder_lmdb.remote.reading import open_remote_records
 
+        if ds.lock:  # LMDB's lock file and reader table live beside a file, never beside an object
+            raise ValueError(f"lock=True is for a file read in place; {ds.path} is read by ranged requests")
+
         return open_remote_records(ds.path, max_in_flight, cache_dir, cache_bytes)
     if cache_dir is not None:
         raise ValueError(f"cache_dir is for datasets read from a URL; {ds.path} is read in place")
@@ -256,7 +259,7 @@ class LMDBReader(_Index):
             decoded by TorchCodec (pixel-equal to ``"pil"`` with the pinned versions); ``"bytes"``,
             the stored bytes (a JPEG unless stored as-is).
         lock (bool): use LMDB's ``-lock`` file and its reader table (default False: no lock file,
-            no reader limit, read-only filesystems work).
+            no reader limit, read-only filesystems work). A file read in place only; refused for a URL.
         max_readers (int, optional): the reader table's slots with ``lock=True`` (default 126).
         allow_pickle (bool): also read LEGACY folder2lmdb files, whose values are pickles, with a
             restricted unpickler (default False: such files are refused).
