@@ -311,7 +311,7 @@ def test_overwrite_names_the_other_split_and_replaces_only_a_complete_dataset(tm
     """OUT holds train and val; a SOURCE of train alone with other classes: first the --overwrite
     message; with it, the val whose numbering the new train would not share is named (remove it or
     another OUTDIR), nothing replaced; a failed --overwrite run leaves the old files; a train whose
-    classes are val's replaces it, numbered as val."""
+    classes are val's replaces it, numbered as val; files a killed --overwrite run set aside are put back."""
     make_images(str(tmp_path / "data" / "train"), images=4, classes=2, seed=1, workers=1)
     make_images(str(tmp_path / "data" / "val"), images=2, classes=2, seed=1, first_index=50, workers=1)
     fast = ["--shards", "1", "--cores", "2"]
@@ -337,6 +337,15 @@ def test_overwrite_names_the_other_split_and_replaces_only_a_complete_dataset(tm
     replaced = succeeded(run_command(tmp_path, "convert", "data3", "out", *fast, "--overwrite"))
     assert f"train: replacing {train} once the new one is complete (--overwrite)" in replaced.stderr
     assert meta_of(train)[0]["length"] == 3 and meta_of(train)[0]["classes"] == meta_of(val)[0]["classes"]
+    assert not list((tmp_path / "out").glob("*.replaced"))
+    # killed while the old files were set aside (X -> X.replaced) and before the new ones were whole:
+    # the next run puts them back first, so nothing is lost and the same command finds it up to date
+    current = train.read_bytes()
+    for path in (tmp_path / "out").glob("train.*"):
+        path.rename(f"{path}.replaced")
+    again = succeeded(run_command(tmp_path, "convert", "data3", "out", *fast))
+    assert f"put back {train}, which an interrupted --overwrite run had set aside" in again.stderr
+    assert again.stdout.startswith("Nothing to convert") and train.read_bytes() == current
     assert not list((tmp_path / "out").glob("*.replaced"))
 
 

@@ -9,6 +9,7 @@ workflow's own one-line messages before Snakemake starts, and set against what O
 from __future__ import annotations
 
 import copy
+import glob
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -82,9 +83,10 @@ def plan(request: Request) -> Plan:
     config = apply({"results": results, "work": work, "splits": splits}, request.settings)
     if held_elsewhere(results):
         raise PlanError(f"another conversion is writing into {results}: wait until it ends, or name another OUTDIR")
+    notes = recovered_from_interrupted_overwrite(results)  # before existing_splits: it reads what is put back
     existing = existing_splits(results)
     replaced = replacing(config, existing, request)  # before the class list: --overwrite is the fix to hear first
-    notes = [*split_note(request, splits), *take_classes(config, existing, request, replaced)]
+    notes += [*split_note(request, splits), *take_classes(config, existing, request, replaced)]
     shards = choose_shards(config, request.cores) if request.cores != PROFILE_CORES else []  # profile: the schema's
     filled = checked(config, request.settings)
     nothing_to_do = not replaced and up_to_date(filled, existing)
@@ -95,6 +97,21 @@ def plan(request: Request) -> Plan:
     paths = RunPaths(results, work)
     old = [path for name in replaced for path in paths.final_outputs(name) if os.path.exists(path)]
     return Plan(config, notes, nothing_to_do, old)
+
+
+def recovered_from_interrupted_overwrite(results: str) -> list[str]:
+    """Files an --overwrite run set aside (``X.replaced``) and was killed before it could put back or
+    remove: one whose ``X`` is missing goes back in place (the new one was never complete); one beside
+    a complete ``X`` is kept and named, since it may be the only copy of the old dataset."""
+    notes = []
+    for aside in sorted(glob.glob(os.path.join(glob.escape(results), "*.replaced"))):
+        original = aside.removesuffix(".replaced")
+        if not os.path.exists(original):
+            os.replace(aside, original)
+            notes.append(f"put back {original}, which an interrupted --overwrite run had set aside")
+        elif original.endswith(".lmdb"):
+            notes.append(f"{aside} is the dataset an earlier --overwrite run replaced: remove it once not needed")
+    return notes
 
 
 def replacing(config: dict[str, Any], existing: dict[str, Existing], request: Request) -> list[str]:
