@@ -26,8 +26,9 @@ from imagefolder_lmdb.run.paths import RunPaths
 PROGRESS_SUFFIX = ".progress"
 #: Seconds between an encode job's writes of its progress file.
 WRITE_INTERVAL = 1.0
-#: Seconds between redraws on a terminal, and between plain lines elsewhere.
-TERMINAL_INTERVAL, PLAIN_INTERVAL = 0.5, 5.0
+#: Seconds between redraws on a terminal, and between plain lines elsewhere; an unchanged plain line
+#: is printed again only after HEARTBEAT_INTERVAL (a log shows the run is alive, without a line every 5 s).
+TERMINAL_INTERVAL, PLAIN_INTERVAL, HEARTBEAT_INTERVAL = 0.5, 5.0, 60.0
 #: The step a rule's job puts its split at, as the display names it.
 STAGES = {
     "extract": "reading the source",
@@ -181,6 +182,7 @@ class Board:
         self.drawn: list[str] = []  # the lines of the last redraw, to move back over
         self.lock = threading.Lock()
         self.last_plain = 0.0
+        self.last_plain_line = ""
         self.stopped = False
 
     def known(self) -> dict[str, SplitState]:
@@ -214,8 +216,13 @@ class Board:
             if self.terminal:
                 self.redraw()
             elif time.monotonic() - self.last_plain >= PLAIN_INTERVAL:
-                self.last_plain = time.monotonic()
-                self.write("progress: " + "; ".join(state.line() for state in self.splits.values()) + "\n")
+                self.plain_line("progress: " + "; ".join(state.line() for state in self.splits.values()))
+
+    def plain_line(self, line: str) -> None:
+        """Print ``line``, unless it is the last one printed and that was less than a heartbeat ago."""
+        if line != self.last_plain_line or time.monotonic() - self.last_plain >= HEARTBEAT_INTERVAL:
+            self.write(line + "\n")
+            self.last_plain, self.last_plain_line = time.monotonic(), line
 
     def redraw(self) -> None:
         lines = [state.line(width=24) for state in self.splits.values()]
