@@ -1,6 +1,7 @@
 """Names that are not valid UTF-8 (issue 31): a latin-1 ``caf\\xe9.jpg`` in a folder or a tar member is
 kept as the file system gives it, end to end; ``samples`` and pixels equal ImageFolder's; the file is
-format version 3, which a version-2 reader refuses by its version."""
+format version 3, which a version-2 reader refuses by its version. A WebDataset key the same; a damaged
+image under such a name is named with its bytes escaped."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -15,7 +17,8 @@ from torchvision.datasets import ImageFolder
 
 from imagefolder_lmdb.reader import LMDBDataset, close_all_envs
 from support.images import jpeg_bytes
-from support.workflow import convert, workflow_at
+from support.wds_shards import WdsSample, make_shards, make_wds_devkit
+from support.workflow import Run, convert, run_snakemake, workflow_at, write_config
 
 pytestmark = pytest.mark.usefixtures("fresh_envs")
 
@@ -70,3 +73,31 @@ def test_names_not_utf8_kept_as_the_file_system_gives_them(tmp_path: Path, kind:
         f"{result.lmdb}: imagefolder-lmdb version 3, but this reader knows version 1 and version 2 only"
         in (opened.stderr.strip().splitlines()[-1])
     )
+
+
+def test_webdataset_key_not_utf8_is_kept_and_a_damaged_one_named_escaped(tmp_path: Path) -> None:
+    """A shard member ``caf\\xe9_1.jpg``: its sample keeps the name; when its image is damaged the
+    message shows the name with its byte escaped (it was a UnicodeEncodeError with no message), and
+    ``on_error: skip`` leaves it out with the others kept."""
+    classes, names = ["n01440764", "n01443537"], ["a0", "caf\udce9_1", "b2", "d3"]
+    clean = [WdsSample(name, "jpg", jpeg_bytes(i), i % 2) for i, name in enumerate(names)]
+    damaged = [WdsSample(s.key, "jpg", b"not a jpeg" if s.key == names[1] else s.image, s.label) for s in clean]
+    devkit = make_wds_devkit(tmp_path / "devkit.tar.gz", classes, tmp_path / "scratch")
+
+    def converted(name: str, samples: list[WdsSample], **sections: Any) -> tuple[Path, Run, Path]:
+        shards = make_shards(tmp_path / f"{name}-shards", classes, samples, 2)
+        split = {"source": str(shards.folder / "*.tar"), "layout": "webdataset", "devkit": str(devkit), "shards": 1}
+        (tmp_path / name).mkdir()
+        config = write_config(tmp_path / name, {"train": split}, **sections)
+        run = run_snakemake(tmp_path / name, "--configfile", str(config))
+        return tmp_path / name / "results" / "train.lmdb", run, shards.files[0]
+
+    lmdb, run, _ = converted("clean", clean)
+    run.check()
+    assert "n01443537/caf\udce9_1.jpg" in [p for p, _ in LMDBDataset(lmdb).samples]
+    _, run, shard = converted("damaged", damaged)
+    assert run.returncode == 1 and "UnicodeEncodeError" not in run.output
+    assert f"{shard}: sample caf\\xe9_1 (member caf\\xe9_1.jpg): not an image" in run.output
+    lmdb, run, _ = converted("skipped", damaged, encode={"on_error": "skip"})
+    run.check()
+    assert len(LMDBDataset(lmdb)) == len(names) - 1

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from imagefolder_lmdb.sources.tree import shown
 from imagefolder_lmdb.writing.disk_space import DiskFullError, free_bytes, megabytes, mount_point
 
 log = logging.getLogger("imagefolder_lmdb")
@@ -18,7 +19,8 @@ log = logging.getLogger("imagefolder_lmdb")
 
 def log_to(path: str | None) -> TextIO:
     """Send stderr (tracebacks, tqdm) and the logger to ``path``; returns the open stream."""
-    stream: TextIO = open(path, "w", buffering=1) if path else sys.stderr  # noqa: SIM115
+    # a file name that is not valid UTF-8 (kept as surrogate escapes) must not fail the log's writes
+    stream: TextIO = open(path, "w", buffering=1, errors="backslashreplace") if path else sys.stderr  # noqa: SIM115
     sys.stderr = stream
     logging.basicConfig(
         stream=stream,
@@ -96,7 +98,7 @@ def explain(exc: BaseException) -> str:
             f"no space left on the device while writing{where}. Free some space "
             "(or point `work`/`results` elsewhere) and run the same command again."
         )
-    return str(exc)
+    return shown(str(exc))  # a name that is not valid UTF-8 with its bytes escaped: printable anywhere
 
 
 def progress_kwargs(stream: TextIO) -> dict[str, Any]:
