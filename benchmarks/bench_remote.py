@@ -17,11 +17,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from benchmarks.bench_common import OUT, REPO, fresh_dir
 from tests.support.fault_proxy import FaultProxy
@@ -72,8 +75,24 @@ def folder_bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) if folder.exists() else 0
 
 
-def run(contender: dict[str, Any], env: dict[str, str], proxy: FaultProxy, python: str) -> dict[str, Any]:
-    """One contender's process; its figures and the proxy's counts for its first epoch."""
+def cpu_seconds(server: psutil.Process) -> dict[str, float]:
+    """CPU seconds so far of the three parts sharing the machine's cores: the contender's processes
+    (this process's children, once waited for), the proxy (this process: its asyncio thread) and
+    the object store (``weed server`` and its children)."""
+    children, own = resource.getrusage(resource.RUSAGE_CHILDREN), resource.getrusage(resource.RUSAGE_SELF)
+    store = [server, *server.children(recursive=True)]
+    return {
+        "loader": children.ru_utime + children.ru_stime,
+        "proxy": own.ru_utime + own.ru_stime,
+        "store": sum(sum(p.cpu_times()[:2]) for p in store),
+    }
+
+
+def run(
+    contender: dict[str, Any], env: dict[str, str], proxy: FaultProxy, python: str, server: psutil.Process
+) -> dict[str, Any]:
+    """One contender's process; its figures, the CPU seconds of each part, and the proxy's counts for
+    its first epoch."""
     with tempfile.TemporaryDirectory(dir=DATA) as scratch:
         out, cache = Path(scratch) / "result.json", Path(scratch) / "cache"
         command = [python, str(LOOP), contender["kind"], contender["source"], "--decode", contender["decode"]]
@@ -83,8 +102,11 @@ def run(contender: dict[str, Any], env: dict[str, str], proxy: FaultProxy, pytho
         if contender.get("cold"):
             drop_cache(Path(contender["source"]))
         proxy.reset_counts()
+        before = cpu_seconds(server)
         subprocess.run(command, check=True, env=env, cwd=REPO)
+        after = cpu_seconds(server)
         result = json.loads(out.read_text())
+        result["cpu_s"] = {part: after[part] - before[part] for part in after}
         first_end = result["epochs"][0]["end"]
         epoch1 = [size for at, size in proxy.log if at <= first_end]
         images = result["epochs"][0]["images"]
@@ -128,7 +150,8 @@ def open_requests(url: str, env: dict[str, str], proxy: FaultProxy) -> dict[str,
 
 HEADER = (
     "| decode | contender | epoch 1 img/s | epoch 2 img/s | first batch | requests / image "
-    "| bytes / image (epoch 1) | local disk |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+    "| bytes / image (epoch 1) | local disk | CPU s: loader / proxy / store |"
+    "\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 )
 
 
@@ -143,6 +166,7 @@ def row(r: dict[str, Any], record_bytes: float) -> str:
         f"{r['requests_per_image']:.3f}",
         f"{r['bytes_per_image'] / 1e3:,.1f} KB{ratio}",
         f"{r['local_disk_bytes'] / 1e6:,.1f} MB",
+        " / ".join(f"{r['cpu_s'][part]:.0f}" for part in ("loader", "proxy", "store")),
     ]
     return "| " + " | ".join(figures) + " |"
 
@@ -163,6 +187,7 @@ def main() -> None:
     proxy = FaultProxy(seaweed.ports[-1], delay=DELAY_S).start()
     try:
         upload(seaweed, lmdb, lit)
+        server = psutil.Process(seaweed.process.pid)  # type: ignore[union-attr]  # started above
         env = {**os.environ, **seaweed.env(), "AWS_ENDPOINT_URL": proxy.url}
         lit_env = {k: v for k, v in env.items() if k != "PYTHONPATH"}
         url = "s3://bench/train.lmdb"
@@ -177,7 +202,7 @@ def main() -> None:
                 python, run_env = (
                     (args.litdata_python, lit_env) if contender["kind"] == "litdata" else (sys.executable, env)
                 )
-                report["runs"].append(run(contender, run_env, proxy, python))
+                report["runs"].append(run(contender, run_env, proxy, python, server))
                 print(json.dumps(report["runs"][-1]), flush=True)
         report["file_bytes"] = lmdb.stat().st_size
         report["litdata_bytes"] = folder_bytes(lit)

@@ -87,7 +87,7 @@ class _Sample:
         self.decode = decode
 
     def __call__(self, item: dict[str, Any]) -> tuple[Any, int]:
-        image = train_transform(decoded(item["image"])) if self.decode == "train" else item["image"]
+        image = train_transform(decoded(item["image"])) if self.decode == "train" else bytes(item["image"])
         return image, int(item["label"])
 
 
