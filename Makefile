@@ -36,10 +36,14 @@ demo: $(STAMP) data/demo/train data/demo/val
 # Three worker processes (pytest-xdist) on two cores: the SLURM tests, handed out first, keep one
 # mostly waiting on the scheduler (tests/support/scheduling.py). Budget: README.md, "Tests".
 TEST_WORKERS ?= 3
+# Bytecode written once: each of the suite's ~2,000 rule jobs imports the package afresh, and where
+# PYTHONDONTWRITEBYTECODE is set (CI containers) it would compile it again every time.
 test: $(STAMP)
+	$(BIN)/python -m compileall -q src scripts tests benchmarks > /dev/null
 	$(BIN)/python -m pytest tests -n $(TEST_WORKERS) --dist loadgroup
 
 test-cluster: $(STAMP)
+	$(BIN)/python -m compileall -q src scripts tests > /dev/null
 	$(BIN)/python -m pytest tests/cluster
 
 bench: $(STAMP)

@@ -29,9 +29,9 @@ from support.workflow import Converted, Run, convert  # noqa: E402
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    # Local runs never need SLURM, yet with its executor plugin installed every snakemake start runs
-    # `scontrol show config`: ~9 s when a slurm.conf names a controller that is down (e.g. after the
-    # cluster tests stopped theirs), milliseconds with an empty one. tests/cluster sets its own.
+    # Local runs never need SLURM, yet where its executor plugin is installed (make test keeps it out of
+    # .venv: tests/cluster put it on their own runs' path) every snakemake start runs `scontrol show
+    # config`: ~9 s when a slurm.conf names a controller that is down, milliseconds with an empty one.
     os.environ["SLURM_CONF"] = str(Path(tempfile.mkdtemp(prefix="no-slurm-")) / "slurm.conf")
     Path(os.environ["SLURM_CONF"]).touch()
     # Object-store clients without credentials in their environment fall back to the cloud's metadata
@@ -41,10 +41,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests sharing a module fixture run on one worker (support/scheduling.py)."""
-    from support.scheduling import group_modules
+    """Tests sharing a module fixture run on one worker; slow tests are handed out first
+    (support/scheduling.py)."""
+    from support.scheduling import assign_groups
 
-    group_modules(items)
+    assign_groups(items)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -58,7 +59,7 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """``--dist loadgroup`` (make test) with the SLURM tests handed out first (support/scheduling.py)."""
+    """``--dist loadgroup`` (make test) with the long poles handed out first (support/scheduling.py)."""
     if config.getoption("dist") != "loadgroup":
         return None
     from support.scheduling import LongPoleFirst

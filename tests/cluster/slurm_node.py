@@ -85,6 +85,23 @@ def ensure_installed() -> None:
         )
 
 
+def ensure_plugins(python: Path, requirements: Path, folder: Path) -> Path:
+    """The executor plugins that ``requirements`` pins (requirements-slurm.txt), installed into
+    ``folder`` unless there already; returns it. Not into the venv itself: Snakemake imports every
+    installed executor plugin at each start, and this one imports pandas (~0.8 s), in every run
+    of every other test. Raises SlurmUnavailable where pip fails."""
+    stamp = folder / requirements.name
+    if stamp.exists() and stamp.read_text() == requirements.read_text():
+        return folder
+    install = [str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--upgrade", "--target", str(folder)]
+    install += ["-r", str(requirements)]
+    result = subprocess.run(install, capture_output=True, text=True, timeout=600, check=False)
+    if result.returncode != 0:
+        raise SlurmUnavailable(f"pip could not install {requirements} into {folder}:\n{result.stderr[-2000:]}")
+    shutil.copyfile(requirements, stamp)
+    return folder
+
+
 def client_environment() -> dict[str, str]:
     """The caller's environment without SLURM's client variables, which would override the config
     (SLURM_CONF) or add options to every sbatch (SBATCH_PARTITION, SBATCH_ACCOUNT, ...)."""

@@ -30,7 +30,15 @@ import pytest
 import yaml
 
 from imagefolder_lmdb.work.files import read_manifest, shard_range
-from slurm_node import SLURM_CONF, SingleNodeSlurm, SlurmJob, SlurmUnavailable, client_environment, ensure_installed
+from slurm_node import (
+    SLURM_CONF,
+    SingleNodeSlurm,
+    SlurmJob,
+    SlurmUnavailable,
+    client_environment,
+    ensure_installed,
+    ensure_plugins,
+)
 from support import BIN, REPO
 from support.datasets import assert_same_dataset
 from support.images import make_images
@@ -60,6 +68,20 @@ ARRAY_MEMORY_ALLOWANCE_MB = 1
 NOT_AN_IMAGE = b"not an image at all"
 
 T = TypeVar("T")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def slurm_plugins() -> Iterator[Path]:
+    """The SLURM executor plugins on PYTHONPATH for this module's runs (their controllers and, through
+    sbatch's --export=ALL, their jobs), as ``pip install -r requirements-slurm.txt`` puts them in a
+    user's venv; the other tests' snakemake starts never see them."""
+    try:
+        folder = ensure_plugins(BIN / "python", REPO / "requirements-slurm.txt", BIN.parent / "slurm-plugins")
+    except SlurmUnavailable as exc:
+        pytest.skip(str(exc))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(folder), os.environ.get("PYTHONPATH")])))
+        yield folder
 
 
 # Session scope, so that a skip comes before the session fixtures of conftest.py (the local

@@ -3,13 +3,17 @@
 Each test is a unit of its own, except those marked ``pytest.mark.xdist_group(NAME)``: a group runs
 whole, in file order, on one worker. Groups are for tests that share one thing that must not be
 doubled or used twice at once (the SLURM test cluster: one per machine) or that is costly to build
-per worker (a module fixture). The largest groups are handed out first, and ``FIRST`` before any
-other: the SLURM tests are the run's long pole (minutes of waiting on the scheduler), so they start
-on one worker at once while the other workers run everything else.
+per worker (a module fixture).
 
 A module whose tests share a module-scoped fixture (a conversion, an archive, a venv) is a group of
-its own without being marked (``group_modules``): a module fixture is built once per worker that
+its own without being marked (``assign_groups``): a module fixture is built once per worker that
 runs one of its tests, so spread over two workers it would be built twice.
+
+The long poles are handed out first (``LongPoleFirst``): the SLURM group (minutes of waiting on the
+scheduler) at once on one worker, then every test marked ``slow`` (a minute or more), so none of
+them starts near the end of a run and leaves the other workers idle while it finishes. The
+controller that hands out work sees only node ids, so a slow test's group name says it
+(``slow:<module or test>``): the ``slow`` marks are the one list of long tests.
 """
 
 from __future__ import annotations
@@ -18,44 +22,47 @@ import pytest
 from xdist.scheduler import LoadGroupScheduling
 from xdist.workermanage import WorkerController
 
-#: Handed out before all others, in this order: groups by name, other tests by the start of their node
-#: id. The SLURM tests first, then the tests of a minute or more (``slow``), so none of them starts
-#: near the end of a run and leaves the other workers idle while it finishes.
-FIRST = (
-    "slurm",
-    "tests/workflow/test_restructure.py::test_every_kind",
-    "tests/workflow/test_fuzz.py",
-    "tests/workflow/test_sampler_distributed.py",
-    "tests/workflow/test_source_change.py",
-    "tests/workflow/test_floors.py",
-    "tests/workflow/test_readme.py::test_runnable",
-    "tests/workflow/test_fuzz_archives.py",
-    "tests/workflow/test_restructure.py",
-)
+#: The SLURM tests' group: handed out before all others.
+SLURM_GROUP = "slurm"
+#: The start of a group name holding tests marked ``slow``: handed out next.
+SLOW_GROUP = "slow:"
+NO_BRACKETS = str.maketrans("[]", "()")
 
 
 class LongPoleFirst(LoadGroupScheduling):
-    """``--dist loadgroup`` with the work of ``FIRST`` handed out first."""
+    """``--dist loadgroup`` with the SLURM group, then the slow tests' groups, handed out first."""
 
     def _assign_work_unit(self, node: WorkerController) -> None:
-        for prefix in reversed(FIRST):
-            for scope in [scope for scope in self.workqueue if scope.startswith(prefix)][::-1]:
-                self.workqueue.move_to_end(scope, last=False)
+        # scopes are group names here (the part of a node id after "@"), or node ids of ungrouped tests
+        first = [scope for scope in self.workqueue if scope.startswith(SLOW_GROUP)]
+        first = [scope for scope in self.workqueue if scope == SLURM_GROUP] + first
+        for scope in reversed(first):
+            self.workqueue.move_to_end(scope, last=False)
         super()._assign_work_unit(node)
 
 
-def group_modules(items: list[pytest.Item]) -> None:
+def assign_groups(items: list[pytest.Item]) -> None:
     """Mark each test that uses a module-scoped fixture with its module's xdist group (one worker
-    builds the fixture once and runs the module); tests already in a group keep theirs."""
+    builds the fixture once and runs the module), and each other slow test with a group of its own;
+    a group holding a slow test is named ``slow:...``. Tests already in a group keep theirs."""
+    modules_with_slow = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow")}
     for item in items:
-        fixtures = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
-        if item.get_closest_marker("xdist_group") is None and any(
-            definitions and definitions[-1].scope == "module" for definitions in fixtures.values()
-        ):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        module = item.nodeid.split("::")[0]
+        if uses_module_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(f"{SLOW_GROUP}{module}" if module in modules_with_slow else module))
+        elif item.get_closest_marker("slow") is not None:
+            # xdist reads a node id's group after its last "@" only past its last "]": none in the name
+            item.add_marker(pytest.mark.xdist_group(f"{SLOW_GROUP}{item.nodeid}".translate(NO_BRACKETS)))
 
 
-#: A module whose tests are always grouped (FIRST's): its node ids show whether grouping works.
+def uses_module_fixture(item: pytest.Item) -> bool:
+    fixtures = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+    return any(definitions and definitions[-1].scope == "module" for definitions in fixtures.values())
+
+
+#: A module whose tests are always grouped (the SLURM group): its node ids show whether grouping works.
 ALWAYS_GROUPED = "tests/cluster/test_slurm.py::"
 
 

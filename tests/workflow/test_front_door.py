@@ -347,6 +347,13 @@ def test_overwrite_names_the_other_split_and_replaces_only_a_complete_dataset(tm
     assert f"put back {train}, which an interrupted --overwrite run had set aside" in again.stderr
     assert again.stdout.startswith("Nothing to convert") and train.read_bytes() == current
     assert not list((tmp_path / "out").glob("*.replaced"))
+    # killed after the new ones were whole, before the set-aside ones were removed: kept, all named
+    aside = sorted(f"{path}.replaced" for path in (tmp_path / "out").glob("train.*"))
+    for name in aside:
+        Path(name).write_bytes(b"the old dataset")
+    kept = succeeded(run_command(tmp_path, "convert", "data3", "out", *fast))
+    assert f"{', '.join(aside)}: what an earlier --overwrite run replaced; remove once not needed" in kept.stderr
+    assert len(aside) > 1 and all(Path(name).read_bytes() == b"the old dataset" for name in aside)
 
 
 def test_a_folder_of_classes_skipped_images_verify_and_clean_with_nothing_to_do(tmp_path: Path) -> None:

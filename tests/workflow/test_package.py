@@ -27,7 +27,7 @@ from support import REPO
 from support.datasets import every_key_and_value
 from support.images import jpeg_bytes, png_bytes
 from support.legacy import pickled, write_legacy
-from support.package import build_wheel, commit_working_tree, fresh_venv, pip_install
+from support.package import build_wheel, commit_working_tree, fresh_venv, install_exact, pip_install
 from support.readme import runnable_blocks
 from support.workflow import Converted, kill_group, wait_for_hold, write_config
 
@@ -314,6 +314,7 @@ def test_installed_convert_submits_with_the_packaged_slurm_profile(
     venv: Path, image_tree: Path, tmp_path: Path
 ) -> None:
     """``--profile slurm`` is the profile shipped in the wheel (a dry run: no SLURM needed to plan)."""
+    install_exact(venv / "bin" / "python", REPO / "requirements-slurm.txt")  # the [slurm] extra's plugins
     command = [COMMAND, "convert", str(image_tree), "out", "--shards", "2", "--profile", "slurm", "--", "--dry-run"]
     planned = run_in(venv, tmp_path, *command)
     assert planned.returncode == 0, planned.stdout[-3000:] + planned.stderr[-3000:]

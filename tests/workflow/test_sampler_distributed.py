@@ -70,6 +70,7 @@ def job(world: int, phase: str, dataset: Path, folder: Path) -> list[list[list[i
     return [json.loads(Path(folder, f"{phase}-rank{rank}.json").read_text()) for rank in range(world)]
 
 
+@pytest.mark.slow  # a minute or more: handed out early (support/scheduling.py)
 def test_ddp_job_resumes_on_fewer_processes_and_workers(converted: Converted, tmp_path: Path) -> None:
     ds = LMDBDataset(converted.lmdb)
     index_of = {int(crc): index for index, crc in enumerate(ds.checksums)}

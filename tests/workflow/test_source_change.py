@@ -16,6 +16,7 @@ from support.workflow import convert
 pytestmark = pytest.mark.usefixtures("fresh_envs")  # the tests open their files afresh
 
 
+@pytest.mark.slow  # three conversions, a minute or more: handed out early (support/scheduling.py)
 def test_image_moved_over_another_is_converted_again(tree_copy: Path, tmp_path: Path) -> None:
     first = convert(tmp_path / "run", tree_copy)
     first.run.check()

@@ -103,14 +103,16 @@ def recovered_from_interrupted_overwrite(results: str) -> list[str]:
     """Files an --overwrite run set aside (``X.replaced``) and was killed before it could put back or
     remove: one whose ``X`` is missing goes back in place (the new one was never complete); one beside
     a complete ``X`` is kept and named, since it may be the only copy of the old dataset."""
-    notes = []
+    notes, kept = [], []
     for aside in sorted(glob.glob(os.path.join(glob.escape(results), "*.replaced"))):
         original = aside.removesuffix(".replaced")
         if not os.path.exists(original):
             os.replace(aside, original)
             notes.append(f"put back {original}, which an interrupted --overwrite run had set aside")
-        elif original.endswith(".lmdb"):
-            notes.append(f"{aside} is the dataset an earlier --overwrite run replaced: remove it once not needed")
+        else:
+            kept.append(aside)
+    if kept:  # the old dataset and its reports (verify, contact sheet), named together
+        notes.append(f"{', '.join(kept)}: what an earlier --overwrite run replaced; remove once not needed")
     return notes
 
 

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from imagefolder_lmdb.sources.tree import shown
+from imagefolder_lmdb.printable import printable
 from imagefolder_lmdb.writing.disk_space import DiskFullError, free_bytes, megabytes, mount_point
 
 log = logging.getLogger("imagefolder_lmdb")
@@ -98,7 +98,7 @@ def explain(exc: BaseException) -> str:
             f"no space left on the device while writing{where}. Free some space "
             "(or point `work`/`results` elsewhere) and run the same command again."
         )
-    return shown(str(exc))  # a name that is not valid UTF-8 with its bytes escaped: printable anywhere
+    return printable(str(exc))  # a name that is not valid UTF-8 with its bytes escaped: printable anywhere
 
 
 def progress_kwargs(stream: TextIO) -> dict[str, Any]:

@@ -10,8 +10,8 @@ import json
 import os
 from typing import Any
 
+from imagefolder_lmdb.printable import printable
 from imagefolder_lmdb.run.paths import RunPaths
-from imagefolder_lmdb.sources.tree import shown
 
 
 def counted(number: int, noun: str) -> str:
@@ -129,7 +129,7 @@ def skipped_words(skipped: list[dict[str, Any]], report_path: str) -> str:
     """The skipped images by name (``--on-error skip``): a few, then how many more the report lists."""
     if not skipped:
         return ""
-    names = ", ".join(shown(str(entry.get("path"))) for entry in skipped[:SKIPPED_SHOWN])
+    names = ", ".join(printable(str(entry.get("path"))) for entry in skipped[:SKIPPED_SHOWN])
     more = len(skipped) - SKIPPED_SHOWN
     return f" ({names}{f' and {more} more, listed in {report_path}' if more > 0 else ''})"
 

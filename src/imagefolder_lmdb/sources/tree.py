@@ -19,6 +19,7 @@ from typing import Any
 from tqdm import tqdm
 
 from imagefolder_lmdb.classes.lists import ClassList, OutsideClasses
+from imagefolder_lmdb.printable import printable
 from imagefolder_lmdb.sources.archive_members import is_macos_metadata, relative_name
 from imagefolder_lmdb.sources.base import CountMismatchError, Listing, Request
 from imagefolder_lmdb.work.files import Member, Sample
@@ -139,20 +140,15 @@ def check_regular_file(path: str) -> None:
     except FileNotFoundError:
         target = os.readlink(path) if os.path.islink(path) else "?"
         raise SourceFileError(
-            f"{shown(path)} is a dangling link (to {shown(target)}, which does not exist). Remove the link or "
+            f"{printable(path)} is a dangling link (to {printable(target)}, which does not exist). Remove the link or "
             "point it at the image, then run the same command again."
         ) from None
     if not stat.S_ISREG(mode):
         kind = "a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
         raise SourceFileError(
-            f"{shown(path)} is {kind}, not a regular file: reading it would block or give no image. Remove it or "
+            f"{printable(path)} is {kind}, not a regular file: reading it would block or give no image. Remove it or "
             "put the image file there, then run the same command again."
         )
-
-
-def shown(path: str) -> str:
-    """A path for a message: a name that is not valid UTF-8 shown with its bytes escaped."""
-    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 class FolderLinkError(ValueError):
