@@ -366,8 +366,12 @@ def empty_class_warnings(ds: LMDBReader) -> list[str]:
     ]
 
 
-def fit_into_cell(image: Image.Image) -> Image.Image:
-    image = image.copy()
+def thumbnail(data: bytes) -> Image.Image:
+    """A record's image fitted into a cell. Decoded for the cell's size (a JPEG's DCT scaling, as
+    PIL's ``thumbnail`` does with an image not yet loaded): the full decode is the check's, already done."""
+    image = Image.open(io.BytesIO(data))
+    image.draft("RGB", (CELL, CELL))
+    image = image.convert("RGB")
     image.thumbnail((CELL, CELL))
     return image
 
@@ -404,8 +408,8 @@ def contact_sheet(ds: LMDBReader | None, indices: list[int], output: str) -> Non
         assert ds is not None
         x, y = (position % columns) * CELL, (position // columns) * (CELL + label_height)
         try:
-            image, target = ds[index]
-            thumb = fit_into_cell(image)
+            target = ds.targets[index]
+            thumb = thumbnail(ds.get_bytes(index))
             sheet.paste(thumb, (x + (CELL - thumb.width) // 2, y + (CELL - thumb.height) // 2))
             lines = [f"{index}: {ds.classes[target]}", *([words[target]] if words else [])]
         except Exception:  # noqa: BLE001 - a broken record is reported; show the gap
