@@ -87,9 +87,10 @@ def ensure_installed() -> None:
 
 def ensure_plugins(python: Path, requirements: Path, folder: Path) -> Path:
     """The executor plugins that ``requirements`` pins (requirements-slurm.txt), installed into
-    ``folder`` unless there already; returns it. Not into the venv itself: Snakemake imports every
-    installed executor plugin at each start, and this one imports pandas (~0.8 s), in every run
-    of every other test. Raises SlurmUnavailable where pip fails."""
+    ``folder`` unless there already (without their dependencies: the rest are in the venv); returns
+    it. Not into the venv itself: Snakemake imports every installed executor plugin at each start,
+    and pandas wherever it is installed, in every run of every other test (~0.8 s each). Raises
+    SlurmUnavailable where pip fails."""
     stamp = folder / requirements.name
     if stamp.exists() and stamp.read_text() == requirements.read_text():
         return folder

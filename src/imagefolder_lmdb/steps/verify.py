@@ -369,9 +369,9 @@ def empty_class_warnings(ds: LMDBReader) -> list[str]:
 def thumbnail(data: bytes) -> Image.Image:
     """A record's image fitted into a cell. Decoded for the cell's size (a JPEG's DCT scaling, as
     PIL's ``thumbnail`` does with an image not yet loaded): the full decode is the check's, already done."""
-    image = Image.open(io.BytesIO(data))
-    image.draft("RGB", (CELL, CELL))
-    image = image.convert("RGB")
+    encoded = Image.open(io.BytesIO(data))
+    encoded.draft("RGB", (CELL, CELL))
+    image = encoded.convert("RGB")
     image.thumbnail((CELL, CELL))
     return image
 
