@@ -12,6 +12,7 @@ import lmdb
 from imagefolder_lmdb.reader import check_lmdb_file, keep_freed_memory_for_reuse
 from imagefolder_lmdb.writing.atomic import publish, remove_path, temporary_path
 from imagefolder_lmdb.writing.disk_space import DiskFullError, check_free_space, disk_full_message, free_bytes
+from imagefolder_lmdb.writing.writeback import start_writeback
 
 #: Memory a writer keeps for its next batch (keep_freed_memory_for_reuse): it holds up to
 #: ``LMDBWriter.BATCH_BYTES`` of ~100 KB values, frees them at commit and allocates the next batch;
@@ -27,6 +28,11 @@ class LMDBWriter:
     grows with the data, not with the map) and doubles whenever a batch does not fit, so
     ``MDB_MAP_FULL`` never reaches the user. ``lock=False``: one writer, and no ``-lock`` file
     left beside the output.
+
+    Commits do not wait for the disk (``sync=False``): a file is used only after ``close`` has
+    flushed it (``atomic_lmdb`` publishes it then), and a write interrupted before is removed,
+    never resumed. Each commit starts the disk writing what it left, so the disk works while the
+    next batch is built and ``close`` waits for the last ones only.
     """
 
     BATCH_BYTES = 64 << 20
@@ -45,10 +51,12 @@ class LMDBWriter:
             subdir=False,
             map_size=map_size,
             lock=False,
+            sync=False,
             readahead=False,
             meminit=False,
             max_dbs=0,
         )
+        self._fd = os.open(path, os.O_RDONLY)  # for start_writeback: py-lmdb does not expose LMDB's
         self._batch: list[tuple[bytes, bytes]] = []
         self._batch_bytes = 0
         self.records = 0
@@ -86,6 +94,7 @@ class LMDBWriter:
                         # key and stores nothing: never let that pass silently.
                         if not txn.put(key, value, append=append, overwrite=True):
                             raise RuntimeError(f"{self.path}: LMDB refused key {key!r}")
+                start_writeback(self._fd)
                 return
             except lmdb.MapFullError:
                 self.env.set_mapsize(self.env.info()["map_size"] * 2)
@@ -107,6 +116,10 @@ class LMDBWriter:
     def abandon(self) -> None:
         """Close without committing what is pending (the caller removes the file)."""
         self._batch, self._batch_bytes = [], 0
+        self._close_files()
+
+    def _close_files(self) -> None:
+        os.close(self._fd)
         self.env.close()
 
     def close(self) -> None:
@@ -118,7 +131,7 @@ class LMDBWriter:
             self.raise_if_disk_full(exc)
             raise
         finally:
-            self.env.close()
+            self._close_files()
 
 
 @contextlib.contextmanager
