@@ -123,17 +123,20 @@ def run(
 
 def contenders(url: str, local: Path, decode: str) -> list[dict[str, Any]]:
     """Side by side: this reader from S3 (without and with ``cache_dir``), LitData from S3; with the train
-    transform also the same file on local disk, cold and warm (the decoding floor); with bytes also the
-    block-window shuffle."""
+    transform also the same file on local disk, cold and warm (the decoding floor), and both the S3 and
+    the cold local read with the block-window shuffle (neighbours in one request, as LitData's chunks);
+    with bytes also the block-window shuffle."""
     s3 = {"name": "this reader, s3://", "kind": "lmdb", "source": url}
     s3_cached = {**s3, "name": "this reader, s3://, cache_dir (as LitData caches)", "cache": True}
+    s3_block = {**s3, "name": "this reader, s3://, block-window 16x4", "shuffle": "block"}
     lit = {"name": "LitData StreamingDataset, s3://", "kind": "litdata", "source": "s3://bench/litdata"}
     if decode == "train":
         cold = {"name": "same file, local disk, cold", "kind": "lmdb", "source": str(local), "cold": True}
+        cold_block = {**cold, "name": "same file, local disk, cold, block-window 16x4", "shuffle": "block"}
         warm = {"name": "same file, local disk, warm (decoding floor)", "kind": "lmdb", "source": str(local)}
-        runs = [s3, s3_cached, cold, lit, warm]
+        runs = [s3, s3_cached, cold, lit, warm, s3_block, cold_block]
     else:
-        runs = [s3, {**s3, "name": "this reader, s3://, block-window 16x4", "shuffle": "block"}, lit]
+        runs = [s3, s3_block, lit]
     return [{**run, "decode": decode} for run in runs]
 
 

@@ -99,7 +99,8 @@ async def get_range(
         if attempt:
             await asyncio.sleep(min(5.0, 0.1 * 2**attempt) * (0.5 + random.random()))
         try:
-            data, meta = await asyncio.wait_for(_get_once(store, key, start, end, etag), settings.timeout_s)
+            async with asyncio.timeout(settings.timeout_s):  # in this task: wait_for would start another
+                data, meta = await _get_once(store, key, start, end, etag)
         except TimeoutError:
             problem = f"no answer within {settings.timeout_s:.0f} s"
             continue
