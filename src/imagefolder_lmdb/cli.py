@@ -17,6 +17,8 @@ import importlib
 import sys
 from importlib import metadata
 
+from imagefolder_lmdb.run.shards import RULE_WORDS
+
 PROG = "imagefolder-lmdb"
 #: subcommand: (module of the package[:its main function], one line of help)
 COMMANDS = {
@@ -121,7 +123,12 @@ def convert_parser(prog: str) -> argparse.ArgumentParser:
         help=f"how SOURCE is organised: {', '.join(layouts() or ['see the schema'])} (imagefolder); "
         "ilsvrc-val needs its labels: --set val_labels=FILE or --set devkit=FILE",
     )
-    parser.add_argument("--shards", type=int, metavar="N", help="encode jobs each split is cut into (16)")
+    parser.add_argument(
+        "--shards",
+        type=int,
+        metavar="N",
+        help=f"encode jobs each split is cut into (default: {RULE_WORDS})",
+    )
     add_setting_flags(parser)
     parser.add_argument("--work", metavar="FOLDER", help="work folder: manifests, parts, logs (OUTDIR/work)")
     parser.add_argument("--cores", metavar="N", help="CPU cores to use (all; with --profile, the profile's)")

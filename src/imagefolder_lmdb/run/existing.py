@@ -88,11 +88,20 @@ def differences(existing: Existing, split: dict[str, Any], encode: dict[str, Any
     settings = existing.document.get("settings", {}).get("encode", {})
     # a key the file's settings lack came after it was made: not a difference the user made
     changed = [
-        f"{key} {settings[key]!r}, not {value!r}" for key, value in encode.items() if settings.get(key, value) != value
+        f"{key} {settings[key]!r}, not {value!r}"
+        for key, value in encode.items()
+        if settings.get(key, value) != value and (key != "on_error" or skipped_any(existing))
     ]
     if changed:
         found.append("encode " + ", ".join(changed))
     return found
+
+
+def skipped_any(existing: Existing) -> bool:
+    """Whether the file set bad images aside. Where it set none aside, ``on_error`` made no
+    difference to it (a run that failed on a bad image, then given ``--on-error skip`` as its
+    message says, must not be refused for the splits that were already whole)."""
+    return bool(existing.document.get("stats", {}).get("skipped"))
 
 
 def with_settings(found: list[str]) -> list[str]:

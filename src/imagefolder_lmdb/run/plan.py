@@ -29,7 +29,7 @@ from imagefolder_lmdb.run.existing import (
 from imagefolder_lmdb.run.lock import held_elsewhere
 from imagefolder_lmdb.run.paths import RunPaths
 from imagefolder_lmdb.run.shards import choose_shards
-from imagefolder_lmdb.sources.splits import SplitsError, find_splits
+from imagefolder_lmdb.sources.splits import SPLIT_NAMES, SplitsError, find_splits
 
 #: ``Request.cores`` of a run with a profile and no --cores: the cores are the cluster's.
 PROFILE_CORES = "profile"
@@ -45,7 +45,7 @@ class Request:
 
     source: str | list[str]
     outdir: str
-    split: str | None = None  # None: every split SOURCE holds, else train
+    split: str | None = None  # None: every split SOURCE holds, else the one its folder is named after, or train
     layout: str = "imagefolder"
     splits: Sequence[str] = ()  # --splits: the split folders to convert
     work: str | None = None
@@ -154,18 +154,27 @@ def splits_of(request: Request) -> dict[str, dict[str, Any]]:
     if request.splits:
         raise PlanError(f"{source} holds no split folders (train/, val/, ...); --splits names them")
     absolute = os.path.abspath(source) if isinstance(source, str) else [os.path.abspath(p) for p in source]
-    return {request.split or "train": {"source": absolute, "layout": request.layout}}
+    return {request.split or split_named_after(source): {"source": absolute, "layout": request.layout}}
+
+
+def split_named_after(source: str | list[str]) -> str:
+    """The split a folder of class folders becomes without --split: the one it is named after
+    (``data/val`` is val, as it would be inside ``data``), else train."""
+    name = os.path.basename(os.path.normpath(source)) if isinstance(source, str) and os.path.isdir(source) else ""
+    return name if name in SPLIT_NAMES else "train"
 
 
 def split_note(request: Request, splits: dict[str, Any]) -> list[str]:
     """A folder of class folders (no split folders in it) given without --split: the note that says
-    which split it became, so that a user who meant val hears it before train.lmdb is written."""
+    which split it became, so that a user who meant another hears it before the file is written."""
     source = request.source
-    if request.split is not None or list(splits) != ["train"] or not isinstance(source, str):
+    if request.split is not None or len(splits) != 1 or not isinstance(source, str):
         return []
-    alone = os.path.isdir(source) and splits["train"].get("source") == os.path.abspath(source)
+    [(name, split)] = splits.items()
+    alone = os.path.isdir(source) and split.get("source") == os.path.abspath(source)
     if alone and os.path.basename(os.path.normpath(source)) != "train":
-        return [f"{source}: treated as split 'train' ({flag('--split', request.cli)} NAME to choose)"]
+        why = ", after its folder's name" if name != "train" else ""
+        return [f"{source}: treated as split {name!r}{why} ({flag('--split', request.cli)} NAME to choose)"]
     return []
 
 

@@ -18,7 +18,9 @@ IMAGES_PER_SHARD = 1000
 MIN_IMAGES_PER_CORE = 100
 MAX_SHARDS_PER_CORE = 2
 ARCHIVE_BYTES_PER_IMAGE = 110_000
-RULE = "1 per 1,000 images, at least 1 per core, at most 2 per core; --shards N to choose"
+#: The rule in words, for --help and for the note that gives the count chosen.
+RULE_WORDS = "1 per 1,000 images, at least 1 per core, at most 2 per core"
+RULE = f"{RULE_WORDS}; --shards N to choose"
 
 
 def shards_for(images: int, cores: int) -> int:
@@ -47,6 +49,17 @@ def image_estimate(split: dict[str, Any]) -> int | None:
     return total
 
 
+def estimated(archive: str, split: dict[str, Any]) -> str:
+    """Words for an archive's image estimate: from its size, not a count (listing a large archive
+    would read all of it), so that small images are not taken for a miscount."""
+    size = os.path.getsize(archive)
+    whole = " holding every split" if split.get("root") else ""  # one split of an archive holding several
+    return (
+        f"an archive of {size / 1e6:,.1f} MB{whole} "
+        f"(~{max(1, size // ARCHIVE_BYTES_PER_IMAGE):,} images of ImageNet's mean {ARCHIVE_BYTES_PER_IMAGE // 1000} kB)"
+    )
+
+
 def cores_of(cores: int | str | None) -> int:
     """``--cores``: a number, or all of this machine's."""
     if isinstance(cores, int) or (isinstance(cores, str) and cores.isdigit()):
@@ -64,9 +77,7 @@ def choose_shards(config: dict[str, Any], cores: int | str | None) -> list[str]:
         if images is None:
             continue
         split["shards"] = shards_for(images, cores_of(cores))
-        counted = f"{images:,} images" if os.path.isdir(split["source"]) else f"~{images:,} images (by size)"
-        if split.get("root") and os.path.isfile(split["source"]):  # one split of an archive holding several
-            counted = f"~{images:,} images (the whole archive's, by size)"
+        counted = f"{images:,} images" if os.path.isdir(split["source"]) else estimated(split["source"], split)
         shards = f"{split['shards']} shard{'s' if split['shards'] > 1 else ''}"
         notes.append(f"{name}: {shards} for {counted} on {cores_of(cores)} cores ({RULE})")
     return notes
