@@ -135,7 +135,7 @@ def convert(
             source, outdir, split, layout, splits, work, settings, overwrite, classes_from, False, cores, profile
         )
     run = plan_run(request, outdir, work, configfile, run_options(cores, profile, snakemake_args))
-    return run_planned(run, clean, bool(snakemake_args), verbose)
+    return run_planned(run, clean, bool(snakemake_args), verbose, python=True)
 
 
 def python_settings(config: dict[str, Any] | None, shards: int | None) -> list[Any]:
@@ -145,9 +145,12 @@ def python_settings(config: dict[str, Any] | None, shards: int | None) -> list[A
     return [*mapping_settings(config or {}), *([flag_setting("--shards", shards)] if shards else [])]
 
 
-def run_planned(run: Run, clean: bool, own_options: bool, verbose: bool = False) -> dict[str, SplitOutputs]:
+def run_planned(
+    run: Run, clean: bool, own_options: bool, verbose: bool = False, python: bool = False
+) -> dict[str, SplitOutputs]:
     """Run Snakemake for ``run``, or show the summary of outputs already up to date (unless the
-    caller gave Snakemake options of their own: a --dry-run, a --forceall); ConvertError on failure."""
+    caller gave Snakemake options of their own: a --dry-run, a --forceall); ConvertError on failure,
+    its fixes in the caller's words (``python``: ``convert()``'s, else the command line's)."""
     if run.up_to_date and not own_options:
         show_existing(run)
         finish(run, clean)
@@ -159,10 +162,10 @@ def run_planned(run: Run, clean: bool, own_options: bool, verbose: bool = False)
         put_back(kept)  # a failed run leaves the old datasets as they were
         if run.config is None:  # a config file's run: its messages speak of its keys
             raise
-        from imagefolder_lmdb.config.settings import in_command_line_words
+        from imagefolder_lmdb.config.settings import in_command_line_words, in_python_words
 
-        lines = [in_command_line_words(line) for line in exc.lines]
-        raise ConvertError(in_command_line_words(str(exc)), exc.returncode, lines) from None
+        words = in_python_words if python else in_command_line_words
+        raise ConvertError(words(str(exc)), exc.returncode, [words(line) for line in exc.lines]) from None
     for path in kept.values():
         os.remove(path)
     finish(run, clean)

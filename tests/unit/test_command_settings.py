@@ -124,6 +124,17 @@ def test_a_workflow_fix_is_said_as_a_command_line_user_gives_it() -> None:
     )
 
 
+def test_a_workflow_fix_is_given_in_convert_calls_words() -> None:
+    from imagefolder_lmdb.config.settings import in_python_words
+
+    assert in_python_words("and run the same command again, or set encode.on_error: skip to leave them out") == (
+        "and call convert() again, or pass config={'encode': {'on_error': 'skip'}} to leave them out"
+    )
+    assert in_python_words("or set splits.val.allow_skipped: 3 to accept") == (
+        "or pass config={'splits': {'val': {'allow_skipped': 3}}} to accept"
+    )
+
+
 def test_the_shard_count_follows_the_images_and_the_cores(tmp_path: Path) -> None:
     from imagefolder_lmdb.run.shards import choose_shards, shards_for
 

@@ -4,10 +4,12 @@ something changed, the same line again only as a heartbeat."""
 from __future__ import annotations
 
 import io
+import os
 
 import pytest
 
 from imagefolder_lmdb.run import progress
+from imagefolder_lmdb.run.launch import relay
 from imagefolder_lmdb.run.progress import HEARTBEAT_INTERVAL, Board
 
 
@@ -20,3 +22,20 @@ def test_an_unchanged_line_is_printed_again_only_as_a_heartbeat(monkeypatch: pyt
         board.plain_line(line)
         now[0] += later
     assert stream.getvalue().splitlines() == ["a 1/4", "a 2/4", "a 2/4"]
+
+
+def test_the_relay_keeps_the_order_the_child_wrote_its_two_streams_in() -> None:
+    """The board's last lines (stderr) written before the summary (stdout) are shown before it, and
+    no line waits in a reader's buffer until the end (where it came after the summary)."""
+    err_read, err_write = os.pipe()
+    out_read, out_write = os.pipe()
+    os.write(err_write, b"progress: train 1/2\ntrain: 2/2 images (done)\n")
+    os.write(out_write, b"Summary\ntrain: 2 images\nno newline at the end")
+    os.close(err_write)
+    os.close(out_write)
+    shown = io.StringIO()
+    with os.fdopen(err_read, "rb") as err, os.fdopen(out_read, "rb") as out:
+        relay({err: shown, out: shown}, verbose=False)
+    assert shown.getvalue() == (
+        "progress: train 1/2\ntrain: 2/2 images (done)\nSummary\ntrain: 2 images\nno newline at the end\n"
+    )

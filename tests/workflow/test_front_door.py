@@ -250,12 +250,17 @@ def test_a_rerun_after_clean_shows_the_summary_instead_of_converting(tmp_path: P
 
 
 def test_the_folder_config_init_config_prints_converts(tmp_path: Path) -> None:
+    """``init-config folder`` prints a config that converts; run again, it shows the summary of what is there."""
     config = succeeded(run_command(tmp_path, "init-config", "folder")).stdout
     (tmp_path / "folder.yaml").write_text(config)
     make_images(str(tmp_path / "data" / "train"), images=4, classes=2, seed=1, workers=1)
     make_images(str(tmp_path / "data" / "val"), images=2, classes=2, seed=1, first_index=50, workers=1)
     succeeded(run_command(tmp_path, "convert", "--configfile", "folder.yaml", "--cores", "2"))
     assert meta_of(tmp_path / "out" / "val.lmdb")[0]["length"] == 2
+    # the same command again: Snakemake has nothing to do (and runs no onsuccess); the summary still shows
+    again = succeeded(run_command(tmp_path, "convert", "--configfile", "folder.yaml", "--cores", "2"))
+    assert again.stdout.startswith("Nothing to be done: every output is up to date.\n")
+    assert "val: 2 images, 2 classes, verified" in again.stdout and "(waiting)" not in again.stderr
 
 
 def test_the_reader_on_a_folder_of_splits_names_the_files_it_holds(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ A problem with such a setting is said in the form the user gave it (``--set enco
 
 from __future__ import annotations
 
+import ast
 import copy
 import os
 import re
@@ -157,3 +158,26 @@ def in_command_line_words(text: str) -> str:
         return f"give --set {key}={value}"
 
     return CONFIG_FIX.sub(flag_form, text).replace("splits.<name>.source and layout", "SOURCE and --layout")
+
+
+def in_python_words(text: str) -> str:
+    """A workflow message's fix as a ``convert()`` caller gives it: ``set encode.on_error: skip`` ->
+    ``pass config={'encode': {'on_error': 'skip'}}``; "run the same command again" -> "call convert() again"."""
+
+    def config_form(match: re.Match[str]) -> str:
+        *sections, key = match.group(1).split(".")
+        nested: Any = {key: python_value(match.group(2).rstrip("."))}
+        for section in reversed(sections):
+            nested = {section: nested}
+        return f"pass config={nested!r}"
+
+    text = CONFIG_FIX.sub(config_form, text).replace("run the same command again", "call convert() again")
+    return text.replace("splits.<name>.source and layout", "source and layout")
+
+
+def python_value(text: str) -> Any:
+    """A value as written in a message (``skip``, ``3``, ``0.5``), as Python gives it."""
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text

@@ -78,19 +78,34 @@ def check_snakemake() -> None:
 
 def relay(streams: dict[IO[bytes], TextIO], verbose: bool) -> None:
     """Copy the child's stdout and stderr, line by line as they come, to this process's (a terminal,
-    a log, a notebook's cell): one reader for both, so that lines keep the order they were written in."""
+    a log, a notebook's cell): one reader for both, so that lines keep the order they were written in.
+
+    Each stream is read with plain ``os.read`` (a buffered reader keeps lines that ``select`` no longer
+    sees, which then came out only at the end, after the summary), and where several are ready at once
+    they are served in the order of ``streams``: the board's stderr first, then the summary's stdout,
+    as the child wrote them."""
+    order = {source.fileno(): rank for rank, source in enumerate(streams)}
+    targets = {source.fileno(): target for source, target in streams.items()}
+    partial = dict.fromkeys(targets, b"")
     with selectors.DefaultSelector() as selector:
-        for source in streams:
-            selector.register(source, selectors.EVENT_READ)
+        for fd in targets:
+            selector.register(fd, selectors.EVENT_READ)
         while selector.get_map():
-            for key, _ in selector.select():
-                line = key.fileobj.readline()  # type: ignore[union-attr]
-                if not line:
-                    selector.unregister(key.fileobj)
-                elif verbose or not line.startswith(CHATTER):
-                    target = streams[key.fileobj]  # type: ignore[index]
-                    target.write(line.decode(errors="replace"))
-                    target.flush()
+            for key, _ in sorted(selector.select(), key=lambda event: order[event[0].fd]):
+                chunk = os.read(key.fd, 1 << 16)
+                if not chunk:
+                    selector.unregister(key.fd)
+                lines = (partial[key.fd] + chunk).split(b"\n")
+                partial[key.fd] = lines.pop() if chunk else b""  # a line not ended yet waits for its end
+                show([line + b"\n" for line in lines if chunk or line], targets[key.fd], verbose)
+
+
+def show(lines: list[bytes], target: TextIO, verbose: bool) -> None:
+    """Write ``lines`` to ``target``, leaving out Snakemake's own chatter unless ``verbose``."""
+    shown = [line.decode(errors="replace") for line in lines if verbose or not line.startswith(CHATTER)]
+    if shown:
+        target.write("".join(shown))
+        target.flush()
 
 
 def run_snakemake(command: list[str], verbose: bool = False) -> None:
@@ -104,7 +119,7 @@ def run_snakemake(command: list[str], verbose: bool = False) -> None:
         environment[TERMINAL_VARIABLE] = "1" if sys.stderr.isatty() else "0"
         environment["PYTHONUNBUFFERED"] = "1"  # the summary (stdout) after the board's last lines (stderr)
         process = subprocess.Popen(command, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        streams = {process.stdout: sys.stdout, process.stderr: sys.stderr}
+        streams = {process.stderr: sys.stderr, process.stdout: sys.stdout}  # stderr first: see relay
         thread = threading.Thread(target=relay, args=(streams, verbose), daemon=True)
         thread.start()
         returncode = wait_passing_signals(process)

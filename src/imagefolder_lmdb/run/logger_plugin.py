@@ -25,10 +25,13 @@ from snakemake_interface_logger_plugins.base import LogHandlerBase
 
 from imagefolder_lmdb.run import progress as progress_board
 from imagefolder_lmdb.run.launch import ERROR_FILE_VARIABLE, TERMINAL_VARIABLE
+from imagefolder_lmdb.run.summary import up_to_date_lines
 
 #: Set in the jobs' environment: a failing step writes its message beside its log, not to stderr.
 MESSAGES_VARIABLE = "IMAGEFOLDER_LMDB_MESSAGES"
 #: Snakemake's errors that only repeat a failed job's (whose own message is shown).
+#: How Snakemake's message begins when every output is up to date (it then runs no onsuccess).
+NOTHING_TO_BE_DONE = "Nothing to be done"
 REPEATS = ("RuleException", "At least one job did not complete", "Exiting because a job execution failed")
 INTERNAL_LINE = re.compile(r'(?:\w+Error|\w+Exception) in file ".*", line \d+:?$|^\s*File ".*", line \d+')
 
@@ -56,6 +59,7 @@ class LogHandler(LogHandlerBase):
         self.jobs: dict[object, str | None] = {}  # job id: its split
         self.messages: list[str] = []
         self.closed = False
+        self.nothing_to_do = False  # Snakemake found every output up to date
         self.dryrun = bool(self.common_settings.dryrun)
         if self.dryrun:
             from snakemake.logging import DefaultFormatter
@@ -85,6 +89,8 @@ class LogHandler(LogHandlerBase):
             self.error(record.getMessage())
         elif str(record.msg).startswith("Complete log(s): "):
             self.add(self.logs, str(record.msg).removeprefix("Complete log(s): "))
+        elif str(record.msg).startswith(NOTHING_TO_BE_DONE):
+            self.nothing_to_do = True
 
     def finished(self, record: logging.LogRecord) -> None:
         """Snakemake names a finished job by its id and rule; its split comes from the job's info."""
@@ -119,7 +125,11 @@ class LogHandler(LogHandlerBase):
         """At the end of the run: the board's final state, then the closing lines of a failure."""
         if not self.closed and not self.dryrun:
             self.closed = True
-            progress_board.stop_board()
+            if self.nothing_to_do and not self.messages:
+                progress_board.stop_board(draw=False)  # every split "waiting": say what is there instead
+                print("\n".join(up_to_date_lines()), flush=True)
+            else:
+                progress_board.stop_board()
             if self.messages:
                 self.conclude(closing_lines(self.logs, self.messages))
         super().close()

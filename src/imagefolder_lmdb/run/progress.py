@@ -231,12 +231,15 @@ class Board:
             self.write(back + "".join(line + "\n" for line in lines))
             self.drawn = lines
 
-    def stop(self) -> None:
-        """The final state, once: the terminal's last redraw stays; elsewhere one plain line per split."""
+    def stop(self, draw: bool = True) -> None:
+        """The final state, once: the terminal's last redraw stays; elsewhere one plain line per split.
+        ``draw=False``: stop without it (a run that had nothing to do shows its summary instead)."""
         with self.lock:
             if self.stopped:
                 return
             self.stopped = True
+            if not draw:
+                return
             for state in self.known().values():
                 state.refresh()
             if self.terminal and self.splits:
@@ -270,7 +273,8 @@ def start_board(stream: TextIO = sys.stderr, terminal: bool | None = None) -> Bo
     return board
 
 
-def stop_board() -> None:
-    """Draw the final state and stop (before the summary prints, so that no redraw lands after it)."""
+def stop_board(draw: bool = True) -> None:
+    """Draw the final state (unless ``draw`` is False) and stop, before the summary prints, so that
+    no redraw lands after it."""
     if BOARD is not None:
-        BOARD.stop()
+        BOARD.stop(draw)

@@ -164,3 +164,15 @@ def summary_lines(config: dict[str, Any], elapsed_seconds: float | None = None) 
     for name, split in config["splits"].items():
         lines.extend(split_summary(name, paths, split.get("shards")))
     return lines
+
+
+def up_to_date_lines() -> list[str]:
+    """A run that found nothing to do (Snakemake then skips the workflow's onsuccess, which prints
+    the summary): the summary of every registered split's outputs, as they are."""
+    from imagefolder_lmdb.run.progress import REGISTERED
+
+    lines = ["Nothing to be done: every output is up to date.", ""]
+    for paths, names in REGISTERED:
+        for name in names:
+            lines.extend(split_summary(name, paths))
+    return lines
