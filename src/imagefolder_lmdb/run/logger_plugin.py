@@ -29,9 +29,9 @@ from imagefolder_lmdb.run.summary import up_to_date_lines
 
 #: Set in the jobs' environment: a failing step writes its message beside its log, not to stderr.
 MESSAGES_VARIABLE = "IMAGEFOLDER_LMDB_MESSAGES"
-#: Snakemake's errors that only repeat a failed job's (whose own message is shown).
 #: How Snakemake's message begins when every output is up to date (it then runs no onsuccess).
 NOTHING_TO_BE_DONE = "Nothing to be done"
+#: Snakemake's errors that only repeat a failed job's (whose own message is shown).
 REPEATS = ("RuleException", "At least one job did not complete", "Exiting because a job execution failed")
 INTERNAL_LINE = re.compile(r'(?:\w+Error|\w+Exception) in file ".*", line \d+:?$|^\s*File ".*", line \d+')
 

@@ -49,15 +49,13 @@ def image_estimate(split: dict[str, Any]) -> int | None:
     return total
 
 
-def estimated(archive: str, split: dict[str, Any]) -> str:
-    """Words for an archive's image estimate: from its size, not a count (listing a large archive
-    would read all of it), so that small images are not taken for a miscount."""
-    size = os.path.getsize(archive)
+def estimated(images: int, split: dict[str, Any]) -> str:
+    """Words for an archive's ``images`` (image_estimate's): from its size, not a count (listing a
+    large archive would read all of it), so that small images are not taken for a miscount."""
+    megabytes = os.path.getsize(split["source"]) / 1e6
     whole = " holding every split" if split.get("root") else ""  # one split of an archive holding several
-    return (
-        f"an archive of {size / 1e6:,.1f} MB{whole} "
-        f"(~{max(1, size // ARCHIVE_BYTES_PER_IMAGE):,} images of ImageNet's mean {ARCHIVE_BYTES_PER_IMAGE // 1000} kB)"
-    )
+    mean = f"ImageNet's mean {ARCHIVE_BYTES_PER_IMAGE // 1000} kB"
+    return f"an archive of {megabytes:,.1f} MB{whole} (~{images:,} images of {mean})"
 
 
 def cores_of(cores: int | str | None) -> int:
@@ -77,7 +75,7 @@ def choose_shards(config: dict[str, Any], cores: int | str | None) -> list[str]:
         if images is None:
             continue
         split["shards"] = shards_for(images, cores_of(cores))
-        counted = f"{images:,} images" if os.path.isdir(split["source"]) else estimated(split["source"], split)
+        counted = f"{images:,} images" if os.path.isdir(split["source"]) else estimated(images, split)
         shards = f"{split['shards']} shard{'s' if split['shards'] > 1 else ''}"
         notes.append(f"{name}: {shards} for {counted} on {cores_of(cores)} cores ({RULE})")
     return notes

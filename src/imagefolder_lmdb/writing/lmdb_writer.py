@@ -56,7 +56,7 @@ class LMDBWriter:
             meminit=False,
             max_dbs=0,
         )
-        self._fd = os.open(path, os.O_RDONLY)  # for start_writeback: py-lmdb does not expose LMDB's
+        self._fd = os.open(path, os.O_RDONLY)  # for start_writeback: py-lmdb does not expose its own
         self._batch: list[tuple[bytes, bytes]] = []
         self._batch_bytes = 0
         self.records = 0
