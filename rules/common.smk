@@ -15,7 +15,7 @@ from imagefolder_lmdb.config.check import (
 )
 from imagefolder_lmdb.config.schema import load_schema
 from imagefolder_lmdb.config import step_settings
-from imagefolder_lmdb.run.paths import SHARD, RunPaths
+from imagefolder_lmdb.run.paths import SHARD, RunPaths, shard_name
 from imagefolder_lmdb.run.progress import register as register_progress
 from imagefolder_lmdb.run.progress import stop_board
 
@@ -60,7 +60,7 @@ def split_config(wildcards) -> dict:
 
 
 def shard_ids(split: str) -> list[str]:
-    return [f"{k:05d}" for k in range(config["splits"][split]["shards"])]
+    return [shard_name(k) for k in range(config["splits"][split]["shards"])]
 
 
 def part_files(pattern: str):
@@ -70,6 +70,12 @@ def part_files(pattern: str):
         return expand(pattern, split=wildcards.split, shard=shard_ids(wildcards.split))
 
     return files
+
+
+def shard_stamp(wildcards) -> str:
+    """Rule encode_shard's stamp, written by checkpoint count_check (src/imagefolder_lmdb/work/shard_stamps.py)."""
+    checkpoints.count_check.get(split=wildcards.split)
+    return PATHS.shard_stamp(wildcards.split, wildcards.shard)
 
 
 def folder_stamp(wildcards) -> str | None:

@@ -1,5 +1,7 @@
-rule count_check:
-    """Scan the source as torchvision's ImageFolder does; write the manifest; check the counts."""
+# A checkpoint: once it has run, Snakemake judges each encode job afresh by its shard's stamp, so a
+# changed image reruns only the shards it lies in (src/imagefolder_lmdb/work/shard_stamps.py).
+checkpoint count_check:
+    """Scan the source as torchvision's ImageFolder does; write the manifest and each shard's stamp; check the counts."""
     input:
         source=PATHS.source(),
         labels=label_files,
@@ -7,6 +9,7 @@ rule count_check:
     output:
         manifest=PATHS.manifest(),
         counts=PATHS.counts(),
+        stamps=directory(PATHS.shard_stamps()),
     log:
         PATHS.log("count_check"),
     benchmark:

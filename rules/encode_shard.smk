@@ -1,9 +1,13 @@
 rule encode_shard:
     """Check and encode one contiguous slice of the manifest into a part LMDB."""
     input:
-        manifest=PATHS.manifest(),
+        # the stamp stands for the shard's lines of the manifest: a newer manifest with the same lines
+        # (the split listed again after a change elsewhere) leaves the shard alone
+        manifest=ancient(PATHS.manifest()),
+        stamp=shard_stamp,
     output:
-        part=temp(PATHS.part()),
+        # kept, not temp(): a later change reruns only its own shards, the merge takes the rest from here
+        part=PATHS.part(),
         report=PATHS.part_report(),
     log:
         PATHS.log("encode_shard", shard=SHARD),

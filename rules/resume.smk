@@ -31,9 +31,10 @@ CONTROLLER_LOCK = hold_results_lock()  # held open until this process exits
 def remove_leftovers(config: dict) -> None:
     """After success, delete what a killed run can leave behind and no later run would.
 
-    temp() parts and merged files survive a SIGKILL that lands while Snakemake deletes them, and
-    once their consumer is complete Snakemake never looks at them again; *.incomplete files are
-    the temporaries of killed jobs. Only a run that is the sole controller here cleans up.
+    temp() merged files survive a SIGKILL that lands while Snakemake deletes them, and once their
+    consumer is complete Snakemake never looks at them again; so do the parts of shards a config
+    with fewer shards no longer has. *.incomplete files are the temporaries of killed jobs. Only a
+    run that is the sole controller here cleans up.
     """
     if CONTROLLER_LOCK is None:
         return
@@ -44,11 +45,24 @@ def remove_leftovers(config: dict) -> None:
         if not os.path.exists(final):
             continue
         finished = os.path.getmtime(final)
-        stale = glob.glob(PATHS.part(split, "*")) + glob.glob(PATHS.merged(split))
-        for path in [] if keep_temp else stale:
+        for path in [] if keep_temp else glob.glob(PATHS.merged(split)):
             if os.path.getmtime(path) <= finished:
                 os.remove(path)
+        for path in parts_of_other_shards(split):
+            os.remove(path)
         for path in glob.glob(
             f"{PATHS.split_work(split)}/**/*.incomplete*", recursive=True
         ) + glob.glob(f"{PATHS.result_files(split)}.incomplete*"):
             shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+
+
+def parts_of_other_shards(split: str) -> list[str]:
+    """Every file under parts/ of a shard the split's config does not have (now fewer shards)."""
+    current = set(shard_ids(split))
+    folder = os.path.dirname(PATHS.part(split))
+    names = os.listdir(folder) if os.path.isdir(folder) else []
+    return [
+        os.path.join(folder, name)
+        for name in names
+        if name.split(".", 1)[0] not in current
+    ]

@@ -172,3 +172,23 @@ def published(results: Path) -> list[str]:
     if not results.exists():
         return []
     return sorted(path.name for path in results.iterdir() if path.name != LOCK_NAME)
+
+
+def executed_jobs(output: str) -> list[str]:
+    """``rule`` or ``rule:wildcards`` of every job a run executed, from its log."""
+    jobs, lines = [], output.splitlines()
+    for number, line in enumerate(lines):
+        if line.split(" ", 1)[0] in ("rule", "localrule", "checkpoint", "localcheckpoint") and line.endswith(":"):
+            name = line.split()[1].rstrip(":")
+            wildcards = next(
+                (w.split(":", 1)[1].strip() for w in lines[number + 1 : number + 8] if "wildcards:" in w), ""
+            )
+            jobs.append(f"{name}:{wildcards}" if name == "encode_shard" else name)
+    return jobs
+
+
+def settle(tree: Path) -> None:
+    """Date the class folders of ``tree`` a minute back, so that their listing is cached (a folder
+    changed within the last seconds is listed at every run: src/imagefolder_lmdb/sources/stamp.py)."""
+    for folder in tree.iterdir():
+        os.utime(folder, (time.time() - 60, time.time() - 60))

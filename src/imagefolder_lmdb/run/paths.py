@@ -8,7 +8,8 @@ clean-up after a run fill in real split names. Change a path here and every user
     {work}/{split}/source/             what extract made readable (source.json, members.jsonl, tree/)
     {work}/{split}/manifest.jsonl      count_check: every image in ImageFolder order
     {work}/{split}/counts.json         count_check: the counts report
-    {work}/{split}/parts/{shard}.lmdb  encode_shard: the re-encoded images (temporary)
+    {work}/{split}/shards/{shard}.json count_check: what decides each shard's part (work/shard_stamps.py)
+    {work}/{split}/parts/{shard}.lmdb  encode_shard: the re-encoded images (kept: see work/shard_stamps.py)
     {work}/{split}/parts/{shard}.json  encode_shard: the shard report
     {work}/{split}/merged.lmdb         merge: every record, no meta yet (temporary)
     {work}/logs/{rule}/{split}[/{shard}].log, {work}/benchmarks/{rule}/{split}[/{shard}].tsv
@@ -20,6 +21,11 @@ from dataclasses import dataclass
 
 SPLIT = "{split}"
 SHARD = "{shard}"
+
+
+def shard_name(number: int) -> str:
+    """Shard ``number``'s name in file names and in the ``{shard}`` wildcard."""
+    return f"{number:05d}"
 
 
 @dataclass(frozen=True)
@@ -73,6 +79,12 @@ class RunPaths:
 
     def counts(self, split: str = SPLIT) -> str:
         return f"{self.work}/{split}/counts.json"
+
+    def shard_stamps(self, split: str = SPLIT) -> str:
+        return f"{self.work}/{split}/shards"
+
+    def shard_stamp(self, split: str = SPLIT, shard: str = SHARD) -> str:
+        return f"{self.shard_stamps(split)}/{shard}.json"
 
     def part(self, split: str = SPLIT, shard: str = SHARD) -> str:
         return f"{self.work}/{split}/parts/{shard}.lmdb"

@@ -6,9 +6,10 @@ A class folder is listed when its modification time differs from the one cached 
 so a run stats ~1,000 folders rather than 1.28M files. That listing records each file's name, inode,
 size and modification time: a file replaced under the same name (``mv new.jpg cls/old.jpg``, or a
 copy into the folder) changes the folder's time and the file's inode, so the stamp changes and the
-same command lists and encodes the split again (extract, count_check, every shard, merge: a
-Snakemake job reruns whole once its input changed). An edit in place that leaves the folder's time
-alone is not seen: ``--forcerun extract``.
+same command lists the split again. The same per-folder digests go into the shard stamps
+(src/imagefolder_lmdb/work/shard_stamps.py), so only the shards holding that folder's images are
+encoded again. An edit in place that leaves the folder's time alone is not seen: ``touch`` the
+class folder.
 """
 
 import contextlib
@@ -30,18 +31,30 @@ SETTLE_SECONDS = 2.0
 def listing_stamp(source: str, cache_path: str = CACHE) -> str:
     """A digest of the names in each class folder of ``source`` and of the files beside them
     (with size and time: a class tar replaced under its name is a different source)."""
+    entries = folder_entries(source, cache_path)
+    return digest(json.dumps([[name, *value] for name, value in entries.items()], ensure_ascii=False))
+
+
+def class_folder_digests(source: str, cache_path: str = CACHE) -> dict[str, str]:
+    """Each class folder of ``source`` by name, with the digest of what it holds (names_digest)."""
+    return {name: value[0] for name, value in folder_entries(source, cache_path).items() if len(value) == 1}
+
+
+def folder_entries(source: str, cache_path: str = CACHE) -> dict[str, list[Any]]:
+    """Each entry of ``source`` by name, sorted: ``[digest]`` for a folder (cached by the folder's
+    time), ``[size, mtime_ns]`` for a file, ``["unreadable"]`` for a dangling link."""
     cache = read_cache(cache_path)
-    entries: list[list[Any]] = []
+    entries: dict[str, list[Any]] = {}
     cached_any = False
     with os.scandir(source) as scan:
         for entry in sorted(scan, key=lambda e: e.name):
             try:
                 info = entry.stat()
             except OSError:  # a dangling link: the listing names it
-                entries.append([entry.name, "unreadable"])
+                entries[entry.name] = ["unreadable"]
                 continue
             if not stat.S_ISDIR(info.st_mode):
-                entries.append([entry.name, info.st_size, info.st_mtime_ns])
+                entries[entry.name] = [info.st_size, info.st_mtime_ns]
                 continue
             key = os.path.abspath(entry.path)
             cached = cache.get(key)
@@ -52,10 +65,10 @@ def listing_stamp(source: str, cache_path: str = CACHE) -> str:
                 if time.time() - info.st_mtime > SETTLE_SECONDS:
                     cache[key] = [info.st_mtime_ns, names]
                     cached_any = True
-            entries.append([entry.name, names])
+            entries[entry.name] = [names]
     if cached_any:
         write_cache(cache_path, cache)
-    return digest(json.dumps(entries, ensure_ascii=False))
+    return entries
 
 
 def names_digest(folder: str) -> str:

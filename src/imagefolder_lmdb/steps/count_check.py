@@ -33,6 +33,7 @@ from imagefolder_lmdb.work.files import (
     write_counts,
     write_manifest,
 )
+from imagefolder_lmdb.work.shard_stamps import write_shard_stamps
 
 log = logging.getLogger("imagefolder_lmdb.count_check")
 
@@ -198,9 +199,11 @@ def count_check(
     class_list: dict[str, Any] | None = None,
     shared_manifest: str | None = None,
     shards: tuple[str, int | None] = ("<name>", None),
+    stamps_folder: str | None = None,
 ) -> CountsReport:
     """``class_list``: the split's ClassSource (src/imagefolder_lmdb/classes/plan.py) as a param;
-    ``shards``: the split's name and its shard count (None: not checked)."""
+    ``shards``: the split's name and its shard count (None: not checked); ``stamps_folder``: where
+    each shard's stamp goes (work/shard_stamps.py; None: none written)."""
     progress = progress or {}
     source = ClassSource.from_param(class_list)
     description = read_source_description(source_dir)
@@ -230,6 +233,8 @@ def count_check(
     if shards_problem := too_many_shards(*shards, len(listing.samples)):
         raise CountMismatchError(f"{description.source}: {shards_problem}.")
     write_listing(manifest_path, description, listing)
+    if stamps_folder is not None and shards[1] is not None:
+        write_shard_stamps(stamps_folder, manifest_path, shards[1], description, listing.samples)
     hold_point("count_check")  # the manifest is in place, the counts report not yet
     write_counts(counts_path, report)
     return report
@@ -249,6 +254,7 @@ def main(smk: Any, stream: TextIO) -> None:
         class_list=dict(settings.class_list),
         shared_manifest=smk.input.shared_classes[0] if smk.input.shared_classes else None,
         shards=(settings.split, settings.shards),
+        stamps_folder=smk.output.stamps,
     )
 
 

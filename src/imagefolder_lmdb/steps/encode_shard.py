@@ -25,9 +25,9 @@ from imagefolder_lmdb.work.files import (
     ShardReport,
     read_manifest,
     read_manifest_header,
-    shard_range,
     write_shard_report,
 )
+from imagefolder_lmdb.work.shard_stamps import checked_range
 from imagefolder_lmdb.writing.lmdb_writer import LMDBWriter, atomic_lmdb
 from imagefolder_lmdb.writing.reencode import (
     UNUSABLE_IMAGE,
@@ -135,6 +135,7 @@ def store(writer: LMDBWriter, report: ShardReport, sample: Sample, encoded: Enco
 
 def encode_shard(
     manifest_path: str,
+    stamp_path: str,
     part_path: str,
     report_path: str,
     shard: int,
@@ -142,8 +143,9 @@ def encode_shard(
     settings: EncodeSettings,
     progress: dict[str, Any],
 ) -> ShardReport:
+    """``stamp_path``: the shard's stamp (work/shard_stamps.py), which names its slice of the manifest."""
     header = read_manifest_header(manifest_path)
-    start, stop = shard_range(header.count, shards, shard)
+    start, stop = checked_range(stamp_path, manifest_path, shard, shards)
     report = ShardReport(shard=shard, shards=shards, start=start, stop=stop)
     log.info("shard %d of %d: images %d..%d of %d from %s", shard, shards, start, stop - 1, header.count, header.root)
     reader = open_sample_reader(header)
@@ -175,6 +177,7 @@ def encode_shard(
 def main(smk: Any, stream: TextIO) -> None:
     encode_shard(
         smk.input.manifest,
+        smk.input.stamp,
         smk.output.part,
         smk.output.report,
         shard=int(smk.wildcards.shard),

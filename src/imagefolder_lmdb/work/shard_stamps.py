@@ -1,0 +1,111 @@
+"""Shard stamps: what decides each encode job's part, written by checkpoint count_check.
+
+Snakemake reruns every job downstream of one that reruns, so a changed image would encode every
+shard again. count_check is a checkpoint instead: once it has run, Snakemake judges each encode job
+afresh by its inputs, and skips one whose small inputs kept the checksum it recorded. A shard's stamp
+is that input: a digest of the manifest lines the shard encodes and of where their bytes come from
+(each class folder's listing for a folder source; each archive's size and time otherwise). An image
+replaced under its name changes its folder's listing, hence the stamps of the shards holding that
+folder's images, and no other. Encode jobs take the manifest as an ``ancient()`` input and check
+that the lines they read are the ones their stamp names.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from imagefolder_lmdb.run.paths import shard_name
+from imagefolder_lmdb.sources.stamp import class_folder_digests
+from imagefolder_lmdb.work.files import ManifestHeader, Sample, SourceDescription, read_json, shard_range
+from imagefolder_lmdb.writing.atomic import write_json_atomic
+
+
+class StaleStampError(RuntimeError):
+    """The manifest holds other lines than the shard's stamp names."""
+
+
+@dataclass(frozen=True)
+class ShardStamp:
+    shard: int
+    shards: int
+    start: int  # the manifest's images start <= index < stop
+    stop: int
+    rows: str  # digest of those manifest lines, as written
+    origin: str  # digest of where their bytes come from
+
+
+def write_shard_stamps(
+    folder: str, manifest_path: str, shards: int, description: SourceDescription, samples: Sequence[Sample]
+) -> None:
+    """One stamp per shard in ``folder``, for the manifest just written from ``samples``."""
+    os.makedirs(folder, exist_ok=True)
+    origins = OriginDigests(description)
+    with open(manifest_path, "rb") as manifest:
+        header = ManifestHeader(**json.loads(manifest.readline()))
+        for shard in range(shards):
+            start, stop = shard_range(header.count, shards, shard)
+            rows = digest_lines(manifest, stop - start, header)
+            stamp = ShardStamp(shard, shards, start, stop, rows, origins.of(samples[start:stop]))
+            write_json_atomic(os.path.join(folder, f"{shard_name(shard)}.json"), asdict(stamp))
+
+
+def read_shard_stamp(path: str) -> ShardStamp:
+    return ShardStamp(**read_json(path))
+
+
+def checked_range(stamp_path: str, manifest_path: str, shard: int, shards: int) -> tuple[int, int]:
+    """Shard ``shard`` of ``shards``'s images ``start, stop``, once the manifest's lines there are
+    the ones its stamp names."""
+    stamp = read_shard_stamp(stamp_path)
+    with open(manifest_path, "rb") as manifest:
+        header = ManifestHeader(**json.loads(manifest.readline()))
+        start, stop = shard_range(header.count, shards, shard)
+        for _ in range(start):
+            manifest.readline()
+        rows = digest_lines(manifest, stop - start, header)
+    if (stamp.shard, stamp.shards, stamp.start, stamp.stop, stamp.rows) != (shard, shards, start, stop, rows):
+        raise StaleStampError(
+            f"{manifest_path} does not hold the images {stamp_path} was written for (was either file changed "
+            "by hand?). Run the same command with --forcerun count_check to list the split again."
+        )
+    return start, stop
+
+
+def digest_lines(manifest: Any, count: int, header: ManifestHeader) -> str:
+    """A digest of the next ``count`` lines of ``manifest`` (binary), and of the header fields that
+    say how they are read."""
+    digest = hashlib.sha256(json.dumps([header.root, header.kind, header.containers, header.image_column]).encode())
+    for _ in range(count):
+        digest.update(manifest.readline())
+    return digest.hexdigest()
+
+
+class OriginDigests:
+    """Where a slice of the samples' bytes come from, as a digest: the listings of the class folders
+    they lie in (a folder source), or the size, time and inode of every archive the split reads."""
+
+    def __init__(self, description: SourceDescription) -> None:
+        self.folders = class_folder_digests(description.tree_root()) if description.kind == "folder" else None
+        files = dict.fromkeys([description.source, *description.containers])
+        self.files = [file_identity(path) for path in files]
+
+    def of(self, samples: Sequence[Sample]) -> str:
+        if self.folders is None:
+            origin: Any = self.files
+        else:
+            classes = sorted({sample.path.split("/", 1)[0] for sample in samples})
+            origin = [[name, self.folders.get(name)] for name in classes]
+        return hashlib.sha256(json.dumps(origin, ensure_ascii=False).encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def file_identity(path: str) -> list[Any]:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return [path, None]
+    return [path, info.st_size, info.st_mtime_ns, info.st_ino]
