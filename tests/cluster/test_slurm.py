@@ -343,7 +343,9 @@ def test_every_rule_asks_for_the_readme_figures(
 def dry_run_resources(output: str) -> dict[str, tuple[int, int]]:
     """Each rule's mem_mb and runtime as a dry run prints them."""
     found = {}
-    for rule, resources in re.findall(r"^(?:local)?rule (\w+):\n(?:    .*\n)*?    resources: (.*)$", output, re.M):
+    for rule, resources in re.findall(
+        r"^(?:local)?(?:rule|checkpoint) (\w+):\n(?:    .*\n)*?    resources: (.*)$", output, re.M
+    ):
         values = dict(item.split("=", 1) for item in resources.split(", "))
         if values.get("mem_mb", "").isdigit():  # rule all has none (<TBD> with default-resources)
             found[rule] = (int(values["mem_mb"]), int(values["runtime"]))

@@ -15,7 +15,7 @@ from imagefolder_lmdb.dataset import META_KEYS, LMDBDataset, close_all_envs
 from support import REPO
 from support.datasets import assert_same_dataset, every_key_and_value, records_and_meta
 from support.kaggle import DATA, KaggleZip, make_kaggle_zip
-from support.workflow import Run, kill_group, run_snakemake, start_snakemake, wait_for_hold, write_config
+from support.workflow import Run, executed_jobs, kill_group, run_snakemake, start_snakemake, wait_for_hold, write_config
 
 CLASSES = 4
 TRAIN_IMAGES = 24
@@ -55,8 +55,8 @@ def assert_same_records(a: Path, b: Path) -> None:
 
 
 def executed(output: str, rule: str) -> int:
-    """How many jobs of ``rule`` a run started (its "rule NAME:" or "localrule NAME:" lines)."""
-    return sum(line.startswith((f"rule {rule}:", f"localrule {rule}:")) for line in output.splitlines())
+    """How many jobs of ``rule`` a run started."""
+    return sum(job.split(":", 1)[0] == rule for job in executed_jobs(output))
 
 
 def run(workdir: Path, splits: dict[str, dict[str, Any]], *args: str, **sections: Any) -> Run:
@@ -117,10 +117,10 @@ def test_val_is_labelled_by_the_csv_inside_the_zip(kaggle: KaggleZip, in_place: 
 def test_reading_in_place_writes_no_per_image_file(in_place: Path) -> None:
     files = [p for p in (in_place / "work").rglob("*") if p.is_file()]
     assert not [p for p in files if p.suffix.lower() in (".jpeg", ".jpg", ".png")]
-    # per split: source.json, members.jsonl, Snakemake's timestamp, manifest, counts, 6 logs and 5
-    # benchmark records (val: + its copy of LOC_val_solution.csv); per shard: report, log, benchmark,
-    # progress file
-    assert len(files) == 16 + 4 * 3 + 17 + 4 * 2, sorted(map(str, files))
+    # per split: source.json, members.jsonl, manifest, counts, 6 logs, 5 benchmark records and Snakemake's
+    # timestamps of the two folder outputs (val: + its copy of LOC_val_solution.csv); per shard: stamp, part,
+    # report, log, benchmark, progress file
+    assert len(files) == 17 + 6 * 3 + 18 + 6 * 2, sorted(map(str, files))
 
 
 @pytest.mark.parametrize("route", ["unzipped folder", "extract: true"])

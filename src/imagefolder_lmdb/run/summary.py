@@ -134,6 +134,25 @@ def skipped_words(skipped: list[dict[str, Any]], report_path: str) -> str:
     return f" ({names}{f' and {more} more, listed in {report_path}' if more > 0 else ''})"
 
 
+#: From what size, and share of the stored bytes, the summary says where the kept parts are and why.
+PARTS_SHOWN_FROM_BYTES, PARTS_SHOWN_FROM_SHARE = 100e6, 0.1
+
+
+def parts_line(
+    report: dict[str, Any], paths: RunPaths, name: str, at_least: float = PARTS_SHOWN_FROM_BYTES
+) -> list[str]:
+    """Where the kept parts are, when they are a sizeable second copy (the re-encoded images of a
+    PNG source, say), and what deleting them costs."""
+    folder = os.path.dirname(paths.part(name))
+    size = sum(os.stat(path).st_blocks * 512 for path in glob.glob(os.path.join(folder, "*.lmdb")))
+    if size < at_least or size <= PARTS_SHOWN_FROM_SHARE * report["stored_bytes"]:
+        return []
+    return [
+        f"  work: {size / 1e6:.1f} MB of re-encoded images kept in {folder}, so that a changed image reruns "
+        "only its shards; delete the folder when done (a later run then encodes every shard)"
+    ]
+
+
 def split_summary(name: str, paths: RunPaths, shards: int | None = None) -> list[str]:
     report_path = paths.verify_report(name)
     if not os.path.exists(report_path):
@@ -149,6 +168,7 @@ def split_summary(name: str, paths: RunPaths, shards: int | None = None) -> list
         + ratio_words(report),
         f"  stored: {storage}; skipped: {len(report['skipped'])}" + skipped_words(report["skipped"], report_path),
         *kept_bytes_line(report),
+        *parts_line(report, paths, name),
         *resized_line(report),
         *class_list_line(report, paths, name),
         *ignored_line(report, paths, name),

@@ -175,7 +175,10 @@ def counts_report(
     )
 
 
-def write_listing(manifest_path: str, description: SourceDescription, listing: Listing) -> None:
+def write_listing(
+    manifest_path: str, description: SourceDescription, listing: Listing, stamps: tuple[str | None, int | None]
+) -> None:
+    """The manifest, then each shard's stamp (``stamps``: their folder and the shard count; work/shard_stamps.py)."""
     header = ManifestHeader(
         root=listing.root,
         classes=listing.classes,
@@ -185,6 +188,9 @@ def write_listing(manifest_path: str, description: SourceDescription, listing: L
         image_column=listing.image_column,
     )
     write_manifest(manifest_path, header, listing.samples)
+    folder, shards = stamps
+    if folder is not None and shards is not None:
+        write_shard_stamps(folder, manifest_path, shards, description, listing.samples)
 
 
 def count_check(
@@ -232,9 +238,7 @@ def count_check(
         )
     if shards_problem := too_many_shards(*shards, len(listing.samples)):
         raise CountMismatchError(f"{description.source}: {shards_problem}.")
-    write_listing(manifest_path, description, listing)
-    if stamps_folder is not None and shards[1] is not None:
-        write_shard_stamps(stamps_folder, manifest_path, shards[1], description, listing.samples)
+    write_listing(manifest_path, description, listing, (stamps_folder, shards[1]))
     hold_point("count_check")  # the manifest is in place, the counts report not yet
     write_counts(counts_path, report)
     return report

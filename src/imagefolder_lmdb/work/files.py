@@ -5,6 +5,7 @@
     source/members.jsonl           Member rows               extract        count_check
     manifest.jsonl                 ManifestHeader + Sample   count_check    encode_shard, merge, write_meta
     counts.json                    CountsReport              count_check    write_meta (and the user)
+    shards/<shard>.json            ShardStamp (shard_stamps) count_check    encode_shard (and Snakemake)
     parts/<shard>.json             ShardReport               encode_shard   merge, write_meta
 
 Where an image's bytes are (a file under the root, a byte range of a tar, a zip member, a Parquet

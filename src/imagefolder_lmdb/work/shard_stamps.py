@@ -17,7 +17,7 @@ import json
 import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, BinaryIO
 
 from imagefolder_lmdb.run.paths import shard_name
 from imagefolder_lmdb.sources.stamp import class_folder_digests
@@ -46,7 +46,7 @@ def write_shard_stamps(
     os.makedirs(folder, exist_ok=True)
     origins = OriginDigests(description)
     with open(manifest_path, "rb") as manifest:
-        header = ManifestHeader(**json.loads(manifest.readline()))
+        header = read_header(manifest)
         for shard in range(shards):
             start, stop = shard_range(header.count, shards, shard)
             rows = digest_lines(manifest, stop - start, header)
@@ -63,7 +63,7 @@ def checked_range(stamp_path: str, manifest_path: str, shard: int, shards: int) 
     the ones its stamp names."""
     stamp = read_shard_stamp(stamp_path)
     with open(manifest_path, "rb") as manifest:
-        header = ManifestHeader(**json.loads(manifest.readline()))
+        header = read_header(manifest)
         start, stop = shard_range(header.count, shards, shard)
         for _ in range(start):
             manifest.readline()
@@ -76,7 +76,12 @@ def checked_range(stamp_path: str, manifest_path: str, shard: int, shards: int) 
     return start, stop
 
 
-def digest_lines(manifest: Any, count: int, header: ManifestHeader) -> str:
+def read_header(manifest: BinaryIO) -> ManifestHeader:
+    """The manifest's first line (its paths may hold names that are not UTF-8: write_manifest)."""
+    return ManifestHeader(**json.loads(manifest.readline().decode("utf-8", "surrogateescape")))
+
+
+def digest_lines(manifest: BinaryIO, count: int, header: ManifestHeader) -> str:
     """A digest of the next ``count`` lines of ``manifest`` (binary), and of the header fields that
     say how they are read."""
     digest = hashlib.sha256(json.dumps([header.root, header.kind, header.containers, header.image_column]).encode())
