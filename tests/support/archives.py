@@ -1,9 +1,11 @@
 """Archive makers: an ImageFolder tree as a tar, tar.gz or zip, members of any kind (links, devices,
-paths that escape), and archives as other tools leave them (macOS metadata, unflagged UTF-8 names)."""
+paths that escape), and archives as other tools leave them (macOS metadata, unflagged UTF-8 names,
+names in no encoding)."""
 
 from __future__ import annotations
 
 import io
+import os
 import tarfile
 import zipfile
 from pathlib import Path
@@ -79,6 +81,26 @@ def clear_utf8_flags(archive: Path) -> None:
         name, extra, comment = (int.from_bytes(data[central + k : central + k + 2], "little") for k in (28, 30, 32))
         central += 46 + name + extra + comment
     archive.write_bytes(bytes(data))
+
+
+def zip_with_raw_names(tree: Path, path: Path) -> Path:
+    """``tree`` as Info-ZIP's ``zip`` on Linux writes it: each name's bytes as the file system holds
+    them (a latin-1 ``caf\\xe9.jpg`` too), unflagged, "made on Unix". zipfile would write such a name
+    as UTF-8, so each member is added under an ASCII stand-in of the same length, then renamed in
+    its two headers."""
+    names = sorted(os.fsencode(file.relative_to(tree)) for file in tree.rglob("*") if file.is_file())
+    stand_ins = {name: b"".join(bytes([c]) if c < 0x80 else b"?" for c in name) for name in names}
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, stand_in in stand_ins.items():
+            info = zipfile.ZipInfo(stand_in.decode("ascii"))
+            info.create_system = 3
+            zf.writestr(info, (tree / os.fsdecode(name)).read_bytes())
+    data = path.read_bytes()
+    for name, stand_in in stand_ins.items():
+        assert data.count(stand_in) == 2, f"{stand_in!r}: not once in each header"
+        data = data.replace(stand_in, name)
+    path.write_bytes(data)
+    return path
 
 
 def zip_headers(archive: Path, member: str) -> tuple[int, int, zipfile.ZipInfo]:

@@ -3,6 +3,7 @@ ImageFolder accepts, zip names in any code page."""
 
 from __future__ import annotations
 
+import os
 import zipfile
 import zlib
 from pathlib import Path
@@ -70,8 +71,11 @@ def test_zip_unicode_path_field_names_a_non_utf8_member() -> None:
     info = zipfile.ZipInfo(stored.decode("cp437"))
     info.extra = (0x7075).to_bytes(2, "little") + len(field).to_bytes(2, "little") + field
     assert zip_member_name(info) == "Ölfass.jpg"
-    info.extra = b""  # no field and not UTF-8: zipfile's cp437 reading stays
+    info.extra = b""  # no field and not UTF-8: made on Windows, its code page; zipfile reads cp437
+    info.create_system = 0
     assert zip_member_name(info) == stored.decode("cp437")
+    info.create_system = 3  # made on Unix: the bytes the file system held, as Python lists them
+    assert zip_member_name(info) == "\udc99lfass.jpg" == os.fsdecode(stored)
 
 
 def test_root_filter_keeps_members_under_root_and_names_what_there_is_instead() -> None:

@@ -1,7 +1,8 @@
-"""Names that are not valid UTF-8 (issue 31): a latin-1 ``caf\\xe9.jpg`` in a folder or a tar member is
-kept as the file system gives it, end to end; ``samples`` and pixels equal ImageFolder's; the file is
-format version 3, which a version-2 reader refuses by its version. A WebDataset key the same; a damaged
-image under such a name is named with its bytes escaped."""
+"""Names that are not valid UTF-8 (issue 31): a latin-1 ``caf\\xe9.jpg`` in a folder, a tar member or
+a zip member made on Unix is kept as the file system gives it (and ``unzip`` writes it), end to end;
+``samples`` and pixels equal ImageFolder's; the file is format version 3, which a version-2 reader
+refuses by its version. A WebDataset key the same; a damaged image under such a name is named with
+its bytes escaped."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 from torchvision.datasets import ImageFolder
 
 from imagefolder_lmdb.reader import LMDBDataset, close_all_envs
+from support.archives import zip_with_raw_names
 from support.images import jpeg_bytes
 from support.wds_shards import WdsSample, make_shards, make_wds_devkit
 from support.workflow import Run, convert, run_snakemake, workflow_at, write_config
@@ -46,19 +48,21 @@ def same_as_imagefolder(lmdb: Path, tree: Path) -> LMDBDataset:
     return ds
 
 
-@pytest.mark.parametrize("kind", ["folder", "tar"])
+@pytest.mark.parametrize("kind", ["folder", "tar", "zip"])
 def test_names_not_utf8_kept_as_the_file_system_gives_them(tmp_path: Path, kind: str) -> None:
     tree = latin1_tree(tmp_path / "tree")
     source = tree
     if kind == "tar":
         source = tmp_path / "train.tar"
         subprocess.run(["tar", "--format=gnu", "-cf", str(source), "-C", str(tree), "."], check=True)
+    if kind == "zip":  # read as zipfile's cp437, the class names would be "bΘe", not ImageFolder's
+        source = zip_with_raw_names(tree, tmp_path / "train.zip")
     result = convert(tmp_path / "run", source, shards=2)
     result.run.check()
     ds = same_as_imagefolder(result.lmdb, tree)
     assert "b\udce9e/caf\udce9.jpg" in [p for p, _ in ds.samples]
     assert ds.meta_document["version"] == 3
-    if kind == "tar":
+    if kind != "folder":
         return
     old = workflow_at(BEFORE_VERSION_3, tmp_path / "old")
     if old is None:

@@ -42,6 +42,8 @@ MACOS_METADATA_FOLDER = "__MACOSX"
 ZIP_UTF8_NAME_FLAG = 0x800
 #: Info-ZIP's "Unicode Path" extra field: the UTF-8 name, for a header name in another encoding.
 ZIP_UNICODE_PATH_FIELD = 0x7075
+#: "Version made by"'s host system for Unix: the name is the bytes the file system held.
+ZIP_MADE_ON_UNIX = 3
 
 
 class UnsafeArchiveError(ValueError):
@@ -69,7 +71,9 @@ def zip_member_name(info: zipfile.ZipInfo) -> str:
 
     Without the UTF-8 flag zipfile decodes a name as cp437, but Info-ZIP's ``zip`` (Linux, macOS)
     stores the system's encoding, UTF-8 today, unflagged, and adds the UTF-8 name in a Unicode
-    Path field where the name is not ASCII. Tried in that order: that field, UTF-8, cp437.
+    Path field where the name is not ASCII. Tried in that order: that field, UTF-8, then for a zip
+    made on Unix the bytes as the file system gave them (surrogate escapes, as Python lists what
+    ``unzip`` writes: a latin-1 ``caf\xe9.jpg``), else cp437 (Windows' tools write their code page).
     """
     if info.flag_bits & ZIP_UTF8_NAME_FLAG:
         return info.filename
@@ -80,6 +84,8 @@ def zip_member_name(info: zipfile.ZipInfo) -> str:
     try:
         name = raw.decode("utf-8")
     except UnicodeDecodeError:
+        if info.create_system == ZIP_MADE_ON_UNIX:
+            return raw.decode("utf-8", "surrogateescape")
         return info.filename
     return info.filename if name == info.filename else name  # one string, not two, per ASCII name
 
