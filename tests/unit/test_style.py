@@ -5,6 +5,7 @@ scripts (the reader, src/imagefolder_lmdb/reader/, included; its modules at most
 from __future__ import annotations
 
 import ast
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -70,3 +71,16 @@ def test_reader_entry_modules_only_re_export(module: str) -> None:
     statements = [node for node in tree.body if not isinstance(node, ast.Expr)]  # the docstring aside
     assert statements and all(isinstance(node, ast.ImportFrom) for node in statements), module
     assert {node.module for node in statements} == {"imagefolder_lmdb.reader"}, module
+
+
+def test_no_merge_conflict_markers() -> None:
+    # A merge once left its markers in docs/training.md, where no other check looks.
+    tracked = subprocess.run(["git", "-C", str(REPO), "ls-files"], capture_output=True, text=True, check=True)
+    markers = ("<<<<<<< ", ">>>>>>> ", "=======\n")
+    found = []
+    for name in tracked.stdout.splitlines():
+        path = REPO / name
+        if path.suffix in {".md", ".py", ".smk", ".yaml", ".toml", ".txt"} or path.name in {"Snakefile", "Makefile"}:
+            lines = path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
+            found += [f"{name}:{number}" for number, line in enumerate(lines, 1) if line.startswith(markers)]
+    assert not found, found
