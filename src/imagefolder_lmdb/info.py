@@ -27,18 +27,17 @@ class InfoError(ValueError):
 def read_dataset(path: str) -> dict[str, Any]:
     """The meta document of ``path`` with the counts info adds: images per class, image sizes,
     the file's size and path (no checksum is checked: that is ``verify``'s work)."""
-    import lmdb
-
-    from imagefolder_lmdb.reader import META_KEYS
+    from imagefolder_lmdb.reader import META_KEYS, FormatError
+    from imagefolder_lmdb.reader.handles import guarded, open_env_readonly
 
     if os.path.isdir(path) or not os.path.isfile(path):
         raise InfoError(f"{path}: no such file")
-    try:
-        env = lmdb.open(path, subdir=False, readonly=True, lock=False, max_readers=4)
-    except lmdb.Error as exc:
-        raise InfoError(f"{path}: not an LMDB file ({exc})") from None
-    with env.begin() as txn:
-        raw = {name: txn.get(key) for name, key in META_KEYS.items() if name in ("json", "labels", "sizes")}
+    try:  # as the reader opens a file: a short copy or a damaged page is named, never a crash (SIGBUS)
+        env = open_env_readonly(path)
+        with guarded(env.begin(), path, lock=False) as txn:
+            raw = {name: txn.get(key) for name, key in META_KEYS.items() if name in ("json", "labels", "sizes")}
+    except (FormatError, ValueError) as exc:
+        raise InfoError(str(exc)) from None
     env.close()
     if raw["json"] is None:
         raise InfoError(f"{path}: an LMDB file without imagefolder-lmdb's meta (no meta/json)")

@@ -10,6 +10,8 @@ import json
 import os
 import re
 import struct
+import subprocess
+import sys
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -103,6 +105,16 @@ def test_a_file_one_byte_short(written: Path) -> None:
         "original first with `python scripts/verify.py ORIGINAL --full` (installed with pip: `imagefolder-lmdb "
         "verify ORIGINAL --full`)."
     )
+
+
+@pytest.mark.parametrize("keep", [8192, -4096])
+def test_info_names_a_file_cut_short_rather_than_crash(written: Path, keep: int) -> None:
+    # `imagefolder-lmdb info` opened the file with LMDB directly: a missing page was SIGBUS, no word.
+    os.truncate(written, keep if keep > 0 else written.stat().st_size + keep)
+    command = [sys.executable, "-m", "imagefolder_lmdb.info", str(written)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 1, (result.returncode, result.stderr)
+    assert f"imagefolder-lmdb info: {written} is shorter than it should be" in result.stderr
 
 
 def test_a_damaged_second_meta_page(written: Path) -> None:

@@ -30,6 +30,23 @@ def test_refuses_a_file_that_is_not_lmdb(tmp_path: Path) -> None:
         LMDBDataset(path)
 
 
+@pytest.mark.parametrize(
+    ("content", "error", "words"),
+    [
+        (b"hello\n", FormatError, "is not an LMDB file"),  # too short to hold a meta page, but no LMDB start
+        (b"", FormatError, "holds 0 bytes, not even LMDB's two meta pages. The copy is incomplete"),
+        (None, FileNotFoundError, "is a folder holding no dataset: no data.mdb"),  # an empty folder x.lmdb
+    ],
+)
+def test_a_short_file_or_an_empty_folder_is_named_for_what_it_is(
+    tmp_path: Path, content: bytes | None, error: type[Exception], words: str
+) -> None:
+    path = tmp_path / "x.lmdb"
+    path.mkdir() if content is None else path.write_bytes(content)
+    with pytest.raises(error, match=words):
+        LMDBDataset(path)
+
+
 def test_refuses_an_unfinished_conversion(tmp_path: Path) -> None:
     path = tmp_path / "merged.lmdb"
     with lmdb.open(str(path), subdir=False, map_size=1 << 20) as env, env.begin(write=True) as txn:

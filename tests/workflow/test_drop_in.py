@@ -38,6 +38,14 @@ def test_imagefolder_attributes_beyond_the_index(image_tree: Path, converted: Co
     expected_image, expected_target = folder.transforms(folder.loader(path), 1)
     assert np.array_equal(image, expected_image) and target == expected_target == 11
     assert LMDBDataset(converted.lmdb).transforms is None
+    # loader as ImageFolder users call it: a path (a relative one, as samples hold, under root), a file object
+    for given in (path, Path(path), ds.samples[passthrough][0]):
+        assert np.array_equal(np.asarray(ds.loader(given)), np.asarray(folder.loader(path)))
+    with open(path, "rb") as stream:
+        assert np.array_equal(np.asarray(ds.loader(stream)), np.asarray(folder.loader(path)))
+    with pytest.raises(FileNotFoundError, match=r"cls/absent.JPEG: no such file here or under .*ds.get_bytes\(i\)"):
+        ds.loader("cls/absent.JPEG")
+    assert repr(ds).endswith(f"    Transform: {flip!r}\n    Target transform: {plus_ten!r}")
     for find_classes in (ds.find_classes, folder.find_classes):  # a class folder holds no class folders
         with pytest.raises(FileNotFoundError, match="Couldn't find any class folder"):
             find_classes(str(image_tree / ds.classes[0]))

@@ -67,3 +67,35 @@ def test_same_content_at_a_new_inode_is_read_on(tmp_path: Path, start: str, copy
     close_all_envs()
     assert [ds.get_bytes(i) for i in range(len(values))] == values
     assert ds.reads_by_offset == (copy == "cp")  # a compacted copy's records moved: read through LMDB
+
+
+def test_a_dataset_keeps_the_file_its_path_named_when_it_was_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A relative path or a symlink is resolved once: a later chdir, or the symlink pointed at another
+    # version, leaves the dataset (and the workers it forks) on its file; a dataset made then opens the
+    # other. (Both once gave the first file's environment to the second dataset, and a fork broke the
+    # relative path.)
+    for version, seed in (("v1", 1), ("v2", 2)):
+        (tmp_path / version).mkdir()
+        write_dataset(tmp_path / version / "train.lmdb", random_values(SIZES[: 3 * seed], seed=seed))
+    first, second = random_values(SIZES[:3], seed=1), random_values(SIZES[:6], seed=2)
+    monkeypatch.chdir(tmp_path / "v1")
+    ds = LMDBDataset("train.lmdb", decode="bytes")
+    monkeypatch.chdir(tmp_path / "v2")
+    assert [value for value, _ in LMDBDataset("train.lmdb", decode="bytes")] == second
+    assert epoch(ds, "fork") == first and ds.path == str(tmp_path / "v1" / "train.lmdb")
+    (tmp_path / "current.lmdb").symlink_to(tmp_path / "v1" / "train.lmdb")
+    on_v1 = LMDBDataset(tmp_path / "current.lmdb", decode="bytes")
+    (tmp_path / "current.lmdb").unlink()
+    (tmp_path / "current.lmdb").symlink_to(tmp_path / "v2" / "train.lmdb")
+    assert [value for value, _ in LMDBDataset(tmp_path / "current.lmdb", decode="bytes")] == second
+    assert epoch(on_v1, "fork") == first
+
+
+def test_one_file_under_two_names_is_named_as_such(tmp_path: Path) -> None:
+    write_dataset(tmp_path / "train.lmdb", random_values(SIZES[:3], seed=1))
+    os.link(tmp_path / "train.lmdb", tmp_path / "same.lmdb")
+    LMDBDataset(tmp_path / "train.lmdb")
+    with pytest.raises(ValueError, match=r"same.lmdb is a file this process already has open under another name"):
+        LMDBDataset(tmp_path / "same.lmdb")

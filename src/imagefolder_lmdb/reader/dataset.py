@@ -52,6 +52,12 @@ def _reopened(path: str, env: lmdb.Environment, lock: bool, opened: FileIdentity
     return _v1_records(path, env, meta, lock), found
 
 
+def _resolved(path: str) -> str:
+    """A file's real path, fixed when the dataset is made: a later ``chdir``, or a symlink pointed at
+    another version, changes neither the file this dataset reads nor the one its workers reopen."""
+    return path if is_url(path) else os.path.realpath(path)
+
+
 def _open_path(
     ds: LMDBReader, max_in_flight: int, cache_dir: str | os.PathLike[str] | None, cache_bytes: int
 ) -> _Opened:
@@ -250,7 +256,7 @@ class LMDBReader(_Index):
     docs/training.md.
 
     Args:
-        path (str or os.PathLike): the dataset file, ``results/<split>.lmdb``, or its URL.
+        path (str or os.PathLike): ``results/<split>.lmdb`` (kept as ``ds.path``: its realpath), or its URL.
         transform (callable, optional): takes the image ``decode`` makes and returns a transformed
             version, as ImageFolder's ``transform``.
         target_transform (callable, optional): takes the class index and transforms it.
@@ -307,7 +313,7 @@ class LMDBReader(_Index):
         cache_bytes: int = 64 << 30,
     ) -> None:
         _check_options(decode, lock, max_readers)
-        self.path = os.fspath(path)
+        self.path = _resolved(os.fspath(path))
         self.transform = transform
         self.target_transform = target_transform
         self.decode: str = decode
@@ -411,6 +417,8 @@ def _described(ds: LMDBReader) -> str:
         lines.append(f"    Resized at conversion: {resized}")
     if ds.transform is not None:
         lines.append(f"    Transform: {ds.transform!r}")
+    if ds.target_transform is not None:
+        lines.append(f"    Target transform: {ds.target_transform!r}")
     return "\n".join(lines)
 
 

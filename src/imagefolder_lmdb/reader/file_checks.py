@@ -60,11 +60,20 @@ class LmdbHeader:
         return (self.last_page + 1) * self.page_size
 
 
+def _starts_as_lmdb(raw: bytes) -> bool:
+    """Whether a file's first bytes, however few, are what LMDB's first meta page starts with: its
+    page number 0, then (after the page header) the magic. A short file that is not is no LMDB
+    file at all, rather than an incomplete copy of one."""
+    page_number, magic = raw[:8], raw[PAGE_HEADER : PAGE_HEADER + 4]
+    if page_number != bytes(len(page_number)):
+        return False
+    return len(magic) < 4 or magic == MAGIC.to_bytes(4, "little")
+
+
 def _meta_page(fd: int, offset: int, number: int, where: str) -> LmdbHeader | None:
     """Meta page ``number`` at ``offset``, as mdb_env_read_header checks it; None if cut off."""
     raw = os.pread(fd, META_BYTES, offset)
-    magic_at = slice(PAGE_HEADER, PAGE_HEADER + 4)
-    if number == 0 and len(raw) >= magic_at.stop and raw[magic_at] != MAGIC.to_bytes(4, "little"):
+    if number == 0 and not _starts_as_lmdb(raw):
         raise FormatError(
             f"{where} is not an LMDB file (no LMDB meta page at its start). Point LMDBDataset at a "
             "results/<split>.lmdb written by the workflow."
@@ -107,13 +116,24 @@ def _data_file(path: str) -> str:
     if not os.path.isdir(path):
         return path
     data = os.path.join(path, "data.mdb")
-    datasets = [] if os.path.exists(data) else sorted(name for name in os.listdir(path) if name.endswith(".lmdb"))
+    if os.path.exists(data):
+        return data
+    datasets = sorted(name for name in os.listdir(path) if name.endswith(".lmdb") and _holds_pages(path, name))
     if datasets:
         raise IsADirectoryError(
             f"{path} is a folder of datasets, not one: it holds {', '.join(datasets)}. "
             f"Open one of them, e.g. LMDBDataset({os.path.join(path, datasets[0])!r})"
         )
-    return data
+    raise FileNotFoundError(
+        f"{path} is a folder holding no dataset: no data.mdb (a folder-style LMDB) and no .lmdb file. "
+        f"Point LMDBDataset at a results/<split>.lmdb written by the workflow."
+    )
+
+
+def _holds_pages(folder: str, name: str) -> bool:
+    """Whether ``folder/name`` is a file, or a folder-style LMDB (holding data.mdb)."""
+    path = os.path.join(folder, name)
+    return os.path.isfile(path) or os.path.exists(os.path.join(path, "data.mdb"))
 
 
 def check_lmdb_file(path: str | os.PathLike[str]) -> LmdbHeader:

@@ -86,7 +86,7 @@ def open_env_readonly(path: str, max_readers: int | None = None, lock: bool = Fa
         FileNotFoundError: nothing at ``path``.
         TruncatedFileError: an incomplete copy.
         FormatError: not an LMDB file, or one LMDB cannot open.
-        ReadersFullError: ``lock=True`` and no reader slot free.
+        ReadersFullError, ValueError: ``lock=True`` and no reader slot free; open under another name.
     """
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path}: no such file")
@@ -110,6 +110,11 @@ def open_env_readonly(path: str, max_readers: int | None = None, lock: bool = Fa
     except lmdb.ReadersFullError as exc:  # opening reads the main database, which needs a slot too
         raise ReadersFullError(readers_full_message(path, None)) from exc
     except lmdb.Error as exc:
+        if "already open in this process" in str(exc):  # py-lmdb knows a file by its inode
+            raise ValueError(
+                f"{path} is a file this process already has open under another name (a hard link or a bind "
+                f"mount); LMDB opens a file once per process: open it by one path everywhere."
+            ) from exc
         raise FormatError(f"{path} cannot be opened as an LMDB file: {exc}") from exc
 
 
@@ -153,9 +158,15 @@ _GUARDS: dict[str, PageGuard] = {}
 _TOKENS: dict[str, LocalFileToken] = {}
 
 
-@functools.lru_cache(maxsize=64)
 def _env_key(path: str) -> str:
-    """One key per file however it is named; cached, since every read looks its environment up."""
+    """One key per file however it is named. A relative path is resolved afresh (the working folder
+    may have changed); an absolute one once, since every read looks its environment up (a dataset
+    passes the real path it resolved when it was made)."""
+    return _absolute_key(path) if os.path.isabs(path) else os.path.realpath(path)
+
+
+@functools.lru_cache(maxsize=64)
+def _absolute_key(path: str) -> str:
     return os.path.realpath(path)
 
 
@@ -174,7 +185,8 @@ def shared_env(path: str, lock: bool = False, max_readers: int | None = None) ->
         lmdb.Environment: read-only, shared by every reader of the file in this process.
 
     Raises:
-        ValueError: the file is already open here with other ``lock`` or ``max_readers``.
+        ValueError: the file is already open here with other ``lock`` or ``max_readers``, or
+            under another name.
         FileNotFoundError, TruncatedFileError, FormatError, ReadersFullError: as open_env_readonly.
     """
     key = _env_key(path)
