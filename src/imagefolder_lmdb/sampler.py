@@ -132,7 +132,7 @@ class ElasticDistributedSampler(Sampler[int]):
         self._start = 0  # the epoch's position the current (or next) iteration starts from
         self._yielded = 0  # indices the current iteration has yielded on this rank
         self._resume: int | None = None  # a loaded position, taken by the next iteration
-        self._cached: tuple[int, np.ndarray] | None = None
+        self._cached: tuple[tuple[Any, ...], np.ndarray] | None = None
 
     def set_epoch(self, epoch: int) -> None:
         """Choose the epoch, as DistributedSampler's; a loaded position belongs to its own epoch only."""
@@ -162,12 +162,15 @@ class ElasticDistributedSampler(Sampler[int]):
 
     def permutation(self) -> np.ndarray:
         """The whole epoch's order, the same for every rank and world size."""
-        if self._cached is None or self._cached[0] != self.epoch or len(self._cached[1]) != self._size():
+        # keyed by everything the order depends on: seed, shuffle, ... may be set between epochs, as
+        # DistributedSampler users do, and the state must describe the order actually given
+        key = (self.epoch, *self._order_fields())
+        if self._cached is None or self._cached[0] != key:
             if self.shuffle:
                 order = epoch_permutation(self._size(), self.seed, self.epoch, self.block_size, self.window)
             else:
                 order = np.arange(self._size(), dtype=np.int64)
-            self._cached = (self.epoch, order)
+            self._cached = (key, order)
         return self._cached[1]
 
     def __iter__(self) -> Iterator[int]:

@@ -207,3 +207,19 @@ def test_stateful_dataloader_state_after_a_whole_epoch_starts_the_next() -> None
     reference = samplers(1)[0]
     reference.set_epoch(1)
     assert [int(i) for batch in loader for i in batch] == list(reference)
+
+
+def test_an_order_setting_changed_between_epochs_is_the_order_given_and_the_state_kept() -> None:
+    # seed and shuffle may be set on the sampler between epochs, as DistributedSampler users do; the
+    # order once stayed the first seed's while the state recorded the new one, so a resume repeated
+    # some indices and never gave others.
+    sampler = ElasticDistributedSampler(Indices(), num_replicas=1, rank=0, seed=1)
+    first = list(sampler)
+    sampler.seed = 2
+    second = list(sampler)
+    assert second != first and second == list(ElasticDistributedSampler(Indices(), num_replicas=1, rank=0, seed=2))
+    resumed = ElasticDistributedSampler(Indices(), num_replicas=1, rank=0, seed=2)
+    resumed.load_state_dict(sampler.state_dict(consumed=40))
+    assert second[:40] + list(resumed) == second
+    sampler.shuffle = False
+    assert list(sampler) == list(range(SIZE))
