@@ -74,8 +74,14 @@ def test_split_folders_of_a_folder_a_tar_and_a_zip_are_found(tmp_path: Path) -> 
     for split in ("val", "train", "extra"):
         (data / split / "cat").mkdir(parents=True)
         (data / split / "cat" / "1.jpg").write_bytes(b"x")
-    assert find_splits(str(data)) == {name: {"source": str(data / name)} for name in ("train", "val")}
+    # a folder of images beside the split folders is a split or a class: which, the user says
+    with pytest.raises(SplitsError, match=r"other folders with images: extra. .* --splits train,val,extra; .* --split"):
+        find_splits(str(data))
     assert list(find_splits(str(data), ["extra"]) or {}) == ["extra"]
+    (data / "extra" / "cat" / "1.jpg").rename(data / "extra" / "cat" / "notes.txt")
+    (data / ".cache" / "x").mkdir(parents=True)
+    (data / ".cache" / "x" / "1.jpg").write_bytes(b"x")  # hidden: nobody's split or class
+    assert find_splits(str(data)) == {name: {"source": str(data / name)} for name in ("train", "val")}
     with pytest.raises(SplitsError, match="holds no folder test"):
         find_splits(str(data), ["test"])
     assert find_splits(str(data / "train")) is None, "class folders are one split"
@@ -87,7 +93,13 @@ def test_split_folders_of_a_folder_a_tar_and_a_zip_are_found(tmp_path: Path) -> 
     with zipfile.ZipFile(tmp_path / "data.zip", "w") as archive:
         archive.writestr("train/cat/1.jpg", b"x")
         archive.writestr("test/cat/1.jpg", b"x")
+        archive.writestr("docs/README", b"x")
     assert list(find_splits(str(tmp_path / "data.zip")) or {}) == ["train", "test"]
+    with zipfile.ZipFile(tmp_path / "classes.zip", "w") as archive:  # classes, one of them named test
+        for name in ("cat/1.jpg", "dog/2.jpg", "test/3.jpg"):
+            archive.writestr(f"pets/{name}", b"x")
+    with pytest.raises(SplitsError, match=r"holds the split folder test and other folders with images: cat, dog"):
+        find_splits(str(tmp_path / "classes.zip"))
 
 
 def test_the_ilsvrc_downloads_are_found_with_their_labels(tmp_path: Path) -> None:

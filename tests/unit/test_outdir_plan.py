@@ -4,11 +4,14 @@ refuse a replacement, and the words for an archive's estimated image count."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from imagefolder_lmdb.run.existing import Existing, differences
-from imagefolder_lmdb.run.plan import Request, split_note, splits_of
+from imagefolder_lmdb.run.plan import PlanError, Request, plan, split_note, splits_of
 from imagefolder_lmdb.run.shards import choose_shards
 
 ENCODE = {"quality": 95, "on_error": "fail"}
@@ -61,3 +64,11 @@ def test_an_archives_count_is_said_to_be_an_estimate_from_its_size(tmp_path: Pat
     assert note.startswith(
         "train: 1 shard for an archive of 1.1 MB holding every split (~10 images of ImageNet's mean 110 kB)"
     )
+
+
+def test_cores_below_one_are_refused_before_anything_runs(tmp_path: Path) -> None:
+    # --cores 0 reached Snakemake, which then waited forever for a core to run a job on
+    flat = class_folders(tmp_path / "flat")
+    for cores, cli, words in [(0, True, "--cores 0"), ("-1", True, "--cores -1"), ("x", False, "cores=... x")]:
+        with pytest.raises(PlanError, match=f"^{re.escape(words)}: give a whole number of at least 1, or all$"):
+            plan(Request(str(flat), str(tmp_path / "out"), cli=cli, cores=cores))

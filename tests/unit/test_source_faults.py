@@ -121,6 +121,12 @@ def test_a_class_folder_linked_to_another_is_refused_naming_it(tmp_path: Path) -
     (tmp_path / "b").symlink_to(tmp_path / "c" / "..")  # ... or into the tree above it: the same fault
     with pytest.raises(FolderLinkError, match="folder link"):
         scan_folder(str(tmp_path), {})
+    (tmp_path / "b").unlink()
+    (tmp_path / "A").symlink_to("c")  # walked before c (upper case sorts first): still the link is named
+    with pytest.raises(FolderLinkError) as raised:
+        scan_folder(str(tmp_path), {})
+    assert f"  {tmp_path}/A -> c: leads to {tmp_path}/c, already read\n" in str(raised.value)
+    (tmp_path / "A").unlink()
 
 
 def test_links_to_folders_walked_once_are_kept(tmp_path: Path) -> None:

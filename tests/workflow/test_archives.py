@@ -7,6 +7,7 @@ import gzip
 import json
 import shutil
 import stat
+import subprocess
 import tarfile
 import zipfile
 from pathlib import Path
@@ -82,7 +83,7 @@ UNSAFE_MEMBERS = [
 ]
 #: Links: a tar read in place refuses every link, an extracted one those that lead outside it.
 LINKS_READ_IN_PLACE = [
-    ("cls/link.JPEG", {"type": tarfile.SYMTYPE, "linkname": "../../../escape.JPEG"}, "link (../../../escape"),
+    ("cls/link.JPEG", {"type": tarfile.SYMTYPE, "linkname": "../../../escape.JPEG"}, "outside the archive (../../"),
     ("cls/hard.JPEG", {"type": tarfile.LNKTYPE, "linkname": "cls/good.JPEG"}, "links cannot be followed"),
 ]
 LINKS_EXTRACTED = [
@@ -213,6 +214,30 @@ def test_zip_with_unflagged_utf8_names_keeps_its_class_names(image_tree: Path, t
         assert not any(info.flag_bits & 0x800 for info in zf.infolist()) and "├" in zf.namelist()[-1]
     ds = assert_like_imagefolder(convert_split(tmp_path, archive, extract=extract), tree)
     assert ds.classes == ["Öl", "àpfel"]
+
+
+def test_links_inside_a_tar_are_refused_in_place_with_the_tar_that_stores_none_and_followed_when_extracted(
+    image_tree: Path, tmp_path: Path
+) -> None:
+    # A relative link that climbs out of its class folder but stays in the tree ("../a/x.jpg") was
+    # refused as leading outside; the advice `tar -h` still stored hard links (GNU tar needs
+    # --hard-dereference for a file with two names).
+    tree = tmp_path / "tree"
+    shutil.copytree(image_tree, tree)
+    first, second = sorted(p for p in tree.iterdir() if p.is_dir())[:2]
+    image = sorted(first.glob("*.JPEG"))[0]
+    (second / "climbing link.JPEG").symlink_to(Path("..") / first.name / image.name)
+    (second / "hard link.JPEG").hardlink_to(image)
+    archive = tmp_path / "train.tar"
+    subprocess.run(["tar", "-cf", str(archive), "-C", str(tmp_path), "tree"], check=True)
+    in_place = convert_split(tmp_path, archive)
+    assert in_place.run.returncode != 0 and "`tar -h --hard-dereference`" in in_place.run.output
+    shutil.rmtree(tmp_path / "run")
+    ds = assert_like_imagefolder(convert_split(tmp_path, archive, extract=True), tree)
+    paths = [path for path, _ in ds.samples]
+    target = ds.get_bytes(paths.index(f"{first.name}/{image.name}"))
+    assert ds.get_bytes(paths.index(f"{second.name}/climbing link.JPEG")) == target
+    assert ds.get_bytes(paths.index(f"{second.name}/hard link.JPEG")) == target
 
 
 def test_member_appended_twice_is_read_as_unpacking_leaves_it(image_tree: Path, tmp_path: Path) -> None:

@@ -145,8 +145,8 @@ def test_a_folder_linked_into_itself_stops_naming_the_link(tree_copy: Path, tmp_
     run = run_split(tmp_path / "run", {"source": str(tree_copy)})
     assert run.returncode == 1, run.output[-3000:]
     assert (
-        f"ERROR in rule count_check: {tree_copy}: 1 folder link(s) lead back into folders already read, so "
-        "ImageFolder would read their images again (through a link to an enclosing folder, once per level: dozens "
+        f"ERROR in rule count_check: {tree_copy}: 1 folder link(s) lead into folders read elsewhere, so "
+        "ImageFolder would read their images twice (through a link to an enclosing folder, once per level: dozens "
         f"of times):\n  {folder}/again -> .: leads to {folder}, already read\nEach image is stored once: remove "
         "these links (or put a copy of the folder in their place, if its images are meant to be stored twice) and "
         "run the same command again."

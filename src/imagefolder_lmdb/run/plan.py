@@ -70,6 +70,14 @@ class Plan:
         return Path(self.config["work"])
 
 
+def check_cores(request: Request) -> None:
+    """``--cores``: a whole number of at least 1, or "all" (Snakemake waits forever with 0)."""
+    cores = request.cores
+    if cores is None or cores == PROFILE_CORES or cores == "all" or (str(cores).isdigit() and int(cores) >= 1):
+        return
+    raise PlanError(f"{flag('--cores', request.cli)} {cores}: give a whole number of at least 1, or all")
+
+
 def flag(name: str, cli: bool) -> str:
     """An option as the user gives it: ``--overwrite`` on the command line, ``overwrite=True`` in Python."""
     return name if cli else f"{name.lstrip('-').replace('-', '_')}=..."
@@ -77,6 +85,7 @@ def flag(name: str, cli: bool) -> str:
 
 def plan(request: Request) -> Plan:
     """The config of ``request``, checked; PlanError with the line to show when it cannot run."""
+    check_cores(request)
     results = checked_outdir(request.outdir)
     work = os.path.abspath(request.work) if request.work is not None else os.path.join(results, "work")
     splits = splits_of(request)

@@ -11,6 +11,7 @@ components, links and devices are refused with an error naming the archive and t
 
 import logging
 import os
+import posixpath
 import re
 import stat
 import struct
@@ -120,20 +121,35 @@ def unsafe_name_reason(name: str) -> str | None:
     return None
 
 
+#: How to pack a tree so that no member is a link: GNU tar's -h follows symbolic links and
+#: --hard-dereference stores a file with several names (or several links to it) once per name.
+PACK_WITHOUT_LINKS = "pack it again with `tar -h --hard-dereference` (each link stored as its file's bytes)"
+
+
 def tar_member_problem(member: tarfile.TarInfo, links_allowed: bool) -> str | None:
     """Why a tar member is refused; links are only acceptable when extracting (and inside)."""
     reason = unsafe_name_reason(member.name)
     if reason is None and (member.issym() or member.islnk()):
-        if not links_allowed:
+        if link_target(member) is None:
+            reason = f"link pointing outside the archive ({member.linkname}); {PACK_WITHOUT_LINKS}"
+        elif not links_allowed:
             reason = (
-                f"link ({member.linkname}): archives are read in place, links cannot be followed; pack it "
-                "with `tar -h` (--dereference) or set extract: true for this split"
+                f"link ({member.linkname}): archives are read in place, links cannot be followed; "
+                f"{PACK_WITHOUT_LINKS}, or set extract: true for this split"
             )
-        elif unsafe_name_reason(member.linkname) is not None:
-            reason = f"link pointing outside the archive ({member.linkname})"
     if reason is None and not (member.isfile() or member.isdir() or member.issym() or member.islnk()):
         reason = "device, fifo or other special file"
     return reason
+
+
+def link_target(member: tarfile.TarInfo) -> str | None:
+    """The archive path a link member leads to (a symbolic link's target is relative to its own
+    folder, a hard link's to the archive's top), or None where it leads outside the archive."""
+    if member.linkname.startswith(("/", "\\")) or WINDOWS_DRIVE.match(member.linkname):
+        return None
+    folder = posixpath.dirname(member.name) if member.issym() else ""
+    target = posixpath.normpath(posixpath.join(folder, member.linkname.replace("\\", "/")))
+    return None if target == ".." or target.startswith("../") else target
 
 
 def refuse(archive: str, member: str, reason: str) -> UnsafeArchiveError:
@@ -152,7 +168,7 @@ def check_zip_members(archive: str, infos: list[zipfile.ZipInfo]) -> None:
         reason = unsafe_name_reason(info.filename) or unsafe_name_reason(zip_member_name(info))
         file_type = stat.S_IFMT(info.external_attr >> 16)  # 0 when the zip did not record one
         if reason is None and file_type == stat.S_IFLNK:
-            reason = "symbolic link"
+            reason = "symbolic link (stored by `zip -y`): zip it again without -y, so each link is stored as its file"
         if reason is None and file_type not in (0, stat.S_IFREG, stat.S_IFDIR):
             reason = "device, fifo or other special file"
         if reason is not None:

@@ -16,8 +16,10 @@ from __future__ import annotations
 import os
 import tarfile
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
+
+from imagefolder_lmdb.sources.tree import is_image
 
 #: The split folders looked for, in the order converted (train first: the others take its classes).
 SPLIT_NAMES = ("train", "val", "test")
@@ -45,19 +47,23 @@ def find_splits(source: str, wanted: Sequence[str] | None = None) -> Splits | No
         if downloads is not None:
             return downloads
         folders = {name for name in os.listdir(path) if os.path.isdir(os.path.join(path, name))}
-        chosen = chosen_splits(folders, wanted, source)
+        chosen = chosen_splits(folders, wanted, source, lambda name: folder_holds_images(os.path.join(path, name)))
         return None if chosen is None else {name: {"source": os.path.join(path, name)} for name in chosen}
     if path.endswith(ARCHIVES) and os.path.isfile(path):
-        wrapper, folders = top_folders(path)
-        chosen = chosen_splits(folders, wanted, source)
+        wrapper, folders, images = top_folders(path)
+        chosen = chosen_splits(folders, wanted, source, lambda name: name in images)
         if chosen is None:
             return None
         return {name: {"source": path, "root": f"{wrapper}{name}"} for name in chosen}
     return None
 
 
-def chosen_splits(folders: set[str], wanted: Sequence[str] | None, source: str) -> list[str] | None:
-    """The split folders to convert, in order; None when ``folders`` are no splits (class folders)."""
+def chosen_splits(
+    folders: set[str], wanted: Sequence[str] | None, source: str, holds_images: Callable[[str], bool]
+) -> list[str] | None:
+    """The split folders to convert, in order; None when ``folders`` are no splits (class folders).
+    Split folders beside other folders holding images (``valid/``; or classes ``cat/``, ``dog/``
+    and one named ``test``) are either: the user says which, rather than losing those images."""
     if wanted:
         missing = [name for name in wanted if name not in folders]
         if missing:
@@ -67,19 +73,41 @@ def chosen_splits(folders: set[str], wanted: Sequence[str] | None, source: str) 
             )
         return list(wanted)
     found = [name for name in SPLIT_NAMES if name in folders]
+    others = sorted(name for name in folders - set(found) if not is_left_aside(name) and holds_images(name))
+    if found and others:
+        named = f"the split folder{'s' if len(found) > 1 else ''} {', '.join(found)}"
+        every = ",".join(found + others)
+        raise SplitsError(
+            f"{source} holds {named} and other folders with images: {', '.join(others)}. If those are "
+            f"splits too, name every split: --splits {every}; if {source} is one ImageFolder tree whose "
+            f"classes are its folders, give --split train"
+        )
     return found or None
 
 
-def top_folders(archive: str) -> tuple[str, set[str]]:
+def is_left_aside(folder: str) -> bool:
+    """A hidden folder or macOS's ``__MACOSX``: no split and no class of anyone's."""
+    return folder.startswith(".") or folder == "__MACOSX"
+
+
+def folder_holds_images(folder: str) -> bool:
+    """Whether any file under ``folder`` is one ImageFolder takes (the walk stops at the first)."""
+    return any(any(map(is_image, names)) for _, _, names in os.walk(folder, followlinks=True))
+
+
+def top_folders(archive: str) -> tuple[str, set[str], set[str]]:
     """The folders at the top of an archive, under its one wrapping folder if it has one
-    (``data/train/...``): the wrapper (``"data/"`` or ``""``) and the folder names."""
+    (``data/train/...``): the wrapper (``"data/"`` or ``""``), the folder names, and those of
+    them holding an image."""
     names = member_names(archive)
     tops = {name.split("/", 1)[0] for name in names if "/" in name}
+    wrapper = ""
     if len(tops) == 1 and not set(SPLIT_NAMES) & tops:
-        wrapper = next(iter(tops))
-        inner = {name.split("/")[1] for name in names if name.startswith(f"{wrapper}/") and name.count("/") >= 2}
-        return f"{wrapper}/", inner
-    return "", tops
+        wrapper = f"{next(iter(tops))}/"
+        names = [name.removeprefix(wrapper) for name in names if name.startswith(wrapper)]
+    folders = {name.split("/", 1)[0] for name in names if "/" in name}
+    images = {name.split("/", 1)[0] for name in names if "/" in name and is_image(name)}
+    return wrapper, folders, images
 
 
 def member_names(archive: str) -> list[str]:

@@ -178,16 +178,21 @@ def folder_link_message(root: str, again: list[tuple[str, str]]) -> str:
     listed = "\n".join(link_line(root, folder, first) for folder, first in again[:LISTED_FOLDERS])
     more = f"\n  ... and {len(again) - LISTED_FOLDERS} more" if len(again) > LISTED_FOLDERS else ""
     return (
-        f"{root}: {len(again)} folder link(s) lead back into folders already read, so ImageFolder would read "
-        f"their images again (through a link to an enclosing folder, once per level: dozens of times):\n"
+        f"{root}: {len(again)} folder link(s) lead into folders read elsewhere, so ImageFolder would read "
+        f"their images twice (through a link to an enclosing folder, once per level: dozens of times):\n"
         f"{listed}{more}\nEach image is stored once: remove these links (or put a copy of the folder in "
         "their place, if its images are meant to be stored twice) and run the same command again."
     )
 
 
 def link_line(root: str, folder: str, first: str) -> str:
-    """``  c/again -> .: leads to c, already read``, for the walk reaching ``first`` again as ``folder``."""
+    """``  c/again -> .: leads to c, already read``, for the walk reaching ``first`` again as ``folder``.
+    Where ``folder`` is a real folder, the walk came to it first through the link (``A/x -> ../b``
+    walked before ``b``): that link is the one named, never the folder."""
     link = linked_on_the_way(root, folder)
+    if not os.path.islink(link):
+        folder, first = first, folder
+        link = linked_on_the_way(root, folder)
     target = f" -> {os.readlink(link)}" if os.path.islink(link) else ""
     reached = f" (reached as {folder})" if folder != link else ""
     return f"  {link}{target}: leads to {first}, already read{reached}"
