@@ -112,9 +112,14 @@ def zip_unicode_path(extra: bytes, raw_name: bytes) -> str | None:
     return None
 
 
+def is_absolute(name: str) -> bool:
+    """A path from the root of some file system: ``/x``, ``\\x`` or ``C:x``."""
+    return name.startswith(("/", "\\")) or WINDOWS_DRIVE.match(name) is not None
+
+
 def unsafe_name_reason(name: str) -> str | None:
     """Why a member name is refused, or None if it stays inside the extraction folder."""
-    if name.startswith(("/", "\\")) or WINDOWS_DRIVE.match(name):
+    if is_absolute(name):
         return "absolute path"
     if ".." in PurePosixPath(name.replace("\\", "/")).parts:
         return "'..' in path"
@@ -145,7 +150,7 @@ def tar_member_problem(member: tarfile.TarInfo, links_allowed: bool) -> str | No
 def link_target(member: tarfile.TarInfo) -> str | None:
     """The archive path a link member leads to (a symbolic link's target is relative to its own
     folder, a hard link's to the archive's top), or None where it leads outside the archive."""
-    if member.linkname.startswith(("/", "\\")) or WINDOWS_DRIVE.match(member.linkname):
+    if is_absolute(member.linkname):
         return None
     folder = posixpath.dirname(member.name) if member.issym() else ""
     target = posixpath.normpath(posixpath.join(folder, member.linkname.replace("\\", "/")))
