@@ -15,6 +15,7 @@ from imagefolder_lmdb.config.check import (
 )
 from imagefolder_lmdb.config.schema import load_schema
 from imagefolder_lmdb.config import step_settings
+from imagefolder_lmdb.run.made_from import recorded_by_caller, record_sources
 from imagefolder_lmdb.run.paths import SHARD, RunPaths, shard_name
 from imagefolder_lmdb.run.progress import register as register_progress
 from imagefolder_lmdb.run.progress import stop_board
@@ -46,6 +47,15 @@ PATHS = RunPaths(
     config["results"], config["work"]
 )  # every file's path: src/imagefolder_lmdb/run/paths.py
 SPLITS = list(config["splits"])
+# Each split's made_from.json, judged against its dataset once, in the main process, before the DAG is
+# built: Snakemake then runs what a change in the source or the settings needs, whatever of the work
+# folder is left (src/imagefolder_lmdb/run/made_from.py). Cluster job steps parse this file again.
+if (
+    workflow.is_main_process
+    and "--lint" not in sys.argv
+    and not recorded_by_caller(config)
+):
+    record_sources(config, CLASS_PLAN)
 # the splits the progress board shows (src/imagefolder_lmdb/run/progress.py)
 register_progress(PATHS, SPLITS)
 

@@ -6,8 +6,9 @@ rule encode_shard:
         manifest=ancient(PATHS.manifest()),
         stamp=shard_stamp,
     output:
-        # kept, not temp(): a later change reruns only its own shards, the merge takes the rest from here
-        part=PATHS.part(),
+        # removed once merged, unless keep_parts: then a later change re-encodes only its own shards
+        # and the merge takes the rest from here
+        part=PATHS.part() if config["keep_parts"] else temp(PATHS.part()),
         report=PATHS.part_report(),
     log:
         PATHS.log("encode_shard", shard=SHARD),

@@ -3,6 +3,8 @@ rule extract:
     input:
         source=source_files,
         labels=label_files,
+        # newer than the dataset when the split must be made again (src/imagefolder_lmdb/run/made_from.py)
+        made_from=PATHS.made_from(),
     output:
         directory(PATHS.source()),
     log:

@@ -48,12 +48,21 @@ def remove_leftovers(config: dict) -> None:
         for path in [] if keep_temp else glob.glob(PATHS.merged(split)):
             if os.path.getmtime(path) <= finished:
                 os.remove(path)
-        for path in parts_of_other_shards(split):
+        for path in parts_of_other_shards(split) + merged_parts(split, finished):
             os.remove(path)
         for path in glob.glob(
             f"{PATHS.split_work(split)}/**/*.incomplete*", recursive=True
         ) + glob.glob(f"{PATHS.result_files(split)}.incomplete*"):
             shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+
+
+def merged_parts(split: str, finished: float) -> list[str]:
+    """Without keep_parts, the part LMDBs the dataset was merged from: temp() files that a kill
+    during Snakemake's own removal, or a run that did not need them, left behind."""
+    if config["keep_parts"] or workflow.storage_settings.notemp:
+        return []
+    parts = glob.glob(PATHS.part(split, "*"))
+    return [path for path in parts if os.path.getmtime(path) <= finished]
 
 
 def parts_of_other_shards(split: str) -> list[str]:

@@ -17,10 +17,11 @@ and the same command after a kill resumes as ``snakemake`` does (the work folder
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -34,6 +35,8 @@ from imagefolder_lmdb.run.launch import (
     run_snakemake,
     snakemake_command,
 )
+from imagefolder_lmdb.run.made_from import RECORDED_VARIABLE
+from imagefolder_lmdb.run.paths import RunPaths
 
 __all__ = ["PROFILES", "SNAKEFILE", "WORKFLOW", "ConvertError", "Run", "SplitOutputs", "convert", "plan_run"]
 
@@ -157,7 +160,8 @@ def run_planned(
         return run.outputs
     kept = set_aside(run.replaced)
     try:
-        run_snakemake(snakemake_command(run.configfile, run.directory, run.options, verbose), verbose)
+        with sources_recorded(run):
+            run_snakemake(snakemake_command(run.configfile, run.directory, run.options, verbose), verbose)
     except ConvertError as exc:
         put_back(kept)  # a failed run leaves the old datasets as they were
         if run.config is None:  # a config file's run: its messages speak of its keys
@@ -170,6 +174,29 @@ def run_planned(
         os.remove(path)
     finish(run, clean)
     return run.outputs
+
+
+@contextlib.contextmanager
+def sources_recorded(run: Run) -> Iterator[None]:
+    """Tell the Snakemake run of a planned conversion that its made_from files are written (the plan
+    walked every source to judge the datasets there; run/made_from.py): it does not walk them again."""
+    if run.config is None or not all(os.path.exists(path) for path in made_from_files(run.config)):
+        yield
+        return
+    previous = os.environ.get(RECORDED_VARIABLE)
+    os.environ[RECORDED_VARIABLE] = os.path.abspath(run.config["work"])
+    try:
+        yield
+    finally:
+        if previous is None:
+            del os.environ[RECORDED_VARIABLE]
+        else:
+            os.environ[RECORDED_VARIABLE] = previous
+
+
+def made_from_files(config: dict[str, Any]) -> list[str]:
+    paths = RunPaths(config["results"], config["work"])
+    return [paths.made_from(split) for split in config["splits"]]
 
 
 def set_aside(paths: Sequence[str]) -> dict[str, str]:

@@ -52,8 +52,8 @@ def test_on_error_differs_only_for_a_dataset_that_set_images_aside() -> None:
     skip = {**ENCODE, "on_error": "skip"}
     assert differences(existing([]), split, skip) == []  # nothing set aside: what either setting makes
     bad = [{"index": 3, "path": "cat/x.jpg", "reason": "truncated"}]
-    assert differences(existing(bad, "skip"), split, ENCODE) == ["encode on_error 'skip', not 'fail'"]
-    assert differences(existing([]), split, {**ENCODE, "quality": 90}) == ["encode quality 95, not 90"]
+    assert differences(existing(bad, "skip"), split, ENCODE) == ["with encode on_error 'skip', not 'fail'"]
+    assert differences(existing([]), split, {**ENCODE, "quality": 90}) == ["with encode quality 95, not 90"]
 
 
 def test_an_archives_count_is_said_to_be_an_estimate_from_its_size(tmp_path: Path) -> None:

@@ -19,6 +19,10 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from imagefolder_lmdb.classes.plan import ClassSource, plan_classes
+from imagefolder_lmdb.run.made_from import KEY as MADE_FROM
+from imagefolder_lmdb.run.made_from import VERSION as MADE_FROM_VERSION
+from imagefolder_lmdb.run.made_from import Verdict, classes_in_words, recipe, recipe_differences
 from imagefolder_lmdb.run.paths import RunPaths
 
 
@@ -77,14 +81,44 @@ def same_path(a: Any, b: Any) -> bool:
     return a == b
 
 
-def differences(existing: Existing, split: dict[str, Any], encode: dict[str, Any]) -> list[str]:
-    """How the planned split differs from the file there: its source, root or settings."""
+def differences(
+    existing: Existing, split: dict[str, Any], encode: dict[str, Any], classes: ClassSource | None = None
+) -> list[str]:
+    """How the planned split differs from the file there, in words that follow "was made": its
+    source's path, its root, its class list, layout, label files, columns or encode settings (a file
+    made before datasets recorded what they were made from: the source, root, encode settings and
+    a class list the config names)."""
+    recorded = existing.document.get(MADE_FROM)
+    if isinstance(recorded, dict) and recorded.get("version") == MADE_FROM_VERSION and classes is not None:
+        found = recipe_differences(recorded["recipe"], recipe(split, encode, classes))
+        return found + on_error_difference(existing, encode)
+    return legacy_differences(existing, split, encode) + class_list_difference(existing, classes)
+
+
+def on_error_difference(existing: Existing, encode: dict[str, Any]) -> list[str]:
+    """``on_error`` changed where the file set images aside (else it made no difference to it)."""
+    before = existing.document.get("settings", {}).get("encode", {}).get("on_error", encode.get("on_error"))
+    if before == encode.get("on_error") or not skipped_any(existing):
+        return []
+    return [f"with encode on_error {before!r}, not {encode.get('on_error')!r}"]
+
+
+def class_list_difference(existing: Existing, classes: ClassSource | None) -> list[str]:
+    """A class list the config names that is not the one the file holds."""
+    if classes is None or classes.names is None or sorted(classes.names) == existing.classes:
+        return []
+    return [
+        f"with the class list {classes_in_words({'names': existing.classes})}, "
+        f"not {classes_in_words({'names': sorted(classes.names)})}"
+    ]
+
+
+def legacy_differences(existing: Existing, split: dict[str, Any], encode: dict[str, Any]) -> list[str]:
+    """``differences`` of a file that does not record what it was made from."""
     path, inside = existing.source
     found = []
     if not same_path(path, split["source"]):
         found.append(f"from {path}, not {split['source']}")
-    if (inside or None) != (split.get("root") or None):
-        found.append(f"root {inside or 'none'}, not {split.get('root') or 'none'}")
     settings = existing.document.get("settings", {}).get("encode", {})
     # a key the file's settings lack came after it was made: not a difference the user made
     changed = [
@@ -93,7 +127,12 @@ def differences(existing: Existing, split: dict[str, Any], encode: dict[str, Any
         if settings.get(key, value) != value and (key != "on_error" or skipped_any(existing))
     ]
     if changed:
-        found.append("encode " + ", ".join(changed))
+        found.append("with encode " + ", ".join(changed))
+    if (inside or None) != (split.get("root") or None):
+        found.insert(
+            1 if found and found[0].startswith("from") else 0,
+            f"with root {inside or 'none'}, not {split.get('root') or 'none'}",
+        )
     return found
 
 
@@ -104,22 +143,18 @@ def skipped_any(existing: Existing) -> bool:
     return bool(existing.document.get("stats", {}).get("skipped"))
 
 
-def with_settings(found: list[str]) -> list[str]:
-    """``differences`` as words after "was made": "from X", "with encode quality 95"."""
-    return [f"with {item}" if item.startswith(("encode", "root")) else item for item in found]
-
-
 def refuse_replacing(config: dict[str, Any], existing: dict[str, Existing], overwrite: bool) -> list[str]:
     """The splits whose file may be replaced (``--overwrite``: replaced once the new one is complete);
     OutputsError naming the first file that would be replaced in silence."""
     replaced = []
+    plan = plan_classes(config)
     for name, split in config["splits"].items():
         if name not in existing:
             continue
-        found = differences(existing[name], split, config["encode"])
+        found = differences(existing[name], split, config["encode"], plan.source(name))
         if found and not overwrite:
             raise OutputsError(
-                f"{existing[name].path} was made {'; '.join(with_settings(found))}: not replaced. Give --overwrite to "
+                f"{existing[name].path} was made {'; '.join(found)}: not replaced. Give --overwrite to "
                 "replace it, or another OUTDIR"
             )
         if found:
@@ -157,16 +192,22 @@ def unlisted_classes(config: dict[str, Any], classes: list[str]) -> dict[str, li
     return found
 
 
-def up_to_date(config: dict[str, Any], existing: dict[str, Existing]) -> bool:
-    """Every split's outputs are there, from this source and these settings, and the source has not
-    changed since (nothing newer in it than the dataset): nothing to convert."""
+def up_to_date(config: dict[str, Any], existing: dict[str, Existing], verdicts: dict[str, Verdict]) -> bool:
+    """Every split's outputs are there and match what it is made from now (run/made_from.py); a file
+    made before datasets recorded that: from this source and these settings, and nothing in the
+    source newer than it. Nothing to convert."""
     paths = RunPaths(config["results"], config["work"])
+    plan = plan_classes(config)
     for name, split in config["splits"].items():
-        if name not in existing or differences(existing[name], split, config["encode"]):
+        if name not in existing or not all(os.path.exists(path) for path in paths.final_outputs(name)[:3]):
             return False
-        if not all(os.path.exists(path) for path in paths.final_outputs(name)[:3]):
-            return False
-        if newest_time(split["source"]) > os.path.getmtime(existing[name].path):
+        verdict = verdicts[name]
+        if verdict.state == "legacy":
+            if differences(existing[name], split, config["encode"], plan.source(name)):
+                return False
+            if newest_time(split["source"]) > os.path.getmtime(existing[name].path):
+                return False
+        elif not verdict.up_to_date:
             return False
     return True
 

@@ -5,11 +5,12 @@ arguments ``{split}`` and ``{shard}`` are Snakemake wildcards); the end-of-run s
 clean-up after a run fill in real split names. Change a path here and every user of it follows.
 
     {results}/{split}.lmdb, .verify.json, .contact.png, .classes.png, .benchmarks.tsv
+    {work}/{split}/made_from.json      what the split is made from (run/made_from.py): written before any job
     {work}/{split}/source/             what extract made readable (source.json, members.jsonl, tree/)
     {work}/{split}/manifest.jsonl      count_check: every image in ImageFolder order
     {work}/{split}/counts.json         count_check: the counts report
     {work}/{split}/shards/{shard}.json count_check: what decides each shard's part (work/shard_stamps.py)
-    {work}/{split}/parts/{shard}.lmdb  encode_shard: the re-encoded images (kept: see work/shard_stamps.py)
+    {work}/{split}/parts/{shard}.lmdb  encode_shard: the re-encoded images (temporary unless keep_parts)
     {work}/{split}/parts/{shard}.json  encode_shard: the shard report
     {work}/{split}/merged.lmdb         merge: every record, no meta yet (temporary)
     {work}/logs/{rule}/{split}[/{shard}].log, {work}/benchmarks/{rule}/{split}[/{shard}].tsv
@@ -76,6 +77,9 @@ class RunPaths:
 
     def manifest(self, split: str = SPLIT) -> str:
         return f"{self.work}/{split}/manifest.jsonl"
+
+    def made_from(self, split: str = SPLIT) -> str:
+        return f"{self.work}/{split}/made_from.json"
 
     def counts(self, split: str = SPLIT) -> str:
         return f"{self.work}/{split}/counts.json"

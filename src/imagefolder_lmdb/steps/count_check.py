@@ -19,6 +19,7 @@ from imagefolder_lmdb.classes.plan import ClassSource
 from imagefolder_lmdb.config.shards import shards_allowed
 from imagefolder_lmdb.config.step_settings import CountSettings
 from imagefolder_lmdb.run.hold_points import hold_point
+from imagefolder_lmdb.run.made_from import CHANGED_GROUPS
 from imagefolder_lmdb.run.rule_runner import progress_kwargs, run_rule
 from imagefolder_lmdb.sources import source_of_kind
 from imagefolder_lmdb.sources.base import CountMismatchError, Labels, Listing
@@ -28,6 +29,7 @@ from imagefolder_lmdb.work.files import (
     ManifestHeader,
     Sample,
     SourceDescription,
+    read_json,
     read_manifest_header,
     read_source_description,
     write_counts,
@@ -176,9 +178,14 @@ def counts_report(
 
 
 def write_listing(
-    manifest_path: str, description: SourceDescription, listing: Listing, stamps: tuple[str | None, int | None]
+    manifest_path: str,
+    description: SourceDescription,
+    listing: Listing,
+    stamps: tuple[str | None, int | None],
+    changed_groups: dict[str, str] | None = None,
 ) -> None:
-    """The manifest, then each shard's stamp (``stamps``: their folder and the shard count; work/shard_stamps.py)."""
+    """The manifest, then each shard's stamp (``stamps``: their folder and the shard count;
+    ``changed_groups``: the made_from file's, see work/shard_stamps.py)."""
     header = ManifestHeader(
         root=listing.root,
         classes=listing.classes,
@@ -190,7 +197,7 @@ def write_listing(
     write_manifest(manifest_path, header, listing.samples)
     folder, shards = stamps
     if folder is not None and shards is not None:
-        write_shard_stamps(folder, manifest_path, shards, description, listing.samples)
+        write_shard_stamps(folder, manifest_path, shards, description, listing.samples, changed_groups)
 
 
 def count_check(
@@ -206,6 +213,7 @@ def count_check(
     shared_manifest: str | None = None,
     shards: tuple[str, int | None] = ("<name>", None),
     stamps_folder: str | None = None,
+    changed_groups: dict[str, str] | None = None,
 ) -> CountsReport:
     """``class_list``: the split's ClassSource (src/imagefolder_lmdb/classes/plan.py) as a param;
     ``shards``: the split's name and its shard count (None: not checked); ``stamps_folder``: where
@@ -238,7 +246,7 @@ def count_check(
         )
     if shards_problem := too_many_shards(*shards, len(listing.samples)):
         raise CountMismatchError(f"{description.source}: {shards_problem}.")
-    write_listing(manifest_path, description, listing, (stamps_folder, shards[1]))
+    write_listing(manifest_path, description, listing, (stamps_folder, shards[1]), changed_groups)
     hold_point("count_check")  # the manifest is in place, the counts report not yet
     write_counts(counts_path, report)
     return report
@@ -259,6 +267,7 @@ def main(smk: Any, stream: TextIO) -> None:
         shared_manifest=smk.input.shared_classes[0] if smk.input.shared_classes else None,
         shards=(settings.split, settings.shards),
         stamps_folder=smk.output.stamps,
+        changed_groups=read_json(smk.input.made_from).get(CHANGED_GROUPS, {}),
     )
 
 

@@ -23,6 +23,8 @@ from imagefolder_lmdb.add_locations import LocationCount, add_locations, current
 from imagefolder_lmdb.classes.lists import wordnet_words
 from imagefolder_lmdb.reader import LOCATION_DTYPE, META_KEYS, Meta, encode_meta
 from imagefolder_lmdb.run.hold_points import hold_point
+from imagefolder_lmdb.run.made_from import CHANGED_GROUPS
+from imagefolder_lmdb.run.made_from import KEY as MADE_FROM_KEY
 from imagefolder_lmdb.run.rule_runner import run_rule
 from imagefolder_lmdb.work.files import (
     CountsReport,
@@ -32,6 +34,7 @@ from imagefolder_lmdb.work.files import (
     column,
     kept_indices,
     read_counts,
+    read_json,
     read_manifest,
     read_manifest_header,
     read_shard_report,
@@ -84,7 +87,15 @@ def at_own_path(sample: Sample) -> bool:
     return sample.location is None or sample.location == FileLocation(sample.path)
 
 
-def build_meta(manifest_path: str, counts: CountsReport, reports: list[ShardReport], encode: dict[str, Any]) -> Meta:
+def build_meta(
+    manifest_path: str,
+    counts: CountsReport,
+    reports: list[ShardReport],
+    encode: dict[str, Any],
+    made_from: dict[str, Any] | None = None,
+) -> Meta:
+    """``made_from``: what the split was made from (run/made_from.py), recorded so that a later run
+    can tell whether the dataset still matches its source and settings."""
     header = read_manifest_header(manifest_path)
     kept = kept_indices(reports)
     labels_by_index: dict[int, tuple[int, str]] = {}
@@ -112,6 +123,7 @@ def build_meta(manifest_path: str, counts: CountsReport, reports: list[ShardRepo
         tool={"name": TOOL, "version": TOOL_VERSION},
         class_list=class_list_entry(counts),
         **words_entry(header.classes),
+        **({MADE_FROM_KEY: made_from} if made_from is not None else {}),
     )
     return Meta(
         document=checked(document),
@@ -194,10 +206,16 @@ def store_meta(writer: LMDBWriter, path: str, values: dict[bytes, bytes]) -> Loc
 
 
 def write_meta(
-    merged: str, manifest: str, counts_path: str, report_paths: list[str], output: str, encode: dict[str, Any]
+    merged: str,
+    manifest: str,
+    counts_path: str,
+    report_paths: list[str],
+    output: str,
+    encode: dict[str, Any],
+    made_from: dict[str, Any] | None = None,
 ) -> Meta:
     reports = [read_shard_report(path) for path in report_paths]
-    meta = build_meta(manifest, read_counts(counts_path), reports, encode)
+    meta = build_meta(manifest, read_counts(counts_path), reports, encode, made_from)
     env = open_lmdb_readonly(merged)
     records = count_records(env)
     env.close()
@@ -237,7 +255,15 @@ def main(smk: Any, stream: TextIO) -> None:
         list(smk.input.reports),
         smk.output[0],
         dict(smk.params.encode),
+        recorded_made_from(smk.input.made_from),
     )
+
+
+def recorded_made_from(path: str) -> dict[str, Any]:
+    """The made_from file as the dataset records it (which groups changed is this run's news)."""
+    made_from = read_json(path)
+    made_from.pop(CHANGED_GROUPS, None)
+    return made_from
 
 
 def run_in_rule(smk: Any) -> None:

@@ -20,7 +20,8 @@ from dataclasses import asdict, dataclass
 from typing import Any, BinaryIO
 
 from imagefolder_lmdb.run.paths import shard_name
-from imagefolder_lmdb.sources.stamp import class_folder_digests
+from imagefolder_lmdb.sources.source_record import LOOSE_FILES
+from imagefolder_lmdb.sources.stamp import folder_entries
 from imagefolder_lmdb.work.files import ManifestHeader, Sample, SourceDescription, read_json, shard_range
 from imagefolder_lmdb.writing.atomic import write_json_atomic
 
@@ -40,11 +41,18 @@ class ShardStamp:
 
 
 def write_shard_stamps(
-    folder: str, manifest_path: str, shards: int, description: SourceDescription, samples: Sequence[Sample]
+    folder: str,
+    manifest_path: str,
+    shards: int,
+    description: SourceDescription,
+    samples: Sequence[Sample],
+    changed: dict[str, str] | None = None,
 ) -> None:
-    """One stamp per shard in ``folder``, for the manifest just written from ``samples``."""
+    """One stamp per shard in ``folder``, for the manifest just written from ``samples``; ``changed``:
+    the source's groups that changed since the dataset was made (run/made_from.py: those edited in
+    place, nested deeper than the listing here looks), whose shards are encoded again."""
     os.makedirs(folder, exist_ok=True)
-    origins = OriginDigests(description)
+    origins = OriginDigests(description, changed or {})
     with open(manifest_path, "rb") as manifest:
         header = read_header(manifest)
         for shard in range(shards):
@@ -92,20 +100,28 @@ def digest_lines(manifest: BinaryIO, count: int, header: ManifestHeader) -> str:
 
 class OriginDigests:
     """Where a slice of the samples' bytes come from, as a digest: the listings of the class folders
-    they lie in (a folder source), or the size, time and inode of every archive the split reads."""
+    they lie in (a folder source; a file beside the class folders by its size and time), or the size,
+    time and inode of every archive the split reads. A group the dataset's record says changed adds what it is now."""
 
-    def __init__(self, description: SourceDescription) -> None:
-        self.folders = class_folder_digests(description.tree_root()) if description.kind == "folder" else None
+    def __init__(self, description: SourceDescription, changed: dict[str, str]) -> None:
+        self.entries = folder_entries(description.tree_root()) if description.kind == "folder" else None
         files = dict.fromkeys([description.source, *description.containers])
         self.files = [file_identity(path) for path in files]
+        self.changed = changed
 
     def of(self, samples: Sequence[Sample]) -> str:
-        if self.folders is None:
-            origin: Any = self.files
+        if self.entries is None:
+            origin: Any = self.files + sorted(self.changed.values())
         else:
-            classes = sorted({sample.path.split("/", 1)[0] for sample in samples})
-            origin = [[name, self.folders.get(name)] for name in classes]
+            origin = [self.entry(name) for name in sorted({sample.path.split("/", 1)[0] for sample in samples})]
         return hashlib.sha256(json.dumps(origin, ensure_ascii=False).encode("utf-8", "surrogateescape")).hexdigest()
+
+    def entry(self, name: str) -> list[Any]:
+        """A class folder's ``[name, digest]`` (a file's ``[name, size, time]``), and its hint if changed."""
+        assert self.entries is not None
+        value = self.entries.get(name) or [None]
+        group = name if len(value) == 1 else LOOSE_FILES
+        return [name, *value] + ([self.changed[group]] if group in self.changed else [])
 
 
 def file_identity(path: str) -> list[Any]:

@@ -1,0 +1,249 @@
+"""What a split's dataset is made from, and whether the dataset there still matches it.
+
+Snakemake notices a changed param only through the records it keeps in ``.snakemake/``, which users
+delete (``--clean``, ``rm -rf work``). So the decision is made here, from the output and the source:
+before any job, the main process computes each split's ``made_from`` (the source's record,
+sources/source_record.py, and every setting or input that changes its records or labels) and compares
+it with the one the dataset holds in its meta. ``{work}/{split}/made_from.json`` is an input of rules
+extract, count_check and write_meta: it is written with the current time where they differ, so
+Snakemake's own comparison of file times runs what the difference needs, however much of the work
+folder is left; where they agree it is given a time older than any output, and nothing runs.
+write_meta stores the file's content in the new dataset's meta.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from imagefolder_lmdb.classes.lists import is_shipped, shipped_path
+from imagefolder_lmdb.classes.plan import ClassPlan, ClassSource
+from imagefolder_lmdb.run.paths import RunPaths
+from imagefolder_lmdb.sources.source_record import SourceRecord, file_digest, record_files, record_folder
+from imagefolder_lmdb.writing.atomic import write_json_atomic
+
+#: The meta document's key, and the version of what it holds.
+KEY = "made_from"
+VERSION = 1
+#: The variable a command-line conversion sets for its Snakemake run: the work folder whose
+#: made_from files it has just written (the walk of the source is not made twice).
+RECORDED_VARIABLE = "IMAGEFOLDER_LMDB_SOURCES_RECORDED"
+#: The made_from file's entry that only this run needs (not recorded in the dataset).
+CHANGED_GROUPS = "changed_groups"
+#: Encode settings that change no record by themselves (run/existing.py judges on_error by what was set aside).
+NOT_RECORDED = ("on_error",)
+
+
+@dataclass
+class Verdict:
+    """How a split's dataset stands against what it would be made from now."""
+
+    made_from: dict[str, Any]
+    state: str  # "new": no dataset; "legacy": a dataset without the record; "same"; "changed"
+    differences: list[str] = field(default_factory=list)  # in words, for "changed"
+    #: the source's groups that changed since the dataset was made, each with what it is now: their
+    #: shards are encoded again even where kept parts and an unchanged listing would say otherwise
+    changed_groups: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def up_to_date(self) -> bool:
+        return self.state == "same"
+
+
+def made_from(split: dict[str, Any], encode: dict[str, Any], classes: ClassSource) -> dict[str, Any]:
+    """What a split of a checked config is made from: the recipe and the source's record."""
+    return {"version": VERSION, "recipe": recipe(split, encode, classes), "source": source_record(split).as_data()}
+
+
+def recipe(split: dict[str, Any], encode: dict[str, Any], classes: ClassSource) -> dict[str, Any]:
+    """Every setting and input besides the images that changes a split's records or labels."""
+    sources = split["source"] if isinstance(split["source"], list) else [split["source"]]
+    found = {
+        "source": [os.path.realpath(path) for path in sources]
+        if isinstance(split["source"], list)
+        else os.path.realpath(split["source"]),
+        "root": (split.get("root") or "").strip("/") or None,
+        "layout": split["layout"],
+        "classes": class_recipe(classes),
+        "labels": label_files(split),
+        "encode": {key: value for key, value in sorted(encode.items()) if key not in NOT_RECORDED},
+    }
+    if split["layout"] == "parquet":
+        found["columns"] = [split["image_column"], split["label_column"]]
+    return found
+
+
+def class_recipe(classes: ClassSource) -> dict[str, Any]:
+    """The class list as resolved: its names where the config gives them (sorted, however spelled),
+    else where the listing takes them from (this split's source, or another split's)."""
+    if classes.names is not None:
+        return {"names": sorted(classes.names)}
+    if classes.kind == "shared":
+        return {"from": "split", "split": classes.shared_from}
+    return {"from": "source"}  # its own listing, shared with others or not: the same labels here
+
+
+def label_files(split: dict[str, Any]) -> dict[str, list[str]]:
+    """The devkit and val_labels files a split reads, each by path and content."""
+    files = {}
+    devkit = split.get("devkit")
+    if devkit:
+        files["devkit"] = shipped_path(devkit) if is_shipped(devkit) else devkit
+    labels = split.get("val_labels")
+    if labels and os.path.isfile(labels):  # else a member of the source archive, recorded with it
+        files["val_labels"] = labels
+    return {
+        key: [os.path.realpath(path), file_digest(path) if os.path.isfile(path) else "missing"]
+        for key, path in files.items()
+    }
+
+
+def source_record(split: dict[str, Any]) -> SourceRecord:
+    """The record of the folder the split reads (its ``root``), or of its archive or source files."""
+    source = split["source"]
+    if split["layout"] in ("webdataset", "parquet"):
+        from imagefolder_lmdb.sources.source_files import SourceFilesError, source_files
+
+        try:
+            return record_files(source_files(source))
+        except SourceFilesError:
+            return record_files([])  # extract names what is missing
+    folder = os.path.join(source, *split["root"].strip("/").split("/")) if split.get("root") else source
+    if isinstance(source, str) and os.path.isdir(folder):
+        return record_folder(folder)
+    return record_files([source] if isinstance(source, str) else source)
+
+
+def judge(document: dict[str, Any] | None, now: dict[str, Any]) -> Verdict:
+    """``now`` against the meta document of the dataset there (None: there is none)."""
+    if document is None:
+        return Verdict(now, "new")
+    recorded = document.get(KEY)
+    if not isinstance(recorded, dict) or recorded.get("version") != VERSION:
+        return Verdict(now, "legacy")
+    differences = recipe_differences(recorded["recipe"], now["recipe"]) + label_changes(
+        recorded["recipe"], now["recipe"]
+    )
+    earlier, current = SourceRecord.from_data(recorded["source"]), SourceRecord.from_data(now["source"])
+    changed = current.changed(earlier)
+    edited = current.edited_in_place(earlier) if recorded["recipe"]["source"] == now["recipe"]["source"] else []
+    if changed:
+        differences.append(f"its source changed ({groups_in_words(changed)}: images added, removed or replaced)")
+    if edited:
+        differences.append(f"images were written in place since ({groups_in_words(edited)})")
+    groups = {name: current.entries.get(name, "removed") for name in changed}
+    groups.update({name: current.hints[name] for name in edited})
+    return Verdict(now, "changed" if differences else "same", differences, groups)
+
+
+def recipe_differences(recorded: dict[str, Any], now: dict[str, Any]) -> list[str]:
+    """Each setting of the recipe that differs, in words that follow "was made": ``from /a, not /b``,
+    ``with layout 'imagefolder', not 'ilsvrc-val'``. A label file changed at the same path is a
+    changed input, not a setting (``label_changes``)."""
+    found = []
+    for key in sorted({*recorded, *now}):
+        old, new = recorded.get(key), now.get(key)
+        if key == "labels":
+            old, new = label_paths(old), label_paths(new)
+        if old == new:
+            continue
+        if key == "source":
+            found.append(f"from {old}, not {new}")
+        elif key == "root":
+            found.append(f"with root {old or 'none'}, not {new or 'none'}")
+        elif key == "encode":
+            old, new = old or {}, new or {}
+            # a key the file's settings lack came after it was made: not a difference the user made
+            changed = sorted(k for k in {*old, *new} if k in old and old.get(k) != new.get(k))
+            if changed:
+                found.append("with encode " + ", ".join(f"{k} {old.get(k)!r}, not {new.get(k)!r}" for k in changed))
+        elif key == "classes":
+            found.append(f"with the class list {classes_in_words(old)}, not {classes_in_words(new)}")
+        else:
+            found.append(f"with {key} {old!r}, not {new!r}")
+    return found
+
+
+def label_paths(labels: dict[str, list[str]] | None) -> dict[str, str]:
+    return {key: value[0] for key, value in (labels or {}).items()}
+
+
+def label_changes(recorded: dict[str, Any], now: dict[str, Any]) -> list[str]:
+    """The label files (devkit, val_labels) whose content changed at the same path."""
+    old, new = recorded.get("labels") or {}, now.get("labels") or {}
+    return [
+        f"{key} file {new[key][0]} changed"
+        for key in sorted(new)
+        if key in old and old[key][0] == new[key][0] and old[key][1] != new[key][1]
+    ]
+
+
+def classes_in_words(entry: dict[str, Any] | None) -> str:
+    if not entry:
+        return "none"
+    if "names" in entry:
+        names = entry["names"]
+        shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+        return f"[{shown}] ({len(names)} classes)"
+    return f"shared from split {entry['split']}" if entry.get("from") == "split" else "from its source's folders"
+
+
+def groups_in_words(groups: list[str]) -> str:
+    shown = ", ".join("files beside the class folders" if g == "." else os.path.basename(g) for g in groups[:5])
+    return shown + (f" and {len(groups) - 5} more" if len(groups) > 5 else "")
+
+
+def split_verdicts(config: dict[str, Any], plan: ClassPlan) -> dict[str, Verdict]:
+    """Each split of a checked config against its dataset in ``config["results"]``."""
+    from imagefolder_lmdb.run.existing import read_document
+
+    paths = RunPaths(config["results"], config["work"])
+    verdicts = {}
+    for name, split in config["splits"].items():
+        dataset = paths.dataset(name)
+        document = read_document(dataset) if os.path.isfile(dataset) else None
+        verdicts[name] = judge(document, made_from(split, config["encode"], plan.source(name)))
+    return verdicts
+
+
+def write_made_from(config: dict[str, Any], verdicts: dict[str, Verdict]) -> None:
+    """Each split's ``made_from.json``: newer than the dataset where it must be made again, older
+    than any output where the dataset matches (or was made before datasets held the record)."""
+    paths = RunPaths(config["results"], config["work"])
+    for name, verdict in verdicts.items():
+        path, dataset = paths.made_from(name), paths.dataset(name)
+        content = {**verdict.made_from, CHANGED_GROUPS: verdict.changed_groups}
+        if verdict.state in ("same", "legacy"):
+            if read_json_or_none(path) != content:
+                write_json_atomic(path, content)
+            os.utime(path, ns=(0, 0))  # older than any output: Snakemake judges the rest as before
+        elif read_json_or_none(path) != content or not newer_than(path, dataset):
+            write_json_atomic(path, content)
+
+
+def newer_than(path: str, other: str) -> bool:
+    """Whether ``path`` is newer than ``other`` (True where ``other`` does not exist)."""
+    return not os.path.exists(other) or os.path.getmtime(path) > os.path.getmtime(other)
+
+
+def read_json_or_none(path: str) -> Any:
+    try:
+        with open(path, encoding="utf-8") as stream:
+            return json.load(stream)
+    except (OSError, ValueError):
+        return None
+
+
+def record_sources(config: dict[str, Any], plan: ClassPlan) -> dict[str, Verdict]:
+    """Judge every split and write its ``made_from.json`` (rules/common.smk, and convert before it
+    starts Snakemake)."""
+    verdicts = split_verdicts(config, plan)
+    write_made_from(config, verdicts)
+    return verdicts
+
+
+def recorded_by_caller(config: dict[str, Any]) -> bool:
+    """Whether the command-line conversion that started this Snakemake already wrote the files."""
+    return os.environ.get(RECORDED_VARIABLE) == os.path.abspath(config["work"])
