@@ -155,6 +155,12 @@ def add_setting_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--classes-from", metavar="FILE.lmdb", help="take the class list of this dataset")
     group.add_argument("--overwrite", action="store_true", help="replace datasets made from another source")
     group.add_argument("--clean", action="store_true", help="remove the work folder after success")
+    group.add_argument(
+        "--keep-parts",
+        action="store_const",
+        const=True,
+        help="keep the shards' part LMDBs (the re-encoded images) so that a changed image re-encodes only its shard",
+    )
 
 
 def command_settings(args: argparse.Namespace) -> list:
@@ -195,6 +201,7 @@ FLAG_NAMES: tuple[str, ...] = (
     "--root",
     "--expected-images",
     "--set",
+    "--keep-parts",
 )
 FLAG_NAMES += ("--classes-from", "--overwrite", "--clean", "--splits", "--shards", "--split")
 

@@ -21,7 +21,7 @@ import contextlib
 import functools
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -142,10 +142,20 @@ def convert(
 
 
 def python_settings(config: dict[str, Any] | None, shards: int | None) -> list[Any]:
-    """``convert()``'s ``config`` and ``shards`` as the command line's settings."""
-    from imagefolder_lmdb.config.settings import flag_setting, mapping_settings
+    """``convert()``'s ``config`` and ``shards`` as the command line's settings, each named as the
+    caller wrote it (``shards=3``); ConvertError for a ``config`` that is not a mapping of keys."""
+    from imagefolder_lmdb.config.settings import FLAG_KEYS, Setting, mapping_settings
 
-    return [*mapping_settings(config or {}), *([flag_setting("--shards", shards)] if shards else [])]
+    if config is not None and not isinstance(config, Mapping):
+        raise ConvertError(
+            f"config={config!r}: give a dict of config keys, as a config file sets them, e.g. "
+            "config={'encode': {'quality': 90}, 'splits': {'*': {'shards': 8}}}",
+            2,
+        )
+    settings = mapping_settings(config or {})
+    if shards:
+        settings.append(Setting(FLAG_KEYS["--shards"], shards, f"shards={shards!r}"))
+    return settings
 
 
 def run_planned(

@@ -80,7 +80,15 @@ def read_class_file(path: str) -> list[str]:
         with open(path, encoding="utf-8-sig") as stream:
             lines = [line.split("#", 1)[0].strip() for line in stream]
     except (OSError, UnicodeDecodeError) as exc:
-        raise ClassListError(f"config key classes: cannot read {path!r} ({exc})") from exc
+        one = os.path.basename(path)
+        hint = (
+            f"; for a list of the one class {one!r} give a list: [{one}] in a config file, "
+            f"config={{'classes': [{one!r}]}} in Python, --classes {one}, on the command line (the comma makes "
+            "it a list; without it a file of that name is read)"
+            if isinstance(exc, FileNotFoundError) and os.sep not in path
+            else ""
+        )
+        raise ClassListError(f"config key classes: cannot read {path!r} ({exc}){hint}") from exc
     return [line for line in lines if line]
 
 
