@@ -36,8 +36,8 @@ def split(root: Path) -> dict[str, Any]:
     return {"source": str(root), "layout": "imagefolder", "root": None, "devkit": None, "val_labels": None}
 
 
-def now(root: Path, encode: dict[str, Any] = ENCODE, classes: ClassSource = ClassSource("source")) -> dict[str, Any]:
-    return made_from(split(root), encode, classes)
+def now(root: Path, encode: dict[str, Any] = ENCODE, classes: ClassSource | None = None) -> dict[str, Any]:
+    return made_from(split(root), encode, classes or ClassSource("source"))
 
 
 def test_each_class_folder_is_walked_to_the_bottom_and_loose_files_are_a_group(tmp_path: Path) -> None:
