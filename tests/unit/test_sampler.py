@@ -428,3 +428,23 @@ def test_stateful_dataloader_resumes_the_rest_and_never_the_epoch_again(workers:
         assert read(loader) == owed(epoch, consumed, 5, rank, True), f"rank {rank} of 5"
     sampler.set_epoch(3)
     assert read(loader) == owed(whole_epoch(50, "full", 3), 0, 5, 4, True)
+
+
+@pytest.mark.filterwarnings("ignore:'set_vital' is deprecated:UserWarning")
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_loader_state_saved_after_its_loop_ended_into_a_loop_naming_the_same_epoch(workers: int) -> None:
+    """What docs/training.md says of torchdata's finished state, loaded into the loader itself: with
+    workers torchdata drops the resumed iterator and starts a new pass, so the epoch set_epoch names
+    is read from its start; with none, nothing. sampler_state_from_loader resumes it to nothing."""
+    from torchdata.stateful_dataloader import StatefulDataLoader
+
+    state = stopped_loader_state(job(23, 1, False, "full")[0], workers, "loop ended")
+    assert state["_iterator_finished"]
+    sampler = job(23, 1, False, "full", epoch=0)[0]
+    loader = StatefulDataLoader(sampler.dataset, batch_size=4, sampler=sampler, num_workers=workers)
+    loader.load_state_dict(state)
+    sampler.set_epoch(2)
+    assert read(loader) == (whole_epoch(23, "full") if workers else [])
+    sampler.load_state_dict(sampler_state_from_loader(state))
+    sampler.set_epoch(2)
+    assert read(loader) == []
