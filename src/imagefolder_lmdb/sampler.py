@@ -11,6 +11,11 @@ from there. Padding and ``drop_last`` are ``DistributedSampler``'s, applied to w
 epoch: without ``drop_last`` the last step is filled with indices from the epoch's beginning (seen
 twice, as DistributedSampler pads); with it, the last ``< W`` indices are left out.
 
+An epoch is never dealt twice from one state: a state taken once a rank drew its last index (after
+the last batch, or ``drop_last``'s leftovers) records the whole epoch (``consumed == len``), and a
+state with nothing left for the new world size resumes to an empty rest, as torchdata's
+StatefulDistributedSampler does; ``set_epoch`` of another epoch then starts that one whole.
+
 The permutation comes from a fixed 64-bit hash (splitmix64) of (seed, epoch, index), sorted with
 numpy: the same order on every machine and with every torch or numpy version. Torch only; torchdata
 (``StatefulDataLoader``) is optional and never imported here.
@@ -189,35 +194,49 @@ class ElasticDistributedSampler(Sampler[int]):
         Without ``consumed``: after the indices this rank's iterator has yielded (what
         StatefulDataLoader records). A plain DataLoader's sampler runs ahead of the loop, so pass the
         number of samples this rank's loop received in this iteration (``steps * batch_size``)."""
-        yielded = self._yielded
+        start, yielded = self._start, self._yielded
         if consumed is not None:
-            if consumed < 0 or min(consumed, self._count(self._start)) > yielded:
+            if consumed < 0 or min(consumed, self._count(start)) > yielded:
                 raise ValueError(
                     f"consumed={consumed}: the loop cannot have received more than the {yielded} indices drawn"
                 )
-            yielded = min(consumed, self._count(self._start))
-        position = (
-            self._resume if self._resume is not None and consumed is None else self._start + yielded * self.num_replicas
-        )
+            yielded = min(consumed, self._count(start))
+        elif self._resume is not None:  # loaded, not yet iterated: the loaded position
+            start, yielded = self._resume, 0
         return {
             "epoch": self.epoch,
-            "consumed": min(position, self._size()),
+            "consumed": self._position(start, yielded),
             "num_replicas": self.num_replicas,  # what saved it; a state loads at any world size
             **{name: value for name, value in zip(_ORDER_FIELDS, self._order_fields(), strict=True)},
         }
+
+    def _position(self, start: int, yielded: int) -> int:
+        """The epoch's samples the job consumed once every rank drew ``yielded`` indices from ``start``;
+        all of them once the iteration drew its last: what drop_last left out is not for a later job."""
+        if yielded >= self._count(start):
+            return self._size()
+        return start + yielded * self.num_replicas
 
     def _order_fields(self) -> tuple[Any, ...]:
         return (self._size(), self.seed, self.shuffle, self.block_size, self.window)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Continue the saved epoch from the samples the saving job consumed, at this world size. A
-        state whose epoch has nothing left for this job loads as the start of the epoch set_epoch names."""
+        """Continue the saved epoch from the samples the saving job consumed, at this world size.
+
+        A state with nothing left for this job (its epoch ended, or drop_last leaves out what is left)
+        resumes to an empty rest of its epoch: the next iteration yields nothing, and set_epoch of
+        another epoch starts that one whole. Loaded after set_epoch chose a later epoch (torchdata's
+        StatefulDataLoader loads its state when iterated, after the loop's set_epoch), that finished
+        epoch is behind the job: the later epoch starts whole."""
         _check_state(state, dict(zip(_ORDER_FIELDS, self._order_fields(), strict=True)))
-        if self._count(state["consumed"]) == 0:
-            self._start, self._yielded, self._resume = 0, 0, None
-            return
-        self.epoch = state["epoch"]
-        self._start, self._yielded, self._resume = state["consumed"], 0, state["consumed"]
+        epoch, consumed = state["epoch"], state["consumed"]
+        if self._count(consumed) == 0:
+            if self.epoch > epoch:
+                self._start, self._yielded, self._resume = 0, 0, None
+                return
+            consumed = self._size()  # the epoch is done: its empty rest, whatever the world size later
+        self.epoch = epoch
+        self._start, self._yielded, self._resume = consumed, 0, consumed
 
 
 def sampler_state_from_loader(loader_state: dict[str, Any], batch_size: int | None = None) -> dict[str, Any]:
