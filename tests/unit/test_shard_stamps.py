@@ -92,17 +92,17 @@ def test_a_manifest_that_is_not_the_stamps_is_refused(tmp_path: Path) -> None:
         checked_range(str(tmp_path / "run" / "shards" / "00000.json"), str(manifest), 0, SHARDS + 1)
 
 
-def test_the_summary_names_kept_parts_only_when_they_are_a_sizeable_copy(tmp_path: Path) -> None:
+def test_the_summary_says_what_the_work_folder_keeps_and_its_size(tmp_path: Path) -> None:
     from imagefolder_lmdb.run.paths import RunPaths
-    from imagefolder_lmdb.run.summary import parts_line
+    from imagefolder_lmdb.run.summary import work_line
 
     paths = RunPaths(str(tmp_path / "results"), str(tmp_path / "work"))
+    assert work_line(paths, "train") == []  # no work folder (--clean)
     parts = Path(paths.part("train", "00000")).parent
     parts.mkdir(parents=True)
-    (parts / "00000.lmdb").write_bytes(b"p" * 200_000)  # a PNG source's re-encoded images, say
-    (parts / "00000.json").write_bytes(b"r" * 900_000)  # reports are no copy of the images
-    assert parts_line({"stored_bytes": 1_000_000}, paths, "train") == [], "under 100 MB: not worth a line"
-    assert parts_line({"stored_bytes": 100_000_000}, paths, "train", at_least=0) == [], "a small share"
-    (line,) = parts_line({"stored_bytes": 1_000_000}, paths, "train", at_least=0)
-    assert line.startswith(f"  work: 0.2 MB of re-encoded images kept in {parts}")
-    assert "delete the folder when done" in line
+    (parts / "00000.json").write_bytes(b"r" * 100_000)  # reports are no copy of the images
+    (line,) = work_line(paths, "train")
+    assert line.startswith(f"  work: 0.1 MB in {parts.parent} (manifest, stamps, reports); safe to delete")
+    (parts / "00000.lmdb").write_bytes(b"p" * 200_000)  # keep_parts: a PNG source's re-encoded images, say
+    (line,) = work_line(paths, "train")
+    assert "0.3 MB" in line and "of which 0.2 MB of parts (keep_parts" in line

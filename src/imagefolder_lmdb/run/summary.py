@@ -134,22 +134,27 @@ def skipped_words(skipped: list[dict[str, Any]], report_path: str) -> str:
     return f" ({names}{f' and {more} more, listed in {report_path}' if more > 0 else ''})"
 
 
-#: From what size, and share of the stored bytes, the summary says where the kept parts are and why.
-PARTS_SHOWN_FROM_BYTES, PARTS_SHOWN_FROM_SHARE = 100e6, 0.1
+def folder_bytes(folder: str) -> int:
+    """The disk a folder's files take (0 for none)."""
+    return sum(
+        os.lstat(os.path.join(where, name)).st_blocks * 512 for where, _, names in os.walk(folder) for name in names
+    )
 
 
-def parts_line(
-    report: dict[str, Any], paths: RunPaths, name: str, at_least: float = PARTS_SHOWN_FROM_BYTES
-) -> list[str]:
-    """Where the kept parts are, when they are a sizeable second copy (the re-encoded images of a
-    PNG source, say), and what deleting them costs."""
-    folder = os.path.dirname(paths.part(name))
-    size = sum(os.stat(path).st_blocks * 512 for path in glob.glob(os.path.join(folder, "*.lmdb")))
-    if size < at_least or size <= PARTS_SHOWN_FROM_SHARE * report["stored_bytes"]:
+def work_line(paths: RunPaths, name: str) -> list[str]:
+    """What the split's work folder keeps, and its size: the part LMDBs (keep_parts) said apart,
+    since they are what a later change saves encoding for."""
+    folder = os.path.dirname(os.path.dirname(paths.part(name)))
+    if not os.path.isdir(folder):
         return []
+    parts = sum(
+        os.stat(path).st_blocks * 512 for path in glob.glob(os.path.join(glob.escape(folder), "parts", "*.lmdb"))
+    )
+    total = folder_bytes(folder)
+    kept = f", of which {parts / 1e6:.1f} MB of parts (keep_parts: a changed image re-encodes only its shards)"
     return [
-        f"  work: {size / 1e6:.1f} MB of re-encoded images kept in {folder}, so that a changed image reruns "
-        "only its shards; delete the folder when done (a later run then encodes every shard)"
+        f"  work: {total / 1e6:.1f} MB in {folder} (manifest, stamps, reports{kept if parts else ''}); "
+        "safe to delete, a later run still sees what changed"
     ]
 
 
@@ -168,7 +173,7 @@ def split_summary(name: str, paths: RunPaths, shards: int | None = None) -> list
         + ratio_words(report),
         f"  stored: {storage}; skipped: {len(report['skipped'])}" + skipped_words(report["skipped"], report_path),
         *kept_bytes_line(report),
-        *parts_line(report, paths, name),
+        *work_line(paths, name),
         *resized_line(report),
         *class_list_line(report, paths, name),
         *ignored_line(report, paths, name),
