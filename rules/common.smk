@@ -15,7 +15,13 @@ from imagefolder_lmdb.config.check import (
 )
 from imagefolder_lmdb.config.schema import load_schema
 from imagefolder_lmdb.config import step_settings
-from imagefolder_lmdb.run.made_from import recorded_by_caller, record_sources
+from imagefolder_lmdb.run.made_from import (
+    changed_lines,
+    dry_run,
+    record_sources,
+    recorded_by_caller,
+    split_verdicts,
+)
 from imagefolder_lmdb.run.paths import SHARD, RunPaths, shard_name
 from imagefolder_lmdb.run.progress import register as register_progress
 from imagefolder_lmdb.run.progress import stop_board
@@ -50,12 +56,17 @@ SPLITS = list(config["splits"])
 # Each split's made_from.json, judged against its dataset once, in the main process, before the DAG is
 # built: Snakemake then runs what a change in the source or the settings needs, whatever of the work
 # folder is left (src/imagefolder_lmdb/run/made_from.py). Cluster job steps parse this file again.
+DRY_RUN = dry_run(sys.argv)  # a dry run writes nothing: it says what changed
 if (
     workflow.is_main_process
     and "--lint" not in sys.argv
     and not recorded_by_caller(config)
 ):
-    record_sources(config, CLASS_PLAN)
+    if DRY_RUN:
+        for line in changed_lines(split_verdicts(config, CLASS_PLAN)):
+            print(line, file=sys.stderr)
+    else:
+        record_sources(config, CLASS_PLAN)
 # the splits the progress board shows (src/imagefolder_lmdb/run/progress.py)
 register_progress(PATHS, SPLITS)
 
@@ -147,6 +158,13 @@ def merge_settings(wildcards) -> dict:
     return step_settings.merge_settings(
         wildcards.split, split_config(wildcards)
     ).as_param()
+
+
+def made_from_file(wildcards) -> list[str]:
+    """Rules extract's, count_check's and write_meta's input: the split's made_from.json
+    (src/imagefolder_lmdb/run/made_from.py), which a dry run does not write."""
+    path = PATHS.made_from(wildcards.split)
+    return [] if DRY_RUN and not os.path.exists(path) else [path]
 
 
 def shared_class_manifest(wildcards) -> list[str]:

@@ -6,7 +6,7 @@ checkpoint count_check:
         source=PATHS.source(),
         labels=label_files,
         shared_classes=shared_class_manifest,
-        made_from=PATHS.made_from(),
+        made_from=made_from_file,
     output:
         manifest=PATHS.manifest(),
         counts=PATHS.counts(),

@@ -4,7 +4,7 @@ rule extract:
         source=source_files,
         labels=label_files,
         # newer than the dataset when the split must be made again (src/imagefolder_lmdb/run/made_from.py)
-        made_from=PATHS.made_from(),
+        made_from=made_from_file,
     output:
         directory(PATHS.source()),
     log:

@@ -5,7 +5,7 @@ rule write_meta:
         manifest=PATHS.manifest(),
         counts=PATHS.counts(),
         reports=part_files(PATHS.part_report()),
-        made_from=PATHS.made_from(),
+        made_from=made_from_file,
     output:
         PATHS.dataset(),
     log:

@@ -136,12 +136,12 @@ def test_dry_run_lists_the_six_rules(image_tree: Path, tmp_path: Path) -> None:
     assert not (tmp_path / "work").exists(), "a dry run writes nothing"
 
 
-def test_no_temporary_files_left_and_the_parts_kept(converted: Converted) -> None:
+def test_no_temporary_files_left_and_no_parts(converted: Converted) -> None:
     leftovers = [p for p in converted.workdir.rglob("*") if p.name.endswith((".incomplete", ".lmdb-lock"))]
     assert leftovers == []
     assert not (converted.workdir / "work" / "train" / "merged.lmdb").exists(), "merged is temp()"
     parts = sorted(p.name for p in (converted.workdir / "work" / "train" / "parts").glob("*.lmdb"))
-    assert parts == ["00000.lmdb", "00001.lmdb", "00002.lmdb"], "kept: a later change reruns only its shards"
+    assert parts == [], "temp(): removed once merged (keep_parts: false)"
 
 
 def test_notemp_keeps_the_merged_file_and_fewer_shards_leave_no_other_parts(image_tree: Path, tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -218,7 +219,9 @@ def write_made_from(config: dict[str, Any], verdicts: dict[str, Verdict]) -> Non
         if verdict.state in ("same", "legacy"):
             if read_json_or_none(path) != content:
                 write_json_atomic(path, content)
-            os.utime(path, ns=(0, 0))  # older than any output: Snakemake judges the rest as before
+                os.utime(path, ns=(0, 0))  # older than any output: Snakemake judges the rest as before
+            elif newer_than(path, dataset):
+                os.utime(path, ns=(0, 0))  # a run that was told to make the dataset again, and then did not
         elif read_json_or_none(path) != content or not newer_than(path, dataset):
             write_json_atomic(path, content)
 
@@ -242,6 +245,20 @@ def record_sources(config: dict[str, Any], plan: ClassPlan) -> dict[str, Verdict
     verdicts = split_verdicts(config, plan)
     write_made_from(config, verdicts)
     return verdicts
+
+
+def dry_run(arguments: list[str]) -> bool:
+    """Whether Snakemake's command line asks for a dry run (``-n``, ``-np``, ``--dry-run``), which
+    writes nothing: the verdicts are said, not written."""
+    return any(
+        argument in ("--dry-run", "--dryrun") or re.fullmatch(r"-[a-zA-Z]*n[a-zA-Z]*", argument) is not None
+        for argument in arguments
+    )
+
+
+def changed_lines(verdicts: dict[str, Verdict]) -> list[str]:
+    """Per split made again because what it is made from changed: what changed."""
+    return [f"{name}: made again: {'; '.join(v.differences)}" for name, v in verdicts.items() if v.differences]
 
 
 def recorded_by_caller(config: dict[str, Any]) -> bool:

@@ -28,7 +28,7 @@ from imagefolder_lmdb.run.existing import (
     up_to_date,
 )
 from imagefolder_lmdb.run.lock import held_elsewhere
-from imagefolder_lmdb.run.made_from import Verdict, split_verdicts, write_made_from
+from imagefolder_lmdb.run.made_from import changed_lines, split_verdicts, write_made_from
 from imagefolder_lmdb.run.paths import RunPaths
 from imagefolder_lmdb.run.shards import choose_shards
 from imagefolder_lmdb.sources.splits import SPLIT_NAMES, SplitsError, find_splits
@@ -104,7 +104,7 @@ def plan(request: Request) -> Plan:
     nothing_to_do = not replaced and up_to_date(filled, existing, verdicts)
     if not nothing_to_do:
         write_made_from(filled, verdicts)  # Snakemake is told not to walk the sources again
-        notes += changed_notes({name: v for name, v in verdicts.items() if name not in replaced}, existing)
+        notes += changed_lines({name: v for name, v in verdicts.items() if name not in replaced})
     notes += [] if nothing_to_do else shards  # the shard counts of a run that does not happen: noise
     notes += [
         f"{name}: replacing {existing[name].path} once the new one is complete (--overwrite)" for name in replaced
@@ -112,15 +112,6 @@ def plan(request: Request) -> Plan:
     paths = RunPaths(results, work)
     old = [path for name in replaced for path in paths.final_outputs(name) if os.path.exists(path)]
     return Plan(config, notes, nothing_to_do, old)
-
-
-def changed_notes(verdicts: dict[str, Verdict], existing: dict[str, Existing]) -> list[str]:
-    """Per split whose dataset is made again because its source or a label file changed: what changed."""
-    return [
-        f"{name}: {existing[name].path} is made again: {'; '.join(verdict.differences)}"
-        for name, verdict in verdicts.items()
-        if verdict.state == "changed" and name in existing
-    ]
 
 
 def recovered_from_interrupted_overwrite(results: str) -> list[str]:

@@ -267,7 +267,7 @@ def main(smk: Any, stream: TextIO) -> None:
         shared_manifest=smk.input.shared_classes[0] if smk.input.shared_classes else None,
         shards=(settings.split, settings.shards),
         stamps_folder=smk.output.stamps,
-        changed_groups=read_json(smk.input.made_from).get(CHANGED_GROUPS, {}),
+        changed_groups=read_json(smk.input.made_from[0]).get(CHANGED_GROUPS, {}),
     )
 
 

@@ -255,7 +255,7 @@ def main(smk: Any, stream: TextIO) -> None:
         list(smk.input.reports),
         smk.output[0],
         dict(smk.params.encode),
-        recorded_made_from(smk.input.made_from),
+        recorded_made_from(smk.input.made_from[0]),
     )
 
 
