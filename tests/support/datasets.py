@@ -54,6 +54,7 @@ def without_later_additions(document: dict) -> dict:
     checksums of the meta arrays and of the record locations, the storage code of images too large
     for JPEG (issue 21), the unset ``encode.short_side`` (issue 23)."""
     document.pop("checksums", None)
+    document.pop("made_from", None)  # what the dataset was made from (issue 41)
     reasons = document.get("storage_reasons")
     if isinstance(reasons, dict):
         reasons.pop("9", None)  # reencoded:png-too-large-for-jpeg (issue 21)

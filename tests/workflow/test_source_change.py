@@ -1,6 +1,6 @@
-"""A folder source changed after a run (issue 31): an image replaced under its name by ``mv`` is seen by
-the same command, which encodes again only the shards holding that class folder's images, and whose
-result then equals a clean run on the new tree."""
+"""A folder source changed after a run (issue 31), its parts kept (keep_parts): an image replaced
+under its name by ``mv`` is seen by the same command, which encodes again only the shards holding
+that class folder's images, and whose result then equals a clean run on the new tree."""
 
 from __future__ import annotations
 
@@ -22,14 +22,14 @@ pytestmark = pytest.mark.usefixtures("fresh_envs")  # the tests open their files
 
 @pytest.mark.slow  # three conversions, a minute or more: handed out early (support/scheduling.py)
 def test_image_moved_over_another_is_converted_again(tree_copy: Path, tmp_path: Path) -> None:
-    first = convert(tmp_path / "run", tree_copy, shards=SHARDS)
+    first = convert(tmp_path / "run", tree_copy, shards=SHARDS, keep_parts=True)
     first.run.check()
     cls = sorted(tree_copy.iterdir())[2]
     old = sorted(cls.iterdir())[1]
     new = tmp_path / "new.jpg"
     new.write_bytes(jpeg_bytes(seed=99, size=(64, 48)))
     os.replace(new, old)  # `mv new.jpg cls/old.jpg`: the name stays, the file is another
-    again = convert(tmp_path / "run", tree_copy, shards=SHARDS)
+    again = convert(tmp_path / "run", tree_copy, shards=SHARDS, keep_parts=True)
     again.run.check()
     assert "Nothing to be done" not in again.run.output
     jobs = executed_jobs(again.run.output)

@@ -135,9 +135,26 @@ def replacing(config: dict[str, Any], existing: dict[str, Existing], request: Re
     """The splits whose dataset in OUTDIR this run replaces (``--overwrite``); PlanError naming the
     file and the flag where one would be replaced in silence."""
     try:
-        return refuse_replacing(checked(config, request.settings), existing, request.overwrite)
+        return refuse_replacing(
+            checked(with_class_list(config, existing, request), request.settings), existing, request.overwrite
+        )
     except OutputsError as exc:
         raise PlanError(str(exc).replace("--overwrite", flag("--overwrite", request.cli))) from None
+
+
+def with_class_list(config: dict[str, Any], existing: dict[str, Existing], request: Request) -> dict[str, Any]:
+    """``config`` with the class list ``take_classes`` will give it (``--classes-from``, or the other
+    splits' in OUTDIR), so that the file there is compared with what this run would make."""
+    if request.classes_from is not None:
+        return {**config, "classes": os.path.abspath(request.classes_from)}
+    try:
+        classes = shared_classes(config, existing, flag("--classes-from", request.cli))
+    except OutputsError:
+        return config  # take_classes says it
+    if classes is None:
+        return config
+    others = sorted(existing[name].path for name in existing if name not in config["splits"])
+    return {**config, "classes": others[0]}
 
 
 def checked_outdir(outdir: str) -> str:
