@@ -30,12 +30,26 @@ from imagefolder_lmdb.run.launch import (
     SNAKEFILE,
     WORKFLOW,
     ConvertError,
+    Interrupted,
     check_snakemake,
+    end_interrupted_call,
     run_snakemake,
+    show_interruption,
     snakemake_command,
+    stopping_on_signals,
 )
 
-__all__ = ["PROFILES", "SNAKEFILE", "WORKFLOW", "ConvertError", "Run", "SplitOutputs", "convert", "plan_run"]
+__all__ = [
+    "PROFILES",
+    "SNAKEFILE",
+    "WORKFLOW",
+    "ConvertError",
+    "Interrupted",
+    "Run",
+    "SplitOutputs",
+    "convert",
+    "plan_run",
+]
 
 PathLike = str | os.PathLike[str]
 
@@ -130,12 +144,29 @@ def convert(
     check_snakemake()
     settings = python_settings(config, shards)
     request = None
-    if source is not None and outdir is not None:
-        request = command_request(
-            source, outdir, split, layout, splits, work, settings, overwrite, classes_from, False, cores, profile
-        )
-    run = plan_run(request, outdir, work, configfile, run_options(cores, profile, snakemake_args))
-    return run_planned(run, clean, bool(snakemake_args), verbose, python=True)
+    try:
+        with stopping_on_signals():  # SOURCE is listed before Snakemake starts: a signal stops that too
+            if source is not None and outdir is not None:
+                request = command_request(
+                    source,
+                    outdir,
+                    split,
+                    layout,
+                    splits,
+                    work,
+                    settings,
+                    overwrite,
+                    classes_from,
+                    False,
+                    cores,
+                    profile,
+                )
+            run = plan_run(request, outdir, work, configfile, run_options(cores, profile, snakemake_args))
+            return run_planned(run, clean, bool(snakemake_args), verbose, python=True)
+    except Interrupted as exc:
+        show_interruption(exc)
+        end_interrupted_call(exc)
+        raise  # not reached: end_interrupted_call raises
 
 
 def python_settings(config: dict[str, Any] | None, shards: int | None) -> list[Any]:
@@ -157,7 +188,11 @@ def run_planned(
         return run.outputs
     kept = set_aside(run.replaced)
     try:
-        run_snakemake(snakemake_command(run.configfile, run.directory, run.options, verbose), verbose)
+        command = snakemake_command(run.configfile, run.directory, run.options, verbose)
+        run_snakemake(command, verbose, progress_runs(run))
+    except Interrupted:
+        put_back(kept)  # an interrupted run too
+        raise
     except ConvertError as exc:
         put_back(kept)  # a failed run leaves the old datasets as they were
         if run.config is None:  # a config file's run: its messages speak of its keys
@@ -170,6 +205,23 @@ def run_planned(
         os.remove(path)
     finish(run, clean)
     return run.outputs
+
+
+def progress_runs(run: Run) -> list[tuple[Any, list[str]]]:
+    """The run's folders and splits, to tell how far each split got when it is interrupted."""
+    from imagefolder_lmdb.run.paths import RunPaths
+
+    if run.config is not None:
+        return [(RunPaths(run.config["results"], run.config["work"]), list(run.config["splits"]))]
+    import yaml
+
+    try:
+        config = yaml.safe_load(run.configfile.read_text()) or {}
+        return [
+            (RunPaths(str(config.get("results") or "results"), str(config.get("work") or "work")), list(run.outputs))
+        ]
+    except (OSError, yaml.YAMLError, AttributeError):
+        return []
 
 
 def set_aside(paths: Sequence[str]) -> dict[str, str]:

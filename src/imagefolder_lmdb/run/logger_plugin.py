@@ -12,6 +12,12 @@ to ``<its log>.message`` instead of the terminal; Snakemake's internals (the rul
 ``CalledProcessError``, ``WorkflowError``) are left out. Where ``IMAGEFOLDER_LMDB_ERROR_FILE`` is
 set (by ``imagefolder_lmdb.convert``), the closing lines go to that file for the caller to show
 (or raise as ``ConvertError``) instead of to stderr.
+
+An interrupted run (Ctrl-C, SIGINT to Snakemake, SIGTERM, which Snakemake answers by letting its
+running jobs end) ends with the lines of :func:`imagefolder_lmdb.run.progress.interruption_lines`
+instead: how far each split got and that the same command goes on from there; the jobs it stopped
+are not failures (a step stopped by SIGINT leaves ``INTERRUPTED_MESSAGE`` as its message). Where
+``IMAGEFOLDER_LMDB_INTERRUPT_FILE`` is set, those lines go to that file.
 """
 
 from __future__ import annotations
@@ -19,12 +25,17 @@ from __future__ import annotations
 import logging
 import os
 import re
+import signal
 import sys
+import threading
+from types import FrameType
+from typing import Any
 
 from snakemake_interface_logger_plugins.base import LogHandlerBase
 
 from imagefolder_lmdb.run import progress as progress_board
-from imagefolder_lmdb.run.launch import ERROR_FILE_VARIABLE, TERMINAL_VARIABLE
+from imagefolder_lmdb.run.launch import ERROR_FILE_VARIABLE, INTERRUPT_FILE_VARIABLE, TERMINAL_VARIABLE
+from imagefolder_lmdb.run.rule_runner import INTERRUPTED_MESSAGE
 from imagefolder_lmdb.run.summary import up_to_date_lines
 
 #: Set in the jobs' environment: a failing step writes its message beside its log, not to stderr.
@@ -33,6 +44,13 @@ MESSAGES_VARIABLE = "IMAGEFOLDER_LMDB_MESSAGES"
 NOTHING_TO_BE_DONE = "Nothing to be done"
 #: Snakemake's errors that only repeat a failed job's (whose own message is shown).
 REPEATS = ("RuleException", "At least one job did not complete", "Exiting because a job execution failed")
+#: Snakemake's words when it stops on request: on SIGINT (its jobs got it too, or it stops them), and
+#: on SIGTERM (it lets the running jobs end, starting no other).
+STOPPING = {
+    "Terminating processes on user request": "SIGINT",
+    "Cancelling snakemake on user request": "SIGINT",
+    "Will exit after finishing currently running jobs": "SIGTERM",
+}
 INTERNAL_LINE = re.compile(r'(?:\w+Error|\w+Exception) in file ".*", line \d+:?$|^\s*File ".*", line \d+')
 
 
@@ -60,6 +78,7 @@ class LogHandler(LogHandlerBase):
         self.messages: list[str] = []
         self.closed = False
         self.nothing_to_do = False  # Snakemake found every output up to date
+        self.interrupted: str | None = None  # the signal that stopped the run, by name
         self.dryrun = bool(self.common_settings.dryrun)
         if self.dryrun:
             from snakemake.logging import DefaultFormatter
@@ -69,6 +88,26 @@ class LogHandler(LogHandlerBase):
         os.environ[MESSAGES_VARIABLE] = "1"
         terminal = os.environ.get(TERMINAL_VARIABLE)
         self.board = progress_board.start_board(sys.stderr, None if terminal is None else terminal == "1")
+        self.watch_interrupts()
+
+    def watch_interrupts(self) -> None:
+        """Note a SIGINT before Snakemake's own handling of it (a KeyboardInterrupt), so that the jobs
+        it stops are not reported as failed."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        previous = signal.getsignal(signal.SIGINT)
+
+        def noted(signum: int, frame: FrameType | None) -> Any:
+            self.interrupt("SIGINT")
+            if callable(previous):
+                return previous(signum, frame)
+            raise KeyboardInterrupt
+
+        signal.signal(signal.SIGINT, noted)
+
+    def interrupt(self, signal_name: str) -> None:
+        if self.interrupted is None:
+            self.interrupted = signal_name
 
     def emit(self, record: logging.LogRecord) -> None:
         if self.dryrun:
@@ -85,6 +124,8 @@ class LogHandler(LogHandlerBase):
             self.finished(record)
         elif event == "job_error":
             self.job_failed(record)
+        elif any(words in str(record.msg) for words in STOPPING):
+            self.interrupt(next(name for words, name in STOPPING.items() if words in str(record.msg)))
         elif record.levelno >= logging.ERROR and event != "job_error":
             self.error(record.getMessage())
         elif str(record.msg).startswith("Complete log(s): "):
@@ -101,8 +142,12 @@ class LogHandler(LogHandlerBase):
 
     def job_failed(self, record: logging.LogRecord) -> None:
         rule = str(getattr(record, "rule_name", "a job"))
-        self.board.job(rule, self.jobs.get(getattr(record, "jobid", None)), failed=True)
         logs = [str(path) for path in getattr(record, "log", None) or []]
+        if any(read_message(path) == INTERRUPTED_MESSAGE for path in logs):
+            self.interrupt("SIGINT")
+        if self.interrupted:  # stopped, not failed: its split's count is what the closing line gives
+            return
+        self.board.job(rule, self.jobs.get(getattr(record, "jobid", None)), failed=True)
         for path in logs:
             self.add(self.logs, path)
         shown = [message for message in map(read_message, logs) if message]
@@ -110,7 +155,7 @@ class LogHandler(LogHandlerBase):
             self.add(self.messages, message)
 
     def error(self, text: str) -> None:
-        if any(repeat in text for repeat in REPEATS):
+        if self.interrupted or any(repeat in text for repeat in REPEATS):
             return
         lines = plain_error(text)
         if lines:
@@ -125,7 +170,9 @@ class LogHandler(LogHandlerBase):
         """At the end of the run: the board's final state, then the closing lines of a failure."""
         if not self.closed and not self.dryrun:
             self.closed = True
-            if self.nothing_to_do and not self.messages:
+            if self.interrupted:
+                self.conclude_interrupted(self.interrupted)
+            elif self.nothing_to_do and not self.messages:
                 progress_board.stop_board(draw=False)  # every split "waiting": say what is there instead
                 print("\n".join(up_to_date_lines()), flush=True)
             else:
@@ -133,6 +180,23 @@ class LogHandler(LogHandlerBase):
             if self.messages:
                 self.conclude(closing_lines(self.logs, self.messages))
         super().close()
+
+    def conclude_interrupted(self, signal_name: str) -> None:
+        """How far each split got, and how to go on; the board's last state first, each running split
+        marked interrupted. Under ``imagefolder-lmdb convert`` the lines go to its file, which names
+        the signal it got (it stops Snakemake with SIGINT whatever stopped it)."""
+        target = os.environ.get(INTERRUPT_FILE_VARIABLE)
+        signal_name = read_signal_name(target) or signal_name
+        lines = progress_board.interruption_lines(progress_board.board_states(), signal_name)
+        for state in self.board.known().values():
+            if state.stage not in ("waiting", "done"):
+                state.stage = f"interrupted while {state.stage.removesuffix(' failed')}"
+        progress_board.stop_board()
+        if target:
+            with open(target, "w") as stream:
+                stream.write("\n".join(lines) + "\n")
+            return
+        print("\n".join(lines), file=sys.stderr, flush=True)
 
     def conclude(self, lines: list[str]) -> None:
         target = os.environ.get(ERROR_FILE_VARIABLE)
@@ -161,6 +225,16 @@ class LogHandler(LogHandlerBase):
     @property
     def needs_rulegraph(self) -> bool:
         return False
+
+
+def read_signal_name(path: str | None) -> str | None:
+    """The signal ``imagefolder-lmdb convert`` got, as it left it in the interrupt file (if it did)."""
+    try:
+        with open(path or "") as stream:
+            text = stream.read().strip()
+    except OSError:
+        return None
+    return text if text in progress_board.SIGNAL_WORDS else None
 
 
 def read_message(log_path: str) -> str:

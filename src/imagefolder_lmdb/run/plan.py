@@ -26,6 +26,7 @@ from imagefolder_lmdb.run.existing import (
     unlisted_classes,
     up_to_date,
 )
+from imagefolder_lmdb.run.hold_points import hold_point
 from imagefolder_lmdb.run.lock import held_elsewhere
 from imagefolder_lmdb.run.paths import RunPaths
 from imagefolder_lmdb.run.shards import choose_shards
@@ -149,6 +150,7 @@ def checked_outdir(outdir: str) -> str:
 def splits_of(request: Request) -> dict[str, dict[str, Any]]:
     """The splits to convert: each one SOURCE holds, or SOURCE as one split."""
     source = request.source
+    hold_point("plan")  # the crash tests' hook: SOURCE about to be listed, Snakemake not started
     if isinstance(source, str) and not any(c in source for c in "*{") and not os.path.exists(source):
         raise PlanError(f"SOURCE {source!r} does not exist: name a folder, an archive or shard files")
     found = None

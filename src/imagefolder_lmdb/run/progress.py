@@ -51,9 +51,12 @@ class ProgressWriter:
 
     def __init__(self, path: str, total: int) -> None:
         self.path, self.total, self.written = path, total, 0.0
+        self.last = (0, 0)  # the latest counts, written or not yet
+        WRITERS.append(self)
         self.update(0, 0, force=True)
 
     def update(self, done: int, bad: int, force: bool = False) -> None:
+        self.last = (done, bad)
         now = time.monotonic()
         if not force and now - self.written < WRITE_INTERVAL:
             return
@@ -65,6 +68,17 @@ class ProgressWriter:
             os.replace(partial, self.path)
         except OSError:
             pass  # progress is a courtesy: a full disk is the job's own error to report, not this
+
+
+#: This process's progress writers: an interrupted job writes their latest counts (flush_progress).
+WRITERS: list[ProgressWriter] = []
+
+
+def flush_progress() -> None:
+    """Write every writer's latest counts: an interrupted job's true count for the closing lines
+    (a write is skipped within a second of the last one)."""
+    for writer in WRITERS:
+        writer.update(*writer.last, force=True)
 
 
 def read_progress(path: str) -> tuple[int, int]:
@@ -117,7 +131,8 @@ class SplitState:
         """``train  1,234/12,000 images  850 img/s  ETA 0:13  0 bad  encoding``."""
         if self.total is None:
             return f"{self.name}: {self.stage}"
-        done = min(self.done, self.total) if self.stage in ("encoding", "waiting", "listing") else self.total
+        counting = self.stage in ("encoding", "waiting", "listing") or self.stage.startswith("interrupted")
+        done = min(self.done, self.total) if counting else self.total
         parts = [f"{self.name}: {done:,}/{self.total:,} images"]
         rate = self.rate()
         if rate and self.stage == "encoding" and done < self.total:
@@ -278,3 +293,58 @@ def stop_board(draw: bool = True) -> None:
     no redraw lands after it."""
     if BOARD is not None:
         BOARD.stop(draw)
+
+
+# -- an interrupted run: how far each split got ---------------------------------------------------
+
+#: The steps after encoding: every image of the split is encoded by then.
+AFTER_ENCODING = ("merging", "writing meta", "verifying", "reporting")
+#: How the closing line names each signal: Ctrl-C is the common case and needs no name.
+SIGNAL_WORDS = {"SIGINT": "interrupted", "SIGTERM": "interrupted by SIGTERM", "SIGHUP": "interrupted by SIGHUP"}
+
+
+def how_far(state: SplitState) -> str:
+    """``train 58/350 images encoded``: the true count (the encode jobs write theirs when
+    interrupted), or the step the split had reached."""
+    stage = state.stage.removesuffix(" failed")
+    if stage == "done" or (stage == "waiting" and verified_since_listing(state.paths, state.name)):
+        return f"{state.name} done"
+    if state.total is None:
+        return f"{state.name} {'listing' if stage in ('reading the source', 'listing') else 'not started'}"
+    if stage in AFTER_ENCODING:
+        return f"{state.name} {state.total:,}/{state.total:,} images encoded, stopped while {stage}"
+    return f"{state.name} {min(state.done, state.total):,}/{state.total:,} images encoded"
+
+
+def verified_since_listing(paths: RunPaths, name: str) -> bool:
+    """The split's verify report is newer than its listing: its dataset was finished (in this run or
+    before it), and no listing since has started it again."""
+    report = modified(paths.verify_report(name))
+    return report > 0 and report >= modified(paths.counts(name))
+
+
+def interruption_lines(states: list[SplitState], signal_name: str = "SIGINT") -> list[str]:
+    """The closing lines of an interrupted run: that it was, how far each split got, how to go on."""
+    words = SIGNAL_WORDS.get(signal_name, f"interrupted by {signal_name}")
+    reached = "; ".join(how_far(state) for state in states) or "nothing started"
+    return [f"{words}: {reached}.", "Run the same command again: it goes on from there."]
+
+
+def states_from_files(runs: list[tuple[RunPaths, list[str]]]) -> list[SplitState]:
+    """Each split's state as its files tell it (no board to ask: Snakemake stopped before its logger
+    could write the lines, or never started)."""
+    states = [SplitState(name, paths) for paths, names in runs for name in names]
+    for state in states:
+        state.refresh()
+    return states
+
+
+def board_states() -> list[SplitState]:
+    """The board's splits, read afresh (the logger plugin's view of an interrupted run)."""
+    if BOARD is None:
+        return states_from_files(REGISTERED)
+    with BOARD.lock:
+        states = list(BOARD.known().values())
+        for state in states:
+            state.refresh()
+    return states
