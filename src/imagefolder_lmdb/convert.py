@@ -140,6 +140,12 @@ def convert(
         verbose: Snakemake's own output (every job) instead of the progress board.
 
     Returns each split's final files by name; ConvertError: a failure (``lines``: what to do).
+
+    Interrupted (a notebook's interrupt, Ctrl-C, ``kill -INT``): Snakemake and its jobs are stopped,
+    how far each split got is printed, and KeyboardInterrupt is raised (:class:`Interrupted`, its
+    ``lines``); the same call goes on from there. SIGTERM (or SIGHUP) is answered the same way, then
+    handed to the handler the caller had: by default the process ends by it (exit status 143), as
+    without convert(). Signals are handled so only when called from the main thread.
     """
     check_snakemake()
     settings = python_settings(config, shards)
