@@ -246,6 +246,15 @@ def read_message(log_path: str) -> str:
 
 
 def closing_lines(logs: list[str], messages: list[str]) -> list[str]:
-    """The logs' paths once, then each distinct actionable message: the last lines a user reads."""
+    """The logs' paths once, then each distinct actionable message: the last lines a user reads.
+    A fix that several messages end with (each failing shard's bad images) comes once, last."""
     head = [f"full log{'s' if len(logs) > 1 else ''}: {', '.join(logs)}"] if logs else []
-    return head + [line for message in messages for line in message.splitlines()]
+    endings = [message.splitlines()[-1] for message in messages if len(message.splitlines()) > 1]
+    shared = [
+        ending for index, ending in enumerate(endings) if endings.count(ending) > 1 and ending not in endings[:index]
+    ]
+    body = []
+    for message in messages:
+        lines = message.splitlines()
+        body += lines[:-1] if len(lines) > 1 and lines[-1] in shared else lines
+    return head + body + shared

@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import NamedTuple, TextIO
 
 from imagefolder_lmdb.run.paths import RunPaths
 
@@ -51,6 +51,7 @@ class ProgressWriter:
 
     def __init__(self, path: str, total: int) -> None:
         self.path, self.total, self.written = path, total, 0.0
+        self.started = time.time()  # encoding starts now: the job's start-up is no encoding time
         self.last = (0, 0)  # the latest counts, written or not yet
         WRITERS.append(self)
         self.update(0, 0, force=True)
@@ -64,7 +65,8 @@ class ProgressWriter:
         partial = f"{self.path}.incomplete"
         try:
             with open(partial, "w") as stream:
-                stream.write(json.dumps({"done": done, "bad": bad, "total": self.total}))
+                times = {"started": self.started, "updated": time.time()}
+                stream.write(json.dumps({"done": done, "bad": bad, "total": self.total, **times}))
             os.replace(partial, self.path)
         except OSError:
             pass  # progress is a courtesy: a full disk is the job's own error to report, not this
@@ -81,14 +83,37 @@ def flush_progress() -> None:
         writer.update(*writer.last, force=True)
 
 
-def read_progress(path: str) -> tuple[int, int]:
-    """(done, bad) of one progress file; zeros where it is missing or half written."""
+class Progress(NamedTuple):
+    """One encode job's progress file: images done and bad, and when it started and last wrote."""
+
+    done: int = 0
+    bad: int = 0
+    started: float = 0.0
+    updated: float = 0.0
+
+
+def read_progress(path: str) -> Progress:
+    """One progress file; zeros where it is missing or half written (no times: an older version's)."""
     try:
         with open(path) as stream:
             state = json.load(stream)
-        return int(state["done"]), int(state["bad"])
+        times = (float(state["started"]), float(state["updated"])) if "updated" in state else (0.0, 0.0)
+        return Progress(int(state["done"]), int(state["bad"]), *times)
     except (OSError, ValueError, KeyError, TypeError):
-        return 0, 0
+        return Progress()
+
+
+def encoding_seconds(states: list[Progress]) -> float:
+    """The time during which at least one job encoded: the union of each job's span from its start to
+    its last write, so that neither a job's start-up nor a wait between jobs (another split's class
+    list, a free core) counts."""
+    spans = sorted((state.started, state.updated) for state in states if state.done and state.updated)
+    total, reached = 0.0, float("-inf")
+    for start, end in spans:
+        if end > reached:
+            total += end - max(start, reached)
+            reached = end
+    return total
 
 
 @dataclass
@@ -102,8 +127,7 @@ class SplitState:
     done: int = 0
     bad: int = 0
     shards: set[str] = field(default_factory=set)
-    baseline: tuple[float, int] | None = None  # (time, done) when encoding was first seen running
-    ended: float | None = None  # when encoding was over
+    seconds: float = 0.0  # encoding time, from the progress files (encoding_seconds)
     listed: float = 0.0  # when the counts report that gave ``total`` was written
     listed_after: float = 0.0  # a listing job started at this time: counts older than it are stale
 
@@ -123,9 +147,8 @@ class SplitState:
         folder = os.path.dirname(self.paths.part_report(self.name, "x"))
         files = [os.path.join(folder, name) for name in listing(folder) if name.endswith(PROGRESS_SUFFIX)]
         states = [read_progress(path) for path in files if modified(path) >= self.listed]
-        self.done, self.bad = sum(done for done, _ in states), sum(bad for _, bad in states)
-        if self.stage == "encoding" and self.baseline is None:
-            self.baseline = (time.monotonic(), self.done)
+        self.done, self.bad = sum(state.done for state in states), sum(state.bad for state in states)
+        self.seconds = encoding_seconds(states)
 
     def line(self, width: int = 0) -> str:
         """``train  1,234/12,000 images  850 img/s  ETA 0:13  0 bad  encoding``."""
@@ -144,12 +167,8 @@ class SplitState:
         return f"{bar(done, self.total, width)} {text}" if width else text
 
     def rate(self) -> float | None:
-        if self.baseline is None:
-            return None
-        if self.stage != "encoding" and self.ended is None:
-            self.ended = time.monotonic()  # the rate of the encoding, not of what came after
-        seconds = (self.ended or time.monotonic()) - self.baseline[0]
-        return (self.done - self.baseline[1]) / seconds if seconds >= 1 and self.done > self.baseline[1] else None
+        """Images per second of encoding time (encoding_seconds), None before there is any."""
+        return self.done / self.seconds if self.seconds > 0 and self.done else None
 
 
 def modified(path: str) -> float:
