@@ -145,7 +145,7 @@ def convert_parser(prog: str) -> argparse.ArgumentParser:
 
 def add_setting_flags(parser: argparse.ArgumentParser) -> None:
     """The common config keys as flags, ``--set`` for any key, and what OUTDIR may have replaced."""
-    group = parser.add_argument_group("settings (keys of config/schema.yaml, without a config file)")
+    group = parser.add_argument_group("settings (the config's keys, without a config file)")
     group.add_argument("--quality", type=int, metavar="Q", help="JPEG quality of re-encoded images (95)")
     group.add_argument("--short-side", type=int, metavar="PX", help="shrink images to this shorter side (none)")
     group.add_argument("--on-error", choices=("fail", "skip"), help="a broken image: fail, or skip and list it")
