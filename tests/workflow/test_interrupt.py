@@ -124,15 +124,14 @@ def test_ctrl_c_to_the_command_alone_while_encoding(source: Path, clean: Path, t
     assert_same_dataset(tmp_path / "out" / "train.lmdb", clean / "train.lmdb")
 
 
-def test_sigterm_while_merging(source: Path, clean: Path, tmp_path: Path) -> None:
+def test_sigterm_while_merging(source: Path, tmp_path: Path) -> None:
+    """SIGTERM (a scheduler, ``kill``): the same, exit status 143 (the rerun: test_the_other_moments)."""
     process, marker = held(tmp_path, [*COMMAND, source, "out", *OPTIONS], "merge")
     status, _, stderr = stopped_by(process, signal.SIGTERM, group=False)
     assert status == 143
     line = f"interrupted by SIGTERM: train {IMAGES}/{IMAGES} images encoded, stopped while merging."
     assert_only_the_message(stderr, line)
     assert left_running(marker) == []
-    finished(run(tmp_path, [*COMMAND, source, "out", *OPTIONS]))
-    assert_same_dataset(tmp_path / "out" / "train.lmdb", clean / "train.lmdb")
 
 
 def test_ctrl_c_while_the_command_lists_source(source: Path, tmp_path: Path) -> None:
@@ -176,18 +175,36 @@ def test_plain_snakemake_with_the_logger_ends_with_the_same_lines(source: Path, 
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("hold", "signum"), [("count_check", signal.SIGTERM), ("verify", signal.SIGINT)])
+@pytest.mark.parametrize(
+    ("hold", "signum"), [("count_check", signal.SIGTERM), ("merge", signal.SIGTERM), ("verify", signal.SIGINT)]
+)
 def test_the_other_moments(hold: str, signum: int, source: Path, clean: Path, tmp_path: Path) -> None:
     """Listing and verifying, as a terminal's Ctrl-C (the whole group) or a SIGTERM."""
     process, marker = held(tmp_path, [*COMMAND, source, "out", *OPTIONS], hold)
     status, _, stderr = stopped_by(process, signum, group=True)
     assert status == 128 + signum
     words = "interrupted" if signum == signal.SIGINT else "interrupted by SIGTERM"
-    reached = (
-        "train listing" if hold == "count_check" else f"train {IMAGES}/{IMAGES} images encoded, stopped while verifying"
-    )
+    stage = {"merge": "merging", "verify": "verifying"}.get(hold)
+    reached = f"train {IMAGES}/{IMAGES} images encoded, stopped while {stage}" if stage else "train listing"
     assert_only_the_message(stderr, f"{words}: {reached}.")
     assert left_running(marker) == []
     finished(run(tmp_path, [*COMMAND, source, "out", *OPTIONS]))
     assert published(tmp_path / "out") == published(clean)
     assert_same_dataset(tmp_path / "out" / "train.lmdb", clean / "train.lmdb")
+
+
+def test_a_command_killed_outright_leaves_nothing_running(source: Path, tmp_path: Path) -> None:
+    """SIGKILL (the OOM killer) to the command alone: Snakemake, in its own process group, sees its
+    parent gone and stops its jobs as a Ctrl-C would, releasing the results folder."""
+    import time
+
+    from imagefolder_lmdb.run.lock import held_elsewhere
+
+    process, marker = held(tmp_path, [*COMMAND, source, "out", *OPTIONS], "encode_shard:1")
+    process.kill()
+    process.communicate()
+    deadline = time.monotonic() + 120
+    while left_running(marker):  # a deadline for a stuck run, not a measure of speed
+        assert time.monotonic() < deadline, f"still running: {left_running(marker)}"
+        time.sleep(0.1)
+    assert not held_elsewhere(str(tmp_path / "out"))

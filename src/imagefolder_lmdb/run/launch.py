@@ -34,6 +34,9 @@ ERROR_FILE_VARIABLE = "IMAGEFOLDER_LMDB_ERROR_FILE"
 #: Set for the plugin: where the closing lines of an interrupted run go (this process names the
 #: signal it got there first).
 INTERRUPT_FILE_VARIABLE = "IMAGEFOLDER_LMDB_INTERRUPT_FILE"
+#: Set for the plugin: this process's id. Snakemake runs in a process group of its own, which a kill
+#: of this process (or of its group) does not reach: the plugin stops the run once its parent is gone.
+PARENT_VARIABLE = "IMAGEFOLDER_LMDB_PARENT"
 #: Set for the plugin: "1" where this process's stderr is a terminal (the plugin's is a pipe to it).
 TERMINAL_VARIABLE = "IMAGEFOLDER_LMDB_TERMINAL"
 #: Lines Snakemake prints before its logger exists, shown only with ``verbose``.
@@ -128,6 +131,7 @@ def run_snakemake(command: list[str], verbose: bool = False, runs: Sequence[tupl
         error_file, interrupt_file = os.path.join(folder, "error.txt"), os.path.join(folder, "interrupted.txt")
         environment = {**snakemake_environment(), ERROR_FILE_VARIABLE: error_file}
         environment[INTERRUPT_FILE_VARIABLE] = interrupt_file
+        environment[PARENT_VARIABLE] = str(os.getpid())
         environment[TERMINAL_VARIABLE] = "1" if sys.stderr.isatty() else "0"
         environment["PYTHONUNBUFFERED"] = "1"  # the summary (stdout) after the board's last lines (stderr)
         with stopping_on_signals(interrupt_file) as stop:

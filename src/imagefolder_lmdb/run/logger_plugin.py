@@ -28,13 +28,19 @@ import re
 import signal
 import sys
 import threading
+import time
 from types import FrameType
 from typing import Any
 
 from snakemake_interface_logger_plugins.base import LogHandlerBase
 
 from imagefolder_lmdb.run import progress as progress_board
-from imagefolder_lmdb.run.launch import ERROR_FILE_VARIABLE, INTERRUPT_FILE_VARIABLE, TERMINAL_VARIABLE
+from imagefolder_lmdb.run.launch import (
+    ERROR_FILE_VARIABLE,
+    INTERRUPT_FILE_VARIABLE,
+    PARENT_VARIABLE,
+    TERMINAL_VARIABLE,
+)
 from imagefolder_lmdb.run.rule_runner import INTERRUPTED_MESSAGE
 from imagefolder_lmdb.run.summary import up_to_date_lines
 
@@ -89,6 +95,7 @@ class LogHandler(LogHandlerBase):
         terminal = os.environ.get(TERMINAL_VARIABLE)
         self.board = progress_board.start_board(sys.stderr, None if terminal is None else terminal == "1")
         self.watch_interrupts()
+        watch_parent(os.environ.get(PARENT_VARIABLE))
 
     def watch_interrupts(self) -> None:
         """Note a SIGINT before Snakemake's own handling of it (a KeyboardInterrupt), so that the jobs
@@ -225,6 +232,25 @@ class LogHandler(LogHandlerBase):
     @property
     def needs_rulegraph(self) -> bool:
         return False
+
+
+#: Seconds between two looks at whether ``imagefolder-lmdb convert`` (this process's parent) lives.
+PARENT_CHECK_INTERVAL = 0.5
+
+
+def watch_parent(parent: str | None) -> None:
+    """Under ``imagefolder-lmdb convert`` (its pid in ``parent``): should it die without stopping the
+    run (SIGKILL, the OOM killer), stop Snakemake and its jobs as a Ctrl-C would, rather than leave
+    them running with nobody to see them or to release the results folder."""
+    if not parent or not parent.isdigit():
+        return
+
+    def watching() -> None:
+        while os.getppid() == int(parent):
+            time.sleep(PARENT_CHECK_INTERVAL)
+        os.killpg(os.getpgrp(), signal.SIGINT)
+
+    threading.Thread(target=watching, name="imagefolder-lmdb parent", daemon=True).start()
 
 
 def read_signal_name(path: str | None) -> str | None:
