@@ -16,7 +16,7 @@ from PIL import Image
 from imagefolder_lmdb.run.logger_plugin import closing_lines
 from imagefolder_lmdb.run.paths import RunPaths
 from imagefolder_lmdb.run.progress import SplitState, interruption_lines
-from imagefolder_lmdb.run.summary import kept_bytes_line, ratio_words
+from imagefolder_lmdb.run.summary import kept_bytes_line, ratio_words, speed_line
 from imagefolder_lmdb.steps.report_split import HEIGHT, LABEL_BAND, MARGIN, NAMED_BARS, WIDTH, class_histogram
 
 
@@ -65,10 +65,12 @@ def report(storage: dict[str, int], reencode: str = "auto", ratio: float = 1.1) 
 
 def test_images_reencoded_from_another_format_get_a_line_with_the_setting_that_keeps_them() -> None:
     [line] = kept_bytes_line(report({"passthrough": 90, "reencoded:not-jpeg": 10}))
-    assert line.startswith("  note: 10 images of 100 re-encoded as JPEG q95 (not RGB JPEGs in the source)")
-    assert "encode.reencode: never" in line and "--set encode.reencode=never" in line
+    assert line == (
+        "  re-encoded: 10 of 100 images were no RGB JPEG, stored as JPEG q95 "
+        "(--set encode.reencode=never keeps every file as it is)"
+    )
     [grown] = kept_bytes_line(report({"reencoded:not-jpeg": 4}, ratio=2.345))
-    assert "the file is 2.35x its source" in grown
+    assert "stored as JPEG q95, the file 2.35x its source (" in grown
     assert kept_bytes_line(report({"passthrough": 9, "reencoded:resized": 3})) == []  # a setting's doing
     assert kept_bytes_line(report({"stored-as-is": 4}, reencode="never")) == []
 
@@ -121,3 +123,16 @@ def test_an_interrupted_run_says_how_far_each_split_got(tmp_path: Path) -> None:
         "test 40/40 images encoded, stopped while merging.",
         "Run the same command again: it goes on from there.",
     ]
+
+
+def test_the_summary_rate_counts_encoding_time_only(tmp_path: Path) -> None:
+    """Two encode jobs of 5 s each (start-up, waiting) that encoded for 0.25 s each: 160 images make
+    320 img/s per job slot, not 16."""
+    paths, _ = listed_split(tmp_path, 160)
+    for shard, start in (("00000", 1000.0), ("00001", 1002.0)):
+        progress_file(paths, shard, 80, start, start + 0.25)
+        benchmark = Path(paths.benchmark("encode_shard", "train", shard))
+        benchmark.parent.mkdir(parents=True, exist_ok=True)
+        benchmark.write_text("s\th:m:s\n5.0\t0:00:05\n")
+    line = speed_line({"images": 160}, paths, "train", 2)
+    assert line == "  time: 10.0 s of jobs, of which encoding 10.0 s in 2 shards (320 img/s per job slot)"

@@ -241,7 +241,8 @@ def stopping_on_signals(interrupt_file: str | None = None) -> Iterator[Stop]:
 def show_interruption(exc: Interrupted) -> None:
     """The closing lines of an interrupted conversion, on stderr (a closed terminal: nowhere)."""
     with contextlib.suppress(OSError, ValueError):
-        print("\n".join(exc.lines), file=sys.stderr, flush=True)
+        start = "\n" if sys.stderr.isatty() else ""  # off the line the terminal echoed ^C on
+        print(start + "\n".join(exc.lines), file=sys.stderr, flush=True)
 
 
 def end_interrupted_call(exc: Interrupted) -> None:

@@ -74,16 +74,28 @@ def ratio_words(report: dict[str, Any]) -> str:
 
 
 def speed_line(report: dict[str, Any], paths: RunPaths, split: str, shards: int | None = None) -> str:
+    """Seconds of jobs, and the rate per job slot from the time spent encoding (the encode jobs'
+    progress files: neither a job's start-up nor a wait counts), else from the encode jobs' whole time."""
     encode = job_seconds(paths, "encode_shard", split)
     rules = ("extract", "count_check", "encode_shard", "merge", "write_meta", "verify")
     total = sum(job_seconds(paths, rule, split) for rule in rules)
     if encode <= 0:
         return "  time: no job records"
+    encoding = encoding_time(paths, split) or encode
     jobs = "" if shards is None else f" in {counted(shards, 'shard')}"
     return (
         f"  time: {total:.1f} s of jobs, of which encoding {encode:.1f} s{jobs} "
-        f"({report['images'] / encode:,.0f} img/s per job slot)"
+        f"({report['images'] / encoding:,.0f} img/s per job slot)"
     )
+
+
+def encoding_time(paths: RunPaths, split: str) -> float:
+    """Seconds the split's encode jobs spent encoding, summed over the jobs (0.0 without their files)."""
+    from imagefolder_lmdb.run.progress import PROGRESS_SUFFIX, read_progress
+
+    folder = os.path.dirname(paths.part_report(split, "x"))
+    states = [read_progress(path) for path in glob.glob(os.path.join(glob.escape(folder), f"*{PROGRESS_SUFFIX}"))]
+    return sum(state.updated - state.started for state in states if state.updated)
 
 
 def unverified_summary(name: str, paths: RunPaths) -> list[str]:
@@ -117,12 +129,11 @@ def kept_bytes_line(report: dict[str, Any]) -> list[str]:
     if encode.get("reencode") != "auto" or not reencoded:
         return []
     ratio = report.get("stored_to_source_ratio") or 0
-    grown = f"; the file is {ratio:.2f}x its source" if ratio > 1.5 else ""
+    grown = f", the file {ratio:.2f}x its source" if ratio > 1.5 else ""
     quality = f" q{encode['quality']}" if encode.get("quality") else ""
     return [
-        f"  note: {counted(reencoded, 'image')} of {images:,} re-encoded as JPEG{quality} (not RGB JPEGs in the "
-        f"source){grown}. To keep every file's bytes as they are: encode.reencode: never (on the command line: "
-        "--set encode.reencode=never)"
+        f"  re-encoded: {reencoded:,} of {images:,} images were no RGB JPEG, stored as JPEG{quality}{grown} "
+        "(--set encode.reencode=never keeps every file as it is)"
     ]
 
 
