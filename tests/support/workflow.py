@@ -176,6 +176,8 @@ def descendants(pid: int) -> list[int]:
     """``pid``'s children, theirs, and so on (from /proc), ``pid`` itself first."""
     children: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
         try:
             fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
         except (OSError, IndexError):

@@ -239,10 +239,18 @@ def stopping_on_signals(interrupt_file: str | None = None) -> Iterator[Stop]:
 
 
 def show_interruption(exc: Interrupted) -> None:
-    """The closing lines of an interrupted conversion, on stderr (a closed terminal: nowhere)."""
-    with contextlib.suppress(OSError, ValueError):
+    """The closing lines of an interrupted conversion, on stderr; where that is gone (``| tee``: the
+    terminal's Ctrl-C stopped tee too), on the terminal itself, if there is one."""
+    text = "\n".join(exc.lines) + "\n"
+    try:
         start = "\n" if sys.stderr.isatty() else ""  # off the line the terminal echoed ^C on
-        print(start + "\n".join(exc.lines), file=sys.stderr, flush=True)
+        sys.stderr.write(start + text)
+        sys.stderr.flush()
+        return
+    except (OSError, ValueError):
+        pass
+    with contextlib.suppress(OSError), open("/dev/tty", "w") as terminal:
+        terminal.write("\n" + text)
 
 
 def end_interrupted_call(exc: Interrupted) -> None:
