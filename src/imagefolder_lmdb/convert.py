@@ -32,11 +32,9 @@ from imagefolder_lmdb.run.launch import (
     ConvertError,
     Interrupted,
     check_snakemake,
-    end_interrupted_call,
+    interruptible_call,
     run_snakemake,
-    show_interruption,
     snakemake_command,
-    stopping_on_signals,
 )
 
 __all__ = [
@@ -140,39 +138,16 @@ def convert(
         verbose: Snakemake's own output (every job) instead of the progress board.
 
     Returns each split's final files by name; ConvertError: a failure (``lines``: what to do).
-
-    Interrupted (a notebook's interrupt, Ctrl-C, ``kill -INT``): Snakemake and its jobs are stopped,
-    how far each split got is printed, and KeyboardInterrupt is raised (:class:`Interrupted`, its
-    ``lines``); the same call goes on from there. SIGTERM (or SIGHUP) is answered the same way, then
-    handed to the handler the caller had: by default the process ends by it (exit status 143), as
-    without convert(). Signals are handled so only when called from the main thread.
+    Interrupted: KeyboardInterrupt once Snakemake and its jobs have stopped (SIGTERM: run/launch.py).
     """
     check_snakemake()
     settings = python_settings(config, shards)
-    request = None
-    try:
-        with stopping_on_signals():  # SOURCE is listed before Snakemake starts: a signal stops that too
-            if source is not None and outdir is not None:
-                request = command_request(
-                    source,
-                    outdir,
-                    split,
-                    layout,
-                    splits,
-                    work,
-                    settings,
-                    overwrite,
-                    classes_from,
-                    False,
-                    cores,
-                    profile,
-                )
-            run = plan_run(request, outdir, work, configfile, run_options(cores, profile, snakemake_args))
-            return run_planned(run, clean, bool(snakemake_args), verbose, python=True)
-    except Interrupted as exc:
-        show_interruption(exc)
-        end_interrupted_call(exc)
-        raise  # not reached: end_interrupted_call raises
+    with interruptible_call():  # SOURCE is listed before Snakemake starts: a signal stops that too
+        request = None if source is None or outdir is None else command_request(
+            source, outdir, split, layout, splits, work, settings, overwrite, classes_from, False, cores, profile
+        )  # fmt: skip
+        run = plan_run(request, outdir, work, configfile, run_options(cores, profile, snakemake_args))
+        return run_planned(run, clean, bool(snakemake_args), verbose, python=True)
 
 
 def python_settings(config: dict[str, Any] | None, shards: int | None) -> list[Any]:

@@ -142,18 +142,24 @@ def test_ctrl_c_while_the_command_lists_source(source: Path, tmp_path: Path) -> 
     assert stderr.splitlines() == ["interrupted: nothing started.", CLOSING]
 
 
-def test_convert_raises_keyboard_interrupt_when_the_caller_alone_is_interrupted(source: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGINT, pytest.param(signal.SIGTERM, marks=pytest.mark.slow)])
+def test_convert_stops_when_the_caller_alone_is_interrupted(signum: int, source: Path, tmp_path: Path) -> None:
     """A notebook's interrupt reaches the kernel alone: convert() stops Snakemake and the listing
-    job, says how far it got, and raises KeyboardInterrupt."""
+    job, says how far it got, and raises KeyboardInterrupt. SIGTERM: the same lines, then the
+    caller's handler (the default here: the process ends by the signal)."""
     script = (
         "import sys\nfrom imagefolder_lmdb import convert\n"
         f"try:\n    convert({str(source)!r}, 'out', shards={SHARDS}, cores=1)\n"
         "except KeyboardInterrupt as exc:\n    print('KeyboardInterrupt', type(exc).__name__)\n    sys.exit(7)\n"
     )
     process, marker = held(tmp_path, [sys.executable, "-c", script], "count_check")
-    status, stdout, stderr = stopped_by(process, signal.SIGINT, group=False)
-    assert (status, stdout) == (7, "KeyboardInterrupt Interrupted\n")
-    assert_only_the_message(stderr, "interrupted: train listing.")
+    status, stdout, stderr = stopped_by(process, signum, group=False)
+    if signum == signal.SIGINT:
+        assert (status, stdout) == (7, "KeyboardInterrupt Interrupted\n")
+        assert_only_the_message(stderr, "interrupted: train listing.")
+    else:
+        assert (status, stdout) == (-signal.SIGTERM, "")
+        assert_only_the_message(stderr, "interrupted by SIGTERM: train listing.")
     assert left_running(marker) == []
 
 

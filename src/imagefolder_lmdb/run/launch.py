@@ -260,3 +260,16 @@ def end_interrupted_call(exc: Interrupted) -> None:
     if exc.signum != signal.SIGINT:
         signal.raise_signal(exc.signum)
     raise exc
+
+
+@contextlib.contextmanager
+def interruptible_call() -> Iterator[None]:
+    """``convert()``'s body: a signal stops it at any moment (stopping_on_signals), its lines are
+    shown, and then SIGINT is raised as KeyboardInterrupt (:class:`Interrupted`, with ``lines``), while
+    SIGTERM or SIGHUP goes to the handler the caller had (end_interrupted_call)."""
+    try:
+        with stopping_on_signals():
+            yield
+    except Interrupted as exc:
+        show_interruption(exc)
+        end_interrupted_call(exc)

@@ -94,23 +94,8 @@ class LogHandler(LogHandlerBase):
         os.environ[MESSAGES_VARIABLE] = "1"
         terminal = os.environ.get(TERMINAL_VARIABLE)
         self.board = progress_board.start_board(sys.stderr, None if terminal is None else terminal == "1")
-        self.watch_interrupts()
+        watch_interrupts(self)
         watch_parent(os.environ.get(PARENT_VARIABLE))
-
-    def watch_interrupts(self) -> None:
-        """Note a SIGINT before Snakemake's own handling of it (a KeyboardInterrupt), so that the jobs
-        it stops are not reported as failed."""
-        if threading.current_thread() is not threading.main_thread():
-            return
-        previous = signal.getsignal(signal.SIGINT)
-
-        def noted(signum: int, frame: FrameType | None) -> Any:
-            self.interrupt("SIGINT")
-            if callable(previous):
-                return previous(signum, frame)
-            raise KeyboardInterrupt
-
-        signal.signal(signal.SIGINT, noted)
 
     def interrupt(self, signal_name: str) -> None:
         if self.interrupted is None:
@@ -199,19 +184,10 @@ class LogHandler(LogHandlerBase):
             if state.stage not in ("waiting", "done"):
                 state.stage = f"interrupted while {state.stage.removesuffix(' failed')}"
         progress_board.stop_board()
-        if target:
-            with open(target, "w") as stream:
-                stream.write("\n".join(lines) + "\n")
-            return
-        print("\n".join(lines), file=sys.stderr, flush=True)
+        leave_lines(lines, target)
 
     def conclude(self, lines: list[str]) -> None:
-        target = os.environ.get(ERROR_FILE_VARIABLE)
-        if target:
-            with open(target, "w") as stream:
-                stream.write("\n".join(lines) + "\n")
-            return
-        print("\n".join(lines), file=sys.stderr, flush=True)
+        leave_lines(lines, os.environ.get(ERROR_FILE_VARIABLE))
 
     @property
     def writes_to_stream(self) -> bool:
@@ -232,6 +208,31 @@ class LogHandler(LogHandlerBase):
     @property
     def needs_rulegraph(self) -> bool:
         return False
+
+
+def leave_lines(lines: list[str], target: str | None) -> None:
+    """The closing lines: into ``target`` for ``imagefolder-lmdb convert`` to show, else on stderr."""
+    if target:
+        with open(target, "w") as stream:
+            stream.write("\n".join(lines) + "\n")
+        return
+    print("\n".join(lines), file=sys.stderr, flush=True)
+
+
+def watch_interrupts(handler: LogHandler) -> None:
+    """Note a SIGINT before Snakemake's own handling of it (a KeyboardInterrupt), so that the jobs it
+    stops are not reported as failed."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    previous = signal.getsignal(signal.SIGINT)
+
+    def noted(signum: int, frame: FrameType | None) -> Any:
+        handler.interrupt("SIGINT")
+        if callable(previous):
+            return previous(signum, frame)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, noted)
 
 
 #: Seconds between two looks at whether ``imagefolder-lmdb convert`` (this process's parent) lives.

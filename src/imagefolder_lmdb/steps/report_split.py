@@ -65,7 +65,7 @@ def name_under_bar(image: Image.Image, name: str, x0: float, bar: float) -> None
     """``name`` written downwards, centred under the bar that starts at ``x0``."""
     size = max(8, min(13, int(bar * 0.8)))
     font = ImageFont.load_default(size=size)
-    left, top, right, bottom = font.getbbox(name)
+    left, top, right, bottom = (int(edge) for edge in font.getbbox(name))
     text = Image.new("L", (right - left + 2, bottom - top + 2), 0)
     ImageDraw.Draw(text).text((1 - left, 1 - top), name, fill=255, font=font)
     upright = text.rotate(-90, expand=True)  # reads top to bottom
