@@ -154,6 +154,8 @@ def test_convert_stops_when_the_caller_alone_is_interrupted(signum: int, source:
     )
     process, marker = held(tmp_path, [sys.executable, "-c", script], "count_check")
     status, stdout, stderr = stopped_by(process, signum, group=False)
+    assert stderr.endswith("\nCall it again the same way: it goes on from there.\n"), stderr  # Python's words
+    stderr = stderr.replace("Call it again the same way", "Run the same command again")
     if signum == signal.SIGINT:
         assert (status, stdout) == (7, "KeyboardInterrupt Interrupted\n")
         assert_only_the_message(stderr, "interrupted: train listing.")

@@ -271,5 +271,6 @@ def interruptible_call() -> Iterator[None]:
         with stopping_on_signals():
             yield
     except Interrupted as exc:
+        exc.lines = [line.replace("Run the same command again", "Call it again the same way") for line in exc.lines]
         show_interruption(exc)
         end_interrupted_call(exc)
