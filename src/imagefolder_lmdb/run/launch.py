@@ -141,7 +141,9 @@ def run_snakemake(command: list[str], verbose: bool = False, runs: Sequence[tupl
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                process_group=0,
+                # its own group where signals are ours to hand on (the main thread); from another
+                # thread, in ours: a Ctrl-C then reaches it as it reaches this process
+                process_group=0 if threading.current_thread() is threading.main_thread() else None,
             )
             stop.started(process)
             streams = {process.stderr: sys.stderr, process.stdout: sys.stdout}  # stderr first: see relay
