@@ -219,7 +219,7 @@ def _checked_walk(path: str) -> lmdb_pages.Walk:
         raise FormatError(
             f"{path}: its LMDB pages do not check out ({exc}): the file is damaged, or not one this workflow "
             "wrote; nothing was written. Copy it again from the original, and check the original first with "
-            "`python scripts/verify.py ORIGINAL --full`"
+            "`imagefolder-lmdb verify ORIGINAL --full`"
         ) from exc
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
 from importlib import metadata
 
@@ -144,7 +145,7 @@ def convert_parser(prog: str) -> argparse.ArgumentParser:
 
 def add_setting_flags(parser: argparse.ArgumentParser) -> None:
     """The common config keys as flags, ``--set`` for any key, and what OUTDIR may have replaced."""
-    group = parser.add_argument_group("settings (keys of config/schema.yaml, without a config file)")
+    group = parser.add_argument_group("settings (the config's keys, without a config file)")
     group.add_argument("--quality", type=int, metavar="Q", help="JPEG quality of re-encoded images (95)")
     group.add_argument("--short-side", type=int, metavar="PX", help="shrink images to this shorter side (none)")
     group.add_argument("--on-error", choices=("fail", "skip"), help="a broken image: fail, or skip and list it")
@@ -208,14 +209,28 @@ FLAG_NAMES += ("--classes-from", "--overwrite", "--clean", "--splits", "--shards
 
 def convert_main(argv: list[str], prog: str = f"{PROG} convert") -> int:
     """``imagefolder-lmdb convert``: check the arguments, plan the config, then run Snakemake on the
-    packaged workflow, showing its progress board and, on failure, what to do as the last lines."""
-    from imagefolder_lmdb.config.settings import SettingError
-    from imagefolder_lmdb.convert import ConvertError, command_request, plan_run, run_options, run_planned
-    from imagefolder_lmdb.run.launch import check_snakemake
+    packaged workflow, showing its progress board and, on failure, what to do as the last lines.
+    SIGINT, SIGTERM or SIGHUP at any moment: how far each split got, exit status 128 + the signal."""
+    from imagefolder_lmdb.run.launch import Interrupted, show_interruption, stopping_on_signals
 
     ours, passed = (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
     parser = convert_parser(prog)
     args = parser.parse_args(ours)
+    try:
+        with stopping_on_signals():  # SOURCE is listed before Snakemake starts: a signal stops that too
+            return convert_parsed(args, passed, parser, prog)
+    except KeyboardInterrupt as exc:  # Interrupted, or Python's own before the handlers were set
+        stopped = exc if isinstance(exc, Interrupted) else Interrupted(signal.SIGINT)
+        show_interruption(stopped)
+        return 128 + stopped.signum
+
+
+def convert_parsed(args: argparse.Namespace, passed: list[str], parser: argparse.ArgumentParser, prog: str) -> int:
+    """``convert_main`` once its arguments are parsed: plan, run, and say how it ended."""
+    from imagefolder_lmdb.config.settings import SettingError
+    from imagefolder_lmdb.convert import ConvertError, command_request, plan_run, run_options, run_planned
+    from imagefolder_lmdb.run.launch import check_snakemake
+
     try:
         check_snakemake()
         options = run_options(args.cores, args.profile, passed)

@@ -31,14 +31,26 @@ from imagefolder_lmdb.run.launch import (
     SNAKEFILE,
     WORKFLOW,
     ConvertError,
+    Interrupted,
     check_snakemake,
+    interruptible_call,
     run_snakemake,
     snakemake_command,
 )
 from imagefolder_lmdb.run.made_from import RECORDED_VARIABLE
 from imagefolder_lmdb.run.paths import RunPaths
 
-__all__ = ["PROFILES", "SNAKEFILE", "WORKFLOW", "ConvertError", "Run", "SplitOutputs", "convert", "plan_run"]
+__all__ = [
+    "PROFILES",
+    "SNAKEFILE",
+    "WORKFLOW",
+    "ConvertError",
+    "Interrupted",
+    "Run",
+    "SplitOutputs",
+    "convert",
+    "plan_run",
+]
 
 PathLike = str | os.PathLike[str]
 
@@ -129,16 +141,16 @@ def convert(
         verbose: Snakemake's own output (every job) instead of the progress board.
 
     Returns each split's final files by name; ConvertError: a failure (``lines``: what to do).
+    Interrupted: KeyboardInterrupt once Snakemake and its jobs have stopped (SIGTERM: run/launch.py).
     """
     check_snakemake()
     settings = python_settings(config, shards)
-    request = None
-    if source is not None and outdir is not None:
-        request = command_request(
+    with interruptible_call():  # SOURCE is listed before Snakemake starts: a signal stops that too
+        request = None if source is None or outdir is None else command_request(
             source, outdir, split, layout, splits, work, settings, overwrite, classes_from, False, cores, profile
-        )
-    run = plan_run(request, outdir, work, configfile, run_options(cores, profile, snakemake_args))
-    return run_planned(run, clean, bool(snakemake_args), verbose, python=True)
+        )  # fmt: skip
+        run = plan_run(request, outdir, work, configfile, run_options(cores, profile, snakemake_args))
+        return run_planned(run, clean, bool(snakemake_args), verbose, python=True)
 
 
 def python_settings(config: dict[str, Any] | None, shards: int | None) -> list[Any]:
@@ -170,8 +182,12 @@ def run_planned(
         return run.outputs
     kept = set_aside(run.replaced)
     try:
+        command = snakemake_command(run.configfile, run.directory, run.options, verbose)
         with sources_recorded(run):
-            run_snakemake(snakemake_command(run.configfile, run.directory, run.options, verbose), verbose)
+            run_snakemake(command, verbose, progress_runs(run))
+    except Interrupted:
+        put_back(kept)  # an interrupted run too
+        raise
     except ConvertError as exc:
         put_back(kept)  # a failed run leaves the old datasets as they were
         if run.config is None:  # a config file's run: its messages speak of its keys
@@ -207,6 +223,23 @@ def sources_recorded(run: Run) -> Iterator[None]:
 def made_from_files(config: dict[str, Any]) -> list[str]:
     paths = RunPaths(config["results"], config["work"])
     return [paths.made_from(split) for split in config["splits"]]
+
+
+def progress_runs(run: Run) -> list[tuple[Any, list[str]]]:
+    """The run's folders and splits, to tell how far each split got when it is interrupted."""
+    from imagefolder_lmdb.run.paths import RunPaths
+
+    if run.config is not None:
+        return [(RunPaths(run.config["results"], run.config["work"]), list(run.config["splits"]))]
+    import yaml
+
+    try:
+        config = yaml.safe_load(run.configfile.read_text()) or {}
+        return [
+            (RunPaths(str(config.get("results") or "results"), str(config.get("work") or "work")), list(run.outputs))
+        ]
+    except (OSError, yaml.YAMLError, AttributeError):
+        return []
 
 
 def set_aside(paths: Sequence[str]) -> dict[str, str]:

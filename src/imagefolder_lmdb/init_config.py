@@ -40,8 +40,10 @@ def main(argv: Sequence[str] | None = None, prog: str = "imagefolder-lmdb init-c
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="\n".join(f"  {name:<9} {WHAT[name]}" for name in CONFIGS),
     )
-    parser.add_argument("name", choices=list(CONFIGS), metavar="NAME", help=", ".join(CONFIGS))
+    parser.add_argument("name", nargs="?", choices=list(CONFIGS), metavar="NAME", help=", ".join(CONFIGS))
     args = parser.parse_args(argv)
+    if args.name is None:  # the choices, with what each is for, rather than "required: NAME"
+        parser.error("give NAME, one of:\n" + "\n".join(f"  {name:<9} {WHAT[name]}" for name in CONFIGS))
     sys.stdout.write(config_text(args.name))
     return 0
 

@@ -4,6 +4,7 @@ it (finished, or started and held at a script's hook point, then killed as a pow
 from __future__ import annotations
 
 import compileall
+import contextlib
 import io
 import os
 import signal
@@ -160,9 +161,39 @@ def wait_for_hold(marker: Path, process: subprocess.Popen, timeout: float = 120)
 
 
 def kill_group(process: subprocess.Popen) -> None:
-    """SIGKILL snakemake and its jobs together, as a power cut or the OOM killer would."""
+    """SIGKILL snakemake and its jobs together, as a power cut would: the process group of
+    ``process`` and every group its descendants run in (``imagefolder-lmdb convert`` starts
+    Snakemake in a group of its own)."""
+    groups = {os.getpgid(pid) for pid in descendants(process.pid)} - {os.getpgrp()}
     os.killpg(process.pid, signal.SIGKILL)
+    for group in groups:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(group, signal.SIGKILL)
     process.wait()
+
+
+def descendants(pid: int) -> list[int]:
+    """``pid``'s children, theirs, and so on (from /proc), ``pid`` itself first."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry.name))
+    found, queue = [], [pid]
+    while queue:
+        current = queue.pop()
+        found.append(current)
+        queue += children.get(current, [])
+    alive = []
+    for member in found:
+        with contextlib.suppress(ProcessLookupError):
+            os.getpgid(member)
+            alive.append(member)
+    return alive
 
 
 def published(results: Path) -> list[str]:

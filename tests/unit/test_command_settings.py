@@ -159,5 +159,4 @@ def test_the_shard_count_follows_the_images_and_the_cores(tmp_path: Path) -> Non
     config = {"splits": {"train": {"source": str(tmp_path / "train")}, "val": {"source": "x", "shards": 5}}}
     notes = choose_shards(config, "2")
     assert config["splits"]["train"]["shards"] == 2 and config["splits"]["val"]["shards"] == 5
-    assert notes == ["train: 2 shards for 300 images on 2 cores (1 per 1,000 images, at least 1 per core, "
-                     "at most 2 per core; --shards N to choose)"]  # fmt: skip
+    assert notes == ["train: 2 shards for 300 images on 2 cores (--shards N to choose)"]  # the rule: --help

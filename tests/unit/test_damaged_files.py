@@ -102,8 +102,8 @@ def test_a_file_one_byte_short(written: Path) -> None:
         f"TruncatedFileError: {written} is shorter than it should be: its LMDB header says its pages run to "
         f"{size:,} bytes, but the file holds {size - 1:,}: the last 1 byte is missing. The copy is incomplete "
         "(an interrupted scp or rsync, a full disk or quota). Copy it again from the original, and check the "
-        "original first with `python scripts/verify.py ORIGINAL --full` (installed with pip: `imagefolder-lmdb "
-        "verify ORIGINAL --full`)."
+        "original first with `imagefolder-lmdb verify ORIGINAL --full` (in a checkout: `python scripts/verify.py "
+        "ORIGINAL --full`)."
     )
 
 
@@ -205,8 +205,8 @@ def test_a_damaged_label_is_refused_by_its_checksum(written: Path) -> None:
     patch(written, offset + 4 * 7, struct.pack("<i", 0))  # record 7's label 1 -> 0: still a class
     assert in_child(opened(written))["error"] == (
         f"FormatError: {written}: meta/labels does not match its checksum: the file is damaged. Copy it again "
-        "from the original, and check the original first with `python scripts/verify.py ORIGINAL --full` "
-        "(installed with pip: `imagefolder-lmdb verify ORIGINAL --full`)."
+        "from the original, and check the original first with `imagefolder-lmdb verify ORIGINAL --full` "
+        "(in a checkout: `python scripts/verify.py ORIGINAL --full`)."
     )
 
 
@@ -217,8 +217,8 @@ def test_a_damaged_class_name_is_refused_by_its_checksum(written: Path) -> None:
     patch(written, offset + name, b"c")  # class "a" -> "c": the JSON stays valid, the order sorted
     assert in_child(opened(written))["error"] == (
         f"FormatError: {written}: meta/json's classes do not match their checksum: the file is damaged. Copy it "
-        "again from the original, and check the original first with `python scripts/verify.py ORIGINAL --full` "
-        "(installed with pip: `imagefolder-lmdb verify ORIGINAL --full`)."
+        "again from the original, and check the original first with `imagefolder-lmdb verify ORIGINAL --full` "
+        "(in a checkout: `python scripts/verify.py ORIGINAL --full`)."
     )
     verified = run_script("verify.py", written)
     assert (
@@ -251,8 +251,8 @@ def test_one_damaged_byte_of_the_locations_is_caught_by_their_checksum(written: 
     assert result["values"] == values and not result["by_offset"]
     assert result["warnings"] == [
         f"{written}: its record locations (meta/locations) do not match their checksum: they are damaged. It is "
-        "read through LMDB, which gives the same bytes but is slower on a cold cache; `python "
-        f"scripts/add_locations.py {written}` (installed with pip: `imagefolder-lmdb add-locations {written}`) "
+        "read through LMDB, which gives the same bytes but is slower on a cold cache; `imagefolder-lmdb "
+        f"add-locations {written}` (in a checkout: `python scripts/add_locations.py {written}`) "
         "writes them again for this file."
     ]
 
@@ -334,5 +334,5 @@ def test_verify_reports_damaged_pages_without_touching_them(written: Path, tmp_p
     assert result.stdout.strip() == (
         f"FAIL {written}: {written}: its LMDB pages are damaged (a node offset points outside its page); LMDB "
         "would read wrong records or crash on it, so nothing of it was read. Copy it again from the original, "
-        "and check the original first with `python scripts/verify.py ORIGINAL --full`"
+        "and check the original first with `imagefolder-lmdb verify ORIGINAL --full`"
     )

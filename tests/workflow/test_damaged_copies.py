@@ -25,8 +25,8 @@ from support.workflow import Converted
 pytestmark = pytest.mark.usefixtures("fresh_envs")  # the tests open their files afresh
 
 RECOPY = (
-    "Copy it again from the original, and check the original first with `python scripts/verify.py "
-    "ORIGINAL --full` (installed with pip: `imagefolder-lmdb verify ORIGINAL --full`)."
+    "Copy it again from the original, and check the original first with `imagefolder-lmdb verify "
+    "ORIGINAL --full` (in a checkout: `python scripts/verify.py ORIGINAL --full`)."
 )
 
 
@@ -135,8 +135,8 @@ def test_damaged_locations_are_not_used_and_the_reader_warns_once(damaged: Damag
     path = damaged.path
     assert [str(w.message) for w in caught if w.category is LocationsWarning] == [
         f"{path}: its record locations (meta/locations) do not match their checksum: they are damaged. It is "
-        "read through LMDB, which gives the same bytes but is slower on a cold cache; `python "
-        f"scripts/add_locations.py {path}` (installed with pip: `imagefolder-lmdb add-locations {path}`) "
+        "read through LMDB, which gives the same bytes but is slower on a cold cache; `imagefolder-lmdb "
+        f"add-locations {path}` (in a checkout: `python scripts/add_locations.py {path}`) "
         "writes them again for this file."
     ]
 
@@ -152,7 +152,7 @@ def test_verify_full_names_the_wrong_locations_not_changed_bytes(damaged: Damage
     table = (
         f"meta/locations is damaged: the recorded locations of 2 of 40 records do not match the file (record "
         f"{SWAPPED[0]}: {recorded}; {held}); the reader does not use them: it reads every record through LMDB "
-        f"(the same bytes, slower on a cold cache); `python scripts/add_locations.py {damaged.path} --force` "
+        f"(the same bytes, slower on a cold cache); `imagefolder-lmdb add-locations {damaged.path} --force` "
         "writes them again"
     )
     assert verify.stdout.strip().endswith(f"first problem: {table}")

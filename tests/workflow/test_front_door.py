@@ -219,8 +219,8 @@ def test_rough_edges_are_one_line_each(tmp_path: Path) -> None:
     expected = {
         ("a", "file"): "imagefolder-lmdb convert: OUTDIR file is a file, not a folder: name a folder "
         "(it is created if missing)\n",
-        ("missing", "out"): "imagefolder-lmdb convert: SOURCE 'missing' does not exist: name a folder, an archive "
-        "or shard files\n",
+        ("missing", "out"): f"imagefolder-lmdb convert: SOURCE 'missing' does not exist (relative paths are taken "
+        f"from {tmp_path}). Name a folder, an archive or shard files.\n",
     }
     for (source, outdir), message in expected.items():
         result = run_command(tmp_path, "convert", source, outdir)

@@ -116,6 +116,18 @@ def test_one_bad_image_ends_with_the_fix_once(tmp_path: Path) -> None:
     assert verbose.returncode == 1 and "localrule encode_shard" in verbose.stderr, "--verbose: Snakemake's own"
 
 
+def test_bad_images_in_two_shards_end_with_the_fix_once(tmp_path: Path) -> None:
+    """Each failing shard names its own files; the fix they share is said once, last."""
+    source = small_tree(tmp_path / "images", images=10, bad=True)
+    (source / "dog" / "broken.jpg").write_bytes(b"\xff\xd8 not a jpeg either")
+    result = subprocess.run(cli(str(source), "out", "--shards", "2"), cwd=tmp_path, capture_output=True, text=True)
+    output = result.stderr.strip().splitlines()
+    assert result.returncode == 1, "\n".join(output)
+    assert sum("cat/broken.jpg" in line for line in output) == sum("dog/broken.jpg" in line for line in output) == 1
+    assert output[-1].startswith("Fix or remove the files named")
+    assert sum(line.startswith("Fix or remove the files named") for line in output) == 1, "\n".join(output)
+
+
 def test_convert_call_raises_the_lines_and_returns_the_outputs(tmp_path: Path) -> None:
     from imagefolder_lmdb import ConvertError, convert
 

@@ -82,6 +82,6 @@ def test_verify_warns_about_locations_without_their_checksum(copied: Path, tmp_p
     assert run_verify(copied, "--full", "--report", str(report)).returncode == 0
     assert json.loads(report.read_text())["warnings"] == [
         "meta/locations: the recorded locations match the file but carry no checksum (an earlier version wrote "
-        "them); the reader checks their layout and a few records only; `python scripts/add_locations.py "
+        "them); the reader checks their layout and a few records only; `imagefolder-lmdb add-locations "
         f"{copied}` gives them one"
     ]

@@ -100,8 +100,8 @@ class FormatError(Exception):
 
 #: The remedy for a damaged or incomplete file: a new copy, from a source checked first.
 _RECOPY = (
-    "Copy it again from the original, and check the original first with `python scripts/verify.py "
-    "ORIGINAL --full` (installed with pip: `imagefolder-lmdb verify ORIGINAL --full`)."
+    "Copy it again from the original, and check the original first with `imagefolder-lmdb verify "
+    "ORIGINAL --full` (in a checkout: `python scripts/verify.py ORIGINAL --full`)."
 )
 
 
@@ -320,8 +320,8 @@ def _missing_meta_message(txn: _ReadTxn, where: str) -> str:
             f"{where} is a legacy LMDB of pickled (image, label) records (the folder2lmdb layout: keys "
             f"'0', '1', ..., '__len__', '__keys__'), not {FORMAT_ID}. Unpickling runs code stored in the "
             "file, so it is not read by default. Convert it once with "
-            "`python scripts/convert_legacy.py IN.lmdb OUT.lmdb [--classes classes.txt]` (installed with pip: "
-            "`imagefolder-lmdb convert-legacy IN.lmdb OUT.lmdb`), or, for a file "
+            "`imagefolder-lmdb convert-legacy IN.lmdb OUT.lmdb [--classes classes.txt]` (in a checkout: "
+            "`python scripts/convert_legacy.py IN.lmdb OUT.lmdb`), or, for a file "
             "you trust, read it as it is with LMDBDataset(path, allow_pickle=True) (a restricted "
             "unpickler that only builds bytes, numbers and lists)."
         )

@@ -79,8 +79,8 @@ def _v1_records(path: str, env: lmdb.Environment, meta: Meta, lock: bool) -> _Lm
     if problem is not None:
         warnings.warn(
             f"{path}: {problem}. It is read through LMDB, which gives the same bytes but is "
-            f"slower on a cold cache; `python scripts/add_locations.py {path}` (installed with pip: "
-            f"`imagefolder-lmdb add-locations {path}`) writes them again for this file.",
+            f"slower on a cold cache; `imagefolder-lmdb add-locations {path}` (in a checkout: "
+            f"`python scripts/add_locations.py {path}`) writes them again for this file.",
             LocationsWarning,
             stacklevel=4,  # _v1_records, _open_records, LMDBReader.__init__, the caller
         )

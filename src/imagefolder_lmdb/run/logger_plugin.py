@@ -12,6 +12,12 @@ to ``<its log>.message`` instead of the terminal; Snakemake's internals (the rul
 ``CalledProcessError``, ``WorkflowError``) are left out. Where ``IMAGEFOLDER_LMDB_ERROR_FILE`` is
 set (by ``imagefolder_lmdb.convert``), the closing lines go to that file for the caller to show
 (or raise as ``ConvertError``) instead of to stderr.
+
+An interrupted run (Ctrl-C, SIGINT to Snakemake, SIGTERM, which Snakemake answers by letting its
+running jobs end) ends with the lines of :func:`imagefolder_lmdb.run.progress.interruption_lines`
+instead: how far each split got and that the same command goes on from there; the jobs it stopped
+are not failures (a step stopped by SIGINT leaves ``INTERRUPTED_MESSAGE`` as its message). Where
+``IMAGEFOLDER_LMDB_INTERRUPT_FILE`` is set, those lines go to that file.
 """
 
 from __future__ import annotations
@@ -19,12 +25,23 @@ from __future__ import annotations
 import logging
 import os
 import re
+import signal
 import sys
+import threading
+import time
+from types import FrameType
+from typing import Any
 
 from snakemake_interface_logger_plugins.base import LogHandlerBase
 
 from imagefolder_lmdb.run import progress as progress_board
-from imagefolder_lmdb.run.launch import ERROR_FILE_VARIABLE, TERMINAL_VARIABLE
+from imagefolder_lmdb.run.launch import (
+    ERROR_FILE_VARIABLE,
+    INTERRUPT_FILE_VARIABLE,
+    PARENT_VARIABLE,
+    TERMINAL_VARIABLE,
+)
+from imagefolder_lmdb.run.rule_runner import INTERRUPTED_MESSAGE
 from imagefolder_lmdb.run.summary import up_to_date_lines
 
 #: Set in the jobs' environment: a failing step writes its message beside its log, not to stderr.
@@ -33,6 +50,13 @@ MESSAGES_VARIABLE = "IMAGEFOLDER_LMDB_MESSAGES"
 NOTHING_TO_BE_DONE = "Nothing to be done"
 #: Snakemake's errors that only repeat a failed job's (whose own message is shown).
 REPEATS = ("RuleException", "At least one job did not complete", "Exiting because a job execution failed")
+#: Snakemake's words when it stops on request: on SIGINT (its jobs got it too, or it stops them), and
+#: on SIGTERM (it lets the running jobs end, starting no other).
+STOPPING = {
+    "Terminating processes on user request": "SIGINT",
+    "Cancelling snakemake on user request": "SIGINT",
+    "Will exit after finishing currently running jobs": "SIGTERM",
+}
 INTERNAL_LINE = re.compile(r'(?:\w+Error|\w+Exception) in file ".*", line \d+:?$|^\s*File ".*", line \d+')
 
 
@@ -60,6 +84,7 @@ class LogHandler(LogHandlerBase):
         self.messages: list[str] = []
         self.closed = False
         self.nothing_to_do = False  # Snakemake found every output up to date
+        self.interrupted: str | None = None  # the signal that stopped the run, by name
         self.dryrun = bool(self.common_settings.dryrun)
         if self.dryrun:
             from snakemake.logging import DefaultFormatter
@@ -69,6 +94,12 @@ class LogHandler(LogHandlerBase):
         os.environ[MESSAGES_VARIABLE] = "1"
         terminal = os.environ.get(TERMINAL_VARIABLE)
         self.board = progress_board.start_board(sys.stderr, None if terminal is None else terminal == "1")
+        watch_interrupts(self)
+        watch_parent(os.environ.get(PARENT_VARIABLE))
+
+    def interrupt(self, signal_name: str) -> None:
+        if self.interrupted is None:
+            self.interrupted = signal_name
 
     def emit(self, record: logging.LogRecord) -> None:
         if self.dryrun:
@@ -85,6 +116,8 @@ class LogHandler(LogHandlerBase):
             self.finished(record)
         elif event == "job_error":
             self.job_failed(record)
+        elif any(words in str(record.msg) for words in STOPPING):
+            self.interrupt(next(name for words, name in STOPPING.items() if words in str(record.msg)))
         elif record.levelno >= logging.ERROR and event != "job_error":
             self.error(record.getMessage())
         elif str(record.msg).startswith("Complete log(s): "):
@@ -101,8 +134,12 @@ class LogHandler(LogHandlerBase):
 
     def job_failed(self, record: logging.LogRecord) -> None:
         rule = str(getattr(record, "rule_name", "a job"))
-        self.board.job(rule, self.jobs.get(getattr(record, "jobid", None)), failed=True)
         logs = [str(path) for path in getattr(record, "log", None) or []]
+        if any(read_message(path) == INTERRUPTED_MESSAGE for path in logs):
+            self.interrupt("SIGINT")
+        if self.interrupted:  # stopped, not failed: its split's count is what the closing line gives
+            return
+        self.board.job(rule, self.jobs.get(getattr(record, "jobid", None)), failed=True)
         for path in logs:
             self.add(self.logs, path)
         shown = [message for message in map(read_message, logs) if message]
@@ -110,7 +147,7 @@ class LogHandler(LogHandlerBase):
             self.add(self.messages, message)
 
     def error(self, text: str) -> None:
-        if any(repeat in text for repeat in REPEATS):
+        if self.interrupted or any(repeat in text for repeat in REPEATS):
             return
         lines = plain_error(text)
         if lines:
@@ -125,7 +162,9 @@ class LogHandler(LogHandlerBase):
         """At the end of the run: the board's final state, then the closing lines of a failure."""
         if not self.closed and not self.dryrun:
             self.closed = True
-            if self.nothing_to_do and not self.messages:
+            if self.interrupted:
+                self.conclude_interrupted(self.interrupted)
+            elif self.nothing_to_do and not self.messages:
                 progress_board.stop_board(draw=False)  # every split "waiting": say what is there instead
                 print("\n".join(up_to_date_lines()), flush=True)
             else:
@@ -134,13 +173,21 @@ class LogHandler(LogHandlerBase):
                 self.conclude(closing_lines(self.logs, self.messages))
         super().close()
 
+    def conclude_interrupted(self, signal_name: str) -> None:
+        """How far each split got, and how to go on; the board's last state first, each running split
+        marked interrupted. Under ``imagefolder-lmdb convert`` the lines go to its file, which names
+        the signal it got (it stops Snakemake with SIGINT whatever stopped it)."""
+        target = os.environ.get(INTERRUPT_FILE_VARIABLE)
+        signal_name = read_signal_name(target) or signal_name
+        lines = progress_board.interruption_lines(progress_board.board_states(), signal_name)
+        for state in self.board.known().values():
+            if state.stage not in ("waiting", "done"):
+                state.stage = f"interrupted while {state.stage.removesuffix(' failed')}"
+        progress_board.stop_board()
+        leave_lines(lines, target)
+
     def conclude(self, lines: list[str]) -> None:
-        target = os.environ.get(ERROR_FILE_VARIABLE)
-        if target:
-            with open(target, "w") as stream:
-                stream.write("\n".join(lines) + "\n")
-            return
-        print("\n".join(lines), file=sys.stderr, flush=True)
+        leave_lines(lines, os.environ.get(ERROR_FILE_VARIABLE))
 
     @property
     def writes_to_stream(self) -> bool:
@@ -163,6 +210,60 @@ class LogHandler(LogHandlerBase):
         return False
 
 
+def leave_lines(lines: list[str], target: str | None) -> None:
+    """The closing lines: into ``target`` for ``imagefolder-lmdb convert`` to show, else on stderr."""
+    if target:
+        with open(target, "w") as stream:
+            stream.write("\n".join(lines) + "\n")
+        return
+    print("\n".join(lines), file=sys.stderr, flush=True)
+
+
+def watch_interrupts(handler: LogHandler) -> None:
+    """Note a SIGINT before Snakemake's own handling of it (a KeyboardInterrupt), so that the jobs it
+    stops are not reported as failed."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    previous = signal.getsignal(signal.SIGINT)
+
+    def noted(signum: int, frame: FrameType | None) -> Any:
+        handler.interrupt("SIGINT")
+        if callable(previous):
+            return previous(signum, frame)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, noted)
+
+
+#: Seconds between two looks at whether ``imagefolder-lmdb convert`` (this process's parent) lives.
+PARENT_CHECK_INTERVAL = 0.5
+
+
+def watch_parent(parent: str | None) -> None:
+    """Under ``imagefolder-lmdb convert`` (its pid in ``parent``): should it die without stopping the
+    run (SIGKILL, the OOM killer), stop Snakemake and its jobs as a Ctrl-C would, rather than leave
+    them running with nobody to see them or to release the results folder."""
+    if not parent or not parent.isdigit():
+        return
+
+    def watching() -> None:
+        while os.getppid() == int(parent):
+            time.sleep(PARENT_CHECK_INTERVAL)
+        os.killpg(os.getpgrp(), signal.SIGINT)
+
+    threading.Thread(target=watching, name="imagefolder-lmdb parent", daemon=True).start()
+
+
+def read_signal_name(path: str | None) -> str | None:
+    """The signal ``imagefolder-lmdb convert`` got, as it left it in the interrupt file (if it did)."""
+    try:
+        with open(path or "") as stream:
+            text = stream.read().strip()
+    except OSError:
+        return None
+    return text if text in progress_board.SIGNAL_WORDS else None
+
+
 def read_message(log_path: str) -> str:
     try:
         with open(message_file(log_path)) as stream:
@@ -172,6 +273,15 @@ def read_message(log_path: str) -> str:
 
 
 def closing_lines(logs: list[str], messages: list[str]) -> list[str]:
-    """The logs' paths once, then each distinct actionable message: the last lines a user reads."""
+    """The logs' paths once, then each distinct actionable message: the last lines a user reads.
+    A fix that several messages end with (each failing shard's bad images) comes once, last."""
     head = [f"full log{'s' if len(logs) > 1 else ''}: {', '.join(logs)}"] if logs else []
-    return head + [line for message in messages for line in message.splitlines()]
+    endings = [message.splitlines()[-1] for message in messages if len(message.splitlines()) > 1]
+    shared = [
+        ending for index, ending in enumerate(endings) if endings.count(ending) > 1 and ending not in endings[:index]
+    ]
+    body = []
+    for message in messages:
+        lines = message.splitlines()
+        body += lines[:-1] if len(lines) > 1 and lines[-1] in shared else lines
+    return head + body + shared

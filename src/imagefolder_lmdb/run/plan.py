@@ -27,10 +27,13 @@ from imagefolder_lmdb.run.existing import (
     unlisted_classes,
     up_to_date,
 )
+from imagefolder_lmdb.run.hold_points import hold_point
 from imagefolder_lmdb.run.lock import held_elsewhere
 from imagefolder_lmdb.run.made_from import changed_lines, split_verdicts, write_made_from
 from imagefolder_lmdb.run.paths import RunPaths
+from imagefolder_lmdb.run.places import mixed_places
 from imagefolder_lmdb.run.shards import choose_shards
+from imagefolder_lmdb.sources.missing_paths import missing_path_hint, taken_from
 from imagefolder_lmdb.sources.splits import SPLIT_NAMES, SplitsError, find_splits
 
 #: ``Request.cores`` of a run with a profile and no --cores: the cores are the cluster's.
@@ -88,6 +91,9 @@ def flag(name: str, cli: bool) -> str:
 def plan(request: Request) -> Plan:
     """The config of ``request``, checked; PlanError with the line to show when it cannot run."""
     check_cores(request)
+    mixed = mixed_places(request.source, request.outdir, request.work, request.cli)
+    if mixed:  # before anything is written: a swap would put the work folder into the images
+        raise PlanError(mixed)
     results = checked_outdir(request.outdir)
     work = os.path.abspath(request.work) if request.work is not None else os.path.join(results, "work")
     splits = splits_of(request)
@@ -172,8 +178,10 @@ def checked_outdir(outdir: str) -> str:
 def splits_of(request: Request) -> dict[str, dict[str, Any]]:
     """The splits to convert: each one SOURCE holds, or SOURCE as one split."""
     source = request.source
+    hold_point("plan")  # the crash tests' hook: SOURCE about to be listed, Snakemake not started
     if isinstance(source, str) and not any(c in source for c in "*{") and not os.path.exists(source):
-        raise PlanError(f"SOURCE {source!r} does not exist: name a folder, an archive or shard files")
+        hint = missing_path_hint(source) or " Name a folder, an archive or shard files."
+        raise PlanError(f"SOURCE {source!r} does not exist{taken_from(source)}.{hint}")
     found = None
     rooted = any(setting.path == ("splits", "*", "root") for setting in request.settings)  # one folder inside
     if request.split is None and request.layout == "imagefolder" and isinstance(source, str) and not rooted:

@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import NamedTuple, TextIO
 
 from imagefolder_lmdb.run.paths import RunPaths
 
@@ -51,9 +51,13 @@ class ProgressWriter:
 
     def __init__(self, path: str, total: int) -> None:
         self.path, self.total, self.written = path, total, 0.0
+        self.started = time.time()  # encoding starts now: the job's start-up is no encoding time
+        self.last = (0, 0)  # the latest counts, written or not yet
+        WRITERS.append(self)
         self.update(0, 0, force=True)
 
     def update(self, done: int, bad: int, force: bool = False) -> None:
+        self.last = (done, bad)
         now = time.monotonic()
         if not force and now - self.written < WRITE_INTERVAL:
             return
@@ -61,20 +65,55 @@ class ProgressWriter:
         partial = f"{self.path}.incomplete"
         try:
             with open(partial, "w") as stream:
-                stream.write(json.dumps({"done": done, "bad": bad, "total": self.total}))
+                times = {"started": self.started, "updated": time.time()}
+                stream.write(json.dumps({"done": done, "bad": bad, "total": self.total, **times}))
             os.replace(partial, self.path)
         except OSError:
             pass  # progress is a courtesy: a full disk is the job's own error to report, not this
 
 
-def read_progress(path: str) -> tuple[int, int]:
-    """(done, bad) of one progress file; zeros where it is missing or half written."""
+#: This process's progress writers: an interrupted job writes their latest counts (flush_progress).
+WRITERS: list[ProgressWriter] = []
+
+
+def flush_progress() -> None:
+    """Write every writer's latest counts: an interrupted job's true count for the closing lines
+    (a write is skipped within a second of the last one)."""
+    for writer in WRITERS:
+        writer.update(*writer.last, force=True)
+
+
+class Progress(NamedTuple):
+    """One encode job's progress file: images done and bad, and when it started and last wrote."""
+
+    done: int = 0
+    bad: int = 0
+    started: float = 0.0
+    updated: float = 0.0
+
+
+def read_progress(path: str) -> Progress:
+    """One progress file; zeros where it is missing or half written (no times: an older version's)."""
     try:
         with open(path) as stream:
             state = json.load(stream)
-        return int(state["done"]), int(state["bad"])
+        times = (float(state["started"]), float(state["updated"])) if "updated" in state else (0.0, 0.0)
+        return Progress(int(state["done"]), int(state["bad"]), *times)
     except (OSError, ValueError, KeyError, TypeError):
-        return 0, 0
+        return Progress()
+
+
+def encoding_seconds(states: list[Progress]) -> float:
+    """The time during which at least one job encoded: the union of each job's span from its start to
+    its last write, so that neither a job's start-up nor a wait between jobs (another split's class
+    list, a free core) counts."""
+    spans = sorted((state.started, state.updated) for state in states if state.done and state.updated)
+    total, reached = 0.0, float("-inf")
+    for start, end in spans:
+        if end > reached:
+            total += end - max(start, reached)
+            reached = end
+    return total
 
 
 @dataclass
@@ -88,8 +127,7 @@ class SplitState:
     done: int = 0
     bad: int = 0
     shards: set[str] = field(default_factory=set)
-    baseline: tuple[float, int] | None = None  # (time, done) when encoding was first seen running
-    ended: float | None = None  # when encoding was over
+    seconds: float = 0.0  # encoding time, from the progress files (encoding_seconds)
     listed: float = 0.0  # when the counts report that gave ``total`` was written
     listed_after: float = 0.0  # a listing job started at this time: counts older than it are stale
 
@@ -109,15 +147,15 @@ class SplitState:
         folder = os.path.dirname(self.paths.part_report(self.name, "x"))
         files = [os.path.join(folder, name) for name in listing(folder) if name.endswith(PROGRESS_SUFFIX)]
         states = [read_progress(path) for path in files if modified(path) >= self.listed]
-        self.done, self.bad = sum(done for done, _ in states), sum(bad for _, bad in states)
-        if self.stage == "encoding" and self.baseline is None:
-            self.baseline = (time.monotonic(), self.done)
+        self.done, self.bad = sum(state.done for state in states), sum(state.bad for state in states)
+        self.seconds = encoding_seconds(states)
 
     def line(self, width: int = 0) -> str:
         """``train  1,234/12,000 images  850 img/s  ETA 0:13  0 bad  encoding``."""
         if self.total is None:
             return f"{self.name}: {self.stage}"
-        done = min(self.done, self.total) if self.stage in ("encoding", "waiting", "listing") else self.total
+        counting = self.stage in ("encoding", "waiting", "listing") or self.stage.startswith("interrupted")
+        done = min(self.done, self.total) if counting else self.total
         parts = [f"{self.name}: {done:,}/{self.total:,} images"]
         rate = self.rate()
         if rate and self.stage == "encoding" and done < self.total:
@@ -129,12 +167,8 @@ class SplitState:
         return f"{bar(done, self.total, width)} {text}" if width else text
 
     def rate(self) -> float | None:
-        if self.baseline is None:
-            return None
-        if self.stage != "encoding" and self.ended is None:
-            self.ended = time.monotonic()  # the rate of the encoding, not of what came after
-        seconds = (self.ended or time.monotonic()) - self.baseline[0]
-        return (self.done - self.baseline[1]) / seconds if seconds >= 1 and self.done > self.baseline[1] else None
+        """Images per second of encoding time (encoding_seconds), None before there is any."""
+        return self.done / self.seconds if self.seconds > 0 and self.done else None
 
 
 def modified(path: str) -> float:
@@ -278,3 +312,58 @@ def stop_board(draw: bool = True) -> None:
     no redraw lands after it."""
     if BOARD is not None:
         BOARD.stop(draw)
+
+
+# -- an interrupted run: how far each split got ---------------------------------------------------
+
+#: The steps after encoding: every image of the split is encoded by then.
+AFTER_ENCODING = ("merging", "writing meta", "verifying", "reporting")
+#: How the closing line names each signal: Ctrl-C is the common case and needs no name.
+SIGNAL_WORDS = {"SIGINT": "interrupted", "SIGTERM": "interrupted by SIGTERM", "SIGHUP": "interrupted by SIGHUP"}
+
+
+def how_far(state: SplitState) -> str:
+    """``train 58/350 images encoded``: the true count (the encode jobs write theirs when
+    interrupted), or the step the split had reached."""
+    stage = state.stage.removesuffix(" failed")
+    if stage == "done" or (stage == "waiting" and verified_since_listing(state.paths, state.name)):
+        return f"{state.name} done"
+    if state.total is None:
+        return f"{state.name} {'listing' if stage in ('reading the source', 'listing') else 'not started'}"
+    if stage in AFTER_ENCODING:
+        return f"{state.name} {state.total:,}/{state.total:,} images encoded, stopped while {stage}"
+    return f"{state.name} {min(state.done, state.total):,}/{state.total:,} images encoded"
+
+
+def verified_since_listing(paths: RunPaths, name: str) -> bool:
+    """The split's verify report is newer than its listing: its dataset was finished (in this run or
+    before it), and no listing since has started it again."""
+    report = modified(paths.verify_report(name))
+    return report > 0 and report >= modified(paths.counts(name))
+
+
+def interruption_lines(states: list[SplitState], signal_name: str = "SIGINT") -> list[str]:
+    """The closing lines of an interrupted run: that it was, how far each split got, how to go on."""
+    words = SIGNAL_WORDS.get(signal_name, f"interrupted by {signal_name}")
+    reached = "; ".join(how_far(state) for state in states) or "nothing started"
+    return [f"{words}: {reached}.", "Run the same command again: it goes on from there."]
+
+
+def states_from_files(runs: list[tuple[RunPaths, list[str]]]) -> list[SplitState]:
+    """Each split's state as its files tell it (no board to ask: Snakemake stopped before its logger
+    could write the lines, or never started)."""
+    states = [SplitState(name, paths) for paths, names in runs for name in names]
+    for state in states:
+        state.refresh()
+    return states
+
+
+def board_states() -> list[SplitState]:
+    """The board's splits, read afresh (the logger plugin's view of an interrupted run)."""
+    if BOARD is None:
+        return states_from_files(REGISTERED)
+    with BOARD.lock:
+        states = list(BOARD.known().values())
+        for state in states:
+            state.refresh()
+    return states

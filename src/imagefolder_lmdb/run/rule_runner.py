@@ -15,6 +15,10 @@ from imagefolder_lmdb.printable import printable
 from imagefolder_lmdb.writing.disk_space import DiskFullError, free_bytes, megabytes, mount_point
 
 log = logging.getLogger("imagefolder_lmdb")
+#: The message a step stopped by SIGINT leaves (the logger plugin: an interruption, not a failure).
+INTERRUPTED_MESSAGE = "(interrupted)"
+#: A step's exit status when stopped by SIGINT, as a shell gives it.
+INTERRUPTED_STATUS = 130
 
 
 def log_to(path: str | None) -> TextIO:
@@ -44,6 +48,8 @@ def run_rule(main: Callable[[Any, TextIO], None], smk: Any) -> None:
             os.remove(f"{log_path}.message")  # an earlier attempt's: not this one's to show
     try:
         main(smk, stream)
+    except KeyboardInterrupt:
+        stopped(log_path)
     except Exception as exc:
         log.exception("%s failed", smk.rule)
         if not log_path:
@@ -55,6 +61,18 @@ def run_rule(main: Callable[[Any, TextIO], None], smk: Any) -> None:
         if not (log_path and leave_message(log_path, explain(exc))):
             print(f"ERROR in rule {smk.rule}: {explain(exc)}{where}", file=sys.__stderr__, flush=True)
         sys.exit(1)
+
+
+def stopped(log_path: str | None) -> None:
+    """SIGINT (Ctrl-C, or imagefolder-lmdb convert stopping the run): no traceback, the true count
+    of images done for the closing lines, and the mark that says interrupted rather than failed."""
+    from imagefolder_lmdb.run.progress import flush_progress
+
+    flush_progress()
+    log.info("interrupted (SIGINT): the same command goes on from here")
+    if log_path:
+        leave_message(log_path, INTERRUPTED_MESSAGE)
+    sys.exit(INTERRUPTED_STATUS)
 
 
 def leave_message(log_path: str, message: str) -> bool:

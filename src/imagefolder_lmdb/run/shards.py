@@ -18,9 +18,9 @@ IMAGES_PER_SHARD = 1000
 MIN_IMAGES_PER_CORE = 100
 MAX_SHARDS_PER_CORE = 2
 ARCHIVE_BYTES_PER_IMAGE = 110_000
-#: The rule in words, for --help and for the note that gives the count chosen.
+#: The rule in words, for --help; the note that gives the count chosen gives its numbers only.
 RULE_WORDS = "1 per 1,000 images, at least 1 per core, at most 2 per core"
-RULE = f"{RULE_WORDS}; --shards N to choose"
+RULE = "--shards N to choose"
 
 
 def shards_for(images: int, cores: int) -> int:

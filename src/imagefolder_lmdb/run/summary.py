@@ -70,20 +70,32 @@ def resized_line(report: dict[str, Any]) -> list[str]:
 def ratio_words(report: dict[str, Any]) -> str:
     """`` (0.98x)``: stored bytes to source bytes, nothing where the source's size is unknown (0 bytes)."""
     ratio = report.get("stored_to_source_ratio")
-    return "" if ratio is None else f" ({ratio}x)"
+    return "" if ratio is None else f" ({ratio:.2f}x)"
 
 
 def speed_line(report: dict[str, Any], paths: RunPaths, split: str, shards: int | None = None) -> str:
+    """Seconds of jobs, and the rate per job slot from the time spent encoding (the encode jobs'
+    progress files: neither a job's start-up nor a wait counts), else from the encode jobs' whole time."""
     encode = job_seconds(paths, "encode_shard", split)
     rules = ("extract", "count_check", "encode_shard", "merge", "write_meta", "verify")
     total = sum(job_seconds(paths, rule, split) for rule in rules)
     if encode <= 0:
         return "  time: no job records"
+    encoding = encoding_time(paths, split) or encode
     jobs = "" if shards is None else f" in {counted(shards, 'shard')}"
     return (
         f"  time: {total:.1f} s of jobs, of which encoding {encode:.1f} s{jobs} "
-        f"({report['images'] / encode:,.0f} img/s per job slot)"
+        f"({report['images'] / encoding:,.0f} img/s per job slot)"
     )
+
+
+def encoding_time(paths: RunPaths, split: str) -> float:
+    """Seconds the split's encode jobs spent encoding, summed over the jobs (0.0 without their files)."""
+    from imagefolder_lmdb.run.progress import PROGRESS_SUFFIX, read_progress
+
+    folder = os.path.dirname(paths.part_report(split, "x"))
+    states = [read_progress(path) for path in glob.glob(os.path.join(glob.escape(folder), f"*{PROGRESS_SUFFIX}"))]
+    return sum(state.updated - state.started for state in states if state.updated)
 
 
 def unverified_summary(name: str, paths: RunPaths) -> list[str]:
@@ -102,22 +114,26 @@ def unverified_summary(name: str, paths: RunPaths) -> list[str]:
     ]
 
 
+#: Storage reasons of an image re-encoded because the source's file was no RGB JPEG (another format,
+#: CMYK, grayscale, ...): not by a setting (reencoded:resized, reencoded:always).
+FROM_ANOTHER_FORMAT: tuple[str, ...] = ("reencoded:not-jpeg", "reencoded:cmyk", "reencoded:grayscale")
+FROM_ANOTHER_FORMAT += ("reencoded:mpo", "reencoded:other-mode")
+
+
 def kept_bytes_line(report: dict[str, Any]) -> list[str]:
-    """Most images re-encoded, or the file grown past 1.5x its source (a PNG source, say): the
-    setting that keeps every file's bytes as they are."""
+    """Images re-encoded because their file was no RGB JPEG (a PNG source, say): how many, and the
+    setting that keeps every file's bytes as they are (``encode.reencode: never``)."""
     storage, images = report["storage"], report["images"]
-    reencoded = sum(
-        n for reason, n in storage.items() if reason.startswith("reencoded:") and reason != "reencoded:resized"
-    )
+    encode = report.get("settings", {}).get("encode", {})
+    reencoded = sum(storage.get(reason, 0) for reason in FROM_ANOTHER_FORMAT)
+    if encode.get("reencode") != "auto" or not reencoded:
+        return []
     ratio = report.get("stored_to_source_ratio") or 0
-    if report.get("settings", {}).get("encode", {}).get("reencode") != "auto" or not images:
-        return []
-    if reencoded * 2 <= images and ratio <= 1.5:
-        return []
-    grown = f"; the file is {ratio:.2f}x its source" if ratio > 1.5 else ""
+    grown = f", the file {ratio:.2f}x its source" if ratio > 1.5 else ""
+    quality = f" q{encode['quality']}" if encode.get("quality") else ""
     return [
-        f"  note: {counted(reencoded, 'image')} of {images:,} re-encoded as JPEG{grown}. To keep every file's "
-        "bytes as they are: encode.reencode: never (on the command line: --set encode.reencode=never)"
+        f"  re-encoded: {reencoded:,} of {images:,} images were no RGB JPEG, stored as JPEG{quality}{grown} "
+        "(--set encode.reencode=never keeps every file as it is)"
     ]
 
 

@@ -147,7 +147,7 @@ def pages_problem(path: str, every_value: bool) -> tuple[str | None, lmdb_pages.
         return (
             f"{path}: its LMDB pages are damaged ({exc}); LMDB would read wrong records or crash on it, so "
             "nothing of it was read. Copy it again from the original, and check the original first with "
-            "`python scripts/verify.py ORIGINAL --full`"
+            "`imagefolder-lmdb verify ORIGINAL --full`"
         ), None
 
 
@@ -179,10 +179,10 @@ def locations_problems(
     if not finding.damaged:
         text = (
             f"meta/locations: {finding.text}; the reader checks their layout and a few records only; "
-            f"`python scripts/add_locations.py {ds.path}` gives them one"
+            f"`imagefolder-lmdb add-locations {ds.path}` gives them one"
         )
         return [], [text], table
-    remedy = f"`python scripts/add_locations.py {ds.path} --force` writes them again"
+    remedy = f"`imagefolder-lmdb add-locations {ds.path} --force` writes them again"
     used = (
         "the reader reads records at them, so it returns wrong bytes for those records"
         if ds.reads_by_offset
