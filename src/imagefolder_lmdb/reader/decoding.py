@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 
 Decode = Literal["pil", "tensor", "bytes"]
 DECODE_CHOICES: tuple[str, ...] = ("pil", "tensor", "bytes")
+#: How records are decoded for a ``decode="pil"`` dataset whose transform decodes JPEGs lazily
+#: (imagefolder_lmdb.transforms): lazy_jpeg_decode. Internal, never a ``decode=`` choice.
+LAZY = "lazy"
 #: The TorchCodec release decode="tensor" is tested with (image decoders from 0.16 on); the
 #: install hint of the error raised without it.
 TORCHCODEC_PIN = "torchcodec==0.17.0"
@@ -41,6 +44,30 @@ def pil_decode(data: bytes | bytearray | memoryview) -> Image.Image:
         # without copying the decoded pixels that nothing else holds.
         return image._new(image.im)
     return image.convert("RGB")
+
+
+def lazy_jpeg_decode(data: bytes | bytearray | memoryview, jpeg: bool = True) -> Image.Image:
+    """An RGB JPEG opened but not decoded: a PIL image whose pixels load on first access, so that a
+    transform can ask for a DCT-reduced decode first (imagefolder_lmdb.transforms). Anything else
+    (a value stored as-is, PNG, a JPEG that is not 3-component RGB) is decoded as ``pil_decode`` does.
+
+    The bytes are copied once (BytesIO), so an LMDB buffer may be passed while its transaction is
+    alive; a damaged JPEG raises when the transform first touches its pixels."""
+    image = Image.open(io.BytesIO(data))
+    if jpeg and image.format == "JPEG" and image.mode == "RGB" and len(image.tile) == 1:
+        return image
+    image.load()
+    return image._new(image.im) if image.mode == "RGB" else image.convert("RGB")
+
+
+def wants_lazy_jpeg(transform: Any) -> bool:
+    """Whether ``transform`` asks for lazily opened JPEGs (a ``decodes_lazy_jpeg = True`` attribute, as
+    imagefolder_lmdb.transforms has), itself or inside a ``Compose``, ``RandomApply``, ``RandomChoice``
+    or ``RandomOrder`` (v1 or v2: anything with a ``transforms`` list)."""
+    if getattr(transform, "decodes_lazy_jpeg", False) is True:
+        return True
+    inner = getattr(transform, "transforms", None)
+    return isinstance(inner, list | tuple) and any(wants_lazy_jpeg(t) for t in inner)
 
 
 def pil_to_chw(image: Image.Image) -> torch.Tensor:
@@ -105,6 +132,8 @@ def _decode(data: bytes | memoryview, decode: str, jpeg: bool) -> Any:
     its memory: the one and only copy or decode of the stored bytes."""
     if decode == "pil":
         return pil_decode(data)
+    if decode == LAZY:
+        return lazy_jpeg_decode(data, jpeg)
     if decode == "tensor":
         return tensor_decode(data, jpeg=jpeg)
     return bytes(data)
