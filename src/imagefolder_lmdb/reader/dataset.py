@@ -138,6 +138,8 @@ class _Index(DropIn):
     lock: bool
     max_readers: int | None
     crc_check: bool
+    decode: str
+    transform: Callable[[Any], Any] | None
     _records: _Records
     _identity: FileIdentity | None
 
@@ -179,11 +181,34 @@ class _Index(DropIn):
             env = shared_env(self.path, lock=self.lock, max_readers=self.max_readers)
             self._records, self._identity = _reopened(self.path, env, self.lock, self._identity, self.crc_check)
 
+    @property
+    def lazy_jpeg(self) -> bool:
+        """Whether ``transform`` receives JPEGs opened but not yet decoded: with ``decode="pil"``, when
+        the transform holds one of imagefolder_lmdb.transforms (which decode at the size they need)."""
+        return self.decode == "pil" and wants_lazy_jpeg(self.transform)
+
     def _checked(self, index: Any) -> int:
         """``index`` checked, and the file too (_check_file)."""
         index = self._check_index(index)
         self._check_file()
         return index
+
+    def get_bytes(self, index: int) -> bytes:  # LMDBReader's
+        raise NotImplementedError
+
+    def check_crc(self, index: int) -> bool:
+        """Whether record ``index`` still has the CRC-32 recorded when it was written (meta/crc32).
+
+        Raises:
+            IndexError: ``index`` out of range.
+            FormatError: a legacy file, which records no checksums.
+        """
+        self._require_meta("checksums")
+        assert self.checksums is not None
+        try:  # with crc_check=True (the default) the read checks it
+            return checksum(self.get_bytes(index)) == self.checksums.item(self._check_index(index))
+        except DamagedRecordError:
+            return False
 
     @property
     def is_legacy(self) -> bool:
@@ -355,30 +380,8 @@ class LMDBReader(_Index):
             keep_freed_memory_for_reuse()
         lazy = self.lazy_jpeg
         batch = self._records.read(positions, LAZY if lazy else self.decode, self._transaction, self.targets)
-        return [
-            self._finish(image, target, index, lazy) for (image, target), index in zip(batch, positions, strict=True)
-        ]
-
-    @property
-    def lazy_jpeg(self) -> bool:
-        """Whether ``transform`` receives JPEGs opened but not yet decoded: with ``decode="pil"``, when
-        the transform holds one of imagefolder_lmdb.transforms (which decode at the size they need)."""
-        return self.decode == "pil" and wants_lazy_jpeg(self.transform)
-
-    def _finish(self, image: Any, target: int, index: int, lazy: bool) -> tuple[Any, Any]:
-        if self.transform is not None:
-            try:
-                image = self.transform(image)
-            except Exception as exc:
-                if lazy:  # the JPEG was decoded inside the transform: say which record it was
-                    exc.add_note(
-                        f"while transforming record {index} ({self.samples[index][0]}) of {self.path}, "
-                        "whose JPEG the transform decodes (a lazily opened image, imagefolder_lmdb.transforms)"
-                    )
-                raise
-        if self.target_transform is not None:
-            target = self.target_transform(target)
-        return image, target
+        samples = zip(batch, positions, strict=True)
+        return [_transformed(self, image, target, index, lazy) for (image, target), index in samples]
 
     def __getitem__(self, index: int) -> tuple[Any, Any]:
         return self.__getitems__([index])[0]
@@ -403,27 +406,6 @@ class LMDBReader(_Index):
         """
         return self._records.get_bytes(self._checked(index), self._transaction)
 
-    def check_crc(self, index: int) -> bool:
-        """Whether record ``index`` still has the CRC-32 recorded when it was written.
-
-        Args:
-            index (int): the record's index.
-
-        Returns:
-            bool: True if the stored bytes match meta/crc32.
-
-        Raises:
-            IndexError: ``index`` out of range.
-            FormatError: a legacy file, which records no checksums.
-        """
-        self._require_meta("checksums")
-        assert self.checksums is not None
-        try:
-            data = self.get_bytes(index)
-        except DamagedRecordError:  # the read checked it already (crc_check=True)
-            return False
-        return checksum(data) == int(self.checksums[self._check_index(index)])
-
     def __getstate__(self) -> dict[str, Any]:
         # Nothing process-specific lives on the instance or its record source: environments and
         # descriptors are in the module's per-process table.
@@ -431,6 +413,24 @@ class LMDBReader(_Index):
 
     def __repr__(self) -> str:
         return _described(self)
+
+
+def _transformed(ds: LMDBReader, image: Any, target: int, index: int, lazy: bool) -> tuple[Any, Any]:
+    """One sample through ``transform`` and ``target_transform``. A lazily opened JPEG is decoded
+    inside the transform: an error there is told which record and file it was."""
+    if ds.transform is not None:
+        try:
+            image = ds.transform(image)
+        except Exception as exc:
+            if lazy:
+                exc.add_note(
+                    f"while transforming record {index} ({ds.samples[index][0]}) of {ds.path}, "
+                    "whose JPEG the transform decodes (a lazily opened image, imagefolder_lmdb.transforms)"
+                )
+            raise
+    if ds.target_transform is not None:
+        target = ds.target_transform(target)
+    return image, target
 
 
 def _described(ds: LMDBReader) -> str:
