@@ -104,13 +104,16 @@ def photo_tree(copies: int) -> Path | None:
     return root
 
 
-def sets(sizes: Sizes) -> dict[str, Path | None]:
-    return {
-        "photos": photo_tree(sizes.photo_copies),
-        "gen2000": generated_tree(2000, 1500, sizes.generated),
-        "gen4000": generated_tree(4000, 3000, sizes.generated),
-        "imagenet": bench_data.image_tree(sizes.imagenet, 10),
-    }
+SETS = ("photos", "gen2000", "gen4000", "imagenet")
+
+
+def make_tree(name: str, sizes: Sizes) -> Path | None:
+    if name == "photos":
+        return photo_tree(sizes.photo_copies)
+    if name == "imagenet":
+        return bench_data.image_tree(sizes.imagenet, 10)
+    width = int(name.removeprefix("gen"))
+    return generated_tree(width, width * 3 // 4, sizes.generated)
 
 
 # -- the DataLoader contenders ---------------------------------------------------------------------
@@ -232,12 +235,13 @@ def cold_batches(lmdb_path: str, tree: Path, sizes: Sizes) -> dict[str, Any]:
 BATCH = {"photos": 10, "gen2000": 8, "gen4000": 8, "imagenet": 64}
 
 
-def measure(quick: bool = False, repeats: int | None = None) -> dict[str, Any]:
+def measure(quick: bool = False, repeats: int | None = None, only: tuple[str, ...] = SETS) -> dict[str, Any]:
     sizes = make_sizes(quick, repeats)
     load_at_start = os.getloadavg()[0]
     result: dict[str, Any] = {"sizes": asdict(sizes), "reader": bench_cold.reader_version(), "sets": {}}
     lmdbs: dict[str, str] = {}
-    for name, tree in sets(sizes).items():
+    for name in only:
+        tree = make_tree(name, sizes)
         if tree is None:
             result["sets"][name] = {"skipped": "the photographs are not installed (tests/support/photos.py)"}
             continue
@@ -319,10 +323,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--repeats", type=int, default=None)
+    parser.add_argument("--sets", nargs="+", choices=SETS, default=list(SETS))
     args = parser.parse_args()
-    result = measure(args.quick, args.repeats)
+    result = measure(args.quick, args.repeats, tuple(args.sets))
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "decode_size.json").write_text(json.dumps(result, indent=1))
+    name = "decode_size.json" if len(args.sets) == len(SETS) else f"decode_size.{'-'.join(args.sets)}.json"
+    (OUT / name).write_text(json.dumps(result, indent=1))
     print("\n".join(report_lines(result)))
 
 

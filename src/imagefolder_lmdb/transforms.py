@@ -30,22 +30,12 @@ from torchvision.transforms import functional as _v1_functional
 from torchvision.transforms import v2
 from torchvision.transforms.v2.functional._geometry import _check_interpolation, _compute_resized_output_size
 
-from imagefolder_lmdb.reader.decoding import wants_lazy_jpeg
+from imagefolder_lmdb.reader.decoding import is_lazy_jpeg, wants_lazy_jpeg
 
 __all__ = ["RandomResizedCrop", "Resize", "is_lazy_jpeg", "wants_lazy_jpeg"]
 
 #: The reductions libjpeg offers through Pillow's draft, largest first.
 _SCALES = (8, 4, 2)
-
-
-def is_lazy_jpeg(image: Any) -> bool:
-    """Whether ``image`` is a JPEG opened by Pillow whose pixels are not loaded yet (draft still applies)."""
-    return (
-        isinstance(image, JpegImagePlugin.JpegImageFile)
-        and image.mode == "RGB"
-        and len(image.tile) == 1
-        and not image.decoderconfig
-    )
 
 
 def _reduction(crop: tuple[int, int], output: tuple[int, int]) -> int:
@@ -74,6 +64,11 @@ class RandomResizedCrop(v2.RandomResizedCrop):
 
     decodes_lazy_jpeg = True
 
+    def reduces(self, width: int, height: int) -> bool:
+        """Whether some crop of a ``width`` x ``height`` image could be decoded at a reduced size."""
+        out_height, out_width = self.size
+        return _reduction((width, height), (out_width, out_height)) > 1
+
     def transform(self, inpt: Any, params: dict[str, Any]) -> Any:
         if not is_lazy_jpeg(inpt):
             return super().transform(inpt, params)
@@ -94,12 +89,20 @@ class Resize(v2.Resize):
 
     decodes_lazy_jpeg = True
 
+    def reduces(self, width: int, height: int) -> bool:
+        """Whether a ``width`` x ``height`` image would be decoded at a reduced size."""
+        return self._scale(width, height)[0] > 1
+
+    def _scale(self, width: int, height: int) -> tuple[int, int, int]:
+        """The reduction for a ``width`` x ``height`` image, and the output's height and width."""
+        out_height, out_width = _compute_resized_output_size((height, width), self.size, self.max_size)
+        return _reduction((width, height), (out_width, out_height)), out_height, out_width
+
     def transform(self, inpt: Any, params: dict[str, Any]) -> Any:
         if not is_lazy_jpeg(inpt):
             return super().transform(inpt, params)
         width, height = inpt.size
-        out_height, out_width = _compute_resized_output_size((height, width), self.size, self.max_size)
-        scale = _reduction((width, height), (out_width, out_height))
+        scale, out_height, out_width = self._scale(width, height)
         if scale == 1:
             return super().transform(inpt, params)
         factor = _drafted(inpt, scale)

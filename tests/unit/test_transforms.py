@@ -146,6 +146,20 @@ def test_the_dataset_hands_over_lazy_jpegs_only_when_its_transform_asks(stored: 
     assert not LMDBDataset(stored, transform=T.Resize(64), decode="tensor").lazy_jpeg
 
 
+def test_images_too_small_for_any_reduction_arrive_decoded_as_imagefolders(stored: Path) -> None:
+    probe = Probe()
+    ds = LMDBDataset(stored, transform=v1.Compose([probe, T.RandomResizedCrop(224)]))
+    assert [type(ds[i][0]) for i in range(len(ds))] == [Image.Image] * len(SIZES)
+    assert probe.seen == [True, True, True, False]  # 300x200: no crop of it is 448x448
+    decoded = LMDBDataset(stored, transform=lambda image: image)[3][0]
+    assert type(decoded) is Image.Image and decoded.format is None
+    for reduces, expected in (
+        (T.RandomResizedCrop(224).reduces, [True, True, True, False]),
+        (T.Resize(256).reduces, [True, True, False, False]),
+    ):
+        assert [reduces(*size) for size in SIZES] == expected
+
+
 def test_records_that_are_no_rgb_jpeg_arrive_decoded(tmp_path: Path) -> None:
     grey, png = io.BytesIO(), io.BytesIO()
     Image.new("L", (600, 400), 90).save(grey, format="JPEG")

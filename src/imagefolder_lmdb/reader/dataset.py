@@ -11,7 +11,15 @@ from typing import TYPE_CHECKING, Any
 import lmdb
 import numpy as np
 
-from imagefolder_lmdb.reader.decoding import DECODE_CHOICES, LAZY, Decode, _torchcodec_jpeg, wants_lazy_jpeg
+from imagefolder_lmdb.reader.decoding import (
+    DECODE_CHOICES,
+    LAZY,
+    Decode,
+    _torchcodec_jpeg,
+    decoded_unless_reduced,
+    lazy_jpeg_transforms,
+    wants_lazy_jpeg,
+)
 from imagefolder_lmdb.reader.drop_in import DropIn
 from imagefolder_lmdb.reader.file_checks import _ReadTxn
 from imagefolder_lmdb.reader.format import (
@@ -378,10 +386,10 @@ class LMDBReader(_Index):
         self._check_file()
         if len(positions) > 1:
             keep_freed_memory_for_reuse()
-        lazy = self.lazy_jpeg
-        batch = self._records.read(positions, LAZY if lazy else self.decode, self._transaction, self.targets)
+        wanting = lazy_jpeg_transforms(self.transform) if self.decode == "pil" else []
+        batch = self._records.read(positions, LAZY if wanting else self.decode, self._transaction, self.targets)
         samples = zip(batch, positions, strict=True)
-        return [_transformed(self, image, target, index, lazy) for (image, target), index in samples]
+        return [_transformed(self, image, target, index, wanting) for (image, target), index in samples]
 
     def __getitem__(self, index: int) -> tuple[Any, Any]:
         return self.__getitems__([index])[0]
@@ -415,14 +423,15 @@ class LMDBReader(_Index):
         return _described(self)
 
 
-def _transformed(ds: LMDBReader, image: Any, target: int, index: int, lazy: bool) -> tuple[Any, Any]:
-    """One sample through ``transform`` and ``target_transform``. A lazily opened JPEG is decoded
-    inside the transform: an error there is told which record and file it was."""
+def _transformed(ds: LMDBReader, image: Any, target: int, index: int, wanting: list[Any]) -> tuple[Any, Any]:
+    """One sample through ``transform`` and ``target_transform``. A lazily opened JPEG (``wanting``: the
+    transforms that asked for it) is decoded inside the transform: an error there is told which
+    record and file it was; one too small for any reduction is decoded first, as without them."""
     if ds.transform is not None:
         try:
-            image = ds.transform(image)
+            image = ds.transform(decoded_unless_reduced(image, wanting) if wanting else image)
         except Exception as exc:
-            if lazy:
+            if wanting:
                 exc.add_note(
                     f"while transforming record {index} ({ds.samples[index][0]}) of {ds.path}, "
                     "whose JPEG the transform decodes (a lazily opened image, imagefolder_lmdb.transforms)"

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-from PIL import Image
+from PIL import Image, JpegImagePlugin
 
 from imagefolder_lmdb.reader.jpeg_markers import ANY_SOF, APP1, EOI, SEQUENTIAL_SOF, SOS, segments, starts_as_jpeg
 
@@ -60,14 +60,39 @@ def lazy_jpeg_decode(data: bytes | bytearray | memoryview, jpeg: bool = True) ->
     return image._new(image.im) if image.mode == "RGB" else image.convert("RGB")
 
 
-def wants_lazy_jpeg(transform: Any) -> bool:
-    """Whether ``transform`` asks for lazily opened JPEGs (a ``decodes_lazy_jpeg = True`` attribute, as
-    imagefolder_lmdb.transforms has), itself or inside a ``Compose``, ``RandomApply``, ``RandomChoice``
+def lazy_jpeg_transforms(transform: Any) -> list[Any]:
+    """The transforms in ``transform`` that ask for lazily opened JPEGs (``decodes_lazy_jpeg = True``, as
+    imagefolder_lmdb.transforms have), itself or inside a ``Compose``, ``RandomApply``, ``RandomChoice``
     or ``RandomOrder`` (v1 or v2: anything with a ``transforms`` list)."""
     if getattr(transform, "decodes_lazy_jpeg", False) is True:
-        return True
+        return [transform]
     inner = getattr(transform, "transforms", None)
-    return isinstance(inner, list | tuple) and any(wants_lazy_jpeg(t) for t in inner)
+    return [found for t in inner for found in lazy_jpeg_transforms(t)] if isinstance(inner, list | tuple) else []
+
+
+def wants_lazy_jpeg(transform: Any) -> bool:
+    """Whether ``transform`` holds a transform that asks for lazily opened JPEGs (lazy_jpeg_transforms)."""
+    return bool(lazy_jpeg_transforms(transform))
+
+
+def is_lazy_jpeg(image: Any) -> bool:
+    """Whether ``image`` is an RGB JPEG opened by Pillow whose pixels are not loaded yet (draft still applies)."""
+    return (
+        isinstance(image, JpegImagePlugin.JpegImageFile)
+        and image.mode == "RGB"
+        and len(image.tile) == 1
+        and not image.decoderconfig
+    )
+
+
+def decoded_unless_reduced(image: Any, wanting: list[Any]) -> Any:
+    """``image``, or where it is a lazily opened JPEG that no transform of ``wanting`` could decode at a
+    reduced size (each one's ``reduces(width, height)``: too small), decoded now as ``pil_decode`` does,
+    so that images of ImageNet's size reach the transforms exactly as before."""
+    if not is_lazy_jpeg(image) or any(t.reduces(*image.size) for t in wanting):
+        return image
+    image.load()
+    return image._new(image.im)
 
 
 def pil_to_chw(image: Image.Image) -> torch.Tensor:
