@@ -295,7 +295,8 @@ class LMDBReader(_Index):
     Args:
         path (str or os.PathLike): ``results/<split>.lmdb`` (kept as ``ds.path``: its realpath), or its URL.
         transform (callable, optional): takes the image ``decode`` makes and returns a transformed
-            version, as ImageFolder's ``transform``.
+            version, as ImageFolder's ``transform``. One that holds imagefolder_lmdb.transforms gets
+            large RGB JPEGs opened but not decoded (``lazy_jpeg``), to decode at the size it needs.
         target_transform (callable, optional): takes the class index and transforms it.
         decode (str): what ``transform`` receives: ``"pil"`` (default), an RGB ``PIL.Image``
             exactly as ImageFolder's loader makes it; ``"tensor"``, a uint8 ``(3, H, W)`` RGB tensor
