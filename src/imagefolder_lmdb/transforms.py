@@ -26,11 +26,20 @@ from __future__ import annotations
 from typing import Any
 
 from PIL import Image, JpegImagePlugin
-from torchvision.transforms import functional as _v1_functional
-from torchvision.transforms import v2
-from torchvision.transforms.v2.functional._geometry import _check_interpolation, _compute_resized_output_size
+
+try:
+    from torchvision.transforms import functional as _v1_functional
+    from torchvision.transforms import v2
+    from torchvision.transforms.v2.functional._geometry import _check_interpolation, _compute_resized_output_size
+except ImportError as exc:
+    raise ImportError(
+        "imagefolder_lmdb.transforms subclasses torchvision's transforms: `pip install torchvision` (0.21 or newer)"
+    ) from exc
 
 from imagefolder_lmdb.reader.decoding import is_lazy_jpeg, wants_lazy_jpeg
+
+if not hasattr(v2.Transform, "make_params"):  # before 0.21 v2 called _get_params/_transform: ours would never run
+    raise ImportError("imagefolder_lmdb.transforms needs torchvision 0.21 or newer (its make_params and transform)")
 
 __all__ = ["RandomResizedCrop", "Resize", "is_lazy_jpeg", "wants_lazy_jpeg"]
 
