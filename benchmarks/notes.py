@@ -113,6 +113,7 @@ def notes(part: str, results: R) -> list[str]:
         "training": lambda results: [],  # section 9 likewise (report.py's training_section)
         "sampler": lambda results: [],  # section 10 likewise (sampler_report.py)
         "front_door": lambda results: [],  # section 11 likewise (bench_front_door.py's front_door_section)
+        "decode_size": lambda results: [],  # section 14: its tables (bench_decode_size.report_lines); notes by hand
     }
     return [line for text in writer[part](results) for line in (*text.split("\n"), "")]
 

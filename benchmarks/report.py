@@ -20,6 +20,7 @@ matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt
 
 from benchmarks import prose
+from benchmarks.bench_decode_size import report_lines as decode_size_lines
 from benchmarks.bench_front_door import front_door_section
 from benchmarks.interpretation import (
     IMAGENET_IMAGES,
@@ -519,6 +520,12 @@ PARTS: list[tuple[str, str, str, Callable[[R], list[str]]]] = [
         sampler_section,
     ),
     ("front_door", "front_door", "## 11. The front door against LitData's optimize() (issue 30)", front_door_section),
+    (
+        "decode_size",
+        "decode_size",
+        "## 14. Decoding at the size training needs; the CRC-32 check (issues 45, 41)",
+        decode_size_lines,
+    ),
 ]
 
 

@@ -6,6 +6,7 @@
     .venv/bin/python -m benchmarks.run --sections cold  # only section 8, cold reads (issue 14)
     .venv/bin/python -m benchmarks.run --sections training  # only section 9, training input (issue 23)
     .venv/bin/python -m benchmarks.run --sections sampler   # only section 10, the sampler's locality (issue 32)
+    .venv/bin/python -m benchmarks.run --sections decode_size   # only section 14, decode at size (issue 45)
 
 Generated data is cached in benchmarks/out/data/ (ignored by git); raw figures go to
 benchmarks/out/results.json, the report to BENCHMARKS.md and benchmarks/benchmarks.png. A
@@ -30,6 +31,7 @@ from benchmarks import (
     bench_cold,
     bench_convert,
     bench_data,
+    bench_decode_size,
     bench_front_door,
     bench_memory,
     bench_merge,
@@ -50,11 +52,23 @@ def results_path(quick: bool) -> Path:
     return OUT / ("results.quick.json" if quick else "results.json")
 
 
-SECTIONS = ("convert", "memory", "merge", "reader", "scale", "archives", "cold", "training", "sampler", "front_door")
+SECTIONS = (
+    "convert",
+    "memory",
+    "merge",
+    "reader",
+    "scale",
+    "archives",
+    "cold",
+    "training",
+    "sampler",
+    "front_door",
+    "decode_size",
+)
 #: LitData's own venv (section 11): litdata 0.2.76 with torch 2.14.1, apart from this project's.
 LITDATA_PYTHON = os.environ.get("LITDATA_PYTHON", "/work/litdata-venv/bin/python")
 #: Sections that make their own data rather than use the 2N / N trees.
-OWN_DATA = frozenset({"cold", "training", "sampler", "front_door"})
+OWN_DATA = frozenset({"cold", "training", "sampler", "front_door", "decode_size"})
 
 
 @dataclass(frozen=True)
@@ -212,6 +226,8 @@ def run(plan: Plan, sections: list[str], cold_method: str) -> dict[str, Any]:
     if "front_door" in sections:
         sizes = [100, 600] if plan.quick else [300, 12_000]
         run_section("front_door", results, bench_front_door.measure, sizes, plan.convert_repeats, LITDATA_PYTHON)
+    if "decode_size" in sections:
+        run_section("decode_size", results, bench_decode_size.measure, plan.quick)
     seconds = time.perf_counter() - start
     if previous is None:
         results["total_seconds"] = seconds

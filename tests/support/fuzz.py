@@ -7,10 +7,11 @@ free list).
                                  [--structure-flips 200]
 
 One process handles every case: it writes the damaged copy, then forks a child for the reader
-(open the copy, read every record through the default path, both batched and one by one) and one
-for ``verify.main([copy, "--full"])``, so that a signal ends only its own case and is seen as one
-(a negative return code). One JSON line per case goes to RESULTS; tests/workflow/test_fuzz.py
-judges them.
+without its CRC-32 check (open the copy with ``crc_check=False``, read every record through the
+default path, both batched and one by one), one for the reader as users get it (every record read
+checked against its CRC-32) and one for ``verify.main([copy, "--full"])``, so that a signal ends
+only its own case and is seen as one (a negative return code). One JSON line per case goes to
+RESULTS; tests/workflow/test_fuzz.py judges them.
 """
 
 from __future__ import annotations
@@ -172,7 +173,8 @@ def in_child(job: Callable[[], dict[str, Any]]) -> dict[str, Any]:
 
 
 def read_everything(path: Path, expected: list[bytes], originals: list[bytes]) -> dict[str, Any]:
-    """Open the copy and read every record through the default path, batched and one by one.
+    """Open the copy with ``crc_check=False`` (what LMDB and the offsets give, unchecked) and read every
+    record through the default path, batched and one by one.
     ``wrong``: records that differ from ``expected`` (LMDB's own bytes where the damage lies in a
     value); ``wrong_by_offset``: those of them read by offset; ``other_records``: those that hold
     another record's bytes."""
@@ -180,7 +182,7 @@ def read_everything(path: Path, expected: list[bytes], originals: list[bytes]) -
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            ds = LMDBReader(path, decode="bytes")
+            ds = LMDBReader(path, decode="bytes", crc_check=False)
             result.update(stage="read", by_offset=ds.reads_by_offset, length=len(ds))
             batch = [data for data, _ in ds.__getitems__(list(range(len(ds))))]
             singles = [ds.get_bytes(i) for i in range(len(ds))]
@@ -190,6 +192,20 @@ def read_everything(path: Path, expected: list[bytes], originals: list[bytes]) -
             result["error"] = f"{type(exc).__name__}: {exc}"
     result["warnings"] = [f"{w.category.__name__}: {w.message}" for w in caught]
     return result
+
+
+def read_checked(path: Path, originals: list[bytes]) -> dict[str, Any]:
+    """Open the copy as users do (every record checked against its CRC-32) and read every record in
+    one batch: ``wrong`` lists the records whose bytes differ from those written (there must be none)."""
+    try:
+        ds = LMDBReader(path, decode="bytes")
+        batch = [data for data, _ in ds.__getitems__(list(range(len(ds))))]
+    except Exception as exc:  # noqa: BLE001 - the message is what the test judges
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    return {
+        "stage": "done",
+        "wrong": [i for i, data in enumerate(batch) if i >= len(originals) or data != originals[i]],
+    }
 
 
 def judged(
@@ -226,6 +242,7 @@ def run_case(original: bytes, layout: Layout, case: Case, copy: Path) -> dict[st
     return {
         "case": case.__dict__,
         "reader": in_child(lambda: read_everything(copy, expected, layout.records)),
+        "checked": in_child(lambda: read_checked(copy, layout.records)),
         "verify": in_child(lambda: run_verify(copy, layout)),
     }
 

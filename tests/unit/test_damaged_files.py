@@ -336,3 +336,79 @@ def test_verify_reports_damaged_pages_without_touching_them(written: Path, tmp_p
         "would read wrong records or crash on it, so nothing of it was read. Copy it again from the original, "
         "and check the original first with `imagefolder-lmdb verify ORIGINAL --full`"
     )
+
+
+# -- record values: every read checked against its CRC-32 (issue 41) ---------------------------------
+
+
+def flip_record(path: Path, index: int, count: int = 64) -> None:
+    """Flip ``count`` bytes in the middle of record ``index``'s stored value, as a bad copy would."""
+    offset, length = layout_of(path).values[record_key(index)]
+    start = offset + max(0, length // 2 - count // 2)
+    with path.open("r+b") as stream:
+        stream.seek(start)
+        chunk = stream.read(min(count, length))
+        stream.seek(start)
+        stream.write(bytes(b ^ 0xFF for b in chunk))
+
+
+def read_record(path: Path, index: int, by_offset: bool, how: str, **options: Any) -> Callable[[], dict[str, Any]]:
+    """Read record ``index`` one way (``get_bytes``, ``ds[i]``, a batch around it), reporting the bytes or
+    the error."""
+
+    def job() -> dict[str, Any]:
+        ds = LMDBReader(path, decode="bytes", **options)
+        if not by_offset:
+            ds._offsets = None
+        try:
+            if how == "get_bytes":
+                data = ds.get_bytes(index)
+            elif how == "item":
+                data = ds[index][0]
+            else:
+                data = ds.__getitems__([index - 1, index, index + 1])[1][0]
+        except Exception as exc:  # noqa: BLE001 - the message is what the test checks
+            return {"error": f"{type(exc).__name__}: {exc}", "by_offset": ds.reads_by_offset}
+        return {"value": data.hex(), "by_offset": ds.reads_by_offset, "check_crc": ds.check_crc(index)}
+
+    return job
+
+
+@pytest.mark.parametrize("index", [7, 10])  # on overflow pages; inside a leaf page
+@pytest.mark.parametrize("by_offset", [True, False])
+@pytest.mark.parametrize("how", ["get_bytes", "item", "batch"])
+def test_a_damaged_record_is_refused_on_every_read_path(written: Path, index: int, by_offset: bool, how: str) -> None:
+    flip_record(written, index, 64 if index % 5 else 16)
+    result = in_child(read_record(written, index, by_offset, how))
+    assert result["by_offset"] is by_offset
+    assert result["error"] == (
+        f"DamagedRecordError: {written}: record {index} does not match its CRC-32 (meta/crc32): its stored bytes "
+        "changed since it was written (a damaged copy or disk). Check the file with `imagefolder-lmdb verify "
+        f"{written} --full` (in a checkout: `python scripts/verify.py {written} --full`) and copy it again from an "
+        "original that passes; crc_check=False turns this check off."
+    )
+
+
+@pytest.mark.parametrize("by_offset", [True, False])
+def test_crc_check_false_reads_the_damaged_bytes_as_stored(written: Path, by_offset: bool) -> None:
+    clean = LMDBReader(written, decode="bytes").get_bytes(7)
+    close_all_envs()
+    flip_record(written, 7)
+    result = in_child(read_record(written, 7, by_offset, "batch", crc_check=False))
+    stored = bytes.fromhex(result["value"])
+    assert len(stored) == len(clean) and stored != clean and result["check_crc"] is False
+    neighbour = in_child(read_record(written, 8, by_offset, "item"))  # the check on: a sound record reads
+    assert "value" in neighbour and neighbour["check_crc"] is True
+
+
+def test_a_damaged_record_is_refused_as_an_image_and_as_a_tensor(tmp_path: Path) -> None:
+    from support.images import jpeg_bytes
+
+    path = tmp_path / "images.lmdb"
+    write_dataset(path, [jpeg_bytes(i, (64, 48)) for i in range(6)])
+    flip_record(path, 3, 40)
+    for decode in ("pil", "tensor"):
+        result = in_child(
+            lambda decode=decode: {"shape": list(np.asarray(LMDBReader(path, decode=decode)[3][0]).shape)}
+        )
+        assert result["crashed"].startswith(f"DamagedRecordError: {path}: record 3 does not match its CRC-32")

@@ -2,7 +2,8 @@
 record values and meta values, 100 byte flips in LMDB's own bytes (meta pages, branch and leaf
 pages, overflow headers, the free list). For each, opening the file and reading every record
 through the default path, and ``verify --full``, end in LMDB's own bytes or a Python exception or
-warning with a message: never a signal, never another record's bytes (tests/support/fuzz.py runs
+warning with a message: never a signal, never another record's bytes; with the reader's CRC-32
+check (the default), never any bytes but those written (tests/support/fuzz.py runs
 the cases, a forked child per run, in one process of its own). Where LMDB's own bytes are damaged
 (a record's size in its leaf page), the reader may return them only for records it reads through
 LMDB: what it reads by offset is always the record as written."""
@@ -74,6 +75,9 @@ def problems_of(row: dict[str, Any]) -> list[str]:
         found.append(f"a truncation not named as one: {reader.get('error')!r} / {verify['output']!r}")
     if case["kind"] == "record-flip" and f"record {case['record']} (" not in verify["output"]:
         found.append(f"verify did not name the damaged record {case['record']}: {verify['output']!r}")
+    checked = row["checked"]
+    if checked.get("wrong"):  # with the CRC-32 check, a record reads as written or not at all
+        found.append(f"the checked reader returned wrong bytes for records {checked['wrong']}")
     return found
 
 
@@ -83,11 +87,20 @@ def test_damage_never_ends_in_a_signal_or_another_records_bytes(results: list[di
     assert not failures, f"{len(failures)} problems, the first: {failures[:5]}"
 
 
-def test_every_damaged_record_value_is_reported_and_read_as_lmdb_holds_it(results: list[dict[str, Any]]) -> None:
+def test_every_damaged_record_value_is_reported_and_refused_by_the_reader(results: list[dict[str, Any]]) -> None:
     flips = [row for row in results if row["case"]["kind"] == "record-flip"]
     assert len(flips) == VALUE_FLIPS // 2
     assert all(row["verify"]["rc"] == 1 and "checksum mismatch" in row["verify"]["output"] for row in flips)
+    # crc_check=False: read as LMDB holds it; the default: refused, naming the record and the fix
     assert all(row["reader"]["stage"] == "done" and not row["reader"]["wrong"] for row in flips)
+    unnamed = [
+        (row["case"]["record"], row["checked"])
+        for row in flips
+        if not row["checked"].get("error", "").startswith("DamagedRecordError: ")
+        or f": record {row['case']['record']} does not match its CRC-32" not in row["checked"]["error"]
+        or "--full" not in row["checked"]["error"]
+    ]
+    assert not unnamed, unnamed[:3]
 
 
 def test_structure_damage_is_reported_by_verify_before_lmdb_reads_it(results: list[dict[str, Any]]) -> None:

@@ -63,6 +63,7 @@ from imagefolder_lmdb.reader.format import (
     READABLE_VERSIONS,
     STORAGE_CODES,
     STORAGE_REASONS,
+    DamagedRecordError,
     FormatError,
     Meta,
     checksum,
@@ -126,6 +127,7 @@ __all__ = [
     "STORAGE_CODES",
     "STORAGE_REASONS",
     "TORCHCODEC_PIN",
+    "DamagedRecordError",
     "Decode",
     "FileChangedError",
     "FileIdentity",
@@ -178,7 +180,7 @@ __all__ = [
 
 # The reader's errors and warning print under the name they are imported by, as numpy's do
 # (``imagefolder_lmdb.reader.TruncatedFileError``), not under the module that defines them.
-for _public in (FormatError, TruncatedFileError, ReadersFullError, LocationsWarning):
+for _public in (FormatError, DamagedRecordError, TruncatedFileError, ReadersFullError, LocationsWarning):
     _public.__module__ = __name__
 
 

@@ -11,12 +11,21 @@ from typing import TYPE_CHECKING, Any
 import lmdb
 import numpy as np
 
-from imagefolder_lmdb.reader.decoding import DECODE_CHOICES, Decode, _torchcodec_jpeg
+from imagefolder_lmdb.reader.decoding import (
+    DECODE_CHOICES,
+    LAZY,
+    Decode,
+    _torchcodec_jpeg,
+    decoded_unless_reduced,
+    lazy_jpeg_transforms,
+    wants_lazy_jpeg,
+)
 from imagefolder_lmdb.reader.drop_in import DropIn
 from imagefolder_lmdb.reader.file_checks import _ReadTxn
 from imagefolder_lmdb.reader.format import (
     META_KEYS,
     STORAGE_REASONS,
+    DamagedRecordError,
     FormatError,
     checksum,
     decode_meta,
@@ -31,17 +40,19 @@ from imagefolder_lmdb.reader.records_located import _LocatedRecords, _v1_records
 from imagefolder_lmdb.remote import is_url
 
 
-def _open_records(path: str, env: lmdb.Environment, lock: bool, allow_pickle: bool) -> _Opened:
+def _open_records(path: str, env: lmdb.Environment, lock: bool, allow_pickle: bool, crc_check: bool) -> _Opened:
     """Read what the file at ``path`` says about itself, and choose once where its records come from."""
     with guarded(env.begin(), path, lock) as txn:
         if allow_pickle and txn.get(META_KEYS["json"]) is None and is_legacy_pickle_lmdb(txn):
             return _open_legacy(txn, path)
         meta = decode_meta(txn, path)
-        records = _v1_records(path, env, meta, lock)
+        records = _v1_records(path, env, meta, lock, crc_check)
     return _Opened(records, meta.document, meta.classes, meta.paths, meta.labels.tolist(), meta)
 
 
-def _reopened(path: str, env: lmdb.Environment, lock: bool, opened: FileIdentity) -> tuple[_Records, FileIdentity]:
+def _reopened(
+    path: str, env: lmdb.Environment, lock: bool, opened: FileIdentity, crc_check: bool
+) -> tuple[_Records, FileIdentity]:
     """The record source of the file now at ``path`` if it holds the content the dataset opened (a
     compacted copy, a ``cp``: its record locations are checked again); else FileChangedError."""
     with guarded(env.begin(), path, lock) as txn:
@@ -49,7 +60,7 @@ def _reopened(path: str, env: lmdb.Environment, lock: bool, opened: FileIdentity
     found = FileIdentity(content_id(meta), opened_token(path))
     if found.content != opened.content:
         raise FileChangedError(changed_message(path, opened.describe(), found.describe(meta.document)))
-    return _v1_records(path, env, meta, lock), found
+    return _v1_records(path, env, meta, lock, crc_check), found
 
 
 def _resolved(path: str) -> str:
@@ -72,7 +83,7 @@ def _open_path(
         return open_remote_records(ds.path, max_in_flight, cache_dir, cache_bytes)
     if cache_dir is not None:
         raise ValueError(f"cache_dir is for datasets read from a URL; {ds.path} is read in place")
-    return _open_records(ds.path, ds._env(), ds.lock, ds.allow_pickle)
+    return _open_records(ds.path, ds._env(), ds.lock, ds.allow_pickle, ds.crc_check)
 
 
 def _check_options(decode: str, lock: bool, max_readers: int | None) -> None:
@@ -134,6 +145,9 @@ class _Index(DropIn):
     path: str
     lock: bool
     max_readers: int | None
+    crc_check: bool
+    decode: str
+    transform: Callable[[Any], Any] | None
     _records: _Records
     _identity: FileIdentity | None
 
@@ -173,13 +187,36 @@ class _Index(DropIn):
             token = opened_token(self.path)
         if token != self._identity.storage:
             env = shared_env(self.path, lock=self.lock, max_readers=self.max_readers)
-            self._records, self._identity = _reopened(self.path, env, self.lock, self._identity)
+            self._records, self._identity = _reopened(self.path, env, self.lock, self._identity, self.crc_check)
+
+    @property
+    def lazy_jpeg(self) -> bool:
+        """Whether ``transform`` receives JPEGs opened but not yet decoded: with ``decode="pil"``, when
+        the transform holds one of imagefolder_lmdb.transforms (which decode at the size they need)."""
+        return self.decode == "pil" and wants_lazy_jpeg(self.transform)
 
     def _checked(self, index: Any) -> int:
         """``index`` checked, and the file too (_check_file)."""
         index = self._check_index(index)
         self._check_file()
         return index
+
+    def get_bytes(self, index: int) -> bytes:  # LMDBReader's
+        raise NotImplementedError
+
+    def check_crc(self, index: int) -> bool:
+        """Whether record ``index`` still has the CRC-32 recorded when it was written (meta/crc32).
+
+        Raises:
+            IndexError: ``index`` out of range.
+            FormatError: a legacy file, which records no checksums.
+        """
+        self._require_meta("checksums")
+        assert self.checksums is not None
+        try:  # with crc_check=True (the default) the read checks it
+            return checksum(self.get_bytes(index)) == self.checksums.item(self._check_index(index))
+        except DamagedRecordError:
+            return False
 
     @property
     def is_legacy(self) -> bool:
@@ -258,7 +295,8 @@ class LMDBReader(_Index):
     Args:
         path (str or os.PathLike): ``results/<split>.lmdb`` (kept as ``ds.path``: its realpath), or its URL.
         transform (callable, optional): takes the image ``decode`` makes and returns a transformed
-            version, as ImageFolder's ``transform``.
+            version, as ImageFolder's ``transform``. One that holds imagefolder_lmdb.transforms gets
+            large RGB JPEGs opened but not decoded (``lazy_jpeg``), to decode at the size it needs.
         target_transform (callable, optional): takes the class index and transforms it.
         decode (str): what ``transform`` receives: ``"pil"`` (default), an RGB ``PIL.Image``
             exactly as ImageFolder's loader makes it; ``"tensor"``, a uint8 ``(3, H, W)`` RGB tensor
@@ -267,6 +305,10 @@ class LMDBReader(_Index):
         lock (bool): use LMDB's ``-lock`` file and its reader table (default False: no lock file,
             no reader limit, read-only filesystems work). A file read in place only; refused for a URL.
         max_readers (int, optional): the reader table's slots with ``lock=True`` (default 126).
+        crc_check (bool): check every record read against the CRC-32 recorded when it was written
+            (default True; ~2 % of a worker's time per image), raising DamagedRecordError on a
+            mismatch. False skips it, for copies checked another way. A URL is always checked;
+            legacy files record no CRC and are never checked.
         allow_pickle (bool): also read LEGACY folder2lmdb files, whose values are pickles, with a
             restricted unpickler (default False: such files are refused).
         max_in_flight (int): for a URL (``s3://``, ``gs://``, ``az://``, ``http(s)://``, the
@@ -289,7 +331,8 @@ class LMDBReader(_Index):
         FileNotFoundError: nothing at ``path``.
         TruncatedFileError: the file is shorter than its LMDB header says (an incomplete copy).
         FormatError: not an imagefolder-lmdb file, a newer format version, a legacy file without
-            ``allow_pickle=True``, or damage; the message says what to do.
+            ``allow_pickle=True``, or damage; the message says what to do. Reading a record whose
+            bytes fail their CRC-32 raises its subclass DamagedRecordError (file, index, the fix).
         ReadersFullError: ``lock=True`` and every reader slot taken.
         ValueError: an unknown ``decode``, ``max_readers`` without ``lock=True`` or below 1, or
             settings other than those the file is already open with in this process.
@@ -308,6 +351,7 @@ class LMDBReader(_Index):
         lock: bool = False,
         max_readers: int | None = None,
         allow_pickle: bool = False,
+        crc_check: bool = True,
         max_in_flight: int = 64,
         cache_dir: str | os.PathLike[str] | None = None,
         cache_bytes: int = 64 << 30,
@@ -320,6 +364,7 @@ class LMDBReader(_Index):
         self.lock = lock
         self.max_readers = max_readers
         self.allow_pickle = allow_pickle
+        self.crc_check = crc_check
         self._set_index(_open_path(self, max_in_flight, cache_dir, cache_bytes))
 
     def _env(self) -> lmdb.Environment:
@@ -342,15 +387,10 @@ class LMDBReader(_Index):
         self._check_file()
         if len(positions) > 1:
             keep_freed_memory_for_reuse()
-        batch = self._records.read(positions, self.decode, self._transaction, self.targets)
-        return [self._finish(image, target) for image, target in batch]
-
-    def _finish(self, image: Any, target: int) -> tuple[Any, Any]:
-        if self.transform is not None:
-            image = self.transform(image)
-        if self.target_transform is not None:
-            target = self.target_transform(target)
-        return image, target
+        wanting = lazy_jpeg_transforms(self.transform) if self.decode == "pil" else []
+        batch = self._records.read(positions, LAZY if wanting else self.decode, self._transaction, self.targets)
+        samples = zip(batch, positions, strict=True)
+        return [_transformed(self, image, target, index, wanting) for (image, target), index in samples]
 
     def __getitem__(self, index: int) -> tuple[Any, Any]:
         return self.__getitems__([index])[0]
@@ -370,26 +410,10 @@ class LMDBReader(_Index):
 
         Raises:
             IndexError: ``index`` out of range.
-            FormatError: the record is missing (a damaged file).
+            FormatError: the record is missing (a damaged file); DamagedRecordError, its subclass:
+                the bytes fail their CRC-32 (unless ``crc_check=False``).
         """
         return self._records.get_bytes(self._checked(index), self._transaction)
-
-    def check_crc(self, index: int) -> bool:
-        """Whether record ``index`` still has the CRC-32 recorded when it was written.
-
-        Args:
-            index (int): the record's index.
-
-        Returns:
-            bool: True if the stored bytes match meta/crc32.
-
-        Raises:
-            IndexError: ``index`` out of range.
-            FormatError: a legacy file, which records no checksums.
-        """
-        self._require_meta("checksums")
-        assert self.checksums is not None
-        return checksum(self.get_bytes(index)) == int(self.checksums[self._check_index(index)])
 
     def __getstate__(self) -> dict[str, Any]:
         # Nothing process-specific lives on the instance or its record source: environments and
@@ -398,6 +422,25 @@ class LMDBReader(_Index):
 
     def __repr__(self) -> str:
         return _described(self)
+
+
+def _transformed(ds: LMDBReader, image: Any, target: int, index: int, wanting: list[Any]) -> tuple[Any, Any]:
+    """One sample through ``transform`` and ``target_transform``. A lazily opened JPEG (``wanting``: the
+    transforms that asked for it) is decoded inside the transform: an error there is told which
+    record and file it was; one too small for any reduction is decoded first, as without them."""
+    if ds.transform is not None:
+        try:
+            image = ds.transform(decoded_unless_reduced(image, wanting) if wanting else image)
+        except Exception as exc:
+            if wanting:
+                exc.add_note(
+                    f"while transforming record {index} ({ds.samples[index][0]}) of {ds.path}, "
+                    "whose JPEG the transform decodes (a lazily opened image, imagefolder_lmdb.transforms)"
+                )
+            raise
+    if ds.target_transform is not None:
+        target = ds.target_transform(target)
+    return image, target
 
 
 def _described(ds: LMDBReader) -> str:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-from PIL import Image
+from PIL import Image, JpegImagePlugin
 
 from imagefolder_lmdb.reader.jpeg_markers import ANY_SOF, APP1, EOI, SEQUENTIAL_SOF, SOS, segments, starts_as_jpeg
 
@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 
 Decode = Literal["pil", "tensor", "bytes"]
 DECODE_CHOICES: tuple[str, ...] = ("pil", "tensor", "bytes")
+#: How records are decoded for a ``decode="pil"`` dataset whose transform decodes JPEGs lazily
+#: (imagefolder_lmdb.transforms): lazy_jpeg_decode. Internal, never a ``decode=`` choice.
+LAZY = "lazy"
 #: The TorchCodec release decode="tensor" is tested with (image decoders from 0.16 on); the
 #: install hint of the error raised without it.
 TORCHCODEC_PIN = "torchcodec==0.17.0"
@@ -41,6 +44,55 @@ def pil_decode(data: bytes | bytearray | memoryview) -> Image.Image:
         # without copying the decoded pixels that nothing else holds.
         return image._new(image.im)
     return image.convert("RGB")
+
+
+def lazy_jpeg_decode(data: bytes | bytearray | memoryview, jpeg: bool = True) -> Image.Image:
+    """An RGB JPEG opened but not decoded: a PIL image whose pixels load on first access, so that a
+    transform can ask for a DCT-reduced decode first (imagefolder_lmdb.transforms). Anything else
+    (a value stored as-is, PNG, a JPEG that is not 3-component RGB) is decoded as ``pil_decode`` does.
+
+    The bytes are copied once (BytesIO), so an LMDB buffer may be passed while its transaction is
+    alive; a damaged JPEG raises when the transform first touches its pixels."""
+    image = Image.open(io.BytesIO(data))
+    if jpeg and image.format == "JPEG" and image.mode == "RGB" and len(image.tile) == 1:
+        return image
+    image.load()
+    return image._new(image.im) if image.mode == "RGB" else image.convert("RGB")
+
+
+def lazy_jpeg_transforms(transform: Any) -> list[Any]:
+    """The transforms in ``transform`` that ask for lazily opened JPEGs (``decodes_lazy_jpeg = True``, as
+    imagefolder_lmdb.transforms have), itself or inside a ``Compose``, ``RandomApply``, ``RandomChoice``
+    or ``RandomOrder`` (v1 or v2: anything with a ``transforms`` list)."""
+    if getattr(transform, "decodes_lazy_jpeg", False) is True:
+        return [transform]
+    inner = getattr(transform, "transforms", None)
+    return [found for t in inner for found in lazy_jpeg_transforms(t)] if isinstance(inner, list | tuple) else []
+
+
+def wants_lazy_jpeg(transform: Any) -> bool:
+    """Whether ``transform`` holds a transform that asks for lazily opened JPEGs (lazy_jpeg_transforms)."""
+    return bool(lazy_jpeg_transforms(transform))
+
+
+def is_lazy_jpeg(image: Any) -> bool:
+    """Whether ``image`` is an RGB JPEG opened by Pillow whose pixels are not loaded yet (draft still applies)."""
+    return (
+        isinstance(image, JpegImagePlugin.JpegImageFile)
+        and image.mode == "RGB"
+        and len(image.tile) == 1
+        and not image.decoderconfig
+    )
+
+
+def decoded_unless_reduced(image: Any, wanting: list[Any]) -> Any:
+    """``image``, or where it is a lazily opened JPEG that no transform of ``wanting`` could decode at a
+    reduced size (each one's ``reduces(width, height)``: too small), decoded now as ``pil_decode`` does,
+    so that images of ImageNet's size reach the transforms exactly as before."""
+    if not is_lazy_jpeg(image) or any(t.reduces(*image.size) for t in wanting):
+        return image
+    image.load()
+    return image._new(image.im)
 
 
 def pil_to_chw(image: Image.Image) -> torch.Tensor:
@@ -105,6 +157,8 @@ def _decode(data: bytes | memoryview, decode: str, jpeg: bool) -> Any:
     its memory: the one and only copy or decode of the stored bytes."""
     if decode == "pil":
         return pil_decode(data)
+    if decode == LAZY:
+        return lazy_jpeg_decode(data, jpeg)
     if decode == "tensor":
         return tensor_decode(data, jpeg=jpeg)
     return bytes(data)

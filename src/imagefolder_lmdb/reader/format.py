@@ -117,6 +117,23 @@ def checksum(value: bytes | memoryview) -> int:
     return zlib.crc32(value)
 
 
+class DamagedRecordError(FormatError):
+    """A record's stored bytes do not match the CRC-32 recorded when it was written (meta/crc32)."""
+
+
+def check_record(path: str, index: int, data: bytes | memoryview, crc32: np.ndarray | None) -> None:
+    """Raise DamagedRecordError if record ``index``'s bytes ``data`` do not match ``crc32[index]``;
+    ``crc32`` None: the dataset was opened with ``crc_check=False``, nothing is checked."""
+    if crc32 is None or zlib.crc32(data) == crc32.item(index):
+        return
+    raise DamagedRecordError(
+        f"{path}: record {index} does not match its CRC-32 (meta/crc32): its stored bytes changed since it was "
+        f"written (a damaged copy or disk). Check the file with `imagefolder-lmdb verify {path} --full` "
+        f"(in a checkout: `python scripts/verify.py {path} --full`) and copy it again from an original that passes; "
+        "crc_check=False turns this check off."
+    )
+
+
 def field_checksum(value: Any) -> int:
     """The checksum meta/json records for one of its :data:`CHECKSUMMED_FIELDS`: the CRC-32 of the
     field's value as compact JSON (``json.dumps`` with its defaults)."""

@@ -8,7 +8,7 @@ import numpy as np
 
 from imagefolder_lmdb.reader.decoding import _decode
 from imagefolder_lmdb.reader.file_checks import _ReadTxn
-from imagefolder_lmdb.reader.format import NOT_JPEG_CODES, FormatError, record_key
+from imagefolder_lmdb.reader.format import NOT_JPEG_CODES, FormatError, check_record, record_key
 from imagefolder_lmdb.reader.records import _Begin
 
 
@@ -21,9 +21,10 @@ class _LmdbRecords:
     legacy = False
     by_offset = False
 
-    def __init__(self, path: str, storage: np.ndarray) -> None:
+    def __init__(self, path: str, storage: np.ndarray, crc32: np.ndarray | None) -> None:
         self.path = path
         self.storage = storage  # storage code of each record (STORAGE_REASONS)
+        self.crc32 = crc32  # CRC-32 of each record, checked on every read; None: crc_check=False
 
     def jpeg(self, index: int) -> bool:
         """Whether record ``index`` may go to decode_jpeg: every value but a stored-as-is or PNG one
@@ -53,4 +54,5 @@ class _LmdbRecords:
         data = txn.get(record_key(index))
         if data is None:
             raise FormatError(f"{self.path}: record {index} is missing; the file is damaged")
+        check_record(self.path, index, data, self.crc32)
         return data

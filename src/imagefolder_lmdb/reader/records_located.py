@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any, cast
 import lmdb
 import numpy as np
 
-from imagefolder_lmdb.reader.decoding import encoded_tensor_decode, pil_decode
-from imagefolder_lmdb.reader.format import Meta
+from imagefolder_lmdb.reader.decoding import LAZY, encoded_tensor_decode, lazy_jpeg_decode, pil_decode
+from imagefolder_lmdb.reader.format import Meta, check_record
 from imagefolder_lmdb.reader.handles import shared_fd
 from imagefolder_lmdb.reader.locations import LocationsWarning, locations_problem
 from imagefolder_lmdb.reader.offset_reads import _CAN_ADVISE, _CAN_PREAD, _CAN_PROBE, _fetch, _pread
@@ -65,10 +65,13 @@ def _hint_rest(fd: int, offsets: list[int], lengths: list[int], start: int = 0) 
     return True
 
 
-def _v1_records(path: str, env: lmdb.Environment, meta: Meta, lock: bool) -> _LmdbRecords | _LocatedRecords:
+def _v1_records(
+    path: str, env: lmdb.Environment, meta: Meta, lock: bool, crc_check: bool = True
+) -> _LmdbRecords | _LocatedRecords:
     """The source of a v1 file: by offset if its recorded locations fit it (locations_problem), else
-    through LMDB, with a one-time LocationsWarning; files without them (older ones) silently."""
-    through_lmdb = _LmdbRecords(path, meta.storage)
+    through LMDB, with a one-time LocationsWarning; files without them (older ones) silently. With
+    ``crc_check`` every record read is checked against meta/crc32 (DamagedRecordError)."""
+    through_lmdb = _LmdbRecords(path, meta.storage, meta.crc32 if crc_check else None)
     # lock=True asks for LMDB's reader protocol, which protects a read from a concurrent writer;
     # reads by offset assume, as lock=False does, that the file does not change while it is read.
     unusable = lock or not _CAN_PREAD or os.path.isdir(path)
@@ -133,7 +136,9 @@ class _LocatedRecords:
         if fd is None:
             return self.lmdb.get_bytes(index, begin)
         assert self.lengths is not None
-        return _pread(fd, self.lengths.item(index), offset)
+        data = _pread(fd, self.lengths.item(index), offset)
+        check_record(self.lmdb.path, index, data, self.lmdb.crc32)
+        return data
 
     def read(self, positions: list[int], decode: str, begin: _Begin, targets: list[int]) -> list[tuple[Any, int]]:
         """Decoded images and labels of ``positions``: one pread each where the records are located
@@ -183,7 +188,12 @@ class _LocatedRecords:
         return batch
 
     def _decoded(self, data: bytes | torch.Tensor, index: int, decode: str) -> Any:
-        """Record ``index``'s bytes as read by offset (a tensor for decode="tensor"), decoded."""
+        """Record ``index``'s bytes as read by offset (a tensor for decode="tensor"), checked, decoded."""
         if decode == "tensor":  # read straight into a tensor (offset_reads._fetch)
-            return encoded_tensor_decode(cast("torch.Tensor", data), jpeg=self.lmdb.jpeg(index))
+            encoded = cast("torch.Tensor", data)
+            check_record(self.lmdb.path, index, encoded.numpy().data, self.lmdb.crc32)
+            return encoded_tensor_decode(encoded, jpeg=self.lmdb.jpeg(index))
+        check_record(self.lmdb.path, index, cast(bytes, data), self.lmdb.crc32)
+        if decode == LAZY:
+            return lazy_jpeg_decode(cast(bytes, data), self.lmdb.jpeg(index))
         return pil_decode(cast(bytes, data)) if decode == "pil" else data
