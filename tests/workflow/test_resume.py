@@ -137,9 +137,9 @@ def test_failed_shard_is_the_only_thing_rerun(tree_copy: Path, tmp_path: Path) -
     reports = sorted((tmp_path / "work" / "train" / "parts").glob("*.json"))
     assert len(reports) == SHARDS - 1, "every other shard finished"
 
-    # Fixed in place (cp, curl -o): the class folder's listing is unchanged, so only the failed shard
-    # runs. A new file renamed over it is a source change: the split is listed again, and the shards
-    # of that class folder encoded again (tests/workflow/test_source_change.py).
+    # Fixed in place (cp, curl -o): its size and time changed, so the split is listed again (a stat
+    # per file), but the shards' stamps keep: only the failed shard runs. A new file renamed over it
+    # is a source change whose class folder's shards are encoded again (tests/workflow/test_source_change.py).
     victim.write_bytes(original)
     rerun = run_snakemake(tmp_path, "--configfile", str(config)).check()
     jobs = executed_jobs(rerun.output)
@@ -148,7 +148,7 @@ def test_failed_shard_is_the_only_thing_rerun(tree_copy: Path, tmp_path: Path) -
     missing = {f"{n:05d}" for n in range(SHARDS)} - {r.stem for r in reports}
     assert encode == [f"encode_shard:split=train, shard={missing.pop()}"]
     downstream = sorted(job for job in jobs if not job.startswith("encode_shard"))
-    assert downstream == ["all", "merge", "report_split", "verify", "write_meta"]
+    assert downstream == ["all", "count_check", "extract", "merge", "report_split", "verify", "write_meta"]
 
 
 def test_files_added_to_or_removed_from_a_class_folder_are_seen(tree_copy: Path, tmp_path: Path) -> None:

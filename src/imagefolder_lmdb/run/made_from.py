@@ -31,6 +31,8 @@ VERSION = 1
 #: The variable a command-line conversion sets for its Snakemake run: the work folder whose
 #: made_from files it has just written (the walk of the source is not made twice).
 RECORDED_VARIABLE = "IMAGEFOLDER_LMDB_SOURCES_RECORDED"
+#: The order differences are named in: where the images come from first.
+RECIPE_ORDER = ("source", "root", "layout", "classes", "labels", "columns", "encode")
 #: The made_from file's entry that only this run needs (not recorded in the dataset).
 CHANGED_GROUPS = "changed_groups"
 #: Encode settings that change no record by themselves (run/existing.py judges on_error by what was set aside).
@@ -144,7 +146,7 @@ def recipe_differences(recorded: dict[str, Any], now: dict[str, Any]) -> list[st
     ``with layout 'imagefolder', not 'ilsvrc-val'``. A label file changed at the same path is a
     changed input, not a setting (``label_changes``)."""
     found = []
-    for key in sorted({*recorded, *now}):
+    for key in sorted({*recorded, *now}, key=lambda k: (RECIPE_ORDER.index(k) if k in RECIPE_ORDER else 99, k)):
         old, new = recorded.get(key), now.get(key)
         if key == "labels":
             old, new = label_paths(old), label_paths(new)
