@@ -67,7 +67,15 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] in COMMANDS:
         module, _, function = COMMANDS[argv[0]][0].partition(":")
         command = getattr(importlib.import_module(module), function or "main")
-        return int(command(argv[1:], prog=f"{PROG} {argv[0]}"))
+        from imagefolder_lmdb.remote.leaving import exit_code, leave_if_started, obstore_started
+
+        try:
+            code = int(command(argv[1:], prog=f"{PROG} {argv[0]}"))
+        except BaseException as exc:
+            if not obstore_started():
+                raise
+            code = exit_code(exc)
+        return leave_if_started(code)  # a command that used obstore: never through its runtime's teardown
     overview().parse_args(argv)  # --help, --version, or an error naming the commands: exits
     return 2
 
