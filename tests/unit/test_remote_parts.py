@@ -100,5 +100,6 @@ def test_a_mistyped_scheme_is_named_with_the_known_ones(url: str, said: str) -> 
 def test_an_http_endpoint_without_allow_http_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
     monkeypatch.delenv("AWS_ALLOW_HTTP", raising=False)
-    with pytest.raises(RemoteURLError, match=r"http://127.0.0.1:9 \(AWS_ENDPOINT_URL\) is plain http.*AWS_ALLOW_HTTP=true"):
+    said = r"http://127.0.0.1:9 \(AWS_ENDPOINT_URL\) is plain http.*AWS_ALLOW_HTTP=true"
+    with pytest.raises(RemoteURLError, match=said):
         make_store("s3://bucket", Settings())

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .problems import ObjectChangedError, RemoteReadError, changed_message, explain
-from .urls import Settings, make_store, store_and_key
+from .urls import RemoteURLError, Settings, make_store, store_and_key
 
 __all__ = ["Fetched", "ObjectChangedError", "RemoteReadError", "download_in_process", "fetch_in_process"]
 
@@ -47,13 +47,16 @@ def store_environment() -> dict[str, str]:
     return {name: value for name, value in os.environ.items() if name.startswith(STORE_VARIABLES)}
 
 
-def _store(store_url: str, settings: Settings) -> Any:
+def _store(store_url: str, settings: Settings, url: str) -> Any:
     """This process's store for ``store_url`` (made lazily: obstore clients are not shared across
     processes), made again when the variables it reads change."""
     key = (os.getpid(), store_url, settings, tuple(sorted(store_environment().items())))
     with _lock:
         if key not in _stores:
-            _stores[key] = make_store(store_url, settings)
+            try:
+                _stores[key] = make_store(store_url, settings)
+            except RemoteURLError as exc:
+                raise RemoteURLError(f"{url}: {exc}") from None
         return _stores[key]
 
 
@@ -98,8 +101,11 @@ async def get_range(
                 raise fatal from None
             problem = str(exc).splitlines()[0]
             continue
+        sent = meta.get("e_tag")
+        if etag is not None and sent is not None and sent != etag:  # a server that ignores If-Match
+            raise ObjectChangedError(changed_message(url, etag, f"the server sent ETag {sent} for a read of {etag}"))
         if len(data) == end - start:
-            return Fetched([data], meta.get("e_tag"), int(meta.get("size") or 0))
+            return Fetched([data], sent, int(meta.get("size") or 0))
         problem = f"the server answered {len(data):,} bytes for a range of {end - start:,}"
     raise RemoteReadError(
         f"{url}: bytes {start:,}-{end - 1:,} could not be read in {settings.retries + 1} tries: {problem}"
@@ -108,7 +114,7 @@ async def get_range(
 
 async def _fetch(url: str, spans: list[tuple[int, int]], etag: str | None, settings: Settings) -> Fetched:
     store_url, key = store_and_key(url)
-    store = _store(store_url, settings)
+    store = _store(store_url, settings, url)
     gate = asyncio.Semaphore(settings.max_in_flight)
 
     async def one(span: tuple[int, int]) -> Fetched:
@@ -147,7 +153,7 @@ def download_in_process(url: str, destination: str, settings: Settings) -> Fetch
     import obstore
 
     store_url, key = store_and_key(url)
-    store = _store(store_url, settings)
+    store = _store(store_url, settings, url)
     try:
         head = obstore.head(store, key)
         free = shutil.disk_usage(os.path.dirname(os.path.abspath(destination))).free

@@ -12,6 +12,7 @@ obstore therefore leaves through ``leave``: the ``atexit`` functions run, the st
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import sys
 from typing import NoReturn
@@ -28,10 +29,8 @@ def leave(code: int) -> NoReturn:
         atexit._run_exitfuncs()
     finally:
         for stream in (sys.stdout, sys.stderr):
-            try:
+            with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more can be said
                 stream.flush()
-            except (OSError, ValueError):  # a closed pipe: nothing more can be said
-                pass
         os._exit(code)
 
 

@@ -86,7 +86,7 @@ def make_store(store_url: str, settings: Settings) -> Any:
         endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or ""
         if endpoint.lower().startswith("http://"):  # obstore says only "builder error"
             raise RemoteURLError(
-                f"{store_url}: the endpoint {endpoint} (AWS_ENDPOINT_URL) is plain http, which S3 clients refuse "
+                f"the endpoint {endpoint} (AWS_ENDPOINT_URL) is plain http, which S3 clients refuse "
                 "unless told: set AWS_ALLOW_HTTP=true (or give an https:// endpoint)"
             )
     return from_url(store_url, client_options=client, retry_config=retry)  # type: ignore[call-overload]  # plain dicts
