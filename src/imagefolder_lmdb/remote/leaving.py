@@ -52,5 +52,7 @@ def exit_code(exc: BaseException) -> int:
         return 1
     if isinstance(exc, KeyboardInterrupt):
         return 130
+    if isinstance(exc, BrokenPipeError):  # `| head`: the reader has all it wanted
+        return 1
     traceback.print_exception(exc)
     return 1
