@@ -17,6 +17,7 @@ import importlib
 import sys
 from importlib import metadata
 
+from imagefolder_lmdb.remote import is_url
 from imagefolder_lmdb.run.shards import RULE_WORDS
 
 PROG = "imagefolder-lmdb"
@@ -118,7 +119,12 @@ def convert_parser(prog: str) -> argparse.ArgumentParser:
         epilog="Options after -- go to Snakemake as they are, e.g. -- --dry-run, or -- --keep-going.",
     )
     parser.add_argument("source", nargs="?", metavar="SOURCE", help="the images: a folder, an archive or shards")
-    parser.add_argument("outdir", nargs="?", metavar="OUTDIR", help="where SPLIT.lmdb and its reports go")
+    parser.add_argument(
+        "outdir",
+        nargs="?",
+        metavar="OUTDIR",
+        help="where SPLIT.lmdb and its reports go; a URL (s3://bucket/prefix): converted in --work, then uploaded",
+    )
     parser.add_argument(
         "--split", metavar="NAME", help="SOURCE is this one split (train); without it, SOURCE's train/, val/, test/"
     )
@@ -138,7 +144,12 @@ def convert_parser(prog: str) -> argparse.ArgumentParser:
         help=f"encode jobs each split is cut into (default: {RULE_WORDS})",
     )
     add_setting_flags(parser)
-    parser.add_argument("--work", metavar="FOLDER", help="work folder: manifests, parts, logs (OUTDIR/work)")
+    parser.add_argument(
+        "--work",
+        metavar="FOLDER",
+        help="work folder: manifests, parts, logs (OUTDIR/work); for a URL OUTDIR the local copy too "
+        "(~/.cache/imagefolder-lmdb/publish/..., kept)",
+    )
     parser.add_argument("--cores", metavar="N", help="CPU cores to use (all; with --profile, the profile's)")
     parser.add_argument(
         "--profile", metavar="PROFILE", help="slurm: submit every job to SLURM (the packaged profile); or your own"
@@ -217,7 +228,16 @@ def convert_main(argv: list[str], prog: str = f"{PROG} convert") -> int:
     ours, passed = (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
     parser = convert_parser(prog)
     args = parser.parse_args(ours)
+    destination = None  # OUTDIR a URL: converted in a local folder, then uploaded (remote/upload.py)
     try:
+        if args.outdir is not None and is_url(args.outdir):
+            from imagefolder_lmdb.remote.upload import PublishError, local_folder
+
+            destination = args.outdir
+            try:
+                args.outdir, args.work = local_folder(destination, args.source, args.work), None
+            except (PublishError, ValueError) as exc:
+                raise ConvertError(str(exc), 1) from None
         check_snakemake()
         options = run_options(args.cores, args.profile, passed)
         request = None
@@ -231,7 +251,11 @@ def convert_main(argv: list[str], prog: str = f"{PROG} convert") -> int:
         if args.configfile is not None and request is None:
             refuse_settings_with_configfile(args)
         run = plan_run(request, None if request else args.outdir, args.work, args.configfile, options)
-        run_planned(run, args.clean, bool(passed), args.verbose)
+        outputs = run_planned(run, args.clean, bool(passed), args.verbose)
+        if destination is not None:
+            from imagefolder_lmdb.remote.upload import after_conversion
+
+            after_conversion(outputs, destination, args.overwrite)
     except SettingError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2

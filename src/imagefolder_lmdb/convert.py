@@ -111,7 +111,9 @@ def convert(
     Args:
         source: an ImageFolder, a folder of split folders, a .tar/.tar.gz/.tgz/.zip of either, the
             ILSVRC2012 downloads' folder, Kaggle's zip; or shard files (webdataset, parquet).
-        outdir: where each dataset, its ``.verify.json`` report and ``.contact.png`` sheet go.
+        outdir: where each dataset, its ``.verify.json`` report and ``.contact.png`` sheet go; a URL
+            (``s3://bucket/prefix``): converted in ``work`` (default: a folder of ~/.cache, kept), then
+            each split uploaded to ``prefix/<split>.lmdb`` and checked (imagefolder_lmdb.remote.upload).
         layout: how ``source`` is organised: a layout of config/schema.yaml (imagefolder, ...).
         shards: encode jobs per split (None: from the image count and ``cores``).
         work: the work folder (``outdir/work``): delete it after success, keep it to resume.
@@ -127,6 +129,21 @@ def convert(
 
     Returns each split's final files by name; ConvertError: a failure (``lines``: what to do).
     """
+    destination = None  # outdir a URL: converted in a local folder (``work``), then uploaded
+    if isinstance(outdir, str) and source is not None:
+        from imagefolder_lmdb.remote import is_url
+
+        if is_url(outdir):
+            from imagefolder_lmdb.remote.upload import PublishError, local_folder
+
+            try:
+                destination, outdir, work = (
+                    outdir,
+                    local_folder(outdir, source, None if work is None else os.fspath(work)),
+                    None,
+                )
+            except (PublishError, ValueError) as exc:
+                raise ConvertError(str(exc), 1) from None
     check_snakemake()
     settings = python_settings(config, shards)
     request = None
@@ -135,7 +152,12 @@ def convert(
             source, outdir, split, layout, splits, work, settings, overwrite, classes_from, False, cores, profile
         )
     run = plan_run(request, outdir, work, configfile, run_options(cores, profile, snakemake_args))
-    return run_planned(run, clean, bool(snakemake_args), verbose, python=True)
+    outputs = run_planned(run, clean, bool(snakemake_args), verbose, python=True)
+    if destination is not None:
+        from imagefolder_lmdb.remote.upload import after_conversion
+
+        after_conversion(outputs, destination, overwrite)
+    return outputs
 
 
 def python_settings(config: dict[str, Any] | None, shards: int | None) -> list[Any]:

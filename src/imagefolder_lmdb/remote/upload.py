@@ -294,3 +294,71 @@ if __name__ == "__main__":
     from .leaving import leave
 
     leave(main())
+
+
+def local_folder(destination: str, source: Any, work: str | None) -> str:
+    """Where ``convert SOURCE URL`` converts before uploading: ``work`` if given, else a folder of
+    the user's cache named after the URL (kept: the same command uploads again without converting);
+    never inside SOURCE."""
+    check_url(destination.rstrip("/") + "/train.lmdb")
+    if work is not None:
+        folder = os.path.abspath(work)
+    else:
+        cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        name = destination.split("://", 1)[1].strip("/").replace("/", "_")
+        folder = os.path.join(cache, "imagefolder-lmdb", "publish", f"{destination.split(':', 1)[0]}_{name}")
+    sources = [source] if isinstance(source, str | os.PathLike) else list(source or [])
+    for given in sources:
+        root = os.path.realpath(os.fspath(given))
+        if os.path.isdir(root) and os.path.commonpath([root, os.path.realpath(folder)]) == root:
+            raise PublishError(f"the work folder {folder} is inside SOURCE {given}: give --work FOLDER outside it")
+    return folder
+
+
+def publish_splits(datasets: dict[str, str], destination: str, overwrite: bool) -> None:
+    """Upload each split's file to ``destination/<split>.lmdb``, one process each (obstore never runs
+    in this process, which may fork later); PublishError or Interrupted on failure."""
+    import subprocess
+
+    for split, path in datasets.items():
+        url = f"{destination.rstrip('/')}/{split}.lmdb"
+        command = [sys.executable, "-m", "imagefolder_lmdb.remote.upload", path, url]
+        # a session of its own: a Ctrl-C reaches this process only, which passes it on once (a second
+        # signal could land in the child's abort)
+        options = ["--overwrite"] if overwrite else []
+        child = subprocess.Popen([*command, *options], stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+        def forward(signum: int, frame: Any, child: subprocess.Popen[str] = child) -> None:
+            child.send_signal(signum)  # the child aborts its upload, then exits 143
+
+        previous = signal.signal(signal.SIGTERM, forward)
+        try:
+            try:
+                _, errors = child.communicate()
+            except KeyboardInterrupt:
+                child.send_signal(signal.SIGINT)  # the child aborts its upload, then exits 130
+                _, errors = child.communicate()
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+        if child.returncode in (130, 143):
+            sys.stderr.write(errors or "")
+            raise Interrupted(child.returncode)
+        if child.returncode != 0:
+            raise PublishError((errors or "").strip() or f"the upload of {path} to {url} failed")
+
+
+def after_conversion(outputs: dict[str, Any], destination: str, overwrite: bool) -> None:
+    """``convert``'s last step for a URL OUTDIR: each split uploaded, as ConvertError on failure
+    (130 / 143 for an interrupt, the way back's exit codes)."""
+    from imagefolder_lmdb.run.launch import ConvertError
+
+    try:
+        publish_splits({name: str(split.dataset) for name, split in outputs.items()}, destination, overwrite)
+    except Interrupted as exc:
+        raise ConvertError(
+            f"interrupted while uploading to {destination}: the upload was aborted (no object, no pending upload); "
+            "the same command uploads again without converting again",
+            exc.code,
+        ) from None
+    except PublishError as exc:
+        raise ConvertError(str(exc), 1) from None
