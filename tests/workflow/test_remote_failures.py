@@ -5,6 +5,7 @@ test waits on it."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import socket
@@ -18,6 +19,7 @@ import pytest
 
 from imagefolder_lmdb.dataset import LMDBReader
 from imagefolder_lmdb.remote.problems import NoSuchObjectError
+from imagefolder_lmdb.remote.s3_multipart import Credentials, S3Multipart
 from support.seaweed import Seaweed
 from support.workflow import Converted
 
@@ -101,3 +103,31 @@ def test_a_missing_bucket_and_a_mistyped_key_say_which(converted: Converted, s3_
         LMDBReader(f"s3://no-such-bucket/{prefix}/train.lmdb")
     result = _cli(s3_env.env(), "verify", f"s3://datasets/{prefix}/trian.lmdb")
     assert result.returncode == 1 and "no such object; did you mean" in result.stdout, result.stdout
+
+
+def test_keys_that_may_not_read_are_access_denied_and_uploads_are_signed(
+    converted: Converted, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SeaweedFS checks keys only with an identity config: a server of its own with one."""
+    identities = tmp_path / "s3.json"
+    admin = {"accessKey": "admin-key", "secretKey": "admin-secret"}
+    identities.write_text(json.dumps({"identities": [{"name": "admin", "credentials": [admin], "actions": ["Admin"]}]}))
+    server = Seaweed(tmp_path / "weed", os.environ.get("PYTEST_XDIST_WORKER", "master") + "9", identities)
+    (tmp_path / "weed").mkdir()
+    server.start()
+    try:
+        env = {**server.env(), "AWS_ACCESS_KEY_ID": "admin-key", "AWS_SECRET_ACCESS_KEY": "admin-secret"}
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        credentials = Credentials.from_environment()
+        assert credentials is not None
+        S3Multipart("signed", "x", credentials).request("PUT", f"{server.endpoint}/signed")  # a signed bucket creation
+        url = "s3://signed/d/train.lmdb"
+        upload = [sys.executable, "-m", "imagefolder_lmdb.remote.upload", str(converted.lmdb), url]
+        done = subprocess.run(upload, capture_output=True, text=True, check=False)
+        assert done.returncode == 0, done.stderr  # SigV4 signed parts, accepted by a server that checks them
+        result = _cli({**env, "AWS_SECRET_ACCESS_KEY": "wrong"}, "info", url)
+        assert result.returncode == 1
+        assert f"{url}: access denied (SignatureDoesNotMatch)" in result.stderr and "AWS_ACCESS_KEY_ID" in result.stderr
+    finally:
+        server.stop()
