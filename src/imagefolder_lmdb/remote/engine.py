@@ -21,7 +21,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from .problems import ObjectChangedError, RemoteReadError, changed_message, explain
+from .problems import ObjectChangedError, RemoteReadError, changed_message, explain, ignored_range
 from .urls import RemoteURLError, Settings, make_store, store_and_key
 
 __all__ = ["Fetched", "ObjectChangedError", "RemoteReadError", "download_in_process", "fetch_in_process"]
@@ -99,7 +99,7 @@ async def get_range(
             fatal = _classify(exc, url, etag, store, key)
             if fatal is not None:
                 raise fatal from None
-            problem = str(exc).splitlines()[0]
+            problem = (ignored_range(str(exc), url).splitlines() or [type(exc).__name__])[0]
             continue
         sent = meta.get("e_tag")
         if etag is not None and sent is not None and sent != etag:  # a server that ignores If-Match

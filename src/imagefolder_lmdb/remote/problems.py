@@ -160,6 +160,18 @@ def _sending(url: str, text: str) -> BaseException | None:
     )
 
 
+def ignored_range(problem: str, url: str) -> str:
+    """``problem`` (obstore's words for a 200 to a ranged GET) as what the server does and the fix."""
+    if "Range request not supported" not in problem and "non-partial response" not in problem:
+        return problem
+    server = urlsplit(_requested(problem) or url).netloc or url
+    return (
+        f"the server at {server} answers ranged GETs with the whole object (HTTP 200, not 206), as some S3 "
+        "gateways do (`rclone serve s3`); serve the file from one that honours Range (S3, GCS, Azure, "
+        "SeaweedFS, MinIO, nginx)"
+    )
+
+
 def explain(exc: BaseException, url: str, store: Any, key: str) -> BaseException | None:
     """The error to raise at once for obstore's ``exc`` (not worth another try), or None to try again."""
     from obstore.exceptions import NotFoundError, PermissionDeniedError, UnauthenticatedError
@@ -173,13 +185,6 @@ def explain(exc: BaseException, url: str, store: Any, key: str) -> BaseException
         return RemoteURLProblem(
             f"{url}: the client refused the endpoint's URL (obstore: builder error); for a plain http endpoint "
             "set AWS_ALLOW_HTTP=true"
-        )
-    if "Range request not supported" in text or "Received non-partial response" in text:
-        server = _requested(text) or url
-        return RemoteReadError(
-            f"{url}: the server at {urlsplit(server).netloc or server} answers ranged GETs with the whole object "
-            "(HTTP 200, not 206), as some S3 gateways do (`rclone serve s3`); serve the file from one that honours "
-            "Range (S3, GCS, Azure, SeaweedFS, MinIO, nginx)"
         )
     if "error sending request" in text or "error trying to connect" in text or "dns error" in text:
         return _sending(url, text)
