@@ -17,7 +17,6 @@ import importlib
 import sys
 from importlib import metadata
 
-from imagefolder_lmdb.remote import is_url
 from imagefolder_lmdb.run.shards import RULE_WORDS
 
 PROG = "imagefolder-lmdb"
@@ -119,12 +118,7 @@ def convert_parser(prog: str) -> argparse.ArgumentParser:
         epilog="Options after -- go to Snakemake as they are, e.g. -- --dry-run, or -- --keep-going.",
     )
     parser.add_argument("source", nargs="?", metavar="SOURCE", help="the images: a folder, an archive or shards")
-    parser.add_argument(
-        "outdir",
-        nargs="?",
-        metavar="OUTDIR",
-        help="where SPLIT.lmdb and its reports go; a URL (s3://bucket/prefix): converted in --work, then uploaded",
-    )
+    parser.add_argument("outdir", nargs="?", metavar="OUTDIR", help="where SPLIT.lmdb goes; s3://b/prefix: uploaded")
     parser.add_argument(
         "--split", metavar="NAME", help="SOURCE is this one split (train); without it, SOURCE's train/, val/, test/"
     )
@@ -145,10 +139,7 @@ def convert_parser(prog: str) -> argparse.ArgumentParser:
     )
     add_setting_flags(parser)
     parser.add_argument(
-        "--work",
-        metavar="FOLDER",
-        help="work folder: manifests, parts, logs (OUTDIR/work); for a URL OUTDIR the local copy too "
-        "(~/.cache/imagefolder-lmdb/publish/..., kept)",
+        "--work", metavar="FOLDER", help="work folder (OUTDIR/work; a URL's: ~/.cache/imagefolder-lmdb)"
     )
     parser.add_argument("--cores", metavar="N", help="CPU cores to use (all; with --profile, the profile's)")
     parser.add_argument(
@@ -222,22 +213,22 @@ def convert_main(argv: list[str], prog: str = f"{PROG} convert") -> int:
     """``imagefolder-lmdb convert``: check the arguments, plan the config, then run Snakemake on the
     packaged workflow, showing its progress board and, on failure, what to do as the last lines."""
     from imagefolder_lmdb.config.settings import SettingError
-    from imagefolder_lmdb.convert import ConvertError, command_request, plan_run, run_options, run_planned
+    from imagefolder_lmdb.convert import (
+        ConvertError,
+        command_request,
+        plan_run,
+        run_options,
+        run_planned,
+        url_outdir,
+    )
     from imagefolder_lmdb.run.launch import check_snakemake
 
     ours, passed = (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
     parser = convert_parser(prog)
     args = parser.parse_args(ours)
-    destination = None  # OUTDIR a URL: converted in a local folder, then uploaded (remote/upload.py)
     try:
-        if args.outdir is not None and is_url(args.outdir):
-            from imagefolder_lmdb.remote.upload import PublishError, local_folder
-
-            destination = args.outdir
-            try:
-                args.outdir, args.work = local_folder(destination, args.source, args.work), None
-            except (PublishError, ValueError) as exc:
-                raise ConvertError(str(exc), 1) from None
+        # OUTDIR a URL: converted in a local folder, then uploaded (remote/upload.py)
+        destination, args.outdir, args.work = url_outdir(args.source, args.outdir, args.work)
         check_snakemake()
         options = run_options(args.cores, args.profile, passed)
         request = None
