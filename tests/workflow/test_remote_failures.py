@@ -12,14 +12,17 @@ import socket
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from imagefolder_lmdb.dataset import LMDBReader
-from imagefolder_lmdb.remote.problems import NoSuchObjectError
+from imagefolder_lmdb.remote.problems import NoSuchObjectError, ObjectChangedError
+from imagefolder_lmdb.remote.reading import RemoteWarning
 from imagefolder_lmdb.remote.s3_multipart import Credentials, S3Multipart
+from support.http_range import RangeServer
 from support.seaweed import Seaweed
 from support.workflow import Converted
 
@@ -131,3 +134,33 @@ def test_keys_that_may_not_read_are_access_denied_and_uploads_are_signed(
         assert f"{url}: access denied (SignatureDoesNotMatch)" in result.stderr and "AWS_ACCESS_KEY_ID" in result.stderr
     finally:
         server.stop()
+
+
+@pytest.fixture
+def lax_server(range_server: RangeServer) -> Iterator[RangeServer]:
+    yield range_server
+    range_server.ignore_if_match, range_server.send_etag = False, True
+
+
+def test_a_replaced_object_on_a_server_ignoring_if_match_is_changed_not_damaged(
+    converted: Converted, lax_server: RangeServer
+) -> None:
+    data = converted.lmdb.read_bytes()
+    name = f"{uuid.uuid4().hex}.lmdb"
+    url = lax_server.put(name, data)
+    ds = LMDBReader(url, decode="bytes")
+    lax_server.ignore_if_match = True
+    lax_server.put(name, data[:-1] + bytes([data[-1] ^ 1]))  # another version of the object
+    with pytest.raises(
+        ObjectChangedError, match=re.escape(url) + r" was replaced .*the object changed, it is not damaged"
+    ):
+        ds.__getitems__([3, 4])
+
+
+def test_a_server_without_etags_is_read_with_one_warning(converted: Converted, lax_server: RangeServer) -> None:
+    lax_server.send_etag = False
+    url = lax_server.put(f"{uuid.uuid4().hex}.lmdb", converted.lmdb.read_bytes())
+    with pytest.warns(RemoteWarning, match=re.escape(url) + ": the server sends no ETag") as warned:
+        first, second = LMDBReader(url, decode="bytes"), LMDBReader(url, decode="bytes")
+    assert len(warned) == 1
+    assert first.get_bytes(5) == second.get_bytes(5) == LMDBReader(converted.lmdb, decode="bytes").get_bytes(5)
