@@ -91,9 +91,13 @@ def test_publish_refuses_a_foreign_object_then_replaces_it_and_a_rerun_uploads_n
 def test_an_interrupted_upload_leaves_nothing_and_the_same_command_uploads_without_converting(
     converted: Converted, s3_env: Seaweed, tmp_path: Path
 ) -> None:
+    s3_env.put("datasets", "probe", b"")  # the bucket exists
     prefix = f"s3://datasets/{uuid.uuid4().hex}"
     url = f"{prefix}/train.lmdb"
     upload = [sys.executable, "-m", "imagefolder_lmdb.remote.upload", str(converted.lmdb), url]
+    missing = subprocess.run([*upload[:-1], "s3://no-such-bucket/x/train.lmdb"], capture_output=True, text=True)
+    assert missing.returncode == 1, missing.stderr
+    assert "s3://no-such-bucket/x/train.lmdb: no such bucket 'no-such-bucket': create it first" in missing.stderr
     for hold, signum, code in (("upload-part", signal.SIGINT, 130), ("upload-complete", signal.SIGTERM, 143)):
         marker = tmp_path / f"held-{hold}"
         process = _start(upload, hold, marker)
@@ -102,7 +106,7 @@ def test_an_interrupted_upload_leaves_nothing_and_the_same_command_uploads_witho
         process.send_signal(signum)
         _, errors = process.communicate(timeout=60)
         assert process.returncode == code, errors
-        assert "was aborted (nothing left in the bucket)" in errors
+        assert f"the upload to {url} was aborted (no object, no pending upload)" in errors
         assert not _exists(s3_env, url) and _pending(url) == []
     done = subprocess.run(upload, capture_output=True, text=True, check=False)
     assert done.returncode == 0 and re.search(SUMMARY.format(url=re.escape(url)), done.stdout), done.stderr
@@ -113,6 +117,7 @@ def test_convert_interrupted_while_uploading_exits_130_and_resumes_with_the_uplo
 ) -> None:
     work = tmp_path / "w"
     shutil.copytree(converted.workdir / "results", work)  # a finished local conversion of this source
+    s3_env.put("datasets", "probe", b"")  # the bucket exists
     prefix = f"s3://datasets/{uuid.uuid4().hex}"
     command = [CLI, "convert", str(converted.source), prefix, "--split", "train", "--work", str(work), "--cores", "1"]
     marker = tmp_path / "held"
@@ -121,7 +126,8 @@ def test_convert_interrupted_while_uploading_exits_130_and_resumes_with_the_uplo
     process.send_signal(signal.SIGINT)
     out, errors = process.communicate(timeout=60)
     assert process.returncode == 130, out + errors
-    assert "the upload was aborted (no object, no pending upload)" in errors
+    assert f"interrupted: the upload to {prefix}/train.lmdb was aborted (no object, no pending upload)" in errors
+    assert "the same command uploads again without converting" in errors
     assert not _exists(s3_env, f"{prefix}/train.lmdb") and _pending(f"{prefix}/train.lmdb") == []
     again = subprocess.run(command, capture_output=True, text=True, check=False, cwd="/")
     assert again.returncode == 0, again.stdout + again.stderr

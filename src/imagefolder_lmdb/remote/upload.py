@@ -96,6 +96,17 @@ def _head(url: str) -> dict[str, Any] | None:
         raise explain(exc, url, _store(store_url, Settings(), url), key) or PublishError(f"{url}: {exc}") from None
 
 
+def _check_bucket(url: str) -> None:
+    """The bucket's no-such-bucket error, if it is missing (S3 servers refuse an upload into one with
+    403 or 404, which says neither)."""
+    from .engine import _store
+    from .problems import _listing, _no_bucket
+
+    store_url, key = store_and_key(url)
+    if _listing(_store(store_url, Settings(), url), key)[0] == "nobucket":
+        raise _no_bucket(url)
+
+
 def existing(url: str) -> Found | None:
     """What is at ``url`` now (None: nothing), its meta read by ranged reads if it is ours."""
     from imagefolder_lmdb.reader import FormatError
@@ -240,7 +251,9 @@ def publish(path: str, url: str, overwrite: bool = False, concurrency: int = CON
         raise PublishError(f"{path}: not an imagefolder-lmdb dataset; nothing uploaded")
     size = os.path.getsize(path)
     before = existing(url)
-    if before is not None and before.document == local and before.size == size:
+    if before is None:
+        _check_bucket(url)
+    elif before.document == local and before.size == size:
         return None
     problem = None if before is None or overwrite else replace_problem(url, before, local)
     if problem:
@@ -254,12 +267,23 @@ def publish(path: str, url: str, overwrite: bool = False, concurrency: int = CON
     else:
         etag = _upload_obstore(path, url, concurrency)
     seconds = time.monotonic() - started
+    _state["completed"] = url  # from here an interrupt leaves the whole object (it only stops the check)
     checked = _check_uploaded(url, size)
     return Published(url, size, etag, seconds, max(1, -(-size // part_size(size))), checked)
 
 
 def _interrupt(signum: int, frame: Any) -> None:
     raise Interrupted(143)
+
+
+#: What an interrupt leaves: "completed" names the object once its upload completed.
+_state: dict[str, str] = {}
+
+
+def _interrupted_line(url: str, word: str) -> str:
+    if _state.get("completed") == url:
+        return f"{word} while checking {url}: its upload had completed; check it with `imagefolder-lmdb verify {url}`"
+    return f"{word}: the upload to {url} was aborted (no object, no pending upload)"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -275,10 +299,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         done = publish(args.file, args.url, args.overwrite)
     except KeyboardInterrupt:
-        print(f"interrupted: the upload to {args.url} was aborted (nothing left in the bucket)", file=sys.stderr)
+        print(_interrupted_line(args.url, "interrupted"), file=sys.stderr)
         return 130
     except Interrupted as exc:
-        print(f"terminated: the upload to {args.url} was aborted (nothing left in the bucket)", file=sys.stderr)
+        print(_interrupted_line(args.url, "terminated"), file=sys.stderr)
         return exc.code
     except (PublishError, OSError, ValueError) as exc:
         print(str(exc), file=sys.stderr)
@@ -356,8 +380,7 @@ def after_conversion(outputs: dict[str, Any], destination: str, overwrite: bool)
         publish_splits({name: str(split.dataset) for name, split in outputs.items()}, destination, overwrite)
     except Interrupted as exc:
         raise ConvertError(
-            f"interrupted while uploading to {destination}: the upload was aborted (no object, no pending upload); "
-            "the same command uploads again without converting again",
+            f"stopped while publishing to {destination} (above); the same command uploads again without converting",
             exc.code,
         ) from None
     except PublishError as exc:
