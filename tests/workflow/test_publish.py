@@ -15,9 +15,11 @@ import time
 import uuid
 from pathlib import Path
 
+import pytest
+
 from imagefolder_lmdb.dataset import LMDBReader
 from imagefolder_lmdb.remote.s3_multipart import Credentials, S3Multipart
-from imagefolder_lmdb.remote.upload import _send_parts, part_size
+from imagefolder_lmdb.remote.upload import PublishError, _send_parts, _upload_s3, part_size
 from support.seaweed import Seaweed
 from support.workflow import Converted
 
@@ -152,3 +154,18 @@ def test_parts_are_sized_for_at_most_10000_and_sent_several_at_once(s3_env: Seaw
 
     with urllib.request.urlopen(f"{s3_env.endpoint}/datasets/{key}", timeout=30) as answer:
         assert answer.read() == data
+
+
+def test_an_object_written_during_the_upload_is_not_replaced(converted: Converted, s3_env: Seaweed) -> None:
+    """The second check, before completing: an object that appeared since the first is left as it is."""
+    key = f"{uuid.uuid4().hex}/train.lmdb"
+    url = s3_env.put("datasets", key, b"written meanwhile")
+    credentials = Credentials.from_environment()
+    assert credentials is not None
+    with pytest.raises(PublishError, match=re.escape(url) + " was written by someone else while this upload ran"):
+        _upload_s3(str(converted.lmdb), url, None, credentials, 2)  # None: nothing was there at the first check
+    assert _pending(url) == []
+    import urllib.request
+
+    with urllib.request.urlopen(f"{s3_env.endpoint}/datasets/{key}", timeout=30) as answer:
+        assert answer.read() == b"written meanwhile"
