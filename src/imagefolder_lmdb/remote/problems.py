@@ -107,9 +107,16 @@ def _no_bucket(url: str) -> NoSuchObjectError:
     )
 
 
+def _has_buckets(url: str) -> bool:
+    """Whether the URL's host part is a bucket or container (not an http(s) server)."""
+    return not url.lower().startswith(("http://", "https://"))
+
+
 def _missing(url: str, store: Any, key: str, text: str) -> BaseException:
     if "NoSuchBucket" in text:
         return _no_bucket(url)
+    if not _has_buckets(url):
+        return NoSuchObjectError(f"{url}: no such object (the server answers 404): check the URL")
     state, keys = _listing(store, key)
     if state == "nobucket":
         return _no_bucket(url)
@@ -126,7 +133,7 @@ def _missing(url: str, store: Any, key: str, text: str) -> BaseException:
 def _denied(url: str, store: Any, key: str, text: str) -> BaseException:
     if "NoSuchBucket" in text:
         return _no_bucket(url)
-    if _listing(store, key)[0] == "nobucket":
+    if _has_buckets(url) and _listing(store, key)[0] == "nobucket":
         return _no_bucket(url)
     return RemoteAccessError(
         f"{url}: access denied ({_first_line_of(text)}): the credentials given are not allowed to read it; "
