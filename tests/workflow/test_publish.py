@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from imagefolder_lmdb.convert import ConvertError
 from imagefolder_lmdb.dataset import LMDBReader
 from imagefolder_lmdb.remote.s3_multipart import Credentials, S3Multipart
 from imagefolder_lmdb.remote.upload import PublishError, _send_parts, _upload_s3, part_size
@@ -169,3 +170,17 @@ def test_an_object_written_during_the_upload_is_not_replaced(converted: Converte
 
     with urllib.request.urlopen(f"{s3_env.endpoint}/datasets/{key}", timeout=30) as answer:
         assert answer.read() == b"written meanwhile"
+
+
+def test_convert_from_python_publishes_to_a_url(converted: Converted, s3_env: Seaweed, tmp_path: Path) -> None:
+    from imagefolder_lmdb import convert
+
+    work = tmp_path / "w"
+    shutil.copytree(converted.workdir / "results", work)  # converted already: the call only publishes
+    s3_env.put("datasets", "probe", b"")
+    prefix = f"s3://datasets/{uuid.uuid4().hex}"
+    outputs = convert(converted.source, prefix, split="train", work=work, cores=1)
+    assert outputs["train"].dataset == work / "train.lmdb"
+    assert len(LMDBReader(f"{prefix}/train.lmdb")) == len(LMDBReader(converted.lmdb))
+    with pytest.raises(ConvertError, match=r"unknown scheme s4://; the schemes read are s3://bucket/key"):
+        convert(converted.source, "s4://datasets/x", split="train", work=work)
