@@ -14,6 +14,7 @@ from imagefolder_lmdb.reader import LMDBReader
 from imagefolder_lmdb.remote import is_url
 from imagefolder_lmdb.remote.cache import RecordCache
 from imagefolder_lmdb.remote.records import merged_spans
+from imagefolder_lmdb.remote.upload import part_size
 from imagefolder_lmdb.remote.urls import RemoteURLError, Settings, make_store, store_and_key
 
 
@@ -103,3 +104,12 @@ def test_an_http_endpoint_without_allow_http_names_the_variable(monkeypatch: pyt
     said = r"http://127.0.0.1:9 \(AWS_ENDPOINT_URL\) is plain http.*AWS_ALLOW_HTTP=true"
     with pytest.raises(RemoteURLError, match=said):
         make_store("s3://bucket", Settings())
+
+
+def test_parts_fit_s3s_10000_whatever_the_size() -> None:
+    """ImageNet train's ~140 GB: obstore's default 5 MiB parts would stop at 48.8 GiB."""
+    for size in (10**6, 140 * 10**9, 160 * 10**9, 5 * 10**12):
+        part = part_size(size, smallest=16 << 20)
+        assert -(-size // part) <= 10_000 and part % (1 << 20) == 0 and 5 << 20 <= part <= 5 << 30, size
+    assert part_size(140 * 10**9, smallest=16 << 20) == 16 << 20  # ~8,350 parts
+    assert part_size(10**6, smallest=1) == 5 << 20  # never under S3's smallest part
