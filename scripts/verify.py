@@ -14,4 +14,6 @@ if __name__ == "__main__":
     if "snakemake" in globals():
         run_in_rule(snakemake)  # type: ignore[name-defined]  # noqa: F821
     else:
-        sys.exit(main())
+        from imagefolder_lmdb.remote.leaving import leave_if_started
+
+        sys.exit(leave_if_started(main()))  # a URL checked: never through obstore's runtime teardown

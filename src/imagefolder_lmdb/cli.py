@@ -68,7 +68,15 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] in COMMANDS:
         module, _, function = COMMANDS[argv[0]][0].partition(":")
         command = getattr(importlib.import_module(module), function or "main")
-        return int(command(argv[1:], prog=f"{PROG} {argv[0]}"))
+        from imagefolder_lmdb.remote.leaving import exit_code, leave_if_started, obstore_started
+
+        try:
+            code = int(command(argv[1:], prog=f"{PROG} {argv[0]}"))
+        except BaseException as exc:
+            if not obstore_started():
+                raise
+            code = exit_code(exc)
+        return leave_if_started(code)  # a command that used obstore: never through its runtime's teardown
     overview().parse_args(argv)  # --help, --version, or an error naming the commands: exits
     return 2
 
@@ -111,7 +119,7 @@ def convert_parser(prog: str) -> argparse.ArgumentParser:
         epilog="Options after -- go to Snakemake as they are, e.g. -- --dry-run, or -- --keep-going.",
     )
     parser.add_argument("source", nargs="?", metavar="SOURCE", help="the images: a folder, an archive or shards")
-    parser.add_argument("outdir", nargs="?", metavar="OUTDIR", help="where SPLIT.lmdb and its reports go")
+    parser.add_argument("outdir", nargs="?", metavar="OUTDIR", help="where SPLIT.lmdb goes; s3://b/prefix: uploaded")
     parser.add_argument(
         "--split", metavar="NAME", help="SOURCE is this one split (train); without it, SOURCE's train/, val/, test/"
     )
@@ -131,7 +139,9 @@ def convert_parser(prog: str) -> argparse.ArgumentParser:
         help=f"encode jobs each split is cut into (default: {RULE_WORDS})",
     )
     add_setting_flags(parser)
-    parser.add_argument("--work", metavar="FOLDER", help="work folder: manifests, parts, logs (OUTDIR/work)")
+    parser.add_argument(
+        "--work", metavar="FOLDER", help="work folder (OUTDIR/work; a URL's: ~/.cache/imagefolder-lmdb)"
+    )
     parser.add_argument("--cores", metavar="N", help="CPU cores to use (all; with --profile, the profile's)")
     parser.add_argument(
         "--profile", metavar="PROFILE", help="slurm: submit every job to SLURM (the packaged profile); or your own"
@@ -228,10 +238,19 @@ def convert_main(argv: list[str], prog: str = f"{PROG} convert") -> int:
 def convert_parsed(args: argparse.Namespace, passed: list[str], parser: argparse.ArgumentParser, prog: str) -> int:
     """``convert_main`` once its arguments are parsed: plan, run, and say how it ended."""
     from imagefolder_lmdb.config.settings import SettingError
-    from imagefolder_lmdb.convert import ConvertError, command_request, plan_run, run_options, run_planned
+    from imagefolder_lmdb.convert import (
+        ConvertError,
+        command_request,
+        plan_run,
+        run_options,
+        run_planned,
+        url_outdir,
+    )
     from imagefolder_lmdb.run.launch import check_snakemake
 
     try:
+        # OUTDIR a URL: converted in a local folder, then uploaded (remote/upload.py)
+        destination, args.outdir, args.work = url_outdir(args.source, args.outdir, args.work)
         check_snakemake()
         options = run_options(args.cores, args.profile, passed)
         request = None
@@ -245,7 +264,11 @@ def convert_parsed(args: argparse.Namespace, passed: list[str], parser: argparse
         if args.configfile is not None and request is None:
             refuse_settings_with_configfile(args)
         run = plan_run(request, None if request else args.outdir, args.work, args.configfile, options)
-        run_planned(run, args.clean, bool(passed), args.verbose)
+        outputs = run_planned(run, args.clean, bool(passed), args.verbose)
+        if destination is not None:
+            from imagefolder_lmdb.remote.upload import after_conversion
+
+            after_conversion(outputs, destination, args.overwrite)
     except SettingError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2

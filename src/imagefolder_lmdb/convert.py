@@ -126,7 +126,7 @@ def convert(
     Args:
         source: an ImageFolder, a folder of split folders, a .tar/.tar.gz/.tgz/.zip of either, the
             ILSVRC2012 downloads' folder, Kaggle's zip; or shard files (webdataset, parquet).
-        outdir: where each dataset, its ``.verify.json`` report and ``.contact.png`` sheet go.
+        outdir: where each dataset and its reports go; a URL (s3://b/prefix): made in ``work``, uploaded.
         layout: how ``source`` is organised: a layout of config/schema.yaml (imagefolder, ...).
         shards: encode jobs per split (None: from the image count and ``cores``).
         work: the work folder (``outdir/work``): delete it after success, keep it to resume.
@@ -143,14 +143,42 @@ def convert(
     Returns each split's final files by name; ConvertError: a failure (``lines``: what to do).
     Interrupted: KeyboardInterrupt once Snakemake and its jobs have stopped (SIGTERM: run/launch.py).
     """
-    check_snakemake()
+    destination, outdir, work = url_outdir(source, outdir, work)  # checks Snakemake too
     settings = python_settings(config, shards)
     with interruptible_call():  # SOURCE is listed before Snakemake starts: a signal stops that too
         request = None if source is None or outdir is None else command_request(
             source, outdir, split, layout, splits, work, settings, overwrite, classes_from, False, cores, profile
         )  # fmt: skip
         run = plan_run(request, outdir, work, configfile, run_options(cores, profile, snakemake_args))
-        return run_planned(run, clean, bool(snakemake_args), verbose, python=True)
+        outputs = run_planned(run, clean, bool(snakemake_args), verbose, python=True)
+        return published(outputs, destination, overwrite)
+
+
+def published(outputs: dict[str, SplitOutputs], destination: str | None, overwrite: bool) -> dict[str, SplitOutputs]:
+    """``outputs``, each split uploaded to ``destination`` and checked first (a URL OUTDIR)."""
+    if destination is not None:
+        from imagefolder_lmdb.remote.upload import after_conversion
+
+        after_conversion(outputs, destination, overwrite)
+    return outputs
+
+
+def url_outdir(
+    source: Any, outdir: PathLike | None, work: PathLike | None
+) -> tuple[str | None, PathLike | None, PathLike | None]:
+    """Snakemake checked, and (the URL to publish to, the local outdir, work) for an ``outdir`` that is
+    a URL: converted in a local folder first (remote/upload.py local_folder); else (None, outdir, work)."""
+    from imagefolder_lmdb.remote import is_url
+
+    check_snakemake()
+    if not isinstance(outdir, str) or source is None or not is_url(outdir):
+        return None, outdir, work
+    from imagefolder_lmdb.remote.upload import PublishError, local_folder
+
+    try:
+        return outdir, local_folder(outdir, source, None if work is None else os.fspath(work)), None
+    except (PublishError, ValueError) as exc:
+        raise ConvertError(str(exc), 1) from None
 
 
 def python_settings(config: dict[str, Any] | None, shards: int | None) -> list[Any]:

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """``imagefolder-lmdb info FILE.lmdb`` (or ``info OUTDIR``, each of its datasets): what a dataset
-holds, read from its meta without decoding an image: classes with their image counts, image sizes,
+holds, read from its meta without decoding an image (a URL, ``s3://bucket/train.lmdb``: the meta by
+the ranged reads ``verify`` makes): classes with their image counts, image sizes,
 why records were stored as they were, the settings and source it was made with, its format
 version, file size and creation time. ``--json``: the meta document's own fields, and the counts.
 """
@@ -29,7 +30,10 @@ def read_dataset(path: str) -> dict[str, Any]:
     the file's size and path (no checksum is checked: that is ``verify``'s work)."""
     from imagefolder_lmdb.reader import META_KEYS, FormatError
     from imagefolder_lmdb.reader.handles import guarded, open_env_readonly
+    from imagefolder_lmdb.remote import is_url
 
+    if is_url(path):
+        return read_remote(path)
     if os.path.isdir(path) or not os.path.isfile(path):
         raise InfoError(f"{path}: no such file")
     try:  # as the reader opens a file: a short copy or a damaged page is named, never a crash (SIGBUS)
@@ -55,6 +59,33 @@ def read_dataset(path: str) -> dict[str, Any]:
     }
 
 
+def read_remote(url: str) -> dict[str, Any]:
+    """``read_dataset`` of an object: its meta by the ranged reads ``verify URL`` makes (no record read)."""
+    from imagefolder_lmdb.reader import FormatError
+    from imagefolder_lmdb.remote.client import allow_in_process
+    from imagefolder_lmdb.remote.opening import open_remote
+    from imagefolder_lmdb.remote.urls import RemoteURLError, Settings, check_url
+
+    allow_in_process()  # this command forks no workers: obstore may run in it
+    try:
+        check_url(url)
+        remote = open_remote(url, Settings())
+    except (FormatError, OSError, RemoteURLError) as exc:
+        raise InfoError(str(exc)) from None
+    document = dict(remote.meta.document)
+    document.pop("checksums", None)
+    labels = remote.meta.labels
+    counts: np.ndarray | list[int] = np.bincount(labels, minlength=len(document["classes"])) if labels.size else []
+    return {
+        "file": url,
+        "file_bytes": remote.size,
+        "etag": remote.etag,
+        "images_per_class": {name: int(n) for name, n in zip(document["classes"], counts, strict=False)},
+        "image_sizes": size_summary(remote.meta.sizes),
+        **document,
+    }
+
+
 def size_summary(sizes: np.ndarray) -> dict[str, Any]:
     """Smallest, median and largest width and height of the stored images."""
     if not sizes.size:
@@ -66,8 +97,10 @@ def size_summary(sizes: np.ndarray) -> dict[str, Any]:
 
 
 def datasets_in(path: str) -> list[str]:
-    """The datasets ``path`` names: the file itself, or every ``*.lmdb`` file of a folder."""
-    if not os.path.isdir(path):
+    """The datasets ``path`` names: the file (or URL) itself, or every ``*.lmdb`` file of a folder."""
+    from imagefolder_lmdb.remote import is_url
+
+    if is_url(path) or not os.path.isdir(path):
         return [path]
     found = sorted(os.path.join(path, name) for name in os.listdir(path) if name.endswith(".lmdb"))
     files = [name for name in found if os.path.isfile(name)]
@@ -111,7 +144,9 @@ def class_lines(counts: dict[str, int]) -> list[str]:
 def main(argv: Sequence[str] | None = None, prog: str = "imagefolder-lmdb info") -> int:
     """Describe each dataset named; exit 1 (one line) for a path that holds none."""
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
-    parser.add_argument("paths", nargs="+", metavar="PATH", help="a .lmdb file, or a folder of them (OUTDIR)")
+    parser.add_argument(
+        "paths", nargs="+", metavar="PATH", help="a .lmdb file, a folder of them (OUTDIR), or a URL (s3://b/x.lmdb)"
+    )
     parser.add_argument("--json", action="store_true", help="the meta's fields and the counts, as JSON")
     args = parser.parse_args(argv)
     try:

@@ -25,6 +25,8 @@ class RangeServer:
         self.objects: dict[str, bytes] = {}
         self.etags: dict[str, str] = {}
         self.requests = 0
+        self.ignore_if_match = False  # as some servers do: a replaced object is served all the same
+        self.send_etag = True  # False: a server that sends no ETag
         self.lock = threading.Lock()
         self.server = _Server(("127.0.0.1", 0), _handler(self))
         self.server.daemon_threads = True
@@ -69,7 +71,7 @@ def _handler(store: RangeServer) -> type[BaseHTTPRequestHandler]:
             if data is None:
                 return self._status(404)
             wanted = self.headers.get("If-Match")
-            if wanted is not None and wanted.strip() not in (etag, "*"):
+            if wanted is not None and wanted.strip() not in (etag, "*") and not store.ignore_if_match:
                 return self._status(412)
             start, end, status = 0, len(data), 200
             asked = self.headers.get("Range")
@@ -83,7 +85,8 @@ def _handler(store: RangeServer) -> type[BaseHTTPRequestHandler]:
                 status = 206
             self.send_response(status)
             self.send_header("Content-Length", str(end - start))
-            self.send_header("ETag", etag or "")
+            if store.send_etag:
+                self.send_header("ETag", etag or "")
             self.send_header("Accept-Ranges", "bytes")
             self.send_header("Last-Modified", "Wed, 02 Dec 2026 00:00:00 GMT")
             if status == 206:

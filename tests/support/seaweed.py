@@ -62,8 +62,9 @@ def pick_ports(worker: str, count: int = len(_PORT_OPTIONS)) -> list[int]:
 class Seaweed:
     """One ``weed server`` with S3; ``endpoint`` is its S3 URL, ``env()`` the variables obstore reads."""
 
-    def __init__(self, data_dir: Path, worker: str = "master") -> None:
+    def __init__(self, data_dir: Path, worker: str = "master", identities: Path | None = None) -> None:
         self.data_dir = data_dir
+        self.identities = identities  # an S3 identity config (-s3.config): keys are checked only with one
         self.ports = pick_ports(worker)
         self.endpoint = f"http://127.0.0.1:{self.ports[-1]}"
         self.log_path = data_dir / "weed.log"
@@ -73,6 +74,8 @@ class Seaweed:
         command = [weed_binary(), "server", f"-dir={self.data_dir}", "-s3", "-ip=127.0.0.1", "-ip.bind=127.0.0.1"]
         command += [f"{option}={port}" for option, port in zip(_PORT_OPTIONS, self.ports, strict=True)]
         command += ["-s3.port.iceberg=0", "-s3.port.lance=0"]
+        if self.identities is not None:
+            command.append(f"-s3.config={self.identities}")
         with open(self.log_path, "wb") as log:
             self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + START_TIMEOUT
@@ -86,9 +89,12 @@ class Seaweed:
         raise SeaweedError(f"`weed server` did not answer S3 within {START_TIMEOUT:.0f} s: {self._log_tail()}")
 
     def _answers(self) -> bool:
-        """Whether the S3 server takes a bucket (the filer behind it must be up too)."""
+        """Whether the S3 server takes a bucket (the filer behind it must be up too); with an identity
+        config, whether it answers at all (an unsigned request is refused)."""
         try:
             self.put("imagefolder-lmdb-probe", "probe", b"")
+        except urllib.error.HTTPError as exc:
+            return self.identities is not None and exc.code == 403
         except (OSError, urllib.error.URLError):
             return False
         return True

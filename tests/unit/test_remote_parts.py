@@ -4,6 +4,7 @@ against real servers in tests/workflow/test_remote.py."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -13,14 +14,17 @@ from imagefolder_lmdb.reader import LMDBReader
 from imagefolder_lmdb.remote import is_url
 from imagefolder_lmdb.remote.cache import RecordCache
 from imagefolder_lmdb.remote.records import merged_spans
-from imagefolder_lmdb.remote.urls import Settings, store_and_key
+from imagefolder_lmdb.remote.upload import part_size
+from imagefolder_lmdb.remote.urls import RemoteURLError, Settings, make_store, store_and_key
 
 
 def test_urls_are_told_from_paths() -> None:
     for url in ("s3://b/k.lmdb", "gs://b/k.lmdb", "az://acct/c/k.lmdb", "https://h/k.lmdb", "HTTP://h/k"):
         assert is_url(url), url
-    for path in ("results/train.lmdb", "/data/s3:/x.lmdb", "file:///x.lmdb", "s3:/b/k"):
+    for path in ("results/train.lmdb", "/data/s3:/x.lmdb", "C:/data/x.lmdb", "x.lmdb"):
         assert not is_url(path), path
+    for mistyped in ("s4://b/k.lmdb", "gcs://b/k.lmdb", "s3:/b/k.lmdb", "file:///x.lmdb"):
+        assert is_url(mistyped), mistyped  # read as a URL, refused by name (urls.check_url)
 
 
 @pytest.mark.parametrize(
@@ -78,3 +82,34 @@ def test_options_of_the_other_kind_of_path_are_refused_before_opening(
 ) -> None:
     with pytest.raises(ValueError, match=words):
         LMDBReader(path, decode="bytes", **options)
+
+
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("s4://bucket/train.lmdb", r"unknown scheme s4://; the schemes read are s3://bucket/key, gs://"),
+        ("gcs://bucket/train.lmdb", r"unknown scheme gcs://; did you mean gs://\?"),
+        ("s3:/bucket/train.lmdb", r"one slash after s3: \(write s3://bucket/train.lmdb\)"),
+        ("file:///data/train.lmdb", r"a local file is given by its path \(/data/train.lmdb\)"),
+    ],
+)
+def test_a_mistyped_scheme_is_named_with_the_known_ones(url: str, said: str) -> None:
+    with pytest.raises(RemoteURLError, match=f"^{re.escape(url)}: {said}"):
+        LMDBReader(url)
+
+
+def test_an_http_endpoint_without_allow_http_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+    monkeypatch.delenv("AWS_ALLOW_HTTP", raising=False)
+    said = r"http://127.0.0.1:9 \(AWS_ENDPOINT_URL\) is plain http.*AWS_ALLOW_HTTP=true"
+    with pytest.raises(RemoteURLError, match=said):
+        make_store("s3://bucket", Settings())
+
+
+def test_parts_fit_s3s_10000_whatever_the_size() -> None:
+    """ImageNet train's ~140 GB: obstore's default 5 MiB parts would stop at 48.8 GiB."""
+    for size in (10**6, 140 * 10**9, 160 * 10**9, 5 * 10**12):
+        part = part_size(size, smallest=16 << 20)
+        assert -(-size // part) <= 10_000 and part % (1 << 20) == 0 and 5 << 20 <= part <= 5 << 30, size
+    assert part_size(140 * 10**9, smallest=16 << 20) == 16 << 20  # ~8,350 parts
+    assert part_size(10**6, smallest=1) == 5 << 20  # never under S3's smallest part

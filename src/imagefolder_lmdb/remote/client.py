@@ -28,15 +28,10 @@ import threading
 from pathlib import Path
 from typing import IO, Any
 
-from .engine import (
-    Fetched,
-    ObjectChangedError,
-    RemoteReadError,
-    download_in_process,
-    fetch_in_process,
-    store_environment,
-)
-from .urls import Settings
+from . import problems
+from .engine import Fetched, download_in_process, fetch_in_process, store_environment
+from .problems import RemoteReadError
+from .urls import RemoteURLError, Settings
 
 IN_PROCESS_ENV = "IMAGEFOLDER_LMDB_REMOTE_IN_PROCESS"
 _in_process_allowed = False
@@ -69,11 +64,20 @@ def download(url: str, destination: str, settings: Settings) -> Fetched:
     return _helper().fetch(url, [], None, settings, destination)
 
 
+#: The errors a helper sends back by name, raised here as the same class.
 _ERRORS: dict[str, type[BaseException]] = {
-    "changed": ObjectChangedError,
-    "missing": FileNotFoundError,
-    "denied": PermissionError,
-    "read": RemoteReadError,
+    cls.__name__: cls
+    for cls in (
+        problems.ObjectChangedError,
+        problems.NoSuchObjectError,
+        problems.RemoteAccessError,
+        problems.UnreachableError,
+        problems.RemoteURLProblem,
+        RemoteReadError,
+        RemoteURLError,
+        FileNotFoundError,
+        PermissionError,
+    )
 }
 
 
@@ -200,13 +204,8 @@ def serve(requests: IO[bytes], answers: IO[bytes]) -> None:
                     Settings(**request["settings"]),
                 )
         except Exception as exc:  # noqa: BLE001 - every failure goes back to the reading process
-            kinds: dict[type[Exception], str] = {
-                ObjectChangedError: "changed",
-                FileNotFoundError: "missing",
-                PermissionError: "denied",
-            }
-            kind = kinds.get(type(exc), "read")
-            message = str(exc) if kind != "read" or isinstance(exc, RemoteReadError) else f"{request['url']}: {exc}"
+            kind = type(exc).__name__ if type(exc).__name__ in _ERRORS else "RemoteReadError"
+            message = str(exc) if str(exc).startswith(request["url"]) else f"{request['url']}: {exc}"
             answers.write(json.dumps({"ok": False, "kind": kind, "message": message}).encode() + b"\n")
         else:
             header: dict[str, Any] = {

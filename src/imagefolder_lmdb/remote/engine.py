@@ -21,15 +21,10 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from .urls import Settings, make_store, store_and_key
+from .problems import ObjectChangedError, RemoteReadError, changed_message, explain, ignored_range
+from .urls import RemoteURLError, Settings, make_store, store_and_key
 
-
-class RemoteReadError(OSError):
-    """A ranged read failed after its retries; the message names the object and the range."""
-
-
-class ObjectChangedError(RemoteReadError):
-    """The object no longer is the one the dataset was opened on (its ETag changed)."""
+__all__ = ["Fetched", "ObjectChangedError", "RemoteReadError", "download_in_process", "fetch_in_process"]
 
 
 @dataclass
@@ -52,30 +47,26 @@ def store_environment() -> dict[str, str]:
     return {name: value for name, value in os.environ.items() if name.startswith(STORE_VARIABLES)}
 
 
-def _store(store_url: str, settings: Settings) -> Any:
+def _store(store_url: str, settings: Settings, url: str) -> Any:
     """This process's store for ``store_url`` (made lazily: obstore clients are not shared across
     processes), made again when the variables it reads change."""
     key = (os.getpid(), store_url, settings, tuple(sorted(store_environment().items())))
     with _lock:
         if key not in _stores:
-            _stores[key] = make_store(store_url, settings)
+            try:
+                _stores[key] = make_store(store_url, settings)
+            except RemoteURLError as exc:
+                raise RemoteURLError(f"{url}: {exc}") from None
         return _stores[key]
 
 
-def _classify(exc: BaseException, url: str, etag: str | None) -> BaseException | None:
+def _classify(exc: BaseException, url: str, etag: str | None, store: Any, key: str) -> BaseException | None:
     """The error to raise at once for ``exc`` (not worth another try), or None to try again."""
-    from obstore.exceptions import NotFoundError, PermissionDeniedError, PreconditionError, UnauthenticatedError
+    from obstore.exceptions import PreconditionError
 
     if isinstance(exc, PreconditionError):
-        return ObjectChangedError(
-            f"{url} was replaced after the dataset was opened (its ETag is no longer {etag}): reading on would "
-            "mix records of two files. Open the dataset again (a new job) to read the new object"
-        )
-    if isinstance(exc, NotFoundError):
-        return FileNotFoundError(f"{url}: no such object (it was deleted, or the URL is wrong)")
-    if isinstance(exc, (PermissionDeniedError, UnauthenticatedError)):
-        return PermissionError(f"{url}: access denied ({str(exc).splitlines()[0]}); check the credentials")
-    return None
+        return ObjectChangedError(changed_message(url, etag, f"its ETag is no longer {etag}"))
+    return explain(exc, url, store, key)
 
 
 async def _get_once(store: Any, key: str, start: int, end: int, etag: str | None) -> tuple[bytes, Any]:
@@ -105,19 +96,17 @@ async def get_range(
             problem = f"no answer within {settings.timeout_s:.0f} s"
             continue
         except Exception as exc:  # noqa: BLE001 - obstore's errors: classified, else tried again
-            fatal = _classify(exc, url, etag)
+            fatal = _classify(exc, url, etag, store, key)
             if fatal is not None:
                 raise fatal from None
-            problem = str(exc).splitlines()[0]
+            problem = (ignored_range(str(exc), url).splitlines() or [type(exc).__name__])[0]
             continue
+        sent = meta.get("e_tag")
+        if etag is not None and sent is not None and sent != etag:  # a server that ignores If-Match
+            raise ObjectChangedError(changed_message(url, etag, f"the server sent ETag {sent} for a read of {etag}"))
         if len(data) == end - start:
-            return Fetched([data], meta.get("e_tag"), int(meta.get("size") or 0))
+            return Fetched([data], sent, int(meta.get("size") or 0))
         problem = f"the server answered {len(data):,} bytes for a range of {end - start:,}"
-    if "Range request not supported" in problem:
-        problem += (
-            ": the server answers ranged GETs with the whole object (HTTP 200, not 206), as some S3 gateways do "
-            "(`rclone serve s3`); serve the file from one that honours Range"
-        )
     raise RemoteReadError(
         f"{url}: bytes {start:,}-{end - 1:,} could not be read in {settings.retries + 1} tries: {problem}"
     )
@@ -125,14 +114,21 @@ async def get_range(
 
 async def _fetch(url: str, spans: list[tuple[int, int]], etag: str | None, settings: Settings) -> Fetched:
     store_url, key = store_and_key(url)
-    store = _store(store_url, settings)
+    store = _store(store_url, settings, url)
     gate = asyncio.Semaphore(settings.max_in_flight)
 
     async def one(span: tuple[int, int]) -> Fetched:
         async with gate:
             return await get_range(store, url, key, span, etag, settings)
 
-    answers = await asyncio.gather(*(one(span) for span in spans))
+    tasks = [asyncio.ensure_future(one(span)) for span in spans]
+    try:
+        answers = await asyncio.gather(*tasks)
+    except BaseException:  # the first failure ends the rest: no request is left running (see leaving.py)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
     first = answers[0] if answers else Fetched([], etag, 0)
     return Fetched([answer.parts[0] for answer in answers], first.etag, first.size)
 
@@ -157,7 +153,7 @@ def download_in_process(url: str, destination: str, settings: Settings) -> Fetch
     import obstore
 
     store_url, key = store_and_key(url)
-    store = _store(store_url, settings)
+    store = _store(store_url, settings, url)
     try:
         head = obstore.head(store, key)
         free = shutil.disk_usage(os.path.dirname(os.path.abspath(destination))).free
@@ -173,5 +169,5 @@ def download_in_process(url: str, destination: str, settings: Settings) -> Fetch
     except OSError:
         raise
     except Exception as exc:  # noqa: BLE001 - obstore's errors, named by the object
-        raise _classify(exc, url, None) or RemoteReadError(f"{url}: {str(exc).splitlines()[0]}") from None
+        raise _classify(exc, url, None, store, key) or RemoteReadError(f"{url}: {str(exc).splitlines()[0]}") from None
     return Fetched([], head.get("e_tag"), int(head["size"]))

@@ -7,6 +7,8 @@ from __future__ import annotations
 import sys
 
 from .client import serve
+from .leaving import leave
 
 if __name__ == "__main__":
     serve(sys.stdin.buffer, sys.stdout.buffer)
+    leave(0)  # never through the interpreter's teardown with obstore's runtime running

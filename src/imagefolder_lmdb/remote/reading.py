@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any
 
 import numpy as np
@@ -11,7 +12,7 @@ import numpy as np
 from .cache import RecordCache
 from .opening import open_remote
 from .records import RemoteRecords
-from .urls import Settings
+from .urls import Settings, check_url
 
 #: The cache's default limit on the bytes it keeps (``cache_bytes``).
 DEFAULT_CACHE_BYTES = 64 << 30
@@ -26,11 +27,34 @@ def open_remote_records(
 
     if max_in_flight < 1:
         raise ValueError(f"max_in_flight must be at least 1, not {max_in_flight}")
+    check_url(url)  # a mistyped scheme is named here, before any request
     settings = Settings(max_in_flight=max_in_flight)
     remote = open_remote(url, settings)
+    if remote.etag is None:
+        _warn_no_etag(url)
     meta = remote.meta
     jpeg = ~np.isin(meta.storage, sorted(NOT_JPEG_CODES))
     cache = RecordCache(os.fspath(cache_dir), url, remote.etag, cache_bytes) if cache_dir is not None else None
     records = RemoteRecords(url, remote.etag, remote.offsets, remote.lengths, meta.crc32, jpeg, settings, cache)
     records.size = remote.size
     return _Opened(records, meta.document, meta.classes, meta.paths, meta.labels.tolist(), meta)
+
+
+_warned: set[str] = set()
+
+
+def _warn_no_etag(url: str) -> None:
+    """Once per URL and process: without an ETag a replaced object cannot be refused by If-Match (each
+    record's CRC-32 still guards every read)."""
+    if url not in _warned:
+        _warned.add(url)
+        warnings.warn(
+            f"{url}: the server sends no ETag, so reads cannot be pinned to this version of the object; every "
+            "record is still checked against its CRC-32 (a replaced object is refused when a record differs)",
+            RemoteWarning,
+            stacklevel=4,
+        )
+
+
+class RemoteWarning(UserWarning):
+    """Something about a remote object worth knowing that does not stop reading it."""

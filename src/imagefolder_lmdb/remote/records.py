@@ -19,6 +19,7 @@ import numpy as np
 
 from . import client
 from .cache import RecordCache
+from .problems import ObjectChangedError, changed_message
 from .urls import Settings
 
 
@@ -114,6 +115,7 @@ class RemoteRecords:
             fetched.update(self.fetch(damaged))  # a transient fault gets one more try
             for index in damaged:
                 if not self._intact(index, fetched[index]):
+                    self._refuse_changed(index)
                     start, end = self.offsets.item(index), self.offsets.item(index) + self.lengths.item(index)
                     raise ChecksumError(
                         f"{self.url}: record {index} (bytes {start:,}-{end - 1:,}) does not "
@@ -125,6 +127,14 @@ class RemoteRecords:
                 self.cache.put(index, data)
         found.update(fetched)
         return [found[index] for index in positions]
+
+    def _refuse_changed(self, index: int) -> None:
+        """ObjectChangedError if the object now has another ETag or size than at open (a server that
+        ignored If-Match served a replaced file: changed, not damaged)."""
+        now = client.fetch(self.url, [(0, 1)], None, self.settings)
+        if (self.etag is not None and now.etag != self.etag) or (self.size and now.size != self.size):
+            how = f"record {index} no longer matches its CRC-32; ETag {now.etag}, {now.size:,} bytes now"
+            raise ObjectChangedError(changed_message(self.url, self.etag, how))
 
     def read(self, positions: list[int], decode: str, begin: Any, targets: list[int]) -> list[tuple[Any, int]]:
         """Decoded images and labels of ``positions``, in order (``begin``, LMDB's transaction, is unused)."""

@@ -28,12 +28,38 @@ class Settings:
     retries: int = 4  # tries after the first, for errors worth another try
 
 
+#: The schemes obstore reads, as users write them.
+KNOWN_SCHEMES = ("s3", "s3a", "gs", "az", "azure", "abfs", "abfss", "adl", "http", "https")
+#: Schemes people write for a known one.
+_MEANT = {"gcs": "gs", "gcp": "gs", "google": "gs", "s3n": "s3", "aws": "s3", "blob": "az", "wasb": "az", "wasbs": "az"}
+
+
+class RemoteURLError(ValueError):
+    """A URL the reader cannot read as written: an unknown scheme, a slash missing, no key."""
+
+
+def check_url(url: str) -> None:
+    """RemoteURLError naming what is wrong with ``url`` and how to write it, or nothing."""
+    scheme, _, rest = url.partition(":")
+    known = "s3://bucket/key, gs://bucket/key, az://account/container/key, http(s)://host/path"
+    if scheme.lower() not in KNOWN_SCHEMES:
+        meant = _MEANT.get(scheme.lower())
+        hint = f"did you mean {meant}://? " if meant else ""
+        if scheme.lower() == "file":
+            raise RemoteURLError(f"{url}: a local file is given by its path ({urlsplit(url).path}), not a URL")
+        raise RemoteURLError(f"{url}: unknown scheme {scheme}://; {hint}the schemes read are {known}")
+    if not rest.startswith("//"):
+        raise RemoteURLError(f"{url}: one slash after {scheme}: (write {scheme}://{rest.lstrip('/')})")
+    parts = urlsplit(url)
+    if not parts.netloc or not parts.path.lstrip("/") or parts.path.endswith("/"):
+        raise RemoteURLError(f"{url}: not the URL of an object ({known}): name the .lmdb file")
+
+
 def store_and_key(url: str) -> tuple[str, str]:
     """(the URL of the store's root, the object's key in it): ``s3://b/k/x.lmdb`` -> ``s3://b``, ``k/x.lmdb``."""
+    check_url(url)
     parts = urlsplit(url)
     key = parts.path.lstrip("/")
-    if not parts.netloc or not key:
-        raise ValueError(f"{url}: not the URL of an object (scheme://bucket-or-host/key)")
     if parts.scheme.lower() in ("az", "azure", "abfs", "abfss", "adl") and "/" in key and "@" not in parts.netloc:
         container, _, key = key.partition("/")  # az://account/container/key
         return f"{parts.scheme}://{parts.netloc}/{container}", key
@@ -56,4 +82,11 @@ def make_store(store_url: str, settings: Settings) -> Any:
     # (a plain-http S3 endpoint); a plain-http URL says so itself.
     if store_url.lower().startswith("http://") or os.environ.get("AWS_ALLOW_HTTP", "").lower() == "true":
         client["allow_http"] = "true"
+    elif store_url.lower().startswith(("s3://", "s3a://")):
+        endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or ""
+        if endpoint.lower().startswith("http://"):  # obstore says only "builder error"
+            raise RemoteURLError(
+                f"the endpoint {endpoint} (AWS_ENDPOINT_URL) is plain http, which S3 clients refuse "
+                "unless told: set AWS_ALLOW_HTTP=true (or give an https:// endpoint)"
+            )
     return from_url(store_url, client_options=client, retry_config=retry)  # type: ignore[call-overload]  # plain dicts

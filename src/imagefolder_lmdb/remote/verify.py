@@ -21,7 +21,7 @@ from imagefolder_lmdb.reader import FormatError, LMDBReader
 
 from . import client
 from .records import RemoteRecords
-from .urls import Settings
+from .urls import RemoteURLError, Settings
 
 
 def verify_remote(url: str, sample: int, full: bool, seed: int) -> tuple[dict[str, Any], LMDBReader | None, list[int]]:
@@ -33,8 +33,8 @@ def verify_remote(url: str, sample: int, full: bool, seed: int) -> tuple[dict[st
     report: dict[str, Any] = {"path": url, "ok": False, "problems": []}
     try:
         ds = LMDBReader(url)
-    except (FormatError, OSError) as exc:
-        report["problems"].append(str(exc))
+    except (FormatError, OSError, RemoteURLError) as exc:
+        report["problems"].append(str(exc).removeprefix(f"{url}: "))  # the summary line names the URL
         return report, None, []
     problems = local.size_problems(ds) + local.document_problems(ds.meta_document)
     if any(not 0 <= target < len(ds.classes) for target in ds.targets):
@@ -61,8 +61,8 @@ def _verify_streamed(url: str, sample: int, seed: int) -> tuple[dict[str, Any], 
         copy = str(Path(folder) / Path(url.split("?")[0]).name)
         try:
             streamed = client.download(url, copy, Settings())
-        except OSError as exc:
-            return {"path": url, "ok": False, "problems": [str(exc)]}, None, []
+        except (OSError, RemoteURLError) as exc:
+            return {"path": url, "ok": False, "problems": [str(exc).removeprefix(f"{url}: ")]}, None, []
         report, _, indices = local.verify(copy, sample, True, seed)
         report = json.loads(json.dumps(report).replace(json.dumps(copy)[1:-1], url))
     report["streamed"] = {"bytes": streamed.size, "etag": streamed.etag}

@@ -1,0 +1,387 @@
+# SPDX-License-Identifier: MIT
+"""Publishing a converted split to object storage: one multipart upload per file, checked after.
+
+    python -m imagefolder_lmdb.remote.upload results/train.lmdb s3://bucket/prefix/train.lmdb [--overwrite]
+
+(``imagefolder-lmdb convert DATA s3://bucket/prefix`` runs it for each split, in a process of its
+own so that obstore never runs in a process that may fork afterwards; remote/client.py says why.)
+
+- The object appears only complete: S3 shows a multipart upload's object once it is completed.
+- Parts of ``part_size(size)`` bytes (S3 allows 10,000 parts: 16 MiB up to 160 GB, larger beyond),
+  ``concurrency`` of them in flight, each read from the file where it lies (no copy in memory).
+- The replace rule is the local one: an object of the same source is replaced; one made from
+  another source, or not by this tool, is refused without ``overwrite``, naming it. The check runs
+  before the upload and again before completing it (not atomic against another writer: the last
+  to complete wins, and the other is told if it checks after).
+- SIGINT / SIGTERM abort the upload (no object, no pending upload) and exit 130 / 143.
+- After the upload: the object's size, and a sample of records read back by ranged reads and
+  checked against their CRC-32 (``verify URL``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from imagefolder_lmdb.run.hold_points import hold_point
+
+from .s3_multipart import Credentials, S3Multipart, S3RequestError
+from .urls import Settings, check_url, store_and_key
+
+MIB = 1 << 20
+#: S3's limits on a multipart upload.
+MAX_PARTS, SMALLEST_PART, LARGEST_PART = 10_000, 5 * MIB, 5 << 30
+#: Parts are at least this big (fewer requests); IMAGEFOLDER_LMDB_PART_BYTES sets it (tests: several
+#: parts of a small file).
+DEFAULT_PART = 16 * MIB
+CONCURRENCY = 8
+SAMPLE = 64
+
+
+class PublishError(RuntimeError):
+    """A publish refused or failed; the message names the object and what to do."""
+
+
+class Interrupted(BaseException):
+    """SIGTERM (143) or SIGINT (130) during an upload."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+def part_size(size: int, smallest: int | None = None) -> int:
+    """The part size for a file of ``size`` bytes: whole MiB, at most 10,000 parts, within S3's limits."""
+    floor = smallest or int(os.environ.get("IMAGEFOLDER_LMDB_PART_BYTES", DEFAULT_PART))
+    needed = -(-size // MAX_PARTS)
+    return min(LARGEST_PART, max(floor, SMALLEST_PART, -(-needed // MIB) * MIB))
+
+
+@dataclass(frozen=True)
+class Found:
+    """An object already at the URL: its size, time, ETag and, if ours, the meta document."""
+
+    size: int
+    modified: datetime | None
+    etag: str | None
+    document: dict[str, Any] | None  # None: not an imagefolder-lmdb dataset
+
+    def describe(self) -> str:
+        when = self.modified.strftime("%Y-%m-%d %H:%M UTC") if self.modified else "time unknown"
+        return f"{self.size:,} bytes, {when}"
+
+
+def _head(url: str) -> dict[str, Any] | None:
+    import obstore
+    from obstore.exceptions import NotFoundError
+
+    from .engine import _store
+
+    store_url, key = store_and_key(url)
+    try:
+        return dict(obstore.head(_store(store_url, Settings(), url), key))
+    except (NotFoundError, FileNotFoundError):
+        return None
+    except Exception as exc:  # noqa: BLE001 - named with its fix
+        from .problems import explain
+
+        raise explain(exc, url, _store(store_url, Settings(), url), key) or PublishError(f"{url}: {exc}") from None
+
+
+def _check_bucket(url: str) -> None:
+    """The bucket's no-such-bucket error, if it is missing (S3 servers refuse an upload into one with
+    403 or 404, which says neither)."""
+    from .engine import _store
+    from .problems import _listing, _no_bucket
+
+    store_url, key = store_and_key(url)
+    if _listing(_store(store_url, Settings(), url), key)[0] == "nobucket":
+        raise _no_bucket(url)
+
+
+def existing(url: str) -> Found | None:
+    """What is at ``url`` now (None: nothing), its meta read by ranged reads if it is ours."""
+    from imagefolder_lmdb.reader import FormatError
+
+    from .opening import open_remote
+
+    head = _head(url)
+    if head is None:
+        return None
+    try:
+        document: dict[str, Any] | None = open_remote(url, Settings()).meta.document
+    except (FormatError, ValueError, OSError):
+        document = None
+    return Found(int(head["size"]), head.get("last_modified"), head.get("e_tag"), document)
+
+
+def _source(document: dict[str, Any]) -> tuple[Any, Any]:
+    source = document.get("source") or {}
+    return source.get("path"), source.get("inside") or None
+
+
+def replace_problem(url: str, found: Found, local: dict[str, Any]) -> str | None:
+    """Why ``found`` may not be replaced by the file whose meta is ``local`` without --overwrite."""
+    stop = "jobs reading it would stop with the object-changed error"
+    if found.document is None:
+        what = "an object not made by imagefolder-lmdb"
+    elif _source(found.document) != _source(local):
+        what = f"a dataset made from {_source(found.document)[0]}, not {_source(local)[0]}"
+    else:
+        return None
+    return f"{url} holds {what} ({found.describe()}): not replaced. Give --overwrite to replace it ({stop})"
+
+
+def _send_parts(path: str, upload: S3Multipart, size: int, part: int, concurrency: int) -> list[str]:
+    """Every part of ``path`` sent, ``concurrency`` at a time; their ETags in order."""
+    count = max(1, -(-size // part))
+    etags: list[str] = [""] * count
+    with open(path, "rb") as file, ThreadPoolExecutor(concurrency) as pool:
+
+        def send(number: int) -> str:
+            data = os.pread(file.fileno(), part, number * part)
+            for attempt in range(4):
+                try:
+                    return upload.put_part(number + 1, data)
+                except (S3RequestError, OSError) as exc:
+                    if attempt == 3 or (isinstance(exc, S3RequestError) and exc.status < 500):
+                        raise
+                    time.sleep(0.5 * 2**attempt)
+            raise AssertionError("unreachable")
+
+        running: dict[Future[str], int] = {}
+        following = 0
+        try:
+            while following < count or running:
+                while following < count and len(running) < concurrency:
+                    running[pool.submit(send, following)] = following
+                    following += 1
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in done:
+                    etags[running.pop(future)] = future.result()
+                hold_point("upload-part")
+        except BaseException:
+            for future in running:
+                future.cancel()
+            raise
+    return etags
+
+
+@dataclass(frozen=True)
+class Published:
+    url: str
+    size: int
+    etag: str
+    seconds: float
+    parts: int
+    checked: int
+
+    def summary(self) -> str:
+        rate = self.size / max(self.seconds, 1e-6) / 1e6
+        return (
+            f"{self.url}: {self.size / 1e6:,.1f} MB, ETag {self.etag}, uploaded in {self.seconds:.1f} s "
+            f"({rate:,.1f} MB/s, {self.parts} parts), {self.checked} records read back and checked"
+        )
+
+
+def _upload_s3(path: str, url: str, before: Found | None, credentials: Credentials, concurrency: int) -> str:
+    """The multipart upload, aborted on any failure or interrupt; the object's ETag."""
+    bucket, key = url.split("://", 1)[1].split("/", 1)
+    upload = S3Multipart(bucket, key, credentials)
+    size = os.path.getsize(path)
+    upload.create()
+    try:
+        etags = _send_parts(path, upload, size, part_size(size), concurrency)
+        now = _head(url)
+        if (now is None) != (before is None) or (now is not None and before and now.get("e_tag") != before.etag):
+            raise PublishError(
+                f"{url} was written by someone else while this upload ran; not replaced (run the command again "
+                "to check it and upload)"
+            )
+        hold_point("upload-complete")
+        return upload.complete(etags)
+    except BaseException:
+        for number in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(number, signal.SIG_IGN)  # the abort itself is not interrupted
+        upload.abort()
+        raise
+
+
+def _upload_obstore(path: str, url: str, concurrency: int) -> str:
+    """Through obstore (no AWS keys in the environment: profiles, instance roles; gs://, az://)."""
+    import obstore
+
+    from .engine import _store
+
+    store_url, key = store_and_key(url)
+    size = os.path.getsize(path)
+    store = _store(store_url, Settings(), url)
+    result = obstore.put(store, key, Path(path), chunk_size=part_size(size), max_concurrency=concurrency)
+    return str(result.get("e_tag") or "")
+
+
+def _check_uploaded(url: str, size: int) -> int:
+    """The object's size and a sample of its records read back; the records checked."""
+    from .verify import verify_remote
+
+    head = _head(url)
+    if head is None or int(head["size"]) != size:
+        raise PublishError(f"{url}: the uploaded object holds {head and head['size']} bytes, not {size:,}")
+    report, _, indices = verify_remote(url, SAMPLE, False, 0)
+    if not report["ok"]:
+        raise PublishError(f"{url}: the uploaded object fails its check: {'; '.join(report['problems'][:3])}")
+    return len(indices)
+
+
+def publish(path: str, url: str, overwrite: bool = False, concurrency: int = CONCURRENCY) -> Published | None:
+    """Upload the dataset file ``path`` to ``url`` and check it; None if ``url`` already holds this file."""
+    from imagefolder_lmdb.run.existing import read_document
+
+    check_url(url)
+    local = read_document(path)
+    if local is None:
+        raise PublishError(f"{path}: not an imagefolder-lmdb dataset; nothing uploaded")
+    size = os.path.getsize(path)
+    before = existing(url)
+    if before is None:
+        _check_bucket(url)
+    elif before.document == local and before.size == size:
+        return None
+    problem = None if before is None or overwrite else replace_problem(url, before, local)
+    if problem:
+        raise PublishError(problem)
+    if before is not None:
+        print(f"replacing {url} ({before.describe()}): jobs reading it stop with the object-changed error", flush=True)
+    started = time.monotonic()
+    credentials = Credentials.from_environment()
+    if url.lower().startswith(("s3://", "s3a://")) and credentials is not None:
+        etag = _upload_s3(path, url, before, credentials, concurrency)
+    else:
+        etag = _upload_obstore(path, url, concurrency)
+    seconds = time.monotonic() - started
+    _state["completed"] = url  # from here an interrupt leaves the whole object (it only stops the check)
+    checked = _check_uploaded(url, size)
+    return Published(url, size, etag, seconds, max(1, -(-size // part_size(size))), checked)
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise Interrupted(143)
+
+
+#: What an interrupt leaves: "completed" names the object once its upload completed.
+_state: dict[str, str] = {}
+
+
+def _interrupted_line(url: str, word: str) -> str:
+    if _state.get("completed") == url:
+        return f"{word} while checking {url}: its upload had completed; check it with `imagefolder-lmdb verify {url}`"
+    return f"{word}: the upload to {url} was aborted (no object, no pending upload)"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m imagefolder_lmdb.remote.upload", description=__doc__)
+    parser.add_argument("file")
+    parser.add_argument("url")
+    parser.add_argument("--overwrite", action="store_true")
+    args = parser.parse_args(argv)
+    from .client import allow_in_process
+
+    allow_in_process()  # a process of its own that forks nothing
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        done = publish(args.file, args.url, args.overwrite)
+    except KeyboardInterrupt:
+        print(_interrupted_line(args.url, "interrupted"), file=sys.stderr)
+        return 130
+    except Interrupted as exc:
+        print(_interrupted_line(args.url, "terminated"), file=sys.stderr)
+        return exc.code
+    except (PublishError, OSError, ValueError) as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+    if done is None:
+        print(f"{args.url}: up to date (it holds this dataset already)", flush=True)
+    else:
+        print(done.summary(), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    from .leaving import leave
+
+    leave(main())
+
+
+def local_folder(destination: str, source: Any, work: str | None) -> str:
+    """Where ``convert SOURCE URL`` converts before uploading: ``work`` if given, else a folder of
+    the user's cache named after the URL (kept: the same command uploads again without converting);
+    never inside SOURCE."""
+    check_url(destination.rstrip("/") + "/train.lmdb")
+    if work is not None:
+        folder = os.path.abspath(work)
+    else:
+        cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        name = destination.split("://", 1)[1].strip("/").replace("/", "_")
+        folder = os.path.join(cache, "imagefolder-lmdb", "publish", f"{destination.split(':', 1)[0]}_{name}")
+    sources = [source] if isinstance(source, str | os.PathLike) else list(source or [])
+    for given in sources:
+        root = os.path.realpath(os.fspath(given))
+        if os.path.isdir(root) and os.path.commonpath([root, os.path.realpath(folder)]) == root:
+            raise PublishError(f"the work folder {folder} is inside SOURCE {given}: give --work FOLDER outside it")
+    return folder
+
+
+def publish_splits(datasets: dict[str, str], destination: str, overwrite: bool) -> None:
+    """Upload each split's file to ``destination/<split>.lmdb``, one process each (obstore never runs
+    in this process, which may fork later); PublishError or Interrupted on failure."""
+    import subprocess
+
+    for split, path in datasets.items():
+        url = f"{destination.rstrip('/')}/{split}.lmdb"
+        command = [sys.executable, "-m", "imagefolder_lmdb.remote.upload", path, url]
+        # a session of its own: a Ctrl-C reaches this process only, which passes it on once (a second
+        # signal could land in the child's abort)
+        options = ["--overwrite"] if overwrite else []
+        child = subprocess.Popen([*command, *options], stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+        def forward(signum: int, frame: Any, child: subprocess.Popen[str] = child) -> None:
+            child.send_signal(signum)  # the child aborts its upload, then exits 143
+
+        previous = signal.signal(signal.SIGTERM, forward)
+        try:
+            try:
+                _, errors = child.communicate()
+            except KeyboardInterrupt:
+                child.send_signal(signal.SIGINT)  # the child aborts its upload, then exits 130
+                _, errors = child.communicate()
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+        if child.returncode in (130, 143):
+            sys.stderr.write(errors or "")
+            raise Interrupted(child.returncode)
+        if child.returncode != 0:
+            raise PublishError((errors or "").strip() or f"the upload of {path} to {url} failed")
+
+
+def after_conversion(outputs: dict[str, Any], destination: str, overwrite: bool) -> None:
+    """``convert``'s last step for a URL OUTDIR: each split uploaded, as ConvertError on failure
+    (130 / 143 for an interrupt, the way back's exit codes)."""
+    from imagefolder_lmdb.run.launch import ConvertError
+
+    try:
+        publish_splits({name: str(split.dataset) for name, split in outputs.items()}, destination, overwrite)
+    except Interrupted as exc:
+        raise ConvertError(
+            f"stopped while publishing to {destination} (above); the same command uploads again without converting",
+            exc.code,
+        ) from None
+    except PublishError as exc:
+        raise ConvertError(str(exc), 1) from None

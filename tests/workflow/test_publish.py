@@ -1,0 +1,188 @@
+"""``imagefolder-lmdb convert DATA s3://bucket/prefix`` (issue 44): converted and verified in a local
+folder, each split sent as one multipart upload and read back; the replace rule as for a folder;
+an interrupted upload leaves no object and no pending upload, and the same command uploads again
+without converting again. Against the session's SeaweedFS (tests/support/seaweed.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from imagefolder_lmdb.convert import ConvertError
+from imagefolder_lmdb.dataset import LMDBReader
+from imagefolder_lmdb.remote.s3_multipart import Credentials, S3Multipart
+from imagefolder_lmdb.remote.upload import PublishError, _send_parts, _upload_s3
+from support.seaweed import Seaweed
+from support.workflow import Converted
+
+CLI = str(Path(sys.executable).with_name("imagefolder-lmdb"))
+SUMMARY = r"{url}: [\d.]+ MB, ETag \"[^\"]+\", uploaded in [\d.]+ s \([\d.,]+ MB/s, 1 parts\), 40 records read back"
+
+
+def _start(command: list[str], hold: str | None, marker: Path) -> subprocess.Popen[str]:
+    env = dict(os.environ)
+    if hold:
+        env.update(IMAGEFOLDER_LMDB_TEST_HOLD=hold, IMAGEFOLDER_LMDB_TEST_HOLD_MARKER=str(marker))
+    return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd="/")
+
+
+def _held(process: subprocess.Popen[str], marker: Path) -> None:
+    deadline = time.monotonic() + 120
+    while not marker.exists():
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "the hold point was not reached"
+        time.sleep(0.05)
+
+
+def _pending(url: str) -> list[tuple[str, str]]:
+    bucket, key = url.removeprefix("s3://").split("/", 1)
+    credentials = Credentials.from_environment()
+    assert credentials is not None
+    return [(k, i) for k, i in S3Multipart(bucket, key, credentials).pending() if k == key]
+
+
+def _exists(seaweed: Seaweed, url: str) -> bool:
+    import urllib.error
+    import urllib.request
+
+    try:
+        urllib.request.urlopen(seaweed.endpoint + "/" + url.removeprefix("s3://"), timeout=10).close()
+    except urllib.error.HTTPError as exc:
+        assert exc.code == 404, exc
+        return False
+    return True
+
+
+def test_publish_refuses_a_foreign_object_then_replaces_it_and_a_rerun_uploads_nothing(
+    image_tree: Path, converted: Converted, s3_env: Seaweed, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    shutil.copytree(image_tree, data)
+    prefix = f"s3://datasets/{uuid.uuid4().hex}"
+    url = s3_env.put("datasets", f"{prefix.removeprefix('s3://datasets/')}/train.lmdb", b"not ours")
+    command = [CLI, "convert", str(data), prefix, "--split", "train", "--work", str(tmp_path / "w"), "--cores", "1"]
+    refused = subprocess.run(command, capture_output=True, text=True, check=False, cwd="/")
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    said = rf"{url} holds an object not made by imagefolder-lmdb \(8 bytes, \d{{4}}-\d\d-\d\d \d\d:\d\d UTC\): "
+    assert re.search(said + r"not replaced. Give --overwrite .*object-changed error", refused.stderr), refused.stderr
+    assert (tmp_path / "w" / "train.lmdb").is_file()  # converted locally, kept
+    published = subprocess.run([*command, "--overwrite"], capture_output=True, text=True, check=False, cwd="/")
+    assert published.returncode == 0, published.stdout + published.stderr
+    assert "Nothing to convert" in published.stdout  # the local copy was kept and is reused
+    assert re.search(SUMMARY.format(url=re.escape(url)), published.stdout), published.stdout
+    remote, local = LMDBReader(url, decode="bytes"), LMDBReader(tmp_path / "w" / "train.lmdb", decode="bytes")
+    assert len(remote) == len(local) and remote.get_bytes(7) == local.get_bytes(7)
+    info = subprocess.run([CLI, "info", url, "--json"], capture_output=True, text=True, check=False, cwd="/")
+    assert info.returncode == 0, info.stderr
+    assert json.loads(info.stdout)["file"] == url and json.loads(info.stdout)["length"] == len(local)
+    again = subprocess.run(command, capture_output=True, text=True, check=False, cwd="/")
+    assert again.returncode == 0 and f"{url}: up to date" in again.stdout, again.stdout + again.stderr
+    assert _pending(url) == []
+    upload = [sys.executable, "-m", "imagefolder_lmdb.remote.upload", str(converted.lmdb), url]
+    other = subprocess.run(upload, capture_output=True, text=True, check=False)
+    assert other.returncode == 1, other.stdout + other.stderr
+    said = rf"{re.escape(url)} holds a dataset made from {re.escape(str(data))}, not {re.escape(str(converted.source))}"
+    assert re.search(said + r" \([\d,]+ bytes, .* UTC\): not replaced. Give --overwrite", other.stderr), other.stderr
+
+
+def test_an_interrupted_upload_leaves_nothing_and_the_same_command_uploads_without_converting(
+    converted: Converted, s3_env: Seaweed, tmp_path: Path
+) -> None:
+    s3_env.put("datasets", "probe", b"")  # the bucket exists
+    prefix = f"s3://datasets/{uuid.uuid4().hex}"
+    url = f"{prefix}/train.lmdb"
+    upload = [sys.executable, "-m", "imagefolder_lmdb.remote.upload", str(converted.lmdb), url]
+    missing = subprocess.run([*upload[:-1], "s3://no-such-bucket/x/train.lmdb"], capture_output=True, text=True)
+    assert missing.returncode == 1, missing.stderr
+    assert "s3://no-such-bucket/x/train.lmdb: no such bucket 'no-such-bucket': create it first" in missing.stderr
+    for hold, signum, code in (("upload-part", signal.SIGINT, 130), ("upload-complete", signal.SIGTERM, 143)):
+        marker = tmp_path / f"held-{hold}"
+        process = _start(upload, hold, marker)
+        _held(process, marker)
+        assert _pending(url) != []  # the upload is under way
+        process.send_signal(signum)
+        _, errors = process.communicate(timeout=60)
+        assert process.returncode == code, errors
+        assert f"the upload to {url} was aborted (no object, no pending upload)" in errors
+        assert not _exists(s3_env, url) and _pending(url) == []
+    done = subprocess.run(upload, capture_output=True, text=True, check=False)
+    assert done.returncode == 0 and re.search(SUMMARY.format(url=re.escape(url)), done.stdout), done.stderr
+
+
+def test_convert_interrupted_while_uploading_exits_130_and_resumes_with_the_upload(
+    converted: Converted, s3_env: Seaweed, tmp_path: Path
+) -> None:
+    work = tmp_path / "w"
+    shutil.copytree(converted.workdir / "results", work)  # a finished local conversion of this source
+    s3_env.put("datasets", "probe", b"")  # the bucket exists
+    prefix = f"s3://datasets/{uuid.uuid4().hex}"
+    command = [CLI, "convert", str(converted.source), prefix, "--split", "train", "--work", str(work), "--cores", "1"]
+    marker = tmp_path / "held"
+    process = _start(command, "upload-part", marker)
+    _held(process, marker)
+    process.send_signal(signal.SIGINT)
+    out, errors = process.communicate(timeout=60)
+    assert process.returncode == 130, out + errors
+    assert f"interrupted: the upload to {prefix}/train.lmdb was aborted (no object, no pending upload)" in errors
+    assert "the same command uploads again without converting" in errors
+    assert not _exists(s3_env, f"{prefix}/train.lmdb") and _pending(f"{prefix}/train.lmdb") == []
+    again = subprocess.run(command, capture_output=True, text=True, check=False, cwd="/")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "Nothing to convert" in again.stdout and f"{prefix}/train.lmdb: " in again.stdout
+
+
+def test_parts_are_sent_several_at_once(s3_env: Seaweed, tmp_path: Path) -> None:
+    data = os.urandom(11 << 20)
+    (tmp_path / "file").write_bytes(data)
+    s3_env.put("datasets", "probe", b"")
+    key = f"{uuid.uuid4().hex}/parts.bin"
+    credentials = Credentials.from_environment()
+    assert credentials is not None
+    upload = S3Multipart("datasets", key, credentials)
+    upload.create()
+    etags = _send_parts(str(tmp_path / "file"), upload, len(data), 5 << 20, concurrency=3)
+    assert len(etags) == 3
+    upload.complete(etags)
+    import urllib.request
+
+    with urllib.request.urlopen(f"{s3_env.endpoint}/datasets/{key}", timeout=30) as answer:
+        assert answer.read() == data
+
+
+def test_an_object_written_during_the_upload_is_not_replaced(converted: Converted, s3_env: Seaweed) -> None:
+    """The second check, before completing: an object that appeared since the first is left as it is."""
+    key = f"{uuid.uuid4().hex}/train.lmdb"
+    url = s3_env.put("datasets", key, b"written meanwhile")
+    credentials = Credentials.from_environment()
+    assert credentials is not None
+    with pytest.raises(PublishError, match=re.escape(url) + " was written by someone else while this upload ran"):
+        _upload_s3(str(converted.lmdb), url, None, credentials, 2)  # None: nothing was there at the first check
+    assert _pending(url) == []
+    import urllib.request
+
+    with urllib.request.urlopen(f"{s3_env.endpoint}/datasets/{key}", timeout=30) as answer:
+        assert answer.read() == b"written meanwhile"
+
+
+def test_convert_from_python_publishes_to_a_url(converted: Converted, s3_env: Seaweed, tmp_path: Path) -> None:
+    from imagefolder_lmdb import convert
+
+    work = tmp_path / "w"
+    shutil.copytree(converted.workdir / "results", work)  # converted already: the call only publishes
+    s3_env.put("datasets", "probe", b"")
+    prefix = f"s3://datasets/{uuid.uuid4().hex}"
+    outputs = convert(converted.source, prefix, split="train", work=work, cores=1)
+    assert outputs["train"].dataset == work / "train.lmdb"
+    assert len(LMDBReader(f"{prefix}/train.lmdb")) == len(LMDBReader(converted.lmdb))
+    with pytest.raises(ConvertError, match=r"unknown scheme s4://; the schemes read are s3://bucket/key"):
+        convert(converted.source, "s4://datasets/x", split="train", work=work)
