@@ -29,6 +29,7 @@ import psutil
 import pytest
 import yaml
 
+from imagefolder_lmdb.run.made_from import RECORDED_VARIABLE
 from imagefolder_lmdb.work.files import read_manifest, shard_range
 from slurm_node import (
     SLURM_CONF,
@@ -464,7 +465,7 @@ def test_more_shards_than_job_slots_are_refused_before_any_submission(
 
 
 def test_failed_shard_is_retried_then_rerun_alone_surviving_a_preemption(
-    slurm: SingleNodeSlurm, tree_copy: Path, converted: Converted, tmp_path: Path
+    slurm: SingleNodeSlurm, tree_copy: Path, converted: Converted, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A bad image: its shard fails on every attempt (its array task, then each retry as a job of
     its own, with 2x and 3x the memory), the other shards finish. After the fix, the rerun submits
@@ -506,6 +507,10 @@ def test_failed_shard_is_retried_then_rerun_alone_surviving_a_preemption(
     with folder_times_kept(victim):
         victim.unlink()
         os.mkfifo(victim)  # the shard reading it blocks until this test writes it: certainly running
+    # The fifos are a source change the main process would see (made_from.json) and the listing refuse:
+    # the source is taken as recorded, as after a CLI run that has just walked it, so the rerun is the
+    # failed shard's alone (a source change seen again: tests/workflow/test_made_from.py).
+    monkeypatch.setenv(RECORDED_VARIABLE, str(tmp_path / "work"))
     with Controller(tmp_path, config) as controller:
         run_id = controller.run_id()
         job = wait_until(lambda: running_shard(slurm.jobs(run_id)), "the shard's job to run")

@@ -68,7 +68,8 @@ def without_later_additions(document: dict) -> dict:
 def records_and_meta(path: Path) -> tuple[dict[bytes, bytes], dict]:
     """Every (key, value) of a dataset, and its meta JSON without the creation time and the words
     that depend on where the source lay and how the config was written (the source's path, the
-    folder on disk its paths are under, the folder read inside it, the class list's origin)."""
+    folder on disk its paths are under, the folder read inside it, the class list's origin, the
+    record of what it was made from)."""
     items = every_key_and_value(path)
     document = json.loads(items.pop(META_KEYS["json"]))
     document.pop("created")
@@ -76,6 +77,7 @@ def records_and_meta(path: Path) -> tuple[dict[bytes, bytes], dict]:
     document["source"].pop("root", None)  # ds.root: tests that mean it check it by itself
     document["source"].pop("inside", None)  # the folder inside that path (splits.<name>.root), if one
     document["class_list"].pop("origin")
+    document.pop("made_from", None)  # the source's paths and times, as recorded (issue 41)
     return items, document
 
 

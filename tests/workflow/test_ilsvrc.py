@@ -108,11 +108,11 @@ def test_val_is_labelled_by_the_ground_truth(ilsvrc: Ilsvrc, streamed: Path) -> 
 def test_streaming_writes_no_per_image_file(streamed: Path) -> None:
     files = [p for p in (streamed / "work").rglob("*") if p.is_file()]
     assert not [p for p in files if p.suffix.lower() in (".jpeg", ".jpg", ".png")]
-    # per split: source.json, members.jsonl, manifest, counts, 6 logs, 5 benchmark records and Snakemake's
-    # timestamps of the two folder outputs; per shard: a stamp, a part, a report, a log, a benchmark record
-    # and a progress file. Nothing per image.
+    # per split: source.json, made_from.json, members.jsonl, manifest, counts, 6 logs, 5 benchmark records and
+    # Snakemake's timestamps of the two folder outputs; per shard: a stamp, a report, a log, a benchmark record
+    # and a progress file (its part is temp(): removed once merged). Nothing per image.
     shards = {"train": 3, "val": 16}
-    assert len(files) == sum(17 + 6 * n for n in shards.values()), sorted(map(str, files))
+    assert len(files) == sum(18 + 5 * n for n in shards.values()), sorted(map(str, files))
 
 
 def test_partial_val_tar_is_labelled_by_file_number(ilsvrc: Ilsvrc, tmp_path: Path) -> None:

@@ -117,10 +117,10 @@ def test_val_is_labelled_by_the_csv_inside_the_zip(kaggle: KaggleZip, in_place: 
 def test_reading_in_place_writes_no_per_image_file(in_place: Path) -> None:
     files = [p for p in (in_place / "work").rglob("*") if p.is_file()]
     assert not [p for p in files if p.suffix.lower() in (".jpeg", ".jpg", ".png")]
-    # per split: source.json, members.jsonl, manifest, counts, 6 logs, 5 benchmark records and Snakemake's
-    # timestamps of the two folder outputs (val: + its copy of LOC_val_solution.csv); per shard: stamp, part,
-    # report, log, benchmark, progress file
-    assert len(files) == 17 + 6 * 3 + 18 + 6 * 2, sorted(map(str, files))
+    # per split: source.json, made_from.json, members.jsonl, manifest, counts, 6 logs, 5 benchmark records and
+    # Snakemake's timestamps of the two folder outputs (val: + its copy of LOC_val_solution.csv); per shard:
+    # stamp, report, log, benchmark, progress file (its part is temp(): removed once merged)
+    assert len(files) == 18 + 5 * 3 + 19 + 5 * 2, sorted(map(str, files))
 
 
 @pytest.mark.parametrize("route", ["unzipped folder", "extract: true"])

@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ import pytest
 from PIL import Image
 
 from imagefolder_lmdb.dataset import LMDBDataset, close_all_envs
+from imagefolder_lmdb.run.made_from import RECORDED_VARIABLE
 from support import REPO
 from support.datasets import every_key_and_value, stored_records
 from support.images import TREE_IMAGES
@@ -225,18 +227,24 @@ def test_a_jpeg_with_a_long_trailer_passes_check_header(tree_copy: Path, convert
 
 
 @pytest.mark.parametrize("on_error", ["fail", "skip"])
-def test_a_file_the_file_system_cannot_read_stops_its_shard(tree_copy: Path, tmp_path: Path, on_error: str) -> None:
+def test_a_file_the_file_system_cannot_read_stops_its_shard(
+    tree_copy: Path, tmp_path: Path, on_error: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # listed as a file, then found a folder when read: the read fails with EISDIR, an OSError of the
     # file system (as EACCES, EIO or ESTALE would), not of the image
     workdir = tmp_path / "run"
+    for folder in tree_copy.iterdir():  # settled: the listing stamps cache each folder's listing by its time
+        os.utime(folder, (time.time() - 60, time.time() - 60))
     run_split(workdir, {"source": str(tree_copy)}, "--until", "count_check", encode={"on_error": on_error}).check()
     victim = sorted(tree_copy.glob("*/*.JPEG"))[12]
     folder_times = victim.parent.stat()
     victim.unlink()
     victim.mkdir()
-    # the class folder's times put back: the listing stays as it was, so the shard meets the fault
-    # when it reads, as with a disk or share that fails between listing and reading
+    # the class folder's times put back and the source taken as recorded (as the CLI says it has just
+    # walked it): the listing stays as it was, so the shard meets the fault when it reads, as with a disk
+    # or share that fails between the source's check and the read
     os.utime(victim.parent, ns=(folder_times.st_atime_ns, folder_times.st_mtime_ns))
+    monkeypatch.setenv(RECORDED_VARIABLE, str(workdir / "work"))
     run = run_split(workdir, {"source": str(tree_copy)}, "--keep-going", encode={"on_error": on_error})
     assert run.returncode == 1, run.output[-3000:]
     assert (
