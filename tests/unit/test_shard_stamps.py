@@ -105,4 +105,4 @@ def test_the_summary_says_what_the_work_folder_keeps_and_its_size(tmp_path: Path
     assert line.startswith(f"  work: 0.1 MB in {parts.parent} (manifest, stamps, reports); safe to delete")
     (parts / "00000.lmdb").write_bytes(b"p" * 200_000)  # keep_parts: a PNG source's re-encoded images, say
     (line,) = work_line(paths, "train")
-    assert "0.3 MB" in line and "of which 0.2 MB of parts (keep_parts" in line
+    assert "0.3 MB" in line and "of which 0.2 MB of parts, needed only with keep_parts" in line

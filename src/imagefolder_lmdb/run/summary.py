@@ -167,7 +167,10 @@ def work_line(paths: RunPaths, name: str) -> list[str]:
         os.stat(path).st_blocks * 512 for path in glob.glob(os.path.join(glob.escape(folder), "parts", "*.lmdb"))
     )
     total = folder_bytes(folder)
-    kept = f", of which {parts / 1e6:.1f} MB of parts (keep_parts: a changed image re-encodes only its shards)"
+    # parts outlive a run only with keep_parts, or as an earlier version's leftovers: say which needs them
+    kept = (
+        f", of which {parts / 1e6:.1f} MB of parts, needed only with keep_parts (a change re-encodes its shards alone)"
+    )
     return [
         f"  work: {total / 1e6:.1f} MB in {folder} (manifest, stamps, reports{kept if parts else ''}); "
         "safe to delete, a later run still sees what changed"
