@@ -24,6 +24,7 @@ import pytest
 from imagefolder_lmdb import dataset, lmdb_pages
 from imagefolder_lmdb.add_locations import add_locations_to_file
 from imagefolder_lmdb.dataset import LOCATION_DTYPE, META_KEYS, LMDBReader, close_all_envs, record_key
+from imagefolder_lmdb.reader.document import read_document
 from support.commands import run_script
 from support.datasets import random_values, write_dataset
 from support.fuzz import in_child, layout_of
@@ -117,6 +118,15 @@ def test_info_names_a_file_cut_short_rather_than_crash(written: Path, keep: int)
     assert f"imagefolder-lmdb info: {written} is shorter than it should be" in result.stderr
 
 
+@pytest.mark.parametrize("keep", [0, 8192, -4096])
+def test_the_meta_document_alone_of_a_file_cut_short_is_none_not_a_crash(written: Path, keep: int) -> None:
+    # `classes: FILE.lmdb`, what OUTDIR holds, the summary and the upload read the document alone:
+    # they opened the file with a bare lmdb.open, and a missing page was SIGBUS.
+    assert in_child(lambda: {"document": read_document(str(written))})["document"]["length"] == len(SIZES)
+    os.truncate(written, keep if keep >= 0 else written.stat().st_size + keep)
+    assert in_child(lambda: {"document": read_document(str(written))}) == {"document": None}
+
+
 def test_a_damaged_second_meta_page(written: Path) -> None:
     patch(written, 4096 + 16, b"\0\0\0\0")  # its magic number
     assert in_child(opened(written))["error"].startswith(f"FormatError: {written}: LMDB meta page 1 is damaged.")
@@ -182,6 +192,11 @@ def test_a_damaged_page_on_the_way_to_the_meta_is_refused_not_followed(
     patch(written, pgno * 4096 + at, data)
     error = in_child(opened(written))["error"]
     assert error.startswith(f"FormatError: {written}: its LMDB page {pgno} is damaged ({found}).")
+
+
+def test_the_meta_document_alone_behind_a_damaged_page_is_none_not_followed(written: Path) -> None:
+    patch(written, meta_leaf(written) * 4096 + 18, struct.pack("<H", 0xFFF0))
+    assert in_child(lambda: {"document": read_document(str(written))}) == {"document": None}
 
 
 @pytest.mark.parametrize("index", [0, 1, 299], ids=["inline", "overflow", "in-the-meta-leaf"])

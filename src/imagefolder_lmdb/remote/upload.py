@@ -243,7 +243,7 @@ def _check_uploaded(url: str, size: int) -> int:
 
 def publish(path: str, url: str, overwrite: bool = False, concurrency: int = CONCURRENCY) -> Published | None:
     """Upload the dataset file ``path`` to ``url`` and check it; None if ``url`` already holds this file."""
-    from imagefolder_lmdb.run.existing import read_document
+    from imagefolder_lmdb.reader.document import read_document
 
     check_url(url)
     local = read_document(path)

@@ -268,7 +268,7 @@ def checked(config: dict[str, Any], settings: Sequence[Setting]) -> dict[str, An
     from imagefolder_lmdb.config.check import check_config
     from imagefolder_lmdb.config.problems import ConfigError
     from imagefolder_lmdb.config.schema import load_schema
-    from imagefolder_lmdb.convert import WORKFLOW
+    from imagefolder_lmdb.run.launch import WORKFLOW
 
     filled = copy.deepcopy(config)
     try:
