@@ -37,6 +37,7 @@ from tqdm import tqdm
 
 from imagefolder_lmdb import lmdb_pages
 from imagefolder_lmdb.add_locations import locations_finding
+from imagefolder_lmdb.hold_points import hold_point
 from imagefolder_lmdb.reader import (
     KEY_WIDTH,
     META_KEYS,
@@ -54,7 +55,6 @@ from imagefolder_lmdb.reader import (
 )
 from imagefolder_lmdb.remote import is_url
 from imagefolder_lmdb.remote.client import allow_in_process
-from imagefolder_lmdb.run.hold_points import hold_point
 from imagefolder_lmdb.run.rule_runner import run_rule
 from imagefolder_lmdb.writing.atomic import atomic_file, json_text
 from imagefolder_lmdb.writing.meta_document import document_problems, storage_counts

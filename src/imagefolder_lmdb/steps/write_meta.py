@@ -21,8 +21,8 @@ import numpy as np
 
 from imagefolder_lmdb.add_locations import LocationCount, add_locations, current_locations
 from imagefolder_lmdb.classes.lists import wordnet_words
+from imagefolder_lmdb.hold_points import hold_point
 from imagefolder_lmdb.reader import LOCATION_DTYPE, META_KEYS, Meta, encode_meta
-from imagefolder_lmdb.run.hold_points import hold_point
 from imagefolder_lmdb.run.made_from import CHANGED_GROUPS
 from imagefolder_lmdb.run.made_from import KEY as MADE_FROM_KEY
 from imagefolder_lmdb.run.rule_runner import run_rule
