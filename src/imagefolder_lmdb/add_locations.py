@@ -31,7 +31,6 @@ from typing import Literal
 import lmdb
 import numpy as np
 
-from imagefolder_lmdb import lmdb_pages
 from imagefolder_lmdb.reader import (
     KEY_WIDTH,
     LOCATION_DTYPE,
@@ -41,6 +40,8 @@ from imagefolder_lmdb.reader import (
     check_lmdb_file,
     decode_meta,
     encode_document,
+    lmdb_check,
+    lmdb_pages,
     locations_checksum,
     locations_problem,
 )
@@ -214,7 +215,7 @@ def _checked_walk(path: str) -> lmdb_pages.Walk:
     LMDB never follows damage (a signal, or a page in use handed out as free)."""
     check_lmdb_file(path)
     try:
-        return lmdb_pages.check(path, KEY_WIDTH)
+        return lmdb_check.check(path, KEY_WIDTH)
     except ValueError as exc:
         raise FormatError(
             f"{path}: its LMDB pages do not check out ({exc}): the file is damaged, or not one this workflow "

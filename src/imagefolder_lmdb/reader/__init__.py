@@ -9,6 +9,8 @@ Importing it imports no torch: ``LMDBDataset`` does, on first access. What lives
 ==================== ===================================================================================
 ``format``           the on-disk format: keys, meta layout, storage codes, ``Meta``, ``FormatError``
 ``lmdb_layout``      LMDB's on-disk layout (pages, nodes, meta page), shared with lmdb_pages.py
+``lmdb_pages``       where each value lies, found by walking the B-tree with plain reads (``walk``)
+``lmdb_check``       the whole file checked with plain reads before LMDB reads it (``check``)
 ``file_checks``      an LMDB file's header and pages checked with plain reads (``check_lmdb_file``,
                      ``PageGuard``, ``TruncatedFileError``)
 ``handles``          opening read-only, the per-process table of environments and descriptors

@@ -35,7 +35,6 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 from tqdm import tqdm
 
-from imagefolder_lmdb import lmdb_pages
 from imagefolder_lmdb.add_locations import locations_finding
 from imagefolder_lmdb.hold_points import hold_point
 from imagefolder_lmdb.reader import (
@@ -49,6 +48,8 @@ from imagefolder_lmdb.reader import (
     check_lmdb_file,
     checksum,
     decode_meta,
+    lmdb_check,
+    lmdb_pages,
     record_key,
     shared_env,
     shared_fd,
@@ -135,7 +136,7 @@ def pages_problem(path: str, every_value: bool) -> tuple[str | None, lmdb_pages.
         return None, None
     try:
         check_lmdb_file(path)
-        walk = lmdb_pages.check(path, KEY_WIDTH, every_value=every_value)
+        walk = lmdb_check.check(path, KEY_WIDTH, every_value=every_value)
         keys = walk.records.index
         if not np.array_equal(keys, np.arange(len(keys))):
             first = int(np.flatnonzero(keys != np.arange(len(keys)))[0])
