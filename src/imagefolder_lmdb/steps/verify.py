@@ -35,7 +35,6 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 from tqdm import tqdm
 
-from imagefolder_lmdb.add_locations import locations_finding
 from imagefolder_lmdb.hold_points import hold_point
 from imagefolder_lmdb.reader import (
     KEY_WIDTH,
@@ -59,6 +58,7 @@ from imagefolder_lmdb.remote.client import allow_in_process
 from imagefolder_lmdb.run.rule_runner import run_rule
 from imagefolder_lmdb.writing.atomic import atomic_file, json_text
 from imagefolder_lmdb.writing.meta_document import document_problems, storage_counts
+from imagefolder_lmdb.writing.record_locations import locations_finding
 
 log = logging.getLogger("imagefolder_lmdb.verify")
 
