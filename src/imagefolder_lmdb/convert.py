@@ -150,8 +150,7 @@ def convert(
             source, outdir, split, layout, splits, work, settings, overwrite, classes_from, False, cores, profile
         )  # fmt: skip
         run = plan_run(request, outdir, work, configfile, run_options(cores, profile, snakemake_args))
-        outputs = run_planned(run, clean, bool(snakemake_args), verbose, python=True)
-        return published(outputs, destination, overwrite)
+        return published(run_planned(run, clean, bool(snakemake_args), verbose, python=True), destination, overwrite)
 
 
 def published(outputs: dict[str, SplitOutputs], destination: str | None, overwrite: bool) -> dict[str, SplitOutputs]:
