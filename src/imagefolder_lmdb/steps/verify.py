@@ -12,10 +12,13 @@ and the package (or scripts/ of a checkout), nothing of the run that made it, an
 lock, so it creates nothing beside it and works on read-only filesystems.
 
 Before LMDB touches the file, its size is compared with its LMDB header and its pages are walked
-and checked with plain reads (lmdb_pages.check; with ``--full`` every value's overflow header
+and checked with plain reads (reader/lmdb_check.py; with ``--full`` every value's overflow header
 too): a file cut short or with damaged LMDB pages is reported, never followed into a crash. The
 record locations (meta/locations) are compared with that walk, and each checked record's bytes at
 its recorded location with LMDB's own bytes, so a wrong location is told from a changed record.
+
+The checks are imagefolder_lmdb.verify.checks (also remote/verify.py's, a URL's); this module holds
+the rule, the command, the hand-over of a URL to imagefolder_lmdb.remote and the contact sheet.
 """
 
 import argparse
