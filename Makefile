@@ -4,7 +4,7 @@
 #               runs the reader's tests again in a venv of requirements-floors.txt)
 # make test-cluster - the SLURM tests alone
 # make bench  - the benchmarks (minutes); writes BENCHMARKS.md
-# make lint   - ruff + mypy (src, scripts) + snakefmt + snakemake --lint
+# make lint   - ruff + mypy (src, scripts) + snakefmt + snakemake --lint + lint-imports (the layers, pyproject.toml)
 
 PYTHON ?= python3
 VENV := .venv
@@ -55,6 +55,7 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/snakefmt --check Snakefile rules
 	$(BIN)/snakemake --lint --configfile config/demo.yaml
+	$(BIN)/lint-imports
 
 format: $(STAMP)
 	$(BIN)/ruff format scripts src tests benchmarks

@@ -266,7 +266,7 @@ def convert_parsed(args: argparse.Namespace, passed: list[str], parser: argparse
         run = plan_run(request, None if request else args.outdir, args.work, args.configfile, options)
         outputs = run_planned(run, args.clean, bool(passed), args.verbose)
         if destination is not None:
-            from imagefolder_lmdb.remote.upload import after_conversion
+            from imagefolder_lmdb.convert import after_conversion
 
             after_conversion(outputs, destination, args.overwrite)
     except SettingError as exc:

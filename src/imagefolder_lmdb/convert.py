@@ -156,10 +156,26 @@ def convert(
 def published(outputs: dict[str, SplitOutputs], destination: str | None, overwrite: bool) -> dict[str, SplitOutputs]:
     """``outputs``, each split uploaded to ``destination`` and checked first (a URL OUTDIR)."""
     if destination is not None:
-        from imagefolder_lmdb.remote.upload import after_conversion
-
         after_conversion(outputs, destination, overwrite)
     return outputs
+
+
+def after_conversion(outputs: dict[str, Any], destination: str, overwrite: bool) -> None:
+    """``convert``'s last step for a URL OUTDIR: each split uploaded, as ConvertError on failure
+    (130 / 143 for an interrupt, the way back's exit codes). Here, not in remote/: ConvertError is
+    the run's, above the uploader."""
+    from imagefolder_lmdb.remote.upload import Interrupted as UploadInterrupted
+    from imagefolder_lmdb.remote.upload import PublishError, publish_splits
+
+    try:
+        publish_splits({name: str(split.dataset) for name, split in outputs.items()}, destination, overwrite)
+    except UploadInterrupted as exc:
+        raise ConvertError(
+            f"stopped while publishing to {destination} (above); the same command uploads again without converting",
+            exc.code,
+        ) from None
+    except PublishError as exc:
+        raise ConvertError(str(exc), 1) from None
 
 
 def url_outdir(

@@ -35,7 +35,6 @@ from typing import Any
 import lmdb
 import numpy as np
 
-from imagefolder_lmdb.add_locations import add_locations
 from imagefolder_lmdb.reader import (
     FORMAT_ID,
     META_KEYS,
@@ -52,6 +51,7 @@ from imagefolder_lmdb.reader import (
 )
 from imagefolder_lmdb.writing.lmdb_writer import atomic_lmdb
 from imagefolder_lmdb.writing.meta_document import build_document, checked
+from imagefolder_lmdb.writing.record_locations import add_locations
 from imagefolder_lmdb.writing.reencode import UNUSABLE_IMAGE, Encoded, EncodeSettings, encode_image
 
 TOOL = "imagefolder-lmdb-convert-legacy"

@@ -17,12 +17,11 @@ from typing import Any
 
 import numpy as np
 
+# Beside verify, which takes the same paths (issue 42: the steps import nothing of this command).
+from imagefolder_lmdb.verify.datasets import InfoError, datasets_in
+
 #: Classes listed one per line up to this many; beyond, the first and last few (``--json``: all).
 LISTED_CLASSES = 30
-
-
-class InfoError(ValueError):
-    """Not a dataset, or a folder holding none."""
 
 
 def read_dataset(path: str) -> dict[str, Any]:
@@ -94,19 +93,6 @@ def size_summary(sizes: np.ndarray) -> dict[str, Any]:
         axis: {"min": int(column.min()), "median": int(np.median(column)), "max": int(column.max())}
         for axis, column in (("width", sizes[:, 0]), ("height", sizes[:, 1]))
     }
-
-
-def datasets_in(path: str) -> list[str]:
-    """The datasets ``path`` names: the file (or URL) itself, or every ``*.lmdb`` file of a folder."""
-    from imagefolder_lmdb.remote import is_url
-
-    if is_url(path) or not os.path.isdir(path):
-        return [path]
-    found = sorted(os.path.join(path, name) for name in os.listdir(path) if name.endswith(".lmdb"))
-    files = [name for name in found if os.path.isfile(name)]
-    if not files:
-        raise InfoError(f"{path}: a folder holding no .lmdb file")
-    return files
 
 
 def text_lines(info: dict[str, Any]) -> list[str]:

@@ -33,8 +33,8 @@ from typing import Any
 
 import lmdb
 
-from imagefolder_lmdb import lmdb_pages
 from imagefolder_lmdb.dataset import LMDBReader, close_all_envs, record_key
+from imagefolder_lmdb.reader import lmdb_check, lmdb_pages
 from imagefolder_lmdb.steps import verify
 
 #: A child that runs longer than this is killed (SIGALRM) and counted as a signal.
@@ -80,8 +80,8 @@ def layout_of(path: Path) -> Layout:
     """The layout of a clean single-file dataset (checked whole first)."""
     fd = os.open(path, os.O_RDONLY)
     try:
-        walk = lmdb_pages.check_fd(fd, every_value=True)
-        free_tree, _ = lmdb_pages._free_list(fd, walk.meta)
+        walk = lmdb_check.check_fd(fd, every_value=True)
+        free_tree, _ = lmdb_check._free_list(fd, walk.meta)
         size, page_size = os.fstat(fd).st_size, walk.meta.page_size
         with lmdb.open(str(path), subdir=False, readonly=True, lock=False) as env, env.begin() as txn:
             records = [bytes(txn.get(record_key(i))) for i in range(len(walk.records.index))]

@@ -220,6 +220,6 @@ def executed_jobs(output: str) -> list[str]:
 
 def settle(tree: Path) -> None:
     """Date the class folders of ``tree`` a minute back, so that their listing is cached (a folder
-    changed within the last seconds is listed at every run: src/imagefolder_lmdb/sources/stamp.py)."""
+    changed within the last seconds is listed at every run: src/imagefolder_lmdb/work/folder_listing.py)."""
     for folder in tree.iterdir():
         os.utime(folder, (time.time() - 60, time.time() - 60))

@@ -21,9 +21,11 @@ import lmdb
 import numpy as np
 import pytest
 
-from imagefolder_lmdb import dataset, lmdb_pages
+from imagefolder_lmdb import dataset
 from imagefolder_lmdb.add_locations import add_locations_to_file
 from imagefolder_lmdb.dataset import LOCATION_DTYPE, META_KEYS, LMDBReader, close_all_envs, record_key
+from imagefolder_lmdb.reader import lmdb_check, lmdb_pages
+from imagefolder_lmdb.reader.document import read_document
 from support.commands import run_script
 from support.datasets import random_values, write_dataset
 from support.fuzz import in_child, layout_of
@@ -117,6 +119,15 @@ def test_info_names_a_file_cut_short_rather_than_crash(written: Path, keep: int)
     assert f"imagefolder-lmdb info: {written} is shorter than it should be" in result.stderr
 
 
+@pytest.mark.parametrize("keep", [0, 8192, -4096])
+def test_the_meta_document_alone_of_a_file_cut_short_is_none_not_a_crash(written: Path, keep: int) -> None:
+    # `classes: FILE.lmdb`, what OUTDIR holds, the summary and the upload read the document alone:
+    # they opened the file with a bare lmdb.open, and a missing page was SIGBUS.
+    assert in_child(lambda: {"document": read_document(str(written))})["document"]["length"] == len(SIZES)
+    os.truncate(written, keep if keep >= 0 else written.stat().st_size + keep)
+    assert in_child(lambda: {"document": read_document(str(written))}) == {"document": None}
+
+
 def test_a_damaged_second_meta_page(written: Path) -> None:
     patch(written, 4096 + 16, b"\0\0\0\0")  # its magic number
     assert in_child(opened(written))["error"].startswith(f"FormatError: {written}: LMDB meta page 1 is damaged.")
@@ -182,6 +193,11 @@ def test_a_damaged_page_on_the_way_to_the_meta_is_refused_not_followed(
     patch(written, pgno * 4096 + at, data)
     error = in_child(opened(written))["error"]
     assert error.startswith(f"FormatError: {written}: its LMDB page {pgno} is damaged ({found}).")
+
+
+def test_the_meta_document_alone_behind_a_damaged_page_is_none_not_followed(written: Path) -> None:
+    patch(written, meta_leaf(written) * 4096 + 18, struct.pack("<H", 0xFFF0))
+    assert in_child(lambda: {"document": read_document(str(written))}) == {"document": None}
 
 
 @pytest.mark.parametrize("index", [0, 1, 299], ids=["inline", "overflow", "in-the-meta-leaf"])
@@ -304,7 +320,7 @@ def test_two_records_on_the_same_overflow_pages_are_found(written: Path) -> None
     first_page = (int(walk.records.offset[1]) - 16) // 4096  # record 1 lies on overflow pages
     patch(written, node_at(written, record_key(2)) + 16, struct.pack("<Q", first_page))  # record 2's pages
     with pytest.raises(ValueError, match=f"page {first_page} is used twice: by a record's value and by a record's"):
-        lmdb_pages.check(written)
+        lmdb_check.check(written)
 
 
 def test_keys_out_of_order_are_found(written: Path) -> None:
@@ -314,16 +330,16 @@ def test_keys_out_of_order_are_found(written: Path) -> None:
     ptr = struct.unpack_from("<H", page, 16)[0]
     patch(written, leaf * 4096 + ptr + 8, b"99999999")  # the leaf's first key now sorts last
     with pytest.raises(ValueError, match=f"page {leaf}: its keys are out of order"):
-        lmdb_pages.check(written)
+        lmdb_check.check(written)
 
 
 def test_a_damaged_overflow_header_is_found_with_every_value(written: Path) -> None:
     walk = lmdb_pages.walk(written)
     first = (int(walk.records.offset[~walk.records.inline][3]) - 16) // 4096
     patch(written, first * 4096 + 10, struct.pack("<H", 0x05))
-    lmdb_pages.check(written)  # the headers of record values are read only when asked to
+    lmdb_check.check(written)  # the headers of record values are read only when asked to
     with pytest.raises(ValueError, match=f"overflow page {first} of the main database has a damaged header"):
-        lmdb_pages.check(written, every_value=True)
+        lmdb_check.check(written, every_value=True)
 
 
 def test_verify_reports_damaged_pages_without_touching_them(written: Path, tmp_path: Path) -> None:

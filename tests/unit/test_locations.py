@@ -22,7 +22,7 @@ import pytest
 import torch
 
 from imagefolder_lmdb import add_locations as add_locations_module
-from imagefolder_lmdb import dataset, lmdb_pages
+from imagefolder_lmdb import dataset
 from imagefolder_lmdb.add_locations import add_locations_to_file
 from imagefolder_lmdb.dataset import (
     LOCATION_DTYPE,
@@ -34,7 +34,7 @@ from imagefolder_lmdb.dataset import (
     close_all_envs,
     encode_meta,
 )
-from imagefolder_lmdb.reader import records_located
+from imagefolder_lmdb.reader import lmdb_pages, records_located
 from imagefolder_lmdb.steps import write_meta
 from imagefolder_lmdb.writing.lmdb_writer import LMDBWriter
 from support.commands import run_script

@@ -1,6 +1,7 @@
 """The code stays formatted, lint-clean and type-checked: ruff, mypy and snakefmt (tests/workflow/test_style.py:
-snakemake --lint); and small: no function over 50 lines, no class over 150, in the package and the
-scripts (the reader, src/imagefolder_lmdb/reader/, included; its modules at most ~500 lines)."""
+snakemake --lint), its imports layered as docs/architecture.md says (lint-imports); and small: no function
+over 50 lines, no class over 150, in the package and the scripts (the reader, src/imagefolder_lmdb/reader/,
+included; its modules at most ~500 lines)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ CHECKS = {
     "ruff format": [str(BIN / "ruff"), "format", "--check", "scripts", "src", "tests", "benchmarks"],
     "snakefmt": [str(BIN / "snakefmt"), "--check", "Snakefile", "rules"],
     "mypy": [str(BIN / "mypy")],  # src and scripts, as pyproject.toml's [tool.mypy] says
+    # the layers of docs/architecture.md, the reader without the workflow, no circles: [tool.importlinter]
+    "lint-imports": [str(BIN / "lint-imports")],
 }
 
 

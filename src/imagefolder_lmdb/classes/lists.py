@@ -163,7 +163,7 @@ def is_dataset(value: object) -> bool:
 
 def dataset_classes(path: str, where: str) -> list[str]:
     """The class list stored in the dataset ``path``."""
-    from imagefolder_lmdb.run.existing import read_document
+    from imagefolder_lmdb.reader.document import read_document
 
     document = read_document(path) if os.path.isfile(path) else None
     if document is None or not isinstance(document.get("classes"), list):

@@ -42,7 +42,7 @@ class ExtractSettings(Settings):
     label_column: str
     wanted: list[str] | None = None  # the shared class list: other class tars stay unread
     labels_member: str | None = None  # val_labels, a member of the source archive
-    folder_stamp: str | None = None  # changes when a folder source's class folders do (sources/stamp.py)
+    folder_stamp: str | None = None  # changes when a folder source's class folders do (work/folder_listing.py)
 
     def request(self, files: list[str], progress: dict[str, Any]) -> Request:
         """What the sources are asked to make readable: ``files`` are the source's files as

@@ -1,13 +1,16 @@
 """The reader of imagefolder-lmdb files: ``LMDBDataset``, a drop-in for torchvision's ``ImageFolder``.
 
 Its dependencies are lmdb, numpy, Pillow and torch (``decode="tensor"`` also TorchCodec); of the
-package it imports only ``remote`` (for URLs, its own extra), so the workflow's writers import the
-format, the LMDB layout, the JPEG marker walk and the malloc setting from it (one home each).
+package it imports only ``remote`` (for URLs, its own extra: one lazy import), so the workflow's
+writers import the format, the LMDB layout, the JPEG marker walk and the malloc setting from it (one
+home each).
 Importing it imports no torch: ``LMDBDataset`` does, on first access. What lives where:
 
 ==================== ===================================================================================
 ``format``           the on-disk format: keys, meta layout, storage codes, ``Meta``, ``FormatError``
 ``lmdb_layout``      LMDB's on-disk layout (pages, nodes, meta page), shared with lmdb_pages.py
+``lmdb_pages``       where each value lies, found by walking the B-tree with plain reads (``walk``)
+``lmdb_check``       the whole file checked with plain reads before LMDB reads it (``check``)
 ``file_checks``      an LMDB file's header and pages checked with plain reads (``check_lmdb_file``,
                      ``PageGuard``, ``TruncatedFileError``)
 ``handles``          opening read-only, the per-process table of environments and descriptors
@@ -24,6 +27,8 @@ Importing it imports no torch: ``LMDBDataset`` does, on first access. What lives
 ``legacy``           folder2lmdb pickles, ``allow_pickle=True`` only
 ``drop_in``          ImageFolder's ``loader``, ``extensions``, ``transforms``, ``find_classes``
 ``dataset``          ``LMDBReader`` and ``LMDBDataset``
+``document``         a file's meta document read on its own, None for what is not a dataset (``read_document``)
+``urls``             which paths are URLs (``is_url``), handed to imagefolder_lmdb.remote
 ==================== ===================================================================================
 """
 

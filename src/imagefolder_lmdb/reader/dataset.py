@@ -35,24 +35,24 @@ from imagefolder_lmdb.reader.handles import _begin_read, guarded, opened_token, 
 from imagefolder_lmdb.reader.identity import FileChangedError, FileIdentity, changed_message, content_id
 from imagefolder_lmdb.reader.legacy import _open_legacy
 from imagefolder_lmdb.reader.memory import keep_freed_memory_for_reuse
-from imagefolder_lmdb.reader.records import _Opened, _Records
+from imagefolder_lmdb.reader.records import Opened, RecordSource
 from imagefolder_lmdb.reader.records_located import _LocatedRecords, _v1_records
-from imagefolder_lmdb.remote import is_url
+from imagefolder_lmdb.reader.urls import is_url
 
 
-def _open_records(path: str, env: lmdb.Environment, lock: bool, allow_pickle: bool, crc_check: bool) -> _Opened:
+def _open_records(path: str, env: lmdb.Environment, lock: bool, allow_pickle: bool, crc_check: bool) -> Opened:
     """Read what the file at ``path`` says about itself, and choose once where its records come from."""
     with guarded(env.begin(), path, lock) as txn:
         if allow_pickle and txn.get(META_KEYS["json"]) is None and is_legacy_pickle_lmdb(txn):
             return _open_legacy(txn, path)
         meta = decode_meta(txn, path)
         records = _v1_records(path, env, meta, lock, crc_check)
-    return _Opened(records, meta.document, meta.classes, meta.paths, meta.labels.tolist(), meta)
+    return Opened(records, meta.document, meta.classes, meta.paths, meta.labels.tolist(), meta)
 
 
 def _reopened(
     path: str, env: lmdb.Environment, lock: bool, opened: FileIdentity, crc_check: bool
-) -> tuple[_Records, FileIdentity]:
+) -> tuple[RecordSource, FileIdentity]:
     """The record source of the file now at ``path`` if it holds the content the dataset opened (a
     compacted copy, a ``cp``: its record locations are checked again); else FileChangedError."""
     with guarded(env.begin(), path, lock) as txn:
@@ -71,10 +71,12 @@ def _resolved(path: str) -> str:
 
 def _open_path(
     ds: LMDBReader, max_in_flight: int, cache_dir: str | os.PathLike[str] | None, cache_bytes: int
-) -> _Opened:
+) -> Opened:
     """``ds.path`` opened: a file in place, or a URL (s3://, gs://, az://, http(s)://) through
     imagefolder_lmdb.remote (the [remote] extra), reading records by ranged requests."""
     if is_url(ds.path):
+        # The reader's one import of the package above it, lazy: a URL's records come from the [remote]
+        # extra, which imports the reader (pyproject.toml's contracts list this one as known).
         from imagefolder_lmdb.remote.reading import open_remote_records
 
         if ds.lock:  # LMDB's lock file and reader table live beside a file, never beside an object
@@ -148,10 +150,10 @@ class _Index(DropIn):
     crc_check: bool
     decode: str
     transform: Callable[[Any], Any] | None
-    _records: _Records
+    _records: RecordSource
     _identity: FileIdentity | None
 
-    def _set_index(self, opened: _Opened) -> None:
+    def _set_index(self, opened: Opened) -> None:
         self._records = opened.records  # where reads go; chosen by _open_records
         self.meta_document: dict[str, Any] = opened.document
         self.classes: list[str] = opened.classes

@@ -152,7 +152,7 @@ def encoded_tensor_decode(encoded: torch.Tensor, jpeg: bool = True) -> torch.Ten
     return _torchcodec_jpeg()(encoded, mode="RGB")
 
 
-def _decode(data: bytes | memoryview, decode: str, jpeg: bool) -> Any:
+def decode_stored(data: bytes | memoryview, decode: str, jpeg: bool) -> Any:
     """``data`` (possibly an LMDB buffer, valid only inside its transaction) as a value that owns
     its memory: the one and only copy or decode of the stored bytes."""
     if decode == "pil":

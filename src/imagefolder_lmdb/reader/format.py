@@ -8,12 +8,16 @@ import json
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from imagefolder_lmdb.reader.file_checks import _ReadTxn
+
+class ReadTxn(Protocol):
+    """What the meta is read through: LMDB's read transaction, or one whose gets check the pages on
+    the way first (file_checks.py, which raises this module's errors: so named here, not imported)."""
+
+    def get(self, key: bytes, default: Any = None) -> Any: ...
 
 
 FORMAT_ID = "imagefolder-lmdb"
@@ -217,7 +221,7 @@ def encode_document(document: dict[str, Any]) -> bytes:
     return json.dumps(document, sort_keys=True, indent=1).encode("utf-8")
 
 
-def _array_bytes(txn: _ReadTxn, name: str, checksums: dict[str, Any]) -> bytes:
+def _array_bytes(txn: ReadTxn, name: str, checksums: dict[str, Any]) -> bytes:
     """A meta array's stored bytes, checked against its CRC-32 in meta/json (older files: none)."""
     raw = txn.get(META_KEYS[name])
     if raw is None:
@@ -228,11 +232,11 @@ def _array_bytes(txn: _ReadTxn, name: str, checksums: dict[str, Any]) -> bytes:
     return raw
 
 
-def _array(txn: _ReadTxn, name: str, checksums: dict[str, Any]) -> np.ndarray:
+def _array(txn: ReadTxn, name: str, checksums: dict[str, Any]) -> np.ndarray:
     return np.frombuffer(_array_bytes(txn, name, checksums), dtype=_ARRAY_DTYPES[name])
 
 
-def _locations(txn: _ReadTxn) -> np.ndarray | None:
+def _locations(txn: ReadTxn) -> np.ndarray | None:
     raw = txn.get(META_KEYS["locations"])
     if raw is None:
         return None  # written before record locations existed: read through LMDB
@@ -245,7 +249,7 @@ def _names_errors(document: dict[str, Any]) -> str:
     return "surrogateescape" if document.get("version") == NAMES_AS_BYTES_VERSION else "strict"
 
 
-def decode_meta(txn: _ReadTxn, where: str) -> Meta:
+def decode_meta(txn: ReadTxn, where: str) -> Meta:
     """Read and check the meta of an open file: the JSON document, the arrays against their CRC-32,
     one entry per record in each, every label naming a class.
 
@@ -331,7 +335,7 @@ def _check_meta(meta: Meta, where: str) -> None:
         )
 
 
-def _missing_meta_message(txn: _ReadTxn, where: str) -> str:
+def _missing_meta_message(txn: ReadTxn, where: str) -> str:
     if is_legacy_pickle_lmdb(txn):
         return (
             f"{where} is a legacy LMDB of pickled (image, label) records (the folder2lmdb layout: keys "
@@ -356,6 +360,6 @@ def _missing_meta_message(txn: _ReadTxn, where: str) -> str:
 LEGACY_KEYS = (b"__len__", b"__keys__")
 
 
-def is_legacy_pickle_lmdb(txn: _ReadTxn) -> bool:
+def is_legacy_pickle_lmdb(txn: ReadTxn) -> bool:
     """Whether the environment looks like a folder2lmdb file (checked without unpickling)."""
     return any(txn.get(key) is not None for key in LEGACY_KEYS)

@@ -7,10 +7,10 @@ import operator
 import pickle
 from typing import Any
 
-from imagefolder_lmdb.reader.decoding import _decode
+from imagefolder_lmdb.reader.decoding import decode_stored
 from imagefolder_lmdb.reader.file_checks import _ReadTxn
 from imagefolder_lmdb.reader.format import FormatError
-from imagefolder_lmdb.reader.records import _Begin, _Opened
+from imagefolder_lmdb.reader.records import Begin, Opened
 
 # Their values are pickled ``(image_bytes, label)`` tuples under keys b"0", b"1", ... (not padded),
 # with pickled b"__len__" and b"__keys__". Unpickling runs code named in the file, so nothing here
@@ -106,24 +106,24 @@ class _LegacyRecords:
         key = self.keys[index]
         return legacy_record(txn.get(key), f"{self.path}: legacy record {key.decode('utf-8', 'backslashreplace')!r}")
 
-    def read(self, positions: list[int], decode: str, begin: _Begin, targets: list[int]) -> list[tuple[Any, int]]:
+    def read(self, positions: list[int], decode: str, begin: Begin, targets: list[int]) -> list[tuple[Any, int]]:
         with begin() as txn:
             batch = []
             for index in positions:
                 data, target = self.record(txn, index)
-                batch.append((_decode(data, decode, jpeg=False), target))
+                batch.append((decode_stored(data, decode, jpeg=False), target))
         return batch
 
-    def get_bytes(self, index: int, begin: _Begin) -> bytes:
+    def get_bytes(self, index: int, begin: Begin) -> bytes:
         with begin() as txn:
             return self.record(txn, index)[0]
 
 
-def _open_legacy(txn: _ReadTxn, path: str) -> _Opened:
+def _open_legacy(txn: _ReadTxn, path: str) -> Opened:
     """LEGACY (allow_pickle=True): index a folder2lmdb file; reads every record for its label."""
     records = _LegacyRecords(path, legacy_keys(txn, path))
     targets = [records.record(txn, index)[1] for index in range(len(records.keys))]
     classes = [str(label) for label in range(max(targets, default=-1) + 1)]
     names = [key.decode("utf-8", "backslashreplace") for key in records.keys]
     document = {"format": "folder2lmdb (legacy pickle)", "length": len(targets)}
-    return _Opened(records, document, classes, names, targets, meta=None)
+    return Opened(records, document, classes, names, targets, meta=None)

@@ -1,5 +1,5 @@
-"""Record sources, the interface: what a dataset asks of the place its records come from (``_Records``:
-``read`` a batch, ``get_bytes``) and what opening a file found (``_Opened``)."""
+"""Record sources, the interface: what a dataset asks of the place its records come from (``RecordSource``:
+``read`` a batch, ``get_bytes``) and what opening a file found (``Opened``)."""
 
 from __future__ import annotations
 
@@ -18,10 +18,10 @@ from imagefolder_lmdb.reader.format import Meta
 
 #: Opens a read transaction of the dataset's file. The dataset passes its own (LMDBReader._transaction):
 #: it owns the file's lock settings and reader slots; a source opens at most one per batch.
-_Begin = Callable[[], _ReadTxn]
+Begin = Callable[[], _ReadTxn]
 
 
-class _Records(Protocol):
+class RecordSource(Protocol):
     """Where a dataset's records come from."""
 
     @property
@@ -34,21 +34,21 @@ class _Records(Protocol):
         """Records are read with one os.pread each at their recorded offsets (reads_by_offset)."""
         ...
 
-    def read(self, positions: list[int], decode: str, begin: _Begin, targets: list[int]) -> list[tuple[Any, int]]:
+    def read(self, positions: list[int], decode: str, begin: Begin, targets: list[int]) -> list[tuple[Any, int]]:
         """Decoded images (see DECODE_CHOICES) and labels of ``positions`` (valid indices), in order.
         ``targets``: the dataset's labels, which v1 records use (legacy records carry their own)."""
         ...
 
-    def get_bytes(self, index: int, begin: _Begin) -> bytes:
+    def get_bytes(self, index: int, begin: Begin) -> bytes:
         """The stored bytes of record ``index`` (a valid index)."""
         ...
 
 
 @dataclass
-class _Opened:
+class Opened:
     """What opening a file found: its record source and ImageFolder's index of the records."""
 
-    records: _Records
+    records: RecordSource
     document: dict[str, Any]  # the meta JSON document (legacy: a stand-in naming the layout)
     classes: list[str]
     names: list[str]  # each record's name in ``samples``: its relative path (legacy: its key)

@@ -6,10 +6,10 @@ from typing import Any
 
 import numpy as np
 
-from imagefolder_lmdb.reader.decoding import _decode
+from imagefolder_lmdb.reader.decoding import decode_stored
 from imagefolder_lmdb.reader.file_checks import _ReadTxn
 from imagefolder_lmdb.reader.format import NOT_JPEG_CODES, FormatError, check_record, record_key
-from imagefolder_lmdb.reader.records import _Begin
+from imagefolder_lmdb.reader.records import Begin
 
 
 class _LmdbRecords:
@@ -31,7 +31,7 @@ class _LmdbRecords:
         (NOT_JPEG_CODES), which Pillow decodes."""
         return self.storage.item(index) not in NOT_JPEG_CODES
 
-    def read(self, positions: list[int], decode: str, begin: _Begin, targets: list[int]) -> list[tuple[Any, int]]:
+    def read(self, positions: list[int], decode: str, begin: Begin, targets: list[int]) -> list[tuple[Any, int]]:
         """Decoded images and labels of ``positions``, all from one LMDB transaction.
 
         Decoding happens while the transaction is alive, straight from LMDB's buffers, so each
@@ -42,11 +42,11 @@ class _LmdbRecords:
             batch = []
             for index in positions:
                 data = self._value(txn, index)
-                batch.append((_decode(data, decode, self.jpeg(index)), targets[index]))
+                batch.append((decode_stored(data, decode, self.jpeg(index)), targets[index]))
                 del data  # drop the buffer before the transaction ends
         return batch
 
-    def get_bytes(self, index: int, begin: _Begin) -> bytes:
+    def get_bytes(self, index: int, begin: Begin) -> bytes:
         with begin() as txn:
             return bytes(self._value(txn, index))
 

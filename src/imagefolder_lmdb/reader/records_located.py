@@ -17,7 +17,7 @@ from imagefolder_lmdb.reader.format import Meta, check_record
 from imagefolder_lmdb.reader.handles import shared_fd
 from imagefolder_lmdb.reader.locations import LocationsWarning, locations_problem
 from imagefolder_lmdb.reader.offset_reads import _CAN_ADVISE, _CAN_PREAD, _CAN_PROBE, _fetch, _pread
-from imagefolder_lmdb.reader.records import _Begin
+from imagefolder_lmdb.reader.records import Begin
 from imagefolder_lmdb.reader.records_lmdb import _LmdbRecords
 
 if TYPE_CHECKING:
@@ -129,7 +129,7 @@ class _LocatedRecords:
         self.stop_reading_by_offset()
         return None
 
-    def get_bytes(self, index: int, begin: _Begin) -> bytes:
+    def get_bytes(self, index: int, begin: Begin) -> bytes:
         # The common case, kept short: raw reads are where per-call overhead shows.
         offset = self.offsets.item(index) if self.offsets is not None else 0
         fd = self._fd() if offset else None
@@ -140,7 +140,7 @@ class _LocatedRecords:
         check_record(self.lmdb.path, index, data, self.lmdb.crc32)
         return data
 
-    def read(self, positions: list[int], decode: str, begin: _Begin, targets: list[int]) -> list[tuple[Any, int]]:
+    def read(self, positions: list[int], decode: str, begin: Begin, targets: list[int]) -> list[tuple[Any, int]]:
         """Decoded images and labels of ``positions``: one pread each where the records are located
         (see _read_located), the rest in one LMDB transaction."""
         fd = self._fd() if self.offsets is not None else None
@@ -157,7 +157,7 @@ class _LocatedRecords:
         return self._read_located(fd, positions, decode, begin, targets)
 
     def _read_located(
-        self, fd: int, positions: list[int], decode: str, begin: _Begin, targets: list[int]
+        self, fd: int, positions: list[int], decode: str, begin: Begin, targets: list[int]
     ) -> list[tuple[Any, int]]:
         """A batch, read by offset where located.
 

@@ -19,16 +19,8 @@ is one ranged GET, never a walk of LMDB's B-tree. The modules:
 
 from __future__ import annotations
 
-import os
-import re
+# Defined in the reader, which asks it before it hands a path here (issue 42: remote imports the reader,
+# never the other way but for that one hand-over, reader/dataset.py).
+from imagefolder_lmdb.reader.urls import is_url
 
-#: Anything that starts as a URL does (``s4://``, ``gcs://``, ``s3:/`` with one slash): a scheme of two
-#: letters or more (``C:/`` is a drive) and a colon and a slash. Such a path is never a file of ours:
-#: it is read as a URL, and a scheme the reader does not know is named as such (urls.check_url).
-_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:/")
-
-
-def is_url(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` names an object (``s3://``, ``gs://``, ``az://``, ``http(s)://``, or a mistyped
-    scheme, refused by name when opened) rather than a file."""
-    return isinstance(path, str) and _URL.match(path) is not None
+__all__ = ["is_url"]

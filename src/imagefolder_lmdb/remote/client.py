@@ -85,9 +85,7 @@ class _Helper:
     """A helper process that runs this process's reads, and the pipes to it."""
 
     def __init__(self) -> None:
-        import imagefolder_lmdb
-
-        package_root = str(Path(imagefolder_lmdb.__file__).resolve().parents[1])
+        package_root = str(Path(__file__).resolve().parents[2])  # the folder holding imagefolder_lmdb/
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([package_root, os.environ.get("PYTHONPATH", "")]))
         self.owner = os.getpid()
         self.lock = threading.Lock()

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from imagefolder_lmdb import lmdb_pages
+from imagefolder_lmdb.reader import lmdb_pages
 from imagefolder_lmdb.reader.file_checks import TruncatedFileError
 from imagefolder_lmdb.reader.format import META_KEYS, FormatError, Meta, decode_meta, record_key
 from imagefolder_lmdb.reader.locations import locations_checksum, locations_layout_problem
@@ -206,7 +206,7 @@ def open_remote(url: str, settings: Settings) -> RemoteFile:
         ) from exc
     if META_KEYS["json"] not in values:
         raise FormatError(f"{url} is an LMDB, but not a finished imagefolder-lmdb dataset (no meta/json key)")
-    meta = decode_meta(_Values(values), url)  # type: ignore[arg-type]  # get() is all decode_meta asks of a txn
+    meta = decode_meta(_Values(values), url)  # get() is all decode_meta asks of a txn (format.ReadTxn)
     _check_locations(url, meta, head, size)
     offsets, lengths = _unlocated(url, meta, pages, head)
     return RemoteFile(url, etag, size, meta, offsets, lengths, pages.requests)

@@ -21,9 +21,9 @@ DEFAULT_CACHE_BYTES = 64 << 30
 def open_remote_records(
     url: str, max_in_flight: int, cache_dir: str | os.PathLike[str] | None, cache_bytes: int
 ) -> Any:
-    """The reader's ``_Opened`` for the dataset at ``url``: its meta, and RemoteRecords to read it."""
+    """The reader's ``Opened`` for the dataset at ``url``: its meta, and RemoteRecords to read it."""
     from imagefolder_lmdb.reader.format import NOT_JPEG_CODES
-    from imagefolder_lmdb.reader.records import _Opened
+    from imagefolder_lmdb.reader.records import Opened
 
     if max_in_flight < 1:
         raise ValueError(f"max_in_flight must be at least 1, not {max_in_flight}")
@@ -37,7 +37,7 @@ def open_remote_records(
     cache = RecordCache(os.fspath(cache_dir), url, remote.etag, cache_bytes) if cache_dir is not None else None
     records = RemoteRecords(url, remote.etag, remote.offsets, remote.lengths, meta.crc32, jpeg, settings, cache)
     records.size = remote.size
-    return _Opened(records, meta.document, meta.classes, meta.paths, meta.labels.tolist(), meta)
+    return Opened(records, meta.document, meta.classes, meta.paths, meta.labels.tolist(), meta)
 
 
 _warned: set[str] = set()

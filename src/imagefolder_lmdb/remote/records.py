@@ -138,11 +138,11 @@ class RemoteRecords:
 
     def read(self, positions: list[int], decode: str, begin: Any, targets: list[int]) -> list[tuple[Any, int]]:
         """Decoded images and labels of ``positions``, in order (``begin``, LMDB's transaction, is unused)."""
-        from imagefolder_lmdb.reader.decoding import _decode
+        from imagefolder_lmdb.reader.decoding import decode_stored
 
         datas = self.stored_bytes(positions)
         return [
-            (_decode(data, decode, bool(self.jpeg[index])), targets[index])
+            (decode_stored(data, decode, bool(self.jpeg[index])), targets[index])
             for index, data in zip(positions, datas, strict=True)
         ]
 

@@ -31,7 +31,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from imagefolder_lmdb.run.hold_points import hold_point
+from imagefolder_lmdb.hold_points import hold_point
 
 from .s3_multipart import Credentials, S3Multipart, S3RequestError
 from .urls import Settings, check_url, store_and_key
@@ -243,7 +243,7 @@ def _check_uploaded(url: str, size: int) -> int:
 
 def publish(path: str, url: str, overwrite: bool = False, concurrency: int = CONCURRENCY) -> Published | None:
     """Upload the dataset file ``path`` to ``url`` and check it; None if ``url`` already holds this file."""
-    from imagefolder_lmdb.run.existing import read_document
+    from imagefolder_lmdb.reader.document import read_document
 
     check_url(url)
     local = read_document(path)
@@ -369,19 +369,3 @@ def publish_splits(datasets: dict[str, str], destination: str, overwrite: bool) 
             raise Interrupted(child.returncode)
         if child.returncode != 0:
             raise PublishError((errors or "").strip() or f"the upload of {path} to {url} failed")
-
-
-def after_conversion(outputs: dict[str, Any], destination: str, overwrite: bool) -> None:
-    """``convert``'s last step for a URL OUTDIR: each split uploaded, as ConvertError on failure
-    (130 / 143 for an interrupt, the way back's exit codes)."""
-    from imagefolder_lmdb.run.launch import ConvertError
-
-    try:
-        publish_splits({name: str(split.dataset) for name, split in outputs.items()}, destination, overwrite)
-    except Interrupted as exc:
-        raise ConvertError(
-            f"stopped while publishing to {destination} (above); the same command uploads again without converting",
-            exc.code,
-        ) from None
-    except PublishError as exc:
-        raise ConvertError(str(exc), 1) from None

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""``verify`` of a URL (imagefolder_lmdb.steps.verify hands URLs here).
+"""``verify`` of a URL (imagefolder_lmdb.steps.verify hands URLs here; the checks: imagefolder_lmdb.verify.checks).
 
 Without ``--full``: the meta as the remote reader opens it (the same checks as a local open), the
 meta's own consistency, and a random sample of records fetched by their locations in one batch,
@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from imagefolder_lmdb.reader import FormatError, LMDBReader
+from imagefolder_lmdb.verify import checks as local
 
 from . import client
 from .records import RemoteRecords
@@ -28,8 +29,6 @@ def verify_remote(url: str, sample: int, full: bool, seed: int) -> tuple[dict[st
     """The report of the object at ``url``, the opened dataset (None if none) and the checked indices."""
     if full:
         return _verify_streamed(url, sample, seed)
-    from imagefolder_lmdb.steps import verify as local
-
     report: dict[str, Any] = {"path": url, "ok": False, "problems": []}
     try:
         ds = LMDBReader(url)
@@ -55,15 +54,13 @@ def verify_remote(url: str, sample: int, full: bool, seed: int) -> tuple[dict[st
 
 def _verify_streamed(url: str, sample: int, seed: int) -> tuple[dict[str, Any], LMDBReader | None, list[int]]:
     """``verify --full`` of a copy streamed once from ``url``; the report names ``url``."""
-    from imagefolder_lmdb.steps import verify as local
-
     with tempfile.TemporaryDirectory(prefix="imagefolder-lmdb-verify-") as folder:
         copy = str(Path(folder) / Path(url.split("?")[0]).name)
         try:
             streamed = client.download(url, copy, Settings())
         except (OSError, RemoteURLError) as exc:
             return {"path": url, "ok": False, "problems": [str(exc).removeprefix(f"{url}: ")]}, None, []
-        report, _, indices = local.verify(copy, sample, True, seed)
+        report, _, indices = local.verify_file(copy, sample, True, seed)
         report = json.loads(json.dumps(report).replace(json.dumps(copy)[1:-1], url))
     report["streamed"] = {"bytes": streamed.size, "etag": streamed.etag}
     return report, None, indices

@@ -14,7 +14,6 @@ replaced in silence, and a split converted on its own numbers its classes as the
 from __future__ import annotations
 
 import glob
-import json
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -47,26 +46,10 @@ class Existing:
         return str(source.get("path")), source.get("inside")
 
 
-def read_document(path: str) -> dict[str, Any] | None:
-    """The meta document of a dataset file (None for a file that is not one)."""
-    import lmdb
-
-    try:
-        env = lmdb.open(path, subdir=False, readonly=True, lock=False, max_readers=4)
-    except lmdb.Error:
-        return None
-    try:
-        with env.begin() as txn:
-            raw = txn.get(b"meta/json")
-        return None if raw is None else json.loads(bytes(raw))
-    except (lmdb.Error, ValueError):
-        return None
-    finally:
-        env.close()
-
-
 def existing_splits(results: str) -> dict[str, Existing]:
     """Every dataset in ``results`` by split name (``train.lmdb`` -> train)."""
+    from imagefolder_lmdb.reader.document import read_document  # the reader (numpy) only when asked
+
     found = {}
     for path in sorted(glob.glob(os.path.join(glob.escape(results), "*.lmdb"))):
         document = read_document(path) if os.path.isfile(path) else None

@@ -200,7 +200,7 @@ def groups_in_words(groups: list[str]) -> str:
 
 def split_verdicts(config: dict[str, Any], plan: ClassPlan) -> dict[str, Verdict]:
     """Each split of a checked config against its dataset in ``config["results"]``."""
-    from imagefolder_lmdb.run.existing import read_document
+    from imagefolder_lmdb.reader.document import read_document
 
     paths = RunPaths(config["results"], config["work"])
     verdicts = {}

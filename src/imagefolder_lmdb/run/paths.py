@@ -20,13 +20,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# Defined beside the shard stamps that name their files by it (work/files.py); the rules import it here.
+from imagefolder_lmdb.work.files import shard_name as shard_name
+
 SPLIT = "{split}"
 SHARD = "{shard}"
-
-
-def shard_name(number: int) -> str:
-    """Shard ``number``'s name in file names and in the ``{shard}`` wildcard."""
-    return f"{number:05d}"
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from typing import Any
 
 from imagefolder_lmdb.classes.plan import plan_classes
 from imagefolder_lmdb.config.settings import Setting, apply, in_users_words
+from imagefolder_lmdb.hold_points import hold_point
 from imagefolder_lmdb.run.existing import (
     Existing,
     OutputsError,
@@ -27,7 +28,6 @@ from imagefolder_lmdb.run.existing import (
     unlisted_classes,
     up_to_date,
 )
-from imagefolder_lmdb.run.hold_points import hold_point
 from imagefolder_lmdb.run.lock import held_elsewhere
 from imagefolder_lmdb.run.made_from import changed_lines, split_verdicts, write_made_from
 from imagefolder_lmdb.run.paths import RunPaths
@@ -268,7 +268,7 @@ def checked(config: dict[str, Any], settings: Sequence[Setting]) -> dict[str, An
     from imagefolder_lmdb.config.check import check_config
     from imagefolder_lmdb.config.problems import ConfigError
     from imagefolder_lmdb.config.schema import load_schema
-    from imagefolder_lmdb.convert import WORKFLOW
+    from imagefolder_lmdb.run.launch import WORKFLOW
 
     filled = copy.deepcopy(config)
     try:

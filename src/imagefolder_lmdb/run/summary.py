@@ -104,7 +104,7 @@ def unverified_summary(name: str, paths: RunPaths) -> list[str]:
     dataset = paths.dataset(name)
     if not os.path.exists(dataset):
         return [f"{name}: not built"]
-    from imagefolder_lmdb.run.existing import read_document
+    from imagefolder_lmdb.reader.document import read_document
 
     document = read_document(dataset) or {}
     counts = f"{counted(document.get('length', 0), 'image')}, {counted(len(document.get('classes', [])), 'class')}, "

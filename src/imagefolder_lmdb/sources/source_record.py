@@ -19,8 +19,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-#: The group of the files that lie beside the class folders (ILSVRC val's flat folder holds only these).
-LOOSE_FILES = "."
+from imagefolder_lmdb.work.folder_listing import LOOSE_FILES as LOOSE_FILES
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ from typing import Any, TextIO
 
 from tqdm import tqdm
 
+from imagefolder_lmdb.hold_points import hold_point
 from imagefolder_lmdb.reader import checksum, record_key
-from imagefolder_lmdb.run.hold_points import hold_point
 from imagefolder_lmdb.run.progress import ProgressWriter, progress_path
 from imagefolder_lmdb.run.rule_runner import progress_kwargs, run_rule
 from imagefolder_lmdb.sources import open_sample_reader

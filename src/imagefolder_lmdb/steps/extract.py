@@ -14,7 +14,7 @@ import sys
 from typing import Any, TextIO
 
 from imagefolder_lmdb.config.step_settings import ExtractSettings
-from imagefolder_lmdb.run.hold_points import hold_point
+from imagefolder_lmdb.hold_points import hold_point
 from imagefolder_lmdb.run.rule_runner import progress_kwargs, run_rule
 from imagefolder_lmdb.sources import claiming_source
 from imagefolder_lmdb.sources.archive_members import copy_member

@@ -19,10 +19,9 @@ from typing import Any, TextIO
 import lmdb
 import numpy as np
 
-from imagefolder_lmdb.add_locations import LocationCount, add_locations, current_locations
 from imagefolder_lmdb.classes.lists import wordnet_words
+from imagefolder_lmdb.hold_points import hold_point
 from imagefolder_lmdb.reader import LOCATION_DTYPE, META_KEYS, Meta, encode_meta
-from imagefolder_lmdb.run.hold_points import hold_point
 from imagefolder_lmdb.run.made_from import CHANGED_GROUPS
 from imagefolder_lmdb.run.made_from import KEY as MADE_FROM_KEY
 from imagefolder_lmdb.run.rule_runner import run_rule
@@ -45,6 +44,7 @@ from imagefolder_lmdb.writing.disk_space import DiskFullError, check_free_space,
 from imagefolder_lmdb.writing.lmdb_open import count_records, open_lmdb_readonly
 from imagefolder_lmdb.writing.lmdb_writer import LMDBWriter
 from imagefolder_lmdb.writing.meta_document import build_document, checked
+from imagefolder_lmdb.writing.record_locations import LocationCount, add_locations, current_locations
 
 log = logging.getLogger("imagefolder_lmdb.write_meta")
 

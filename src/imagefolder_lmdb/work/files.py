@@ -169,6 +169,11 @@ def read_manifest_header(path: str) -> ManifestHeader:
         return ManifestHeader(**json.loads(stream.readline()))
 
 
+def shard_name(number: int) -> str:
+    """Shard ``number``'s name in file names and in the ``{shard}`` wildcard."""
+    return f"{number:05d}"
+
+
 def shard_range(count: int, shards: int, shard: int) -> tuple[int, int]:
     """The contiguous slice of the manifest's ``count`` images that shard ``shard`` of ``shards`` encodes."""
     return count * shard // shards, count * (shard + 1) // shards

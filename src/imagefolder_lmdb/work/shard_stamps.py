@@ -19,10 +19,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, BinaryIO
 
-from imagefolder_lmdb.run.paths import shard_name
-from imagefolder_lmdb.sources.source_record import LOOSE_FILES
-from imagefolder_lmdb.sources.stamp import folder_entries
-from imagefolder_lmdb.work.files import ManifestHeader, Sample, SourceDescription, read_json, shard_range
+from imagefolder_lmdb.work.files import ManifestHeader, Sample, SourceDescription, read_json, shard_name, shard_range
+from imagefolder_lmdb.work.folder_listing import LOOSE_FILES, folder_entries
 from imagefolder_lmdb.writing.atomic import write_json_atomic
 
 
