@@ -22,9 +22,10 @@ from imagefolder_lmdb.run.made_from import (
     recorded_by_caller,
     split_verdicts,
 )
-from imagefolder_lmdb.run.paths import SHARD, RunPaths, shard_name
+from imagefolder_lmdb.run.paths import SHARD, RunPaths
 from imagefolder_lmdb.run.progress import register as register_progress
 from imagefolder_lmdb.run.progress import stop_board
+from imagefolder_lmdb.work.files import shard_name
 
 min_version("9.0")
 
@@ -101,7 +102,7 @@ def shard_stamp(wildcards) -> str:
 
 def folder_stamp(wildcards) -> str | None:
     """Rule extract's param that changes when a folder source's class folders gain or lose
-    files (see src/imagefolder_lmdb/sources/stamp.py); None for an archive, whose own time shows a change.
+    files (see src/imagefolder_lmdb/work/folder_listing.py); None for an archive, whose own time shows a change.
     """
     split = split_config(wildcards)
     source = split["source"]
@@ -109,7 +110,7 @@ def folder_stamp(wildcards) -> str | None:
         return None
     from imagefolder_lmdb.sources.tree import folder_inside
 
-    from imagefolder_lmdb.sources.stamp import listing_stamp
+    from imagefolder_lmdb.work.folder_listing import listing_stamp
 
     folder = folder_inside(source, split["root"])
     if not os.path.isdir(folder):
