@@ -4,14 +4,18 @@
 The reader is the subpackage ``imagefolder_lmdb.reader`` (``scripts/dataset.py`` re-exports it inside a
 checkout, ``imagefolder_lmdb.dataset`` where it was before). The rest of the package is the
 workflow's library (``steps``: one module per rule), the workflow itself (``workflow/``), run by
-``convert()`` and the ``imagefolder-lmdb`` command. This module re-exports the reader's public
-names, each on first use, so importing the package imports no torch: ``LMDBDataset`` does, as in the
-file itself. ``ElasticDistributedSampler`` (imagefolder_lmdb.sampler, issue 32) is imported on first use too.
+``convert()`` and the ``imagefolder-lmdb`` command. ``__all__`` is the user API: the dataset and
+reader classes and the errors and warning the docs name, ``convert`` with ``ConvertError``, ``SplitOutputs``,
+``SNAKEFILE`` and ``WORKFLOW``, and ``ElasticDistributedSampler`` with ``sampler_state_from_loader``
+(imagefolder_lmdb.sampler, issue 32). Each is imported on first use, so importing the package imports no
+torch: ``LMDBDataset`` does, as in the file itself. The reader's other names still resolve here, with a
+DeprecationWarning, for one release: import them from ``imagefolder_lmdb.reader``.
 """
 
 from __future__ import annotations
 
 import importlib
+import warnings
 from typing import TYPE_CHECKING, Any
 
 # Bound after the import of its module, so ``imagefolder_lmdb.convert`` is the function (the module's
@@ -27,20 +31,59 @@ from imagefolder_lmdb.convert import convert as convert
 convert.SNAKEFILE, convert.WORKFLOW = SNAKEFILE, WORKFLOW  # type: ignore[attr-defined]
 
 if TYPE_CHECKING:
-    from imagefolder_lmdb.reader import *  # noqa: F403
+    from imagefolder_lmdb.reader import (
+        DamagedRecordError,
+        FileChangedError,
+        FormatError,
+        LMDBDataset,
+        LMDBReader,
+        LocationsWarning,
+        ReadersFullError,
+        TruncatedFileError,
+    )
     from imagefolder_lmdb.sampler import ElasticDistributedSampler as ElasticDistributedSampler
     from imagefolder_lmdb.sampler import sampler_state_from_loader as sampler_state_from_loader
 
 #: The elastic sampler's names, from imagefolder_lmdb.sampler (which imports torch).
 _SAMPLER_NAMES = ("ElasticDistributedSampler", "sampler_state_from_loader")
-#: This module's names besides the reader's.
-_OWN_NAMES = (*_SAMPLER_NAMES, "SNAKEFILE", "WORKFLOW", "ConvertError", "SplitOutputs", "convert")
+#: The reader's names that are the package's API: the dataset and reader classes, and the errors and
+#: warning the docs name (docs/training.md, docs/troubleshooting.md). The reader's other names resolve
+#: here for one release, with a DeprecationWarning: their home is imagefolder_lmdb.reader (issue 42).
+_READER_NAMES = (
+    "LMDBDataset",
+    "LMDBReader",
+    "FormatError",
+    "DamagedRecordError",
+    "TruncatedFileError",
+    "FileChangedError",
+    "ReadersFullError",
+    "LocationsWarning",
+)
+
+#: The user API: what a user imports from the package (issue 42). Nothing else is listed.
+__all__ = [
+    "SNAKEFILE",
+    "WORKFLOW",
+    "ConvertError",
+    "DamagedRecordError",
+    "ElasticDistributedSampler",
+    "FileChangedError",
+    "FormatError",
+    "LMDBDataset",
+    "LMDBReader",
+    "LocationsWarning",
+    "ReadersFullError",
+    "SplitOutputs",
+    "TruncatedFileError",
+    "convert",
+    "sampler_state_from_loader",
+]
 
 
 def __getattr__(name: str) -> Any:
-    # PEP 562: the reader's names (``__all__`` too) are looked up in imagefolder_lmdb.reader on first
-    # use, so that importing the package imports neither numpy nor PIL: every Snakemake start loads
-    # the logger plugin, which imports it, and most rule jobs need the reader's format only later.
+    # PEP 562: the reader's names are looked up in imagefolder_lmdb.reader on first use, so that
+    # importing the package imports neither numpy nor PIL: every Snakemake start loads the logger
+    # plugin, which imports it, and most rule jobs need the reader's format only later.
     # LMDBDataset itself is built (importing torch) only when asked for, by the reader.
     if name in _SAMPLER_NAMES:
         from imagefolder_lmdb import sampler
@@ -50,16 +93,22 @@ def __getattr__(name: str) -> Any:
         from importlib import metadata
 
         return metadata.version("imagefolder-lmdb")
-    if name == "__all__" or not name.startswith("__"):
+    if not name.startswith("__"):
         # not ``from imagefolder_lmdb import reader``: that asks this function for ``reader`` first
         reader = importlib.import_module("imagefolder_lmdb.reader")
-        if name == "__all__":
-            return [*reader.__all__, *_OWN_NAMES]
+        if name in _READER_NAMES:
+            return getattr(reader, name)
         if name in reader.__all__:
+            warnings.warn(
+                f"imagefolder_lmdb.{name} is deprecated and will be removed: "
+                f"import it from imagefolder_lmdb.reader (from imagefolder_lmdb.reader import {name})",
+                DeprecationWarning,
+                stacklevel=2,
+            )
             return getattr(reader, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
     """The public API (what ``__all__`` names and ``__version__``), not the module's internals."""
-    return sorted({*__getattr__("__all__"), "__version__"})
+    return sorted({*__all__, "__version__"})

@@ -31,10 +31,22 @@ COMMANDS = {
         "imagefolder_lmdb.steps.verify",
         "check a dataset: meta, counts, a decoded sample (--full: every record's CRC-32)",
     ),
-    "convert-legacy": ("imagefolder_lmdb.convert_legacy", "convert a folder2lmdb (pickle) LMDB to imagefolder-lmdb v1"),
-    "add-locations": ("imagefolder_lmdb.add_locations", "record where each record lies in a file, for one-read access"),
-    "info": ("imagefolder_lmdb.info", "what a dataset (or each in OUTDIR) holds: classes, sizes, settings, source"),
-    "init-config": ("imagefolder_lmdb.init_config", "print a commented config: folder, imagenet, kaggle, wds, parquet"),
+    "convert-legacy": (
+        "imagefolder_lmdb.commands.convert_legacy",
+        "convert a folder2lmdb (pickle) LMDB to imagefolder-lmdb v1",
+    ),
+    "add-locations": (
+        "imagefolder_lmdb.commands.add_locations",
+        "record where each record lies in a file, for one-read access",
+    ),
+    "info": (
+        "imagefolder_lmdb.commands.info",
+        "what a dataset (or each in OUTDIR) holds: classes, sizes, settings, source",
+    ),
+    "init-config": (
+        "imagefolder_lmdb.commands.init_config",
+        "print a commented config: folder, imagenet, kaggle, wds, parquet",
+    ),
     "snakefile": ("imagefolder_lmdb.cli:snakefile_main", "print the packaged workflow's Snakefile path (for a module)"),
 }
 

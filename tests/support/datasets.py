@@ -17,7 +17,6 @@ import numpy as np
 import torch
 from PIL import Image
 
-from imagefolder_lmdb.add_locations import add_locations
 from imagefolder_lmdb.dataset import (
     LOCATION_DTYPE,
     META_KEYS,
@@ -29,6 +28,7 @@ from imagefolder_lmdb.dataset import (
     record_key,
 )
 from imagefolder_lmdb.writing.lmdb_writer import LMDBWriter
+from imagefolder_lmdb.writing.record_locations import add_locations
 
 #: Why a cold-read test skips where the page cache keeps a file's pages: the one skip the floors
 #: test admits in its run (tests/workflow/test_floors.py).

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from imagefolder_lmdb.commands.init_config import CONFIGS, config_text
 from imagefolder_lmdb.config.check import check_config
 from imagefolder_lmdb.config.problems import ConfigError
 from imagefolder_lmdb.config.schema import load_schema
 from imagefolder_lmdb.config.settings import apply, flag_setting, in_users_words, mapping_settings, parse_set
-from imagefolder_lmdb.init_config import CONFIGS, config_text
 from imagefolder_lmdb.sources.splits import SplitsError, find_splits
 from support import REPO
 

@@ -22,10 +22,10 @@ import numpy as np
 import pytest
 
 from imagefolder_lmdb import dataset
-from imagefolder_lmdb.add_locations import add_locations_to_file
 from imagefolder_lmdb.dataset import LOCATION_DTYPE, META_KEYS, LMDBReader, close_all_envs, record_key
 from imagefolder_lmdb.reader import lmdb_check, lmdb_pages
 from imagefolder_lmdb.reader.document import read_document
+from imagefolder_lmdb.writing.record_locations import add_locations_to_file
 from support.commands import run_script
 from support.datasets import random_values, write_dataset
 from support.fuzz import in_child, layout_of
@@ -113,7 +113,7 @@ def test_a_file_one_byte_short(written: Path) -> None:
 def test_info_names_a_file_cut_short_rather_than_crash(written: Path, keep: int) -> None:
     # `imagefolder-lmdb info` opened the file with LMDB directly: a missing page was SIGBUS, no word.
     os.truncate(written, keep if keep > 0 else written.stat().st_size + keep)
-    command = [sys.executable, "-m", "imagefolder_lmdb.info", str(written)]
+    command = [sys.executable, "-m", "imagefolder_lmdb.commands.info", str(written)]
     result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 1, (result.returncode, result.stderr)
     assert f"imagefolder-lmdb info: {written} is shorter than it should be" in result.stderr

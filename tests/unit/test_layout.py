@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import importlib
 import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 from imagefolder_lmdb.convert import SNAKEFILE, WORKFLOW
 from imagefolder_lmdb.reader import lmdb_check
@@ -58,18 +61,89 @@ MOVED = {
         ["add_locations", "add_locations_to_file", "current_locations", "locations_finding", "LocationCount"],
     ),
     "imagefolder_lmdb.sources.stamp": ("imagefolder_lmdb.work.folder_listing", ["listing_stamp", "folder_entries"]),
-    "imagefolder_lmdb.run.hold_points": ("imagefolder_lmdb.hold_points", ["hold_point", "HOLD_ENV"]),
+    "imagefolder_lmdb.run.hold_points": ("imagefolder_lmdb.writing.hold_points", ["hold_point", "HOLD_ENV"]),
+    "imagefolder_lmdb.hold_points": ("imagefolder_lmdb.writing.hold_points", ["hold_point", "HOLD_ENV"]),
     "imagefolder_lmdb.steps.verify": ("imagefolder_lmdb.verify.checks", ["size_problems", "sample_indices"]),
     "imagefolder_lmdb.info": ("imagefolder_lmdb.verify.datasets", ["datasets_in", "InfoError"]),
     "imagefolder_lmdb.run.paths": ("imagefolder_lmdb.work.files", ["shard_name"]),
     "imagefolder_lmdb.remote": ("imagefolder_lmdb.reader.urls", ["is_url"]),
 }
+#: The commands moved into commands/ (issue 42: the package's root holds what a user imports or runs).
+MOVED_COMMANDS = {
+    "imagefolder_lmdb.info": ("imagefolder_lmdb.commands.info", ["main", "read_dataset", "text_lines"]),
+    "imagefolder_lmdb.init_config": ("imagefolder_lmdb.commands.init_config", ["main", "CONFIGS", "config_text"]),
+    "imagefolder_lmdb.convert_legacy": (
+        "imagefolder_lmdb.commands.convert_legacy",
+        ["main", "convert", "build_meta", "read_classes", "LegacyConvertError", "TOOL"],
+    ),
+    "imagefolder_lmdb.add_locations": ("imagefolder_lmdb.commands.add_locations", ["main", "outcome_lines"]),
+}
 
 
 def test_moved_modules_keep_their_old_names() -> None:
-    for old, (new, names) in MOVED.items():
+    for old, (new, names) in (MOVED | MOVED_COMMANDS).items():
         old_module, new_module = importlib.import_module(old), importlib.import_module(new)
         assert {name: getattr(old_module, name) for name in names} == {
             name: getattr(new_module, name) for name in names
         }, old
     assert importlib.import_module("imagefolder_lmdb.lmdb_pages").check is lmdb_check.check
+    assert importlib.import_module("imagefolder_lmdb.convert_legacy").TOOL_VERSION == "1.0.0"
+
+
+#: The package's root: what a user imports or runs (issue 42), at most eight modules besides the old
+#: homes above, which only re-export.
+ROOT_MODULES = {"__init__", "cli", "convert", "printable", "sampler", "transforms"}
+
+
+def test_the_root_holds_what_a_user_imports_or_runs() -> None:
+    root = REPO / "src" / "imagefolder_lmdb"
+    shims = {name.rpartition(".")[2] for name in (*MOVED, *MOVED_COMMANDS) if name.count(".") == 1}
+    modules = {path.stem for path in root.glob("*.py")} - shims - {"dataset"}  # dataset: the reader's old home
+    assert modules == ROOT_MODULES and len(modules) <= 8, sorted(modules)
+
+
+#: imagefolder_lmdb.__all__: the user API (issue 42), and nothing else.
+USER_API = [
+    "SNAKEFILE",
+    "WORKFLOW",
+    "ConvertError",
+    "DamagedRecordError",
+    "ElasticDistributedSampler",
+    "FileChangedError",
+    "FormatError",
+    "LMDBDataset",
+    "LMDBReader",
+    "LocationsWarning",
+    "ReadersFullError",
+    "SplitOutputs",
+    "TruncatedFileError",
+    "convert",
+    "sampler_state_from_loader",
+]
+
+
+def test_the_package_lists_the_user_api_and_imports_it_lazily() -> None:
+    script = (
+        "import sys, warnings, imagefolder_lmdb\n"
+        "print(sorted(imagefolder_lmdb.__all__))\n"
+        "print(sorted(name for name in ('numpy', 'PIL', 'torch') if name in sys.modules))\n"
+        "from imagefolder_lmdb import FormatError, TruncatedFileError\n"
+        "with warnings.catch_warnings():\n"
+        "    warnings.simplefilter('error')\n"
+        "    from imagefolder_lmdb import FormatError, LMDBReader, LocationsWarning\n"
+        "print(FormatError.__module__)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    listed, loaded, home = done.stdout.splitlines()
+    assert (listed, loaded, home) == (str(sorted(USER_API)), "[]", "imagefolder_lmdb.reader")
+
+
+def test_the_readers_other_names_resolve_with_a_deprecation_naming_their_home() -> None:
+    import imagefolder_lmdb
+    from imagefolder_lmdb.reader import format
+
+    with pytest.warns(DeprecationWarning, match=r"imagefolder_lmdb\.record_key .*imagefolder_lmdb\.reader"):
+        assert imagefolder_lmdb.record_key is format.record_key
+    with pytest.raises(AttributeError):
+        _ = imagefolder_lmdb.no_such_name

@@ -21,9 +21,7 @@ import numpy as np
 import pytest
 import torch
 
-from imagefolder_lmdb import add_locations as add_locations_module
 from imagefolder_lmdb import dataset
-from imagefolder_lmdb.add_locations import add_locations_to_file
 from imagefolder_lmdb.dataset import (
     LOCATION_DTYPE,
     META_KEYS,
@@ -36,7 +34,9 @@ from imagefolder_lmdb.dataset import (
 )
 from imagefolder_lmdb.reader import lmdb_pages, records_located
 from imagefolder_lmdb.steps import write_meta
+from imagefolder_lmdb.writing import record_locations as add_locations_module
 from imagefolder_lmdb.writing.lmdb_writer import LMDBWriter
+from imagefolder_lmdb.writing.record_locations import add_locations_to_file
 from support.commands import run_script
 from support.datasets import (
     PAGES_STAY_CACHED,

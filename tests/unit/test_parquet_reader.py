@@ -1,4 +1,4 @@
-"""The Parquet source's reader (src/imagefolder_lmdb/sources/parquet.py) on its own: threads sharing row groups
+"""The Parquet source's reader (src/imagefolder_lmdb/sources/parquet_rows.py) on its own: threads sharing row groups
 read every row right and load each row group once; a null image is a bad image; pyarrow stays
 unloaded until a Parquet source is read."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from imagefolder_lmdb.sources.parquet import ParquetReader
+from imagefolder_lmdb.sources.parquet_rows import ParquetReader
 from imagefolder_lmdb.work.locations import ParquetLocation
 from support import REPO
 from support.images import jpeg_bytes

@@ -17,7 +17,7 @@ import pytest
 import torch
 from PIL import Image
 
-from imagefolder_lmdb.convert_legacy import LegacyConvertError
+from imagefolder_lmdb.commands.convert_legacy import LegacyConvertError
 from imagefolder_lmdb.dataset import FormatError, LMDBDataset, close_all_envs
 from support.commands import run_script
 from support.images import png_bytes
@@ -204,7 +204,7 @@ def test_convert_legacy_leaves_no_output_when_it_fails(converted: Converted, tmp
 def test_convert_legacy_refuses_too_few_class_names(
     legacy: tuple[Path, list[tuple[bytes, int]]], tmp_path: Path
 ) -> None:
-    from imagefolder_lmdb.convert_legacy import read_classes
+    from imagefolder_lmdb.commands.convert_legacy import read_classes
 
     classes = tmp_path / "classes.txt"
     classes.write_text("a\nb\n")

@@ -31,7 +31,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from imagefolder_lmdb.hold_points import hold_point
+from imagefolder_lmdb.writing.hold_points import hold_point
 
 from .s3_multipart import Credentials, S3Multipart, S3RequestError
 from .urls import Settings, check_url, store_and_key

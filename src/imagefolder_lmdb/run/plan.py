@@ -18,7 +18,6 @@ from typing import Any
 
 from imagefolder_lmdb.classes.plan import plan_classes
 from imagefolder_lmdb.config.settings import Setting, apply, in_users_words
-from imagefolder_lmdb.hold_points import hold_point
 from imagefolder_lmdb.run.existing import (
     Existing,
     OutputsError,
@@ -35,6 +34,7 @@ from imagefolder_lmdb.run.places import mixed_places
 from imagefolder_lmdb.run.shards import choose_shards
 from imagefolder_lmdb.sources.missing_paths import missing_path_hint, taken_from
 from imagefolder_lmdb.sources.splits import SPLIT_NAMES, SplitsError, find_splits
+from imagefolder_lmdb.writing.hold_points import hold_point
 
 #: ``Request.cores`` of a run with a profile and no --cores: the cores are the cluster's.
 PROFILE_CORES = "profile"

@@ -18,7 +18,6 @@ from imagefolder_lmdb.classes.lists import ClassList, is_dataset, missing_from_s
 from imagefolder_lmdb.classes.plan import ClassSource
 from imagefolder_lmdb.config.shards import shards_allowed
 from imagefolder_lmdb.config.step_settings import CountSettings
-from imagefolder_lmdb.hold_points import hold_point
 from imagefolder_lmdb.run.made_from import CHANGED_GROUPS
 from imagefolder_lmdb.run.rule_runner import progress_kwargs, run_rule
 from imagefolder_lmdb.sources import source_of_kind
@@ -36,6 +35,7 @@ from imagefolder_lmdb.work.files import (
     write_manifest,
 )
 from imagefolder_lmdb.work.shard_stamps import write_shard_stamps
+from imagefolder_lmdb.writing.hold_points import hold_point
 
 log = logging.getLogger("imagefolder_lmdb.count_check")
 

@@ -14,7 +14,6 @@ from typing import Any, TextIO
 
 from tqdm import tqdm
 
-from imagefolder_lmdb.hold_points import hold_point
 from imagefolder_lmdb.reader import checksum, record_key
 from imagefolder_lmdb.run.progress import ProgressWriter, progress_path
 from imagefolder_lmdb.run.rule_runner import progress_kwargs, run_rule
@@ -28,6 +27,7 @@ from imagefolder_lmdb.work.files import (
     write_shard_report,
 )
 from imagefolder_lmdb.work.shard_stamps import checked_range
+from imagefolder_lmdb.writing.hold_points import hold_point
 from imagefolder_lmdb.writing.lmdb_writer import LMDBWriter, atomic_lmdb
 from imagefolder_lmdb.writing.reencode import (
     UNUSABLE_IMAGE,

@@ -14,7 +14,6 @@ import sys
 from typing import Any, TextIO
 
 from imagefolder_lmdb.config.step_settings import ExtractSettings
-from imagefolder_lmdb.hold_points import hold_point
 from imagefolder_lmdb.run.rule_runner import progress_kwargs, run_rule
 from imagefolder_lmdb.sources import claiming_source
 from imagefolder_lmdb.sources.archive_members import copy_member
@@ -22,6 +21,7 @@ from imagefolder_lmdb.sources.base import Request
 from imagefolder_lmdb.sources.ilsvrc import check_official_md5
 from imagefolder_lmdb.work.files import SourceDescription, write_source_description
 from imagefolder_lmdb.writing.atomic import publish, remove_path, temporary_path
+from imagefolder_lmdb.writing.hold_points import hold_point
 
 log = logging.getLogger("imagefolder_lmdb.extract")
 

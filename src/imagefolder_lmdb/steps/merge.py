@@ -29,7 +29,6 @@ from typing import Any, TextIO
 from tqdm import tqdm
 
 from imagefolder_lmdb.config.step_settings import MergeSettings
-from imagefolder_lmdb.hold_points import hold_point
 from imagefolder_lmdb.reader import checksum, record_key
 from imagefolder_lmdb.run.rule_runner import progress_kwargs, run_rule
 from imagefolder_lmdb.sources import open_sample_reader
@@ -42,6 +41,7 @@ from imagefolder_lmdb.work.files import (
     read_manifest_header,
     read_shard_report,
 )
+from imagefolder_lmdb.writing.hold_points import hold_point
 from imagefolder_lmdb.writing.lmdb_open import count_records, open_lmdb_readonly
 from imagefolder_lmdb.writing.lmdb_writer import atomic_lmdb
 from imagefolder_lmdb.writing.reencode import kept_in_part

@@ -32,7 +32,6 @@ from typing import Any, TextIO
 
 from PIL import Image, ImageDraw, ImageFont
 
-from imagefolder_lmdb.hold_points import hold_point
 from imagefolder_lmdb.reader import LMDBReader
 from imagefolder_lmdb.reader.urls import is_url
 from imagefolder_lmdb.remote.client import allow_in_process
@@ -42,6 +41,7 @@ from imagefolder_lmdb.run.rule_runner import run_rule
 from imagefolder_lmdb.verify.checks import *  # noqa: F403
 from imagefolder_lmdb.verify.checks import verify_file
 from imagefolder_lmdb.writing.atomic import atomic_file, json_text
+from imagefolder_lmdb.writing.hold_points import hold_point
 
 log = logging.getLogger("imagefolder_lmdb.verify")
 

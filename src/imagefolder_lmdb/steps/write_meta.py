@@ -20,7 +20,6 @@ import lmdb
 import numpy as np
 
 from imagefolder_lmdb.classes.lists import wordnet_words
-from imagefolder_lmdb.hold_points import hold_point
 from imagefolder_lmdb.reader import LOCATION_DTYPE, META_KEYS, Meta, encode_meta
 from imagefolder_lmdb.run.made_from import CHANGED_GROUPS
 from imagefolder_lmdb.run.made_from import KEY as MADE_FROM_KEY
@@ -39,17 +38,18 @@ from imagefolder_lmdb.work.files import (
     read_shard_report,
 )
 from imagefolder_lmdb.work.locations import FileLocation
+from imagefolder_lmdb.writing import meta_document
 from imagefolder_lmdb.writing.atomic import publish, remove_path, temporary_path
 from imagefolder_lmdb.writing.disk_space import DiskFullError, check_free_space, disk_full_message
+from imagefolder_lmdb.writing.hold_points import hold_point
 from imagefolder_lmdb.writing.lmdb_open import count_records, open_lmdb_readonly
 from imagefolder_lmdb.writing.lmdb_writer import LMDBWriter
-from imagefolder_lmdb.writing.meta_document import build_document, checked
 from imagefolder_lmdb.writing.record_locations import LocationCount, add_locations, current_locations
 
 log = logging.getLogger("imagefolder_lmdb.write_meta")
 
+#: The writer meta/json's ``tool`` names (its version: writing/meta_document.py's TOOL_VERSION).
 TOOL = "imagefolder-lmdb-workflow"
-TOOL_VERSION = "1.0.0"
 
 
 def class_list_entry(counts: CountsReport) -> dict[str, Any]:
@@ -104,10 +104,10 @@ def build_meta(
         labels_by_index[sample.index] = (sample.label, sample.path)
         if not at_own_path(sample):
             elsewhere.add(sample.index)
-    storage = column(reports, "storage")
-    document = build_document(
+    return meta_document.build_meta(
+        tool=TOOL,
         classes=header.classes,
-        storage=storage,
+        storage=column(reports, "storage"),
         settings={"encode": encode},
         source={
             "path": counts.source,
@@ -117,22 +117,16 @@ def build_meta(
             "ignored_files": counts.ignored_files,
             **({"inside": counts.inside} if counts.inside else {}),  # splits.<name>.root: the folder read
         },
-        source_bytes=sum(column(reports, "source_bytes")),
-        stored_bytes=sum(column(reports, "stored_bytes")),
+        source_bytes=column(reports, "source_bytes"),
+        stored_bytes=column(reports, "stored_bytes"),
         skipped=column(reports, "skipped"),
-        tool={"name": TOOL, "version": TOOL_VERSION},
+        labels=[labels_by_index[i][0] for i in kept],
+        sizes=np.stack([column(reports, "width"), column(reports, "height")], axis=1),
+        crc32=column(reports, "crc32"),
+        paths=[labels_by_index[i][1] for i in kept],
         class_list=class_list_entry(counts),
         **words_entry(header.classes),
         **({MADE_FROM_KEY: made_from} if made_from is not None else {}),
-    )
-    return Meta(
-        document=checked(document),
-        labels=np.array([labels_by_index[i][0] for i in kept], dtype=np.int32),
-        sizes=np.stack([column(reports, "width"), column(reports, "height")], axis=1).reshape(-1, 2),
-        crc32=np.array(column(reports, "crc32"), dtype=np.uint32),
-        storage=np.array(storage, dtype=np.uint8),
-        source_bytes=np.array(column(reports, "source_bytes"), dtype=np.uint64),
-        paths=[labels_by_index[i][1] for i in kept],
     )
 
 

@@ -1,8 +1,9 @@
 """The meta JSON document of a dataset (docs/FORMAT.md, ``meta/json``): one builder, one validator.
 
-write_meta and convert_legacy build their documents here, so both carry the same keys; verify and
-both writers check a document with :func:`document_problems`. The binary arrays beside it and the
-key layout belong to imagefolder_lmdb.reader.format, the format's owner.
+write_meta and convert_legacy build their metas here (:func:`build_meta`, each with its own tool name),
+so both carry the same keys; verify and both writers check a document with :func:`document_problems`.
+The binary arrays beside it and the key layout belong to imagefolder_lmdb.reader.format, the format's
+owner.
 """
 
 from __future__ import annotations
@@ -12,7 +13,12 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from imagefolder_lmdb.reader import FORMAT_ID, STORAGE_REASONS, format_version_of
+import numpy as np
+
+from imagefolder_lmdb.reader import FORMAT_ID, STORAGE_REASONS, Meta, format_version_of
+
+#: The version meta/json's ``tool`` records beside the writer's name (write_meta's, convert_legacy's).
+TOOL_VERSION = "1.0.0"
 
 
 class MetaDocumentError(ValueError):
@@ -57,6 +63,48 @@ def build_document(
         "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         **extra,
     }
+
+
+def build_meta(
+    *,
+    tool: str,
+    classes: list[str],
+    storage: Sequence[int],
+    settings: dict[str, Any],
+    source: dict[str, Any],
+    source_bytes: Sequence[int],
+    stored_bytes: Sequence[int],
+    skipped: list[dict[str, Any]],
+    labels: Sequence[int],
+    sizes: np.ndarray,
+    crc32: Sequence[int],
+    paths: list[str],
+    **extra: Any,
+) -> Meta:
+    """The meta of ``len(storage)`` records, its document checked: the per-record columns (``labels``,
+    ``sizes`` as (width, height) rows, ``crc32``, ``storage``, ``source_bytes``, ``paths``) and the
+    document :func:`build_document` makes of them, written by ``tool`` (its name; the version is
+    :data:`TOOL_VERSION`)."""
+    document = build_document(
+        classes=classes,
+        storage=storage,
+        settings=settings,
+        source=source,
+        source_bytes=sum(source_bytes),
+        stored_bytes=sum(stored_bytes),
+        skipped=skipped,
+        tool={"name": tool, "version": TOOL_VERSION},
+        **extra,
+    )
+    return Meta(
+        document=checked(document),
+        labels=np.array(labels, dtype=np.int32),
+        sizes=sizes.reshape(-1, 2),
+        crc32=np.array(crc32, dtype=np.uint32),
+        storage=np.array(storage, dtype=np.uint8),
+        source_bytes=np.array(source_bytes, dtype=np.uint64),
+        paths=paths,
+    )
 
 
 def document_problems(document: dict[str, Any]) -> list[str]:

@@ -1,0 +1,153 @@
+# SPDX-License-Identifier: MIT
+"""``imagefolder-lmdb info FILE.lmdb`` (or ``info OUTDIR``, each of its datasets): what a dataset
+holds, read from its meta without decoding an image (a URL, ``s3://bucket/train.lmdb``: the meta by
+the ranged reads ``verify`` makes): classes with their image counts, image sizes,
+why records were stored as they were, the settings and source it was made with, its format
+version, file size and creation time. ``--json``: the meta document's own fields, and the counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+# Beside verify, which takes the same paths (issue 42: the steps import nothing of this command).
+from imagefolder_lmdb.verify.datasets import InfoError, datasets_in
+
+#: Classes listed one per line up to this many; beyond, the first and last few (``--json``: all).
+LISTED_CLASSES = 30
+
+
+def read_dataset(path: str) -> dict[str, Any]:
+    """The meta document of ``path`` with the counts info adds: images per class, image sizes,
+    the file's size and path (no checksum is checked: that is ``verify``'s work)."""
+    from imagefolder_lmdb.reader import META_KEYS, FormatError
+    from imagefolder_lmdb.reader.handles import guarded, open_env_readonly
+    from imagefolder_lmdb.remote import is_url
+
+    if is_url(path):
+        return read_remote(path)
+    if os.path.isdir(path) or not os.path.isfile(path):
+        raise InfoError(f"{path}: no such file")
+    try:  # as the reader opens a file: a short copy or a damaged page is named, never a crash (SIGBUS)
+        env = open_env_readonly(path)
+        with guarded(env.begin(), path, lock=False) as txn:
+            raw = {name: txn.get(key) for name, key in META_KEYS.items() if name in ("json", "labels", "sizes")}
+    except (FormatError, ValueError) as exc:
+        raise InfoError(str(exc)) from None
+    env.close()
+    if raw["json"] is None:
+        raise InfoError(f"{path}: an LMDB file without imagefolder-lmdb's meta (no meta/json)")
+    document = json.loads(bytes(raw["json"]))
+    document.pop("checksums", None)
+    labels = np.frombuffer(bytes(raw["labels"] or b""), dtype="<i4")
+    sizes = np.frombuffer(bytes(raw["sizes"] or b""), dtype="<u4").reshape(-1, 2)
+    counts: np.ndarray | list[int] = np.bincount(labels, minlength=len(document["classes"])) if labels.size else []
+    return {
+        "file": os.path.abspath(path),
+        "file_bytes": os.path.getsize(path),
+        "images_per_class": {name: int(n) for name, n in zip(document["classes"], counts, strict=False)},
+        "image_sizes": size_summary(sizes),
+        **document,
+    }
+
+
+def read_remote(url: str) -> dict[str, Any]:
+    """``read_dataset`` of an object: its meta by the ranged reads ``verify URL`` makes (no record read)."""
+    from imagefolder_lmdb.reader import FormatError
+    from imagefolder_lmdb.remote.client import allow_in_process
+    from imagefolder_lmdb.remote.opening import open_remote
+    from imagefolder_lmdb.remote.urls import RemoteURLError, Settings, check_url
+
+    allow_in_process()  # this command forks no workers: obstore may run in it
+    try:
+        check_url(url)
+        remote = open_remote(url, Settings())
+    except (FormatError, OSError, RemoteURLError) as exc:
+        raise InfoError(str(exc)) from None
+    document = dict(remote.meta.document)
+    document.pop("checksums", None)
+    labels = remote.meta.labels
+    counts: np.ndarray | list[int] = np.bincount(labels, minlength=len(document["classes"])) if labels.size else []
+    return {
+        "file": url,
+        "file_bytes": remote.size,
+        "etag": remote.etag,
+        "images_per_class": {name: int(n) for name, n in zip(document["classes"], counts, strict=False)},
+        "image_sizes": size_summary(remote.meta.sizes),
+        **document,
+    }
+
+
+def size_summary(sizes: np.ndarray) -> dict[str, Any]:
+    """Smallest, median and largest width and height of the stored images."""
+    if not sizes.size:
+        return {}
+    return {
+        axis: {"min": int(column.min()), "median": int(np.median(column)), "max": int(column.max())}
+        for axis, column in (("width", sizes[:, 0]), ("height", sizes[:, 1]))
+    }
+
+
+def text_lines(info: dict[str, Any]) -> list[str]:
+    """A dataset described in a few lines, its classes one per line."""
+    source, stats = info.get("source", {}), info.get("stats", {})
+    storage = ", ".join(f"{reason} {n:,}" for reason, n in stats.get("storage", {}).items())
+    encode = info.get("settings", {}).get("encode", {})
+    sizes = info["image_sizes"]
+    lines = [
+        f"{info['file']}: {info['length']:,} images, {len(info['classes']):,} classes, "
+        f"{info['file_bytes'] / 1e6:.1f} MB ({info.get('format')} format version {info.get('version')})",
+        f"  created: {info.get('created')} by {info.get('tool', {}).get('name')} {info.get('tool', {}).get('version')}",
+        f"  source: {source.get('path')}"
+        + (f" (inside: {source['inside']})" if source.get("inside") else "")
+        + f", {source.get('images', 0):,} images, {stats.get('source_bytes', 0) / 1e6:.1f} MB",
+        f"  stored: {storage}; skipped: {len(stats.get('skipped', []))}",
+        "  settings: " + ", ".join(f"{key} {value}" for key, value in encode.items()),
+    ]
+    if sizes:
+        lines.append(
+            "  image sizes: "
+            + ", ".join(f"{axis} {s['min']}..{s['max']} (median {s['median']})" for axis, s in sizes.items())
+        )
+    return lines + class_lines(info["images_per_class"])
+
+
+def class_lines(counts: dict[str, int]) -> list[str]:
+    """``index name images`` per class; the first and last few of a long list."""
+    rows = [f"    {i:>5} {name} {n:,}" for i, (name, n) in enumerate(counts.items())]
+    if len(rows) > LISTED_CLASSES:
+        rows = [*rows[:10], f"    ... {len(rows) - 15:,} more (--json lists every class)", *rows[-5:]]
+    return ["  classes (index, name, images):", *rows]
+
+
+def main(argv: Sequence[str] | None = None, prog: str = "imagefolder-lmdb info") -> int:
+    """Describe each dataset named; exit 1 (one line) for a path that holds none."""
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "paths", nargs="+", metavar="PATH", help="a .lmdb file, a folder of them (OUTDIR), or a URL (s3://b/x.lmdb)"
+    )
+    parser.add_argument("--json", action="store_true", help="the meta's fields and the counts, as JSON")
+    args = parser.parse_args(argv)
+    try:
+        infos = [read_dataset(file) for path in args.paths for file in datasets_in(path)]
+    except InfoError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        several = len(infos) > 1 or any(os.path.isdir(path) for path in args.paths)
+        print(json.dumps({"datasets": infos} if several else infos[0], indent=1))
+        return 0
+    for number, info in enumerate(infos):
+        print("\n".join(([""] if number else []) + text_lines(info)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
