@@ -120,10 +120,7 @@ def _meta_page(page: bytes, pgno: int) -> MetaPage:
 def read_meta(fd: int) -> MetaPage:
     """The current meta page of an open LMDB file: of pages 0 and 1, the one with the larger txnid."""
     first = _meta_page(os.pread(fd, 4096, 0).ljust(4096, b"\0"), 0)
-    page_size = first.page_size
-    if page_size < 512 or page_size & (page_size - 1):
-        raise ValueError(f"implausible LMDB page size {page_size}")
-    second = _meta_page(_read_page(fd, 1, page_size), 1)
+    second = _meta_page(_read_page(fd, 1, _plausible(first.page_size)), 1)
     return max(first, second, key=lambda meta: meta.txnid)
 
 
@@ -385,7 +382,11 @@ class LeafEntry:
 
 def page_size_of(first_page: bytes) -> int:
     """The page size meta page 0 records (its first 4096 bytes suffice), checked for plausibility."""
-    page_size = _meta_page(first_page[:4096].ljust(4096, b"\0"), 0).page_size
+    return _plausible(_meta_page(first_page[:4096].ljust(4096, b"\0"), 0).page_size)
+
+
+def _plausible(page_size: int) -> int:
+    """``page_size``, a power of two of at least 512, or ValueError (read_meta and page_size_of)."""
     if page_size < 512 or page_size & (page_size - 1):
         raise ValueError(f"implausible LMDB page size {page_size}")
     return page_size
