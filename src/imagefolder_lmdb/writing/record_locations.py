@@ -1,5 +1,5 @@
 """Where each record lies in an imagefolder-lmdb file, recorded so readers fetch it with one pread:
-the library of write_meta, convert_legacy and ``imagefolder-lmdb add-locations`` (add_locations.py,
+the library of write_meta, convert_legacy and ``imagefolder-lmdb add-locations`` (commands/add_locations.py,
 the command, was this module's home: issue 42 put it below verify and the steps).
 
 No record is rewritten: the file's pages are checked and its B-tree walked (reader/lmdb_pages.py:
