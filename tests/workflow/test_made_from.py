@@ -122,3 +122,22 @@ def test_an_image_edited_in_place_with_its_size_and_time_kept_is_seen(tmp_path: 
     assert_is_imagefolder(out / "train.lmdb", tree)
     encoded = [path.name for path in reports if path.stat().st_mtime_ns != written[path.name]]
     assert encoded == ["00001.json"], encoded  # the shard holding bees/; the others kept their parts
+
+
+def test_an_edit_in_place_after_a_failed_run_encodes_its_finished_shard_again(tmp_path: Path) -> None:
+    # a failed shard leaves the parts of the finished ones for the rerun; an image of a finished shard
+    # written in place meanwhile (size and time kept) must not be taken from its old part
+    tree, out = make_tree(tmp_path / "data" / "train"), tmp_path / "out"
+    bad, good = tree / "cats" / "000.jpg", (tree / "cats" / "000.jpg").read_bytes()
+    bad.write_bytes(good[: len(good) // 2])  # cut short: shard 2 (cats) fails, shards 0 and 1 finish
+    failed = run_command(tmp_path, "convert", tree, out, "--cores", "1", "--shards", "3", "--", "--keep-going")
+    assert failed.returncode == 1 and len(list(out.glob("work/train/parts/*.lmdb"))) == 2, failed.stderr
+    edited = tree / "bees" / "002.jpg"  # shard 1's, done
+    before = edited.stat()
+    data = bytearray(edited.read_bytes())
+    data[15] ^= 0x01  # another file, as valid, of the same size
+    edited.write_bytes(bytes(data))
+    os.utime(edited, ns=(before.st_atime_ns, before.st_mtime_ns))
+    bad.write_bytes(good)  # the fix the failure named
+    succeeded(run_command(tmp_path, "convert", tree, out, "--cores", "1", "--shards", "3"))
+    assert_is_imagefolder(out / "train.lmdb", tree)

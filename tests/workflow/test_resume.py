@@ -20,6 +20,7 @@ import pytest
 from torchvision.datasets import ImageFolder
 
 from imagefolder_lmdb.dataset import LMDBDataset, close_all_envs
+from imagefolder_lmdb.run.made_from import RECORDED_VARIABLE
 from support.archives import make_tar
 from support.datasets import assert_same_dataset
 from support.workflow import (
@@ -232,7 +233,9 @@ def test_second_run_on_the_same_folder_is_refused_while_the_first_lives(image_tr
     assert len(LMDBDataset(tmp_path / "results" / "train.lmdb")) > 0
 
 
-def test_source_changed_between_encode_and_merge_is_named(tree_copy: Path, tmp_path: Path) -> None:
+def test_source_changed_between_encode_and_merge_is_named(
+    tree_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Passed-through images are copied from the source at merge time, checked against their CRC."""
     config = write_config(tmp_path, {"train": {"source": str(tree_copy), "shards": 2}})
     settle(tree_copy)  # an edit in place is then unseen
@@ -242,6 +245,9 @@ def test_source_changed_between_encode_and_merge_is_named(tree_copy: Path, tmp_p
     victim = sorted(tree_copy.rglob("*.JPEG"))[-1]
     other = sorted(tree_copy.rglob("*.JPEG"))[-2]
     victim.write_bytes(other.read_bytes())  # a valid JPEG, but not the one that was checked
+    # the write lands after the source was checked and listed (a later run would list it again and
+    # encode its shard anew: tests/workflow/test_made_from.py): the source taken as recorded
+    monkeypatch.setenv(RECORDED_VARIABLE, str(tmp_path / "work"))
 
     failed = run_snakemake(tmp_path, "--configfile", str(config))
     assert failed.returncode != 0

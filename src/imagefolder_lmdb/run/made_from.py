@@ -224,25 +224,10 @@ def write_made_from(config: dict[str, Any], verdicts: dict[str, Verdict]) -> Non
                 os.utime(path, ns=(0, 0))  # older than any output: Snakemake judges the rest as before
             elif newer_than(path, dataset):
                 os.utime(path, ns=(0, 0))  # a run that was told to make the dataset again, and then did not
-        elif (before := read_json_or_none(path)) != content or not newer_than(path, dataset):
-            kept = only_hints_differ(before, content) and newer_than(path, dataset)
-            kept_time = os.stat(path).st_mtime_ns if kept else None
+        elif read_json_or_none(path) != content or not newer_than(path, dataset):
+            # a file written in place since the last run (no dataset yet, or one a change is still
+            # rebuilding) moves only the hints: listed again, its shards' stamps change (shard_stamps.py)
             write_json_atomic(path, content)
-            if kept_time is not None:
-                os.utime(path, ns=(kept_time, kept_time))
-
-
-def only_hints_differ(before: Any, now: dict[str, Any]) -> bool:
-    """Whether an earlier run's made_from (no dataset made from it yet) differs from ``now`` only in
-    the same-filesystem hints: a file written in place (the image a failed shard named, fixed with
-    ``cp``) is read by the jobs still to run; the listing and the shards done stand."""
-    if not isinstance(before, dict) or not isinstance(before.get("source"), dict):
-        return False
-
-    def without_hints(made_from: dict[str, Any]) -> dict[str, Any]:
-        return {**made_from, "source": {**made_from["source"], "hints": None}}
-
-    return without_hints(before) == without_hints(now)
 
 
 def newer_than(path: str, other: str) -> bool:

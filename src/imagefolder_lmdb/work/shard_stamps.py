@@ -6,8 +6,10 @@ afresh by its inputs, and skips one whose small inputs kept the checksum it reco
 is that input: a digest of the manifest lines the shard encodes and of where their bytes come from
 (each class folder's listing for a folder source; each archive's size and time otherwise). An image
 replaced under its name changes its folder's listing, hence the stamps of the shards holding that
-folder's images, and no other. Encode jobs take the manifest as an ``ancient()`` input and check
-that the lines they read are the ones their stamp names.
+folder's images, and no other; one written in place with its size and time kept changes its change
+time, hence the stamp of its own shard (a part finished before the edit is never reused). Encode
+jobs take the manifest as an ``ancient()`` input and check that the lines they read are the ones
+their stamp names.
 """
 
 from __future__ import annotations
@@ -102,7 +104,8 @@ class OriginDigests:
     time and inode of every archive the split reads. A group the dataset's record says changed adds what it is now."""
 
     def __init__(self, description: SourceDescription, changed: dict[str, str]) -> None:
-        self.entries = folder_entries(description.tree_root()) if description.kind == "folder" else None
+        self.root = description.tree_root() if description.kind == "folder" else ""
+        self.entries = folder_entries(self.root) if description.kind == "folder" else None
         files = dict.fromkeys([description.source, *description.containers])
         self.files = [file_identity(path) for path in files]
         self.changed = changed
@@ -112,6 +115,7 @@ class OriginDigests:
             origin: Any = self.files + sorted(self.changed.values())
         else:
             origin = [self.entry(name) for name in sorted({sample.path.split("/", 1)[0] for sample in samples})]
+            origin.append(self.written(samples))
         return hashlib.sha256(json.dumps(origin, ensure_ascii=False).encode("utf-8", "surrogateescape")).hexdigest()
 
     def entry(self, name: str) -> list[Any]:
@@ -121,10 +125,22 @@ class OriginDigests:
         group = name if len(value) == 1 else LOOSE_FILES
         return [name, *value] + ([self.changed[group]] if group in self.changed else [])
 
+    def written(self, samples: Sequence[Sample]) -> str:
+        """A digest of the samples' inodes and change times: a write in place moves the change time
+        whatever size and time the file keeps (one stat an image, on a run that lists the split)."""
+        digest = hashlib.sha256()
+        for sample in samples:
+            try:
+                info = os.stat(os.path.join(self.root, sample.path))
+                digest.update(f"{info.st_ino}:{info.st_ctime_ns}\n".encode())
+            except OSError:
+                digest.update(b"missing\n")
+        return digest.hexdigest()
+
 
 def file_identity(path: str) -> list[Any]:
     try:
         info = os.stat(path)
     except OSError:
         return [path, None]
-    return [path, info.st_size, info.st_mtime_ns, info.st_ino]
+    return [path, info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns]
