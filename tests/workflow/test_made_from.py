@@ -141,3 +141,13 @@ def test_an_edit_in_place_after_a_failed_run_encodes_its_finished_shard_again(tm
     bad.write_bytes(good)  # the fix the failure named
     succeeded(run_command(tmp_path, "convert", tree, out, "--cores", "1", "--shards", "3"))
     assert_is_imagefolder(out / "train.lmdb", tree)
+
+
+def test_a_split_converted_alone_or_with_the_others_finds_the_same_class_list(tmp_path: Path) -> None:
+    # alone, a split takes OUTDIR's class list by name; with the others, from its folders: the same names
+    data, out = tmp_path / "data", tmp_path / "out"
+    make_tree(data / "train"), make_tree(data / "val", per_class=2)
+    succeeded(run_command(tmp_path, "convert", data, out, "--cores", "2"))
+    for alone in ([data / "train", out, "--split", "train"], [data, out, "--splits", "train"], [data, out]):
+        again = succeeded(run_command(tmp_path, "convert", *alone, "--cores", "2"))
+        assert "Nothing to convert" in again.stdout + again.stderr, alone

@@ -73,7 +73,7 @@ def differences(
     a class list the config names)."""
     recorded = existing.document.get(MADE_FROM)
     if isinstance(recorded, dict) and recorded.get("version") == MADE_FROM_VERSION and classes is not None:
-        found = recipe_differences(recorded["recipe"], recipe(split, encode, classes))
+        found = recipe_differences(recorded["recipe"], recipe(split, encode, classes), existing.classes)
         return found + on_error_difference(existing, encode)
     return legacy_differences(existing, split, encode) + class_list_difference(existing, classes)
 

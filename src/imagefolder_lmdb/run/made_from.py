@@ -23,6 +23,7 @@ from imagefolder_lmdb.classes.lists import is_shipped, shipped_path
 from imagefolder_lmdb.classes.plan import ClassPlan, ClassSource
 from imagefolder_lmdb.run.paths import RunPaths
 from imagefolder_lmdb.sources.source_record import SourceRecord, file_digest, record_files, record_folder
+from imagefolder_lmdb.sources.tree import find_classes
 from imagefolder_lmdb.writing.atomic import write_json_atomic
 
 #: The meta document's key, and the version of what it holds.
@@ -126,7 +127,7 @@ def judge(document: dict[str, Any] | None, now: dict[str, Any]) -> Verdict:
     recorded = document.get(KEY)
     if not isinstance(recorded, dict) or recorded.get("version") != VERSION:
         return Verdict(now, "legacy")
-    differences = recipe_differences(recorded["recipe"], now["recipe"]) + label_changes(
+    differences = recipe_differences(recorded["recipe"], now["recipe"], document.get("classes")) + label_changes(
         recorded["recipe"], now["recipe"]
     )
     earlier, current = SourceRecord.from_data(recorded["source"]), SourceRecord.from_data(now["source"])
@@ -141,16 +142,16 @@ def judge(document: dict[str, Any] | None, now: dict[str, Any]) -> Verdict:
     return Verdict(now, "changed" if differences else "same", differences, groups)
 
 
-def recipe_differences(recorded: dict[str, Any], now: dict[str, Any]) -> list[str]:
+def recipe_differences(recorded: dict[str, Any], now: dict[str, Any], dataset_classes: Any = None) -> list[str]:
     """Each setting of the recipe that differs, in words that follow "was made": ``from /a, not /b``,
     ``with layout 'imagefolder', not 'ilsvrc-val'``. A label file changed at the same path is a
-    changed input, not a setting (``label_changes``)."""
+    changed input, not a setting (``label_changes``). ``dataset_classes``: the file's class list."""
     found = []
     for key in sorted({*recorded, *now}, key=lambda k: (RECIPE_ORDER.index(k) if k in RECIPE_ORDER else 99, k)):
         old, new = recorded.get(key), now.get(key)
         if key == "labels":
             old, new = label_paths(old), label_paths(new)
-        if old == new:
+        if old == new or (key == "classes" and same_class_names(old, new, now, dataset_classes)):
             continue
         if key == "source":
             found.append(f"from {old}, not {new}")
@@ -167,6 +168,27 @@ def recipe_differences(recorded: dict[str, Any], now: dict[str, Any]) -> list[st
         else:
             found.append(f"with {key} {old!r}, not {new!r}")
     return found
+
+
+def same_class_names(old: Any, new: Any, now: dict[str, Any], dataset_classes: Any) -> bool:
+    """Whether a class list spelled by names and one taken from a listing are the same names: a split
+    converted alone takes OUTDIR's list by name, a whole-tree run takes it from the folders again."""
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return False
+    old_names = old.get("names", dataset_classes)  # the file's list is what its listing gave
+    new_names = new["names"] if "names" in new else folder_classes(now) if new.get("from") == "source" else None
+    return isinstance(old_names, list) and isinstance(new_names, list) and sorted(old_names) == sorted(new_names)
+
+
+def folder_classes(recipe: dict[str, Any]) -> list[str] | None:
+    """The class folders an ImageFolder source's listing finds (None where another layout decides)."""
+    if recipe.get("layout") != "imagefolder" or not isinstance(recipe.get("source"), str):
+        return None
+    folder = os.path.join(recipe["source"], *(recipe.get("root") or "").split("/"))
+    try:
+        return find_classes(folder)[0]
+    except OSError:  # no such folder, or none inside: the listing names it
+        return None
 
 
 def label_paths(labels: dict[str, list[str]] | None) -> dict[str, str]:
