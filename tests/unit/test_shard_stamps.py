@@ -10,7 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from imagefolder_lmdb.work.files import ManifestHeader, Sample, SourceDescription, shard_range, write_manifest
+from imagefolder_lmdb.work.files import (
+    DamagedWorkFileError,
+    ManifestHeader,
+    Sample,
+    SourceDescription,
+    read_shard_report,
+    shard_range,
+    write_manifest,
+)
 from imagefolder_lmdb.work.shard_stamps import StaleStampError, checked_range, read_shard_stamp, write_shard_stamps
 
 CLASSES, PER_CLASS, SHARDS = ["ant", "bee", "cat", "dog"], 3, 4
@@ -106,3 +114,10 @@ def test_the_summary_says_what_the_work_folder_keeps_and_its_size(tmp_path: Path
     (parts / "00000.lmdb").write_bytes(b"p" * 200_000)  # keep_parts: a PNG source's re-encoded images, say
     (line,) = work_line(paths, "train")
     assert "0.3 MB" in line and "of which 0.2 MB of parts, needed only with keep_parts" in line
+
+
+def test_a_damaged_part_report_is_named_with_the_way_out(tmp_path: Path) -> None:
+    report = tmp_path / "00000.json"
+    report.write_text("garbage")
+    with pytest.raises(DamagedWorkFileError, match=r"00000\.json: not the JSON this workflow wrote .* Delete it"):
+        read_shard_report(str(report))

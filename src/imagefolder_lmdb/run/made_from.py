@@ -211,7 +211,7 @@ def classes_in_words(entry: dict[str, Any] | None) -> str:
     if "names" in entry:
         names = entry["names"]
         shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
-        return f"[{shown}] ({len(names)} classes)"
+        return f"[{shown}] ({len(names)} {'class' if len(names) == 1 else 'classes'})"
     return f"shared from split {entry['split']}" if entry.get("from") == "split" else "from its source's folders"
 
 

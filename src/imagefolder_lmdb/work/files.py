@@ -33,9 +33,20 @@ DESCRIPTION = "source.json"
 MEMBERS = "members.jsonl"
 
 
+class DamagedWorkFileError(ValueError):
+    """A work file that is not the JSON the workflow wrote (cut short, or edited by hand)."""
+
+
 def read_json(path: str) -> Any:
+    """A work file's JSON; DamagedWorkFileError naming the file and the way out where it is not JSON."""
     with open(path, encoding="utf-8", errors="surrogateescape") as stream:
-        return json.load(stream)
+        try:
+            return json.load(stream)
+        except ValueError as exc:
+            raise DamagedWorkFileError(
+                f"{path}: not the JSON this workflow wrote ({exc}; cut short, or edited by hand?). Delete it, "
+                "or the split's folder under `work`, and run the same command again: what it held is made anew."
+            ) from None
 
 
 # --------------------------------------------------------------------------------------------------
