@@ -119,7 +119,7 @@ def convert_in_tmp(tmp_path: Path) -> Callable[..., Converted]:
 @pytest.fixture
 def fresh_envs() -> Iterator[None]:
     """The test opens its files afresh (py-lmdb opens a path once per process)."""
-    from imagefolder_lmdb.dataset import close_all_envs  # scripts/ is on the path once support is imported
+    from imagefolder_lmdb.reader import close_all_envs  # scripts/ is on the path once support is imported
 
     close_all_envs()
     yield

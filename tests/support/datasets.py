@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from PIL import Image
 
-from imagefolder_lmdb.dataset import (
+from imagefolder_lmdb.reader import (
     LOCATION_DTYPE,
     META_KEYS,
     STORAGE_CODES,

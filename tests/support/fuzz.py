@@ -33,8 +33,7 @@ from typing import Any
 
 import lmdb
 
-from imagefolder_lmdb.dataset import LMDBReader, close_all_envs, record_key
-from imagefolder_lmdb.reader import lmdb_check, lmdb_pages
+from imagefolder_lmdb.reader import LMDBReader, close_all_envs, lmdb_check, lmdb_pages, record_key
 from imagefolder_lmdb.steps import verify
 
 #: A child that runs longer than this is killed (SIGALRM) and counted as a signal.

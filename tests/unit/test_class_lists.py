@@ -13,7 +13,7 @@ import pytest
 from PIL import Image
 
 from imagefolder_lmdb.classes.lists import configured_names, shipped_list, wordnet_words
-from imagefolder_lmdb.dataset import STORAGE_CODES, LMDBReader, Meta, checksum, close_all_envs, encode_meta, record_key
+from imagefolder_lmdb.reader import STORAGE_CODES, LMDBReader, Meta, checksum, close_all_envs, encode_meta, record_key
 from imagefolder_lmdb.sources.ilsvrc import LabelError, devkit_classes, val_labels
 from imagefolder_lmdb.steps import verify
 from imagefolder_lmdb.writing.lmdb_writer import LMDBWriter

@@ -21,9 +21,18 @@ import lmdb
 import numpy as np
 import pytest
 
-from imagefolder_lmdb import dataset
-from imagefolder_lmdb.dataset import LOCATION_DTYPE, META_KEYS, LMDBReader, close_all_envs, record_key
-from imagefolder_lmdb.reader import lmdb_check, lmdb_pages
+from imagefolder_lmdb.reader import (
+    LOCATION_DTYPE,
+    META_KEYS,
+    LMDBReader,
+    TruncatedFileError,
+    close_all_envs,
+    encode_document,
+    lmdb_check,
+    lmdb_pages,
+    locations_checksum,
+    record_key,
+)
 from imagefolder_lmdb.reader.document import read_document
 from imagefolder_lmdb.writing.record_locations import add_locations_to_file
 from support.commands import run_script
@@ -80,7 +89,7 @@ def rewrite_document(path: Path, change: Callable[[dict[str, Any]], None]) -> No
         document = json.loads(txn.get(META_KEYS["json"]))
         document["locations"]["txnid"] = txn.id()
         change(document)
-        txn.put(META_KEYS["json"], dataset.encode_document(document))
+        txn.put(META_KEYS["json"], encode_document(document))
 
 
 # -- the size, before LMDB maps the file ------------------------------------------------------------
@@ -141,7 +150,7 @@ def test_a_legacy_directory_cut_short_is_refused_naming_the_directory(tmp_path: 
     def job() -> dict[str, Any]:
         try:
             LMDBReader(folder, allow_pickle=True)
-        except dataset.TruncatedFileError as exc:
+        except TruncatedFileError as exc:
             return {"error": str(exc)}
         return {}
 
@@ -307,7 +316,7 @@ def test_add_locations_gives_an_older_file_its_checksum(written: Path) -> None:
     with lmdb.open(str(written), subdir=False, readonly=True, lock=False) as env, env.begin() as txn:
         entry = json.loads(txn.get(META_KEYS["json"]))["locations"]
         stored = np.frombuffer(txn.get(META_KEYS["locations"]), LOCATION_DTYPE)
-        assert entry["crc32"] == dataset.locations_checksum(stored)
+        assert entry["crc32"] == locations_checksum(stored)
     close_all_envs()
     assert not add_locations_to_file(str(written)).written
 

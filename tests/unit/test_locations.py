@@ -21,8 +21,7 @@ import numpy as np
 import pytest
 import torch
 
-from imagefolder_lmdb import dataset
-from imagefolder_lmdb.dataset import (
+from imagefolder_lmdb.reader import (
     LOCATION_DTYPE,
     META_KEYS,
     STORAGE_CODES,
@@ -30,9 +29,13 @@ from imagefolder_lmdb.dataset import (
     LMDBReader,
     LocationsWarning,
     close_all_envs,
+    encode_document,
     encode_meta,
+    lmdb_pages,
+    locations_checksum,
+    records_located,
+    shared_env,
 )
-from imagefolder_lmdb.reader import lmdb_pages, records_located
 from imagefolder_lmdb.steps import write_meta
 from imagefolder_lmdb.writing import record_locations as add_locations_module
 from imagefolder_lmdb.writing.lmdb_writer import LMDBWriter
@@ -255,9 +258,9 @@ def rewrite_locations(path: Path, change: Callable[[np.ndarray], np.ndarray]) ->
     with lmdb.open(str(path), subdir=False, lock=False, map_size=1 << 30) as env, env.begin(write=True) as txn:
         locations = change(np.frombuffer(txn.get(META_KEYS["locations"]), dtype=LOCATION_DTYPE).copy())
         document = json.loads(txn.get(META_KEYS["json"]))
-        document["locations"].update(txnid=txn.id(), crc32=dataset.locations_checksum(locations))
+        document["locations"].update(txnid=txn.id(), crc32=locations_checksum(locations))
         txn.put(META_KEYS["locations"], locations.tobytes())
-        txn.put(META_KEYS["json"], dataset.encode_document(document))
+        txn.put(META_KEYS["json"], encode_document(document))
 
 
 def shifted(locations: np.ndarray) -> np.ndarray:
@@ -287,7 +290,7 @@ def test_a_file_replaced_under_an_open_dataset_is_not_read_by_its_old_offsets(tm
     write_dataset(tmp_path / "d.lmdb", values)
     ds = LMDBReader(tmp_path / "d.lmdb", decode="bytes")
     assert ds.get_bytes(0) == values[0] and ds.reads_by_offset
-    dataset.shared_env(str(tmp_path / "d.lmdb")).copy(str(tmp_path / "compact.lmdb"), compact=True)
+    shared_env(str(tmp_path / "d.lmdb")).copy(str(tmp_path / "compact.lmdb"), compact=True)
     close_all_envs()
     os.replace(tmp_path / "compact.lmdb", tmp_path / "d.lmdb")
     with pytest.warns(LocationsWarning, match="replaced"):

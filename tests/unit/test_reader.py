@@ -15,8 +15,7 @@ import pytest
 import torch
 from PIL import Image
 
-from imagefolder_lmdb.dataset import STORAGE_CODES, FormatError, LMDBDataset, record_key
-from imagefolder_lmdb.reader import dataset, decoding, memory
+from imagefolder_lmdb.reader import STORAGE_CODES, FormatError, LMDBDataset, dataset, decoding, memory, record_key
 from imagefolder_lmdb.writing import lmdb_writer
 from imagefolder_lmdb.writing.reencode import EncodeSettings, encode_image
 from support import REPO

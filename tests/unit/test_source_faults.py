@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from imagefolder_lmdb.dataset import STORAGE_CODES, format_version_of
+from imagefolder_lmdb.reader import STORAGE_CODES, format_version_of
 from imagefolder_lmdb.run.paths import RunPaths
 from imagefolder_lmdb.run.summary import split_summary
 from imagefolder_lmdb.sources.base import ParquetColumns

@@ -21,7 +21,7 @@ from torchvision.datasets.folder import pil_loader
 from torchvision.transforms import v2
 
 from imagefolder_lmdb import transforms as T
-from imagefolder_lmdb.dataset import STORAGE_CODES, LMDBDataset, pil_decode
+from imagefolder_lmdb.reader import STORAGE_CODES, LMDBDataset, pil_decode
 from imagefolder_lmdb.reader.decoding import lazy_jpeg_decode
 from support.datasets import write_dataset
 from support.images import jpeg_bytes

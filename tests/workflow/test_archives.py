@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from torchvision.datasets import ImageFolder
 
-from imagefolder_lmdb.dataset import LMDBDataset
+from imagefolder_lmdb.reader import LMDBDataset
 from support.archives import APPLE_DOUBLE, DS_STORE, add_member, clear_utf8_flags, evil_tar, make_tar, make_zip, pack
 from support.workflow import Converted, run_snakemake, write_config
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from torchvision.datasets import ImageFolder
 
-from imagefolder_lmdb.dataset import LMDBDataset, close_all_envs
+from imagefolder_lmdb.reader import LMDBDataset, close_all_envs
 from support.workflow import run_snakemake, write_config
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from imagefolder_lmdb.dataset import LMDBDataset, close_all_envs
+from imagefolder_lmdb.reader import LMDBDataset, close_all_envs
 from support.workflow import Run, run_snakemake, write_config
 
 #: What Snakemake prints of its own around the lines: its workflow profile (when it finds one beside

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from imagefolder_lmdb.dataset import LOCATION_DTYPE, LMDBReader, LocationsWarning, close_all_envs, spot_check_indices
+from imagefolder_lmdb.reader import LOCATION_DTYPE, LMDBReader, LocationsWarning, close_all_envs, spot_check_indices
 from support import REPO
 from support.commands import run_script
 from support.datasets import copy_alone, stored_records

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from imagefolder_lmdb.dataset import LMDBDataset
+from imagefolder_lmdb.reader import LMDBDataset
 from support.images import TREE_IMAGES
 from support.workflow import run_snakemake, write_config
 

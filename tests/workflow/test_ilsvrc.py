@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from torchvision.datasets import ImageFolder
 
-from imagefolder_lmdb.dataset import LMDBDataset, close_all_envs
+from imagefolder_lmdb.reader import LMDBDataset, close_all_envs
 from support import REPO
 from support.archives import add_member
 from support.datasets import assert_same_dataset, records_and_meta

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from imagefolder_lmdb.classes.lists import shipped_list
-from imagefolder_lmdb.dataset import LMDBReader, close_all_envs
+from imagefolder_lmdb.reader import LMDBReader, close_all_envs
 from support.datasets import assert_same_dataset
 from support.ilsvrc import make_imagenet1k_devkit
 from support.images import jpeg_bytes

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from torchvision.datasets import ImageFolder
 
-from imagefolder_lmdb.dataset import META_KEYS, LMDBDataset, close_all_envs
+from imagefolder_lmdb.reader import META_KEYS, LMDBDataset, close_all_envs
 from support import REPO
 from support.datasets import assert_same_dataset, every_key_and_value, records_and_meta
 from support.kaggle import DATA, KaggleZip, make_kaggle_zip

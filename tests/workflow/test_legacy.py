@@ -18,7 +18,7 @@ import torch
 from PIL import Image
 
 from imagefolder_lmdb.commands.convert_legacy import LegacyConvertError
-from imagefolder_lmdb.dataset import FormatError, LMDBDataset, close_all_envs
+from imagefolder_lmdb.reader import FormatError, LMDBDataset, close_all_envs
 from support.commands import run_script
 from support.images import png_bytes
 from support.legacy import CreatesAFile, pickled, write_legacy

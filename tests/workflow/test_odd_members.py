@@ -15,7 +15,7 @@ import pytest
 from PIL import Image
 from torchvision.datasets import ImageFolder
 
-from imagefolder_lmdb.dataset import LMDBDataset
+from imagefolder_lmdb.reader import LMDBDataset
 from support.archives import spoil_zip_member
 from support.images import jpeg_bytes, png_bytes
 from support.parquet import Row, write_hf_parquet

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-from imagefolder_lmdb.dataset import META_KEYS, LMDBDataset, checksum
+from imagefolder_lmdb.reader import META_KEYS, LMDBDataset, checksum
 from support import REPO
 from support.datasets import every_key_and_value
 from support.images import jpeg_bytes, png_bytes

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from imagefolder_lmdb.dataset import LMDBDataset, close_all_envs
+from imagefolder_lmdb.reader import LMDBDataset, close_all_envs
 from support import REPO
 from support.datasets import assert_same_dataset
 from support.ilsvrc import make_devkit

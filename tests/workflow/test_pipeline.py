@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from torchvision.datasets import ImageFolder
 
-from imagefolder_lmdb.dataset import LMDBDataset
+from imagefolder_lmdb.reader import LMDBDataset
 from support.images import TREE_CLASSES, TREE_IMAGES
 from support.workflow import Converted, run_snakemake, write_config
 

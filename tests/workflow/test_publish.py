@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from imagefolder_lmdb.convert import ConvertError
-from imagefolder_lmdb.dataset import LMDBReader
+from imagefolder_lmdb.reader import LMDBReader
 from imagefolder_lmdb.remote.s3_multipart import Credentials, S3Multipart
 from imagefolder_lmdb.remote.upload import PublishError, _send_parts, _upload_s3
 from support.seaweed import Seaweed

@@ -24,8 +24,15 @@ from torch.utils.data import DataLoader, Subset
 from torchvision.datasets import ImageFolder
 from torchvision.transforms import v2
 
-from imagefolder_lmdb import dataset
-from imagefolder_lmdb.dataset import META_KEYS, FormatError, LMDBDataset, ReadersFullError, close_all_envs, shared_env
+from imagefolder_lmdb.reader import (
+    DEFAULT_MAX_READERS,
+    META_KEYS,
+    FormatError,
+    LMDBDataset,
+    ReadersFullError,
+    close_all_envs,
+    shared_env,
+)
 from imagefolder_lmdb.writing.reencode import EncodeSettings, encode_image
 from support.datasets import pil_as_tensor
 from support.workflow import Converted
@@ -277,7 +284,7 @@ def test_max_readers_needs_lock(converted: Converted) -> None:
 def test_lock_false_creates_nothing_and_has_no_reader_limit(private_copy: Path) -> None:
     ds = LMDBDataset(private_copy, decode="bytes")
     env = shared_env(str(private_copy))
-    held = [env.begin() for _ in range(dataset.DEFAULT_MAX_READERS + 10)]
+    held = [env.begin() for _ in range(DEFAULT_MAX_READERS + 10)]
     assert ds[0][0] == ds.get_bytes(0)
     del held
     assert sorted(p.name for p in private_copy.parent.iterdir()) == ["train.lmdb"]

@@ -13,7 +13,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch.utils.data import DataLoader, DistributedSampler
 
-from imagefolder_lmdb.dataset import LMDBDataset
+from imagefolder_lmdb.reader import LMDBDataset
 from support.workflow import Converted
 
 WORLD_SIZE = 2

@@ -10,7 +10,7 @@ import pytest
 import torch
 from torchdata.stateful_dataloader import StatefulDataLoader
 
-from imagefolder_lmdb.dataset import LMDBDataset, checksum
+from imagefolder_lmdb.reader import LMDBDataset, checksum
 from support.workflow import Converted
 
 #: torchdata 0.11 calls torch.set_vital, which torch 2.14 deprecates, at every iterator it starts.

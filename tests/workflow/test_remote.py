@@ -19,7 +19,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, DistributedSampler
 
-from imagefolder_lmdb.dataset import LMDBDataset, LMDBReader, encode_document
+from imagefolder_lmdb.reader import LMDBDataset, LMDBReader, encode_document
 from imagefolder_lmdb.remote import client
 from imagefolder_lmdb.remote.engine import ObjectChangedError, RemoteReadError
 from imagefolder_lmdb.remote.records import ChecksumError

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from imagefolder_lmdb.dataset import LMDBReader
+from imagefolder_lmdb.reader import LMDBReader
 from imagefolder_lmdb.remote.problems import NoSuchObjectError, ObjectChangedError
 from imagefolder_lmdb.remote.reading import RemoteWarning
 from imagefolder_lmdb.remote.s3_multipart import Credentials, S3Multipart

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from imagefolder_lmdb.dataset import LMDBDataset
+from imagefolder_lmdb.reader import LMDBDataset
 from support import REPO
 from support.archives import make_tar, make_zip
 from support.datasets import every_key_and_value, without_later_additions

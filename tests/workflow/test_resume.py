@@ -19,7 +19,7 @@ import lmdb
 import pytest
 from torchvision.datasets import ImageFolder
 
-from imagefolder_lmdb.dataset import LMDBDataset, close_all_envs
+from imagefolder_lmdb.reader import LMDBDataset, close_all_envs
 from imagefolder_lmdb.run.made_from import RECORDED_VARIABLE
 from support.archives import make_tar
 from support.datasets import assert_same_dataset

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from imagefolder_lmdb.dataset import LMDBDataset, close_all_envs
+from imagefolder_lmdb.reader import LMDBDataset, close_all_envs
 from imagefolder_lmdb.run.made_from import RECORDED_VARIABLE
 from support import REPO
 from support.datasets import every_key_and_value, stored_records

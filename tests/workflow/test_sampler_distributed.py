@@ -18,7 +18,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from imagefolder_lmdb import ElasticDistributedSampler, LMDBDataset, sampler_state_from_loader
-from imagefolder_lmdb.dataset import checksum
+from imagefolder_lmdb.reader import checksum
 from support.workflow import Converted
 
 #: torchdata 0.11 calls torch.set_vital, which torch 2.14 deprecates, at every iterator it starts.

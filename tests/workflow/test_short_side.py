@@ -22,7 +22,7 @@ import pytest
 from PIL import Image
 from torchvision.datasets import ImageFolder
 
-from imagefolder_lmdb.dataset import META_KEYS, LMDBDataset, close_all_envs
+from imagefolder_lmdb.reader import META_KEYS, LMDBDataset, close_all_envs
 from support import REPO
 from support.commands import run_script
 from support.datasets import assert_same_dataset, every_key_and_value, records_and_meta, without_later_additions
@@ -201,7 +201,7 @@ DESCRIBE = """
 import json, sys, zlib
 import numpy as np
 sys.path.insert(0, sys.argv[1])
-from imagefolder_lmdb.dataset import LMDBDataset
+from imagefolder_lmdb.reader import LMDBDataset
 ds = LMDBDataset(sys.argv[2])
 print(json.dumps({
     "repr": repr(ds), "classes": ds.classes, "samples": ds.samples, "targets": ds.targets, "root": ds.root,

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from imagefolder_lmdb.dataset import LMDBDataset
+from imagefolder_lmdb.reader import LMDBDataset
 from imagefolder_lmdb.work.files import shard_range
 from support.images import jpeg_bytes
 from support.workflow import convert, executed_jobs

@@ -9,7 +9,7 @@ from pathlib import Path
 import lmdb
 import pytest
 
-from imagefolder_lmdb.dataset import META_KEYS, LMDBDataset, close_all_envs, encode_document
+from imagefolder_lmdb.reader import META_KEYS, LMDBDataset, close_all_envs, encode_document
 from support.commands import run_script
 from support.datasets import copy_alone
 from support.workflow import Converted

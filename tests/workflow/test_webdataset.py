@@ -15,7 +15,7 @@ import pytest
 import webdataset
 from PIL import Image
 
-from imagefolder_lmdb.dataset import LMDBDataset, close_all_envs
+from imagefolder_lmdb.reader import LMDBDataset, close_all_envs
 from support import REPO
 from support.archives import add_member
 from support.datasets import assert_same_dataset
