@@ -309,9 +309,9 @@ def test_check_crc_reads_by_offset(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     write_dataset(tmp_path / "d.lmdb", values)
     ds = LMDBReader(tmp_path / "d.lmdb")
     read = []
-    original = records_located._pread
+    original = records_located.pread_bytes
     monkeypatch.setattr(
-        records_located, "_pread", lambda fd, length, offset: read.append(offset) or original(fd, length, offset)
+        records_located, "pread_bytes", lambda fd, length, offset: read.append(offset) or original(fd, length, offset)
     )
     assert all(ds.check_crc(i) for i in range(3))
     assert read == ds._offsets.tolist(), "verify and check_crc read what training reads"

@@ -182,13 +182,13 @@ def test_tensor_decode_equals_pil_for_every_storage_kind(value: bytes, storage: 
 def test_decode_tensor_without_torchcodec_names_the_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "torchcodec", None)
     monkeypatch.setitem(sys.modules, "torchcodec.decoders", None)
-    decoding._torchcodec_jpeg.cache_clear()
+    decoding.torchcodec_jpeg_decoder.cache_clear()
     try:
         with pytest.raises(ImportError, match=rf"pip install {decoding.TORCHCODEC_PIN}.*decode=\"pil\""):
             dataset._check_options("tensor", lock=False, max_readers=None)
         assert decoding.tensor_decode(saved(photo(), "PNG"), jpeg=False).shape == (3, 43, 61)
     finally:
-        decoding._torchcodec_jpeg.cache_clear()
+        decoding.torchcodec_jpeg_decoder.cache_clear()
 
 
 def test_the_reader_imports_and_decodes_without_torchcodec_and_torchvision() -> None:

@@ -15,13 +15,13 @@ from imagefolder_lmdb.reader.decoding import (
     DECODE_CHOICES,
     LAZY,
     Decode,
-    _torchcodec_jpeg,
     decoded_unless_reduced,
     lazy_jpeg_transforms,
+    torchcodec_jpeg_decoder,
     wants_lazy_jpeg,
 )
 from imagefolder_lmdb.reader.drop_in import DropIn
-from imagefolder_lmdb.reader.file_checks import _ReadTxn
+from imagefolder_lmdb.reader.file_checks import LmdbReadTxn
 from imagefolder_lmdb.reader.format import (
     META_KEYS,
     STORAGE_REASONS,
@@ -31,12 +31,12 @@ from imagefolder_lmdb.reader.format import (
     decode_meta,
     is_legacy_pickle_lmdb,
 )
-from imagefolder_lmdb.reader.handles import _begin_read, guarded, opened_token, shared_env
+from imagefolder_lmdb.reader.handles import begin_read, guarded, opened_token, shared_env
 from imagefolder_lmdb.reader.identity import FileChangedError, FileIdentity, changed_message, content_id
-from imagefolder_lmdb.reader.legacy import _open_legacy
+from imagefolder_lmdb.reader.legacy import open_legacy
 from imagefolder_lmdb.reader.memory import keep_freed_memory_for_reuse
 from imagefolder_lmdb.reader.records import Opened, RecordSource
-from imagefolder_lmdb.reader.records_located import _LocatedRecords, _v1_records
+from imagefolder_lmdb.reader.records_located import LocatedRecords, v1_records
 from imagefolder_lmdb.reader.urls import is_url
 
 
@@ -44,9 +44,9 @@ def _open_records(path: str, env: lmdb.Environment, lock: bool, allow_pickle: bo
     """Read what the file at ``path`` says about itself, and choose once where its records come from."""
     with guarded(env.begin(), path, lock) as txn:
         if allow_pickle and txn.get(META_KEYS["json"]) is None and is_legacy_pickle_lmdb(txn):
-            return _open_legacy(txn, path)
+            return open_legacy(txn, path)
         meta = decode_meta(txn, path)
-        records = _v1_records(path, env, meta, lock, crc_check)
+        records = v1_records(path, env, meta, lock, crc_check)
     return Opened(records, meta.document, meta.classes, meta.paths, meta.labels.tolist(), meta)
 
 
@@ -60,7 +60,7 @@ def _reopened(
     found = FileIdentity(content_id(meta), opened_token(path))
     if found.content != opened.content:
         raise FileChangedError(changed_message(path, opened.describe(), found.describe(meta.document)))
-    return _v1_records(path, env, meta, lock, crc_check), found
+    return v1_records(path, env, meta, lock, crc_check), found
 
 
 def _resolved(path: str) -> str:
@@ -100,7 +100,7 @@ def _check_options(decode: str, lock: bool, max_readers: int | None) -> None:
     if max_readers is not None and max_readers < 1:
         raise ValueError(f"max_readers={max_readers}: must be at least 1")
     if decode == "tensor":
-        _torchcodec_jpeg()  # fail here, not in a worker, when TorchCodec is missing
+        torchcodec_jpeg_decoder()  # fail here, not in a worker, when TorchCodec is missing
 
 
 def class_words(document: dict[str, Any], classes: list[str]) -> list[str] | None:
@@ -277,7 +277,7 @@ class _Index(DropIn):
     def _offsets(self, value: None) -> None:  # ds._offsets = None: read through LMDB from now on
         if value is not None:
             raise ValueError("reads by offset can only be turned off, by setting _offsets to None")
-        if isinstance(self._records, _LocatedRecords):
+        if isinstance(self._records, LocatedRecords):
             self._records.stop_reading_by_offset()
 
     @property
@@ -372,16 +372,16 @@ class LMDBReader(_Index):
     def _env(self) -> lmdb.Environment:
         return shared_env(self.path, lock=self.lock, max_readers=self.max_readers)
 
-    def _transaction(self) -> _ReadTxn:
-        """A read transaction of the file (see _begin_read): record sources open at most one per batch.
+    def _transaction(self) -> LmdbReadTxn:
+        """A read transaction of the file (see begin_read): record sources open at most one per batch.
         Its ``get`` checks the pages on the way to each key first (guarded)."""
-        return guarded(_begin_read(self._env(), self.path), self.path, self.lock)
+        return guarded(begin_read(self._env(), self.path), self.path, self.lock)
 
     # -- reading: the record source reads, the dataset transforms ---------------------------------
 
     def __getitems__(self, indices: Sequence[int]) -> list[tuple[Any, Any]]:
         """Samples ``[(image, target), ...]`` of ``indices``, read together by the record source
-        (by offset: _LocatedRecords.read, which hints a cold batch at once).
+        (by offset: LocatedRecords.read, which hints a cold batch at once).
 
         DataLoader's batched fetch calls this instead of ``__getitem__`` once per sample; the list
         it returns goes to ``collate_fn``. Transforms run after every record has been read."""

@@ -103,7 +103,7 @@ def pil_to_chw(image: Image.Image) -> torch.Tensor:
 
 
 @functools.cache
-def _torchcodec_jpeg() -> Callable[..., Any]:
+def torchcodec_jpeg_decoder() -> Callable[..., Any]:
     """TorchCodec's JPEG decoder, imported on first use (it needs no FFmpeg for images)."""
     try:
         from torchcodec.decoders import decode_jpeg
@@ -149,7 +149,7 @@ def encoded_tensor_decode(encoded: torch.Tensor, jpeg: bool = True) -> torch.Ten
     Pillow instead, so that every decode choice gives ImageFolder's pixels."""
     if not jpeg or _may_be_turned(encoded.numpy().data):
         return pil_to_chw(pil_decode(encoded.numpy().data))
-    return _torchcodec_jpeg()(encoded, mode="RGB")
+    return torchcodec_jpeg_decoder()(encoded, mode="RGB")
 
 
 def decode_stored(data: bytes | memoryview, decode: str, jpeg: bool) -> Any:

@@ -15,7 +15,7 @@ from typing import Any, TypeAlias
 
 import lmdb
 
-from imagefolder_lmdb.reader.format import _RECOPY, FormatError
+from imagefolder_lmdb.reader.format import RECOPY_ADVICE, FormatError
 from imagefolder_lmdb.reader.lmdb_layout import (
     DATA_VERSION,
     F_BIGDATA,
@@ -83,14 +83,14 @@ def _meta_page(fd: int, offset: int, number: int, where: str) -> LmdbHeader | No
     fields = unpack_meta(raw)
     page_size, last_page, txnid = fields.free.pad, fields.last_pgno, fields.txnid
     if fields.magic != MAGIC or not fields.flags & P_META:
-        raise FormatError(f"{where}: LMDB meta page {number} is damaged. {_RECOPY}")
+        raise FormatError(f"{where}: LMDB meta page {number} is damaged. {RECOPY_ADVICE}")
     if fields.version != DATA_VERSION:
         raise FormatError(
             f"{where}: LMDB data format version {fields.version}; this LMDB library "
             f"({'.'.join(map(str, lmdb.version()))}) reads version {DATA_VERSION}"
         )
     if not 512 <= page_size <= MAX_PAGE_SIZE or page_size & (page_size - 1) or last_page < 1:
-        raise FormatError(f"{where}: LMDB meta page {number} is damaged (page size {page_size}). {_RECOPY}")
+        raise FormatError(f"{where}: LMDB meta page {number} is damaged (page size {page_size}). {RECOPY_ADVICE}")
     return LmdbHeader(page_size, last_page, txnid, fields.main.root, fields.main.depth)
 
 
@@ -105,12 +105,12 @@ def read_lmdb_header(fd: int, where: str) -> LmdbHeader:
         at_least = "" if first is None else f" (its first meta page says {first.required_bytes:,} bytes)"
         raise TruncatedFileError(
             f"{where} is shorter than it should be: it holds {size:,} bytes, not even LMDB's two meta "
-            f"pages{at_least}. {_INCOMPLETE} {_RECOPY}"
+            f"pages{at_least}. {_INCOMPLETE} {RECOPY_ADVICE}"
         )
     return second if second.txnid > first.txnid else first
 
 
-def _data_file(path: str) -> str:
+def data_file(path: str) -> str:
     """The file that holds an environment's pages (a directory environment keeps them in data.mdb).
     A folder of datasets (a conversion's OUTDIR) is named as such, with the files it holds."""
     if not os.path.isdir(path):
@@ -152,7 +152,7 @@ def check_lmdb_file(path: str | os.PathLike[str]) -> LmdbHeader:
         FormatError: not an LMDB file, or a damaged meta page; the message says what to do.
     """
     where = os.fspath(path)
-    fd = os.open(_data_file(where), os.O_RDONLY)
+    fd = os.open(data_file(where), os.O_RDONLY)
     try:
         header = read_lmdb_header(fd, where)
         size = os.fstat(fd).st_size
@@ -163,7 +163,7 @@ def check_lmdb_file(path: str | os.PathLike[str]) -> LmdbHeader:
         raise TruncatedFileError(
             f"{where} is shorter than it should be: its LMDB header says its pages run to "
             f"{header.required_bytes:,} bytes, but the file holds {size:,}: the last {missing:,} "
-            f"byte{'s are' if missing > 1 else ' is'} missing. {_INCOMPLETE} {_RECOPY}"
+            f"byte{'s are' if missing > 1 else ' is'} missing. {_INCOMPLETE} {RECOPY_ADVICE}"
         )
     return header
 
@@ -204,7 +204,7 @@ class PageGuard:
         raise self._damaged(pgno, f"the tree is deeper than the {self.header.depth} levels its meta page says")
 
     def _damaged(self, pgno: int, what: str) -> FormatError:
-        return FormatError(f"{self.where}: its LMDB page {pgno} is damaged ({what}). {_RECOPY}")
+        return FormatError(f"{self.where}: its LMDB page {pgno} is damaged ({what}). {RECOPY_ADVICE}")
 
     def _check_page(self, pgno: int) -> _CheckedPage:
         size = self.header.page_size
@@ -252,7 +252,7 @@ class PageGuard:
             raise self._damaged(pgno, "a value's overflow pages outside the file")
 
 
-class _GuardedTxn:
+class GuardedTxn:
     """A read transaction whose ``get`` first has a PageGuard check the way to the key; anything
     else (``stat``, ``id``, the context manager) is the transaction's own."""
 
@@ -263,7 +263,7 @@ class _GuardedTxn:
         self.guard.check_key(key)
         return self.txn.get(key, default)
 
-    def __enter__(self) -> _GuardedTxn:
+    def __enter__(self) -> GuardedTxn:
         self.txn.__enter__()
         return self
 
@@ -275,4 +275,4 @@ class _GuardedTxn:
 
 
 #: A read transaction as the reading functions take it: LMDB's own, or one whose gets are guarded.
-_ReadTxn: TypeAlias = "lmdb.Transaction | _GuardedTxn"
+LmdbReadTxn: TypeAlias = "lmdb.Transaction | GuardedTxn"

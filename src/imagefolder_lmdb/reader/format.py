@@ -103,7 +103,7 @@ class FormatError(Exception):
 
 
 #: The remedy for a damaged or incomplete file: a new copy, from a source checked first.
-_RECOPY = (
+RECOPY_ADVICE = (
     "Copy it again from the original, and check the original first with `imagefolder-lmdb verify "
     "ORIGINAL --full` (in a checkout: `python scripts/verify.py ORIGINAL --full`)."
 )
@@ -283,7 +283,7 @@ def decode_meta(txn: ReadTxn, where: str) -> Meta:
             locations=_locations(txn),
         )
     except (FormatError, ValueError) as exc:  # ValueError: an array of a broken size, paths not UTF-8
-        raise FormatError(f"{where}: {exc}: the file is damaged. {_RECOPY}") from exc
+        raise FormatError(f"{where}: {exc}: the file is damaged. {RECOPY_ADVICE}") from exc
     _check_meta(meta, where)
     return meta
 
@@ -293,7 +293,7 @@ def _check_fields(document: dict[str, Any], checksums: dict[str, Any], where: st
     for name in CHECKSUMMED_FIELDS:
         if name in checksums and checksums[name] != field_checksum(document.get(name)):
             raise FormatError(
-                f"{where}: meta/json's {name} do not match their checksum: the file is damaged. {_RECOPY}"
+                f"{where}: meta/json's {name} do not match their checksum: the file is damaged. {RECOPY_ADVICE}"
             )
 
 
@@ -331,7 +331,7 @@ def _check_meta(meta: Meta, where: str) -> None:
     if n and not 0 <= int(meta.labels.min()) <= int(meta.labels.max()) < len(meta.classes):
         raise FormatError(
             f"{where}: meta/labels holds labels outside 0..{len(meta.classes) - 1} (its {len(meta.classes)} "
-            f"classes): the file is damaged. {_RECOPY}"
+            f"classes): the file is damaged. {RECOPY_ADVICE}"
         )
 
 
@@ -348,7 +348,7 @@ def _missing_meta_message(txn: ReadTxn, where: str) -> str:
         )
     if any(txn.get(key) is not None for name, key in META_KEYS.items() if name != "json"):
         # write_meta stores every meta key in one transaction: some without meta/json is damage
-        return f"{where} holds meta arrays but no meta/json: the file is damaged. {_RECOPY}"
+        return f"{where} holds meta arrays but no meta/json: the file is damaged. {RECOPY_ADVICE}"
     if txn.get(record_key(0)) is not None:
         return (
             f"{where} has image records but no {FORMAT_ID} meta: the conversion did not finish. "

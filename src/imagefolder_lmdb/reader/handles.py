@@ -14,11 +14,11 @@ from typing import TypeVar
 import lmdb
 
 from imagefolder_lmdb.reader.file_checks import (
+    GuardedTxn,
+    LmdbReadTxn,
     PageGuard,
-    _data_file,
-    _GuardedTxn,
-    _ReadTxn,
     check_lmdb_file,
+    data_file,
     read_lmdb_header,
 )
 from imagefolder_lmdb.reader.format import FormatError
@@ -118,7 +118,7 @@ def open_env_readonly(path: str, max_readers: int | None = None, lock: bool = Fa
         raise FormatError(f"{path} cannot be opened as an LMDB file: {exc}") from exc
 
 
-def _begin_read(env: lmdb.Environment, path: str) -> lmdb.Transaction:
+def begin_read(env: lmdb.Environment, path: str) -> lmdb.Transaction:
     """A read transaction of ``env`` whose values are buffers into LMDB's memory, valid until it ends.
 
     With lock=True a slot of the reader table is taken; when none is free, the slots of processes
@@ -250,16 +250,16 @@ def shared_guard(path: str) -> PageGuard:
     """This process's PageGuard of the file at ``path``, made on first use."""
 
     def make_guard() -> PageGuard:
-        fd = os.open(_data_file(path), os.O_RDONLY)
+        fd = os.open(data_file(path), os.O_RDONLY)
         return PageGuard(fd, read_lmdb_header(fd, path), path)
 
     return _made_once(_GUARDS, path, make_guard)
 
 
-def guarded(txn: lmdb.Transaction, path: str, lock: bool) -> _ReadTxn:
-    """``txn`` with its ``get`` guarded (_GuardedTxn), unless ``lock``: a writer may change such a
+def guarded(txn: lmdb.Transaction, path: str, lock: bool) -> LmdbReadTxn:
+    """``txn`` with its ``get`` guarded (GuardedTxn), unless ``lock``: a writer may change such a
     file while it is read, and pages checked once could change under the guard."""
-    return txn if lock else _GuardedTxn(txn, shared_guard(path))
+    return txn if lock else GuardedTxn(txn, shared_guard(path))
 
 
 def close_all_envs() -> None:

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from imagefolder_lmdb.reader.file_checks import _data_file
+from imagefolder_lmdb.reader.file_checks import data_file
 from imagefolder_lmdb.reader.format import Meta
 
 
@@ -41,7 +41,7 @@ class LocalFileToken:
 
 def local_token(path: str) -> LocalFileToken:
     """The token of the file (or a legacy folder's data.mdb) now at ``path``."""
-    info = os.stat(_data_file(path))
+    info = os.stat(data_file(path))
     return LocalFileToken(info.st_dev, info.st_ino, info.st_size)
 
 

@@ -8,7 +8,7 @@ import pickle
 from typing import Any
 
 from imagefolder_lmdb.reader.decoding import decode_stored
-from imagefolder_lmdb.reader.file_checks import _ReadTxn
+from imagefolder_lmdb.reader.file_checks import LmdbReadTxn
 from imagefolder_lmdb.reader.format import FormatError
 from imagefolder_lmdb.reader.records import Begin, Opened
 
@@ -52,7 +52,7 @@ def legacy_loads(data: bytes | memoryview, what: str) -> Any:
         ) from exc
 
 
-def legacy_keys(txn: _ReadTxn, where: str) -> list[bytes]:
+def legacy_keys(txn: LmdbReadTxn, where: str) -> list[bytes]:
     """The record keys of a legacy file in index order: ``__keys__`` if present, else 0..__len__-1."""
     raw_keys = txn.get(b"__keys__")
     if raw_keys is not None:
@@ -101,7 +101,7 @@ class _LegacyRecords:
         self.path = path
         self.keys = keys  # record keys in index order (legacy_keys)
 
-    def record(self, txn: _ReadTxn, index: int) -> tuple[bytes, int]:
+    def record(self, txn: LmdbReadTxn, index: int) -> tuple[bytes, int]:
         """The ``(image bytes, label)`` of record ``index``."""
         key = self.keys[index]
         return legacy_record(txn.get(key), f"{self.path}: legacy record {key.decode('utf-8', 'backslashreplace')!r}")
@@ -119,7 +119,7 @@ class _LegacyRecords:
             return self.record(txn, index)[0]
 
 
-def _open_legacy(txn: _ReadTxn, path: str) -> Opened:
+def open_legacy(txn: LmdbReadTxn, path: str) -> Opened:
     """LEGACY (allow_pickle=True): index a folder2lmdb file; reads every record for its label."""
     records = _LegacyRecords(path, legacy_keys(txn, path))
     targets = [records.record(txn, index)[1] for index in range(len(records.keys))]

@@ -10,7 +10,7 @@ import numpy as np
 
 from imagefolder_lmdb.reader.format import LOCATION_DTYPE, Meta, checksum
 from imagefolder_lmdb.reader.lmdb_layout import PAGE_HEADER
-from imagefolder_lmdb.reader.offset_reads import _pread
+from imagefolder_lmdb.reader.offset_reads import pread_bytes
 
 #: How many located records are compared byte for byte with LMDB's view when a file is opened.
 SPOT_CHECKS = 8
@@ -74,7 +74,7 @@ def _spot_check_problem(fd: int, meta: Meta) -> str | None:
     assert meta.locations is not None
     offsets, lengths = meta.locations["offset"], meta.locations["length"]
     for index in spot_check_indices(offsets):
-        if checksum(_pread(fd, int(lengths[index]), int(offsets[index]))) != int(meta.crc32[index]):
+        if checksum(pread_bytes(fd, int(lengths[index]), int(offsets[index]))) != int(meta.crc32[index]):
             return (
                 f"record {index}'s bytes at its recorded location do not match its checksum (meta/crc32): "
                 "the locations are wrong, or the record itself is damaged (`verify --full` tells which)"

@@ -11,16 +11,16 @@ if TYPE_CHECKING:
     import torch
 
 
-_CAN_PREAD = hasattr(os, "pread")
-_CAN_ADVISE = hasattr(os, "posix_fadvise")
-_CAN_PREADV = hasattr(os, "preadv")
-_CAN_PROBE = _CAN_PREADV and hasattr(os, "RWF_NOWAIT")
+CAN_PREAD = hasattr(os, "pread")
+CAN_ADVISE = hasattr(os, "posix_fadvise")
+CAN_PREADV = hasattr(os, "preadv")
+CAN_PROBE = CAN_PREADV and hasattr(os, "RWF_NOWAIT")
 
 
 def _read_into(fd: int, buffer: memoryview, offset: int, done: int = 0) -> None:
     """Fill ``buffer`` from file offset ``offset`` on, however many reads that takes."""
     while done < len(buffer):
-        if _CAN_PREADV:
+        if CAN_PREADV:
             got = os.preadv(fd, [buffer[done:]], offset + done)
         else:  # pragma: no cover - platforms without preadv: one copy more
             chunk = os.pread(fd, len(buffer) - done, offset + done)
@@ -30,7 +30,7 @@ def _read_into(fd: int, buffer: memoryview, offset: int, done: int = 0) -> None:
         done += got
 
 
-def _pread(fd: int, length: int, offset: int) -> bytes:
+def pread_bytes(fd: int, length: int, offset: int) -> bytes:
     """``length`` bytes at ``offset``: one read, except at the end of the file or past the
     kernel's cap on a single read (2 GiB on Linux)."""
     data = os.pread(fd, length, offset)
@@ -42,7 +42,7 @@ def _pread(fd: int, length: int, offset: int) -> bytes:
     return bytes(buffer)
 
 
-def _pread_tensor(fd: int, length: int, offset: int) -> torch.Tensor:
+def pread_tensor(fd: int, length: int, offset: int) -> torch.Tensor:
     """The bytes at ``offset`` read straight into a new uint8 tensor's own memory: no extra copy."""
     import torch
 
@@ -51,9 +51,9 @@ def _pread_tensor(fd: int, length: int, offset: int) -> torch.Tensor:
     return encoded
 
 
-def _fetch(fd: int, offset: int, length: int, decode: str) -> bytes | torch.Tensor:
+def fetch_record(fd: int, offset: int, length: int, decode: str) -> bytes | torch.Tensor:
     """A located record's bytes: into a tensor's own memory for decode="tensor", else bytes."""
-    return _pread_tensor(fd, length, offset) if decode == "tensor" else _pread(fd, length, offset)
+    return pread_tensor(fd, length, offset) if decode == "tensor" else pread_bytes(fd, length, offset)
 
 
 #: A read slower than this, plus the time to copy its bytes into fresh memory, may have waited for

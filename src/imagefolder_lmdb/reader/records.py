@@ -7,18 +7,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from imagefolder_lmdb.reader.file_checks import _ReadTxn
+from imagefolder_lmdb.reader.file_checks import LmdbReadTxn
 from imagefolder_lmdb.reader.format import Meta
 
 # A dataset's records come from one of three sources, each a small object of its own part below:
-# v1 records through LMDB (_LmdbRecords), v1 records by offset (_LocatedRecords, which hands the
-# records it cannot locate to an _LmdbRecords), and legacy pickles (_LegacyRecords). The dataset
+# v1 records through LMDB (LmdbRecords), v1 records by offset (LocatedRecords, which hands the
+# records it cannot locate to an LmdbRecords), and legacy pickles (_LegacyRecords). The dataset
 # never branches on which one it has. Sources hold no process-specific state (environments and
 # descriptors are in the per-process table), so they pickle with the dataset.
 
 #: Opens a read transaction of the dataset's file. The dataset passes its own (LMDBReader._transaction):
 #: it owns the file's lock settings and reader slots; a source opens at most one per batch.
-Begin = Callable[[], _ReadTxn]
+Begin = Callable[[], LmdbReadTxn]
 
 
 class RecordSource(Protocol):

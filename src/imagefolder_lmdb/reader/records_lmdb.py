@@ -1,4 +1,4 @@
-"""v1 records read through LMDB's memory map (``_LmdbRecords``): one read transaction per batch."""
+"""v1 records read through LMDB's memory map (``LmdbRecords``): one read transaction per batch."""
 
 from __future__ import annotations
 
@@ -7,16 +7,16 @@ from typing import Any
 import numpy as np
 
 from imagefolder_lmdb.reader.decoding import decode_stored
-from imagefolder_lmdb.reader.file_checks import _ReadTxn
+from imagefolder_lmdb.reader.file_checks import LmdbReadTxn
 from imagefolder_lmdb.reader.format import NOT_JPEG_CODES, FormatError, check_record, record_key
 from imagefolder_lmdb.reader.records import Begin
 
 
-class _LmdbRecords:
+class LmdbRecords:
     """v1 records read through LMDB's memory map, key ``record_key(i)``, one transaction per batch.
 
     The source of files without record locations, of files they do not fit, of ``lock=True``
-    readers, and of the records that _LocatedRecords cannot locate."""
+    readers, and of the records that LocatedRecords cannot locate."""
 
     legacy = False
     by_offset = False
@@ -50,7 +50,7 @@ class _LmdbRecords:
         with begin() as txn:
             return bytes(self._value(txn, index))
 
-    def _value(self, txn: _ReadTxn, index: int) -> bytes | memoryview:
+    def _value(self, txn: LmdbReadTxn, index: int) -> bytes | memoryview:
         data = txn.get(record_key(index))
         if data is None:
             raise FormatError(f"{self.path}: record {index} is missing; the file is damaged")

@@ -1,6 +1,6 @@
-"""v1 records read by offset (``_LocatedRecords``): one pread per record at the offsets of
+"""v1 records read by offset (``LocatedRecords``): one pread per record at the offsets of
 meta/locations, page-cache probes and fadvise hints for cold batches; records not located, and every
-record of a file whose locations do not fit, go to ``_LmdbRecords``."""
+record of a file whose locations do not fit, go to ``LmdbRecords``."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from imagefolder_lmdb.reader.decoding import LAZY, encoded_tensor_decode, lazy_j
 from imagefolder_lmdb.reader.format import Meta, check_record
 from imagefolder_lmdb.reader.handles import shared_fd
 from imagefolder_lmdb.reader.locations import LocationsWarning, locations_problem
-from imagefolder_lmdb.reader.offset_reads import _CAN_ADVISE, _CAN_PREAD, _CAN_PROBE, _fetch, _pread
+from imagefolder_lmdb.reader.offset_reads import CAN_ADVISE, CAN_PREAD, CAN_PROBE, fetch_record, pread_bytes
 from imagefolder_lmdb.reader.records import Begin
-from imagefolder_lmdb.reader.records_lmdb import _LmdbRecords
+from imagefolder_lmdb.reader.records_lmdb import LmdbRecords
 
 if TYPE_CHECKING:
     import torch
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 # is a synchronous read of its own. With the offsets the writer recorded, a record is one read,
 # and a batch's ranges are all requested from the kernel before the first is read, so the disk
 # (or the network filesystem) sees one deep queue. The offsets are trusted only after checking,
-# when the file is opened, that they were taken for this very file (_v1_records).
+# when the file is opened, that they were taken for this very file (v1_records).
 
 
 #: the disk; a one-byte probe of the next record then decides. Generous, so that cached reads rarely
@@ -57,7 +57,7 @@ def _hint_rest(fd: int, offsets: list[int], lengths: list[int], start: int = 0) 
     upcoming = next((offset for offset in offsets[start:] if offset), None)
     if upcoming is None:
         return True
-    if _CAN_PROBE and _cached(fd, upcoming):
+    if CAN_PROBE and _cached(fd, upcoming):
         return False  # cached after all (a slow read on a busy machine): asking would only cost time
     for offset, length in zip(offsets[start:], lengths[start:], strict=True):
         if offset:
@@ -65,16 +65,16 @@ def _hint_rest(fd: int, offsets: list[int], lengths: list[int], start: int = 0) 
     return True
 
 
-def _v1_records(
+def v1_records(
     path: str, env: lmdb.Environment, meta: Meta, lock: bool, crc_check: bool = True
-) -> _LmdbRecords | _LocatedRecords:
+) -> LmdbRecords | LocatedRecords:
     """The source of a v1 file: by offset if its recorded locations fit it (locations_problem), else
     through LMDB, with a one-time LocationsWarning; files without them (older ones) silently. With
     ``crc_check`` every record read is checked against meta/crc32 (DamagedRecordError)."""
-    through_lmdb = _LmdbRecords(path, meta.storage, meta.crc32 if crc_check else None)
+    through_lmdb = LmdbRecords(path, meta.storage, meta.crc32 if crc_check else None)
     # lock=True asks for LMDB's reader protocol, which protects a read from a concurrent writer;
     # reads by offset assume, as lock=False does, that the file does not change while it is read.
-    unusable = lock or not _CAN_PREAD or os.path.isdir(path)
+    unusable = lock or not CAN_PREAD or os.path.isdir(path)
     if unusable or meta.locations is None or "locations" not in meta.document:
         return through_lmdb
     fd, file_id = shared_fd(path)
@@ -85,23 +85,23 @@ def _v1_records(
             f"slower on a cold cache; `imagefolder-lmdb add-locations {path}` (in a checkout: "
             f"`python scripts/add_locations.py {path}`) writes them again for this file.",
             LocationsWarning,
-            stacklevel=4,  # _v1_records, _open_records, LMDBReader.__init__, the caller
+            stacklevel=4,  # v1_records, _open_records, LMDBReader.__init__, the caller
         )
         return through_lmdb
     if not meta.locations["offset"].any():
         return through_lmdb  # every record is inline in a leaf that holds meta (a tiny dataset)
     offsets = np.ascontiguousarray(meta.locations["offset"])
-    return _LocatedRecords(through_lmdb, offsets, np.ascontiguousarray(meta.locations["length"]), file_id)
+    return LocatedRecords(through_lmdb, offsets, np.ascontiguousarray(meta.locations["length"]), file_id)
 
 
-class _LocatedRecords:
+class LocatedRecords:
     """v1 records read with one pread each at the offsets recorded in meta/locations, checked when
-    the file was opened (_v1_records). Records not located (offset 0) are read through ``lmdb``,
+    the file was opened (v1_records). Records not located (offset 0) are read through ``lmdb``,
     and so is every record once the path names another file (replaced since it was opened)."""
 
     legacy = False
 
-    def __init__(self, lmdb: _LmdbRecords, offsets: np.ndarray, lengths: np.ndarray, file_id: tuple[int, int]) -> None:
+    def __init__(self, lmdb: LmdbRecords, offsets: np.ndarray, lengths: np.ndarray, file_id: tuple[int, int]) -> None:
         self.lmdb = lmdb
         self.offsets: np.ndarray | None = offsets  # uint64 per record, 0 = read through LMDB
         self.lengths: np.ndarray | None = lengths  # uint32 per record
@@ -136,7 +136,7 @@ class _LocatedRecords:
         if fd is None:
             return self.lmdb.get_bytes(index, begin)
         assert self.lengths is not None
-        data = _pread(fd, self.lengths.item(index), offset)
+        data = pread_bytes(fd, self.lengths.item(index), offset)
         check_record(self.lmdb.path, index, data, self.lmdb.crc32)
         return data
 
@@ -152,7 +152,7 @@ class _LocatedRecords:
             offset = self.offsets.item(index)
             if not offset:
                 return self.lmdb.read(positions, decode, begin, targets)
-            data = _fetch(fd, offset, self.lengths.item(index), decode)
+            data = fetch_record(fd, offset, self.lengths.item(index), decode)
             return [(self._decoded(data, index, decode), targets[index])]
         return self._read_located(fd, positions, decode, begin, targets)
 
@@ -168,7 +168,7 @@ class _LocatedRecords:
         assert self.offsets is not None and self.lengths is not None
         offsets, lengths = self.offsets[positions].tolist(), self.lengths[positions].tolist()
         # Not yet hinted; a batch whose first record is not cached is hinted before any read.
-        hint = _CAN_ADVISE and not _hint_rest(fd, offsets, lengths)
+        hint = CAN_ADVISE and not _hint_rest(fd, offsets, lengths)
         batch: list[Any] = []
         unlocated: list[int] = []
         for slot, (index, offset, length) in enumerate(zip(positions, offsets, lengths, strict=True)):
@@ -177,7 +177,7 @@ class _LocatedRecords:
                 unlocated.append(slot)
                 continue
             started = time.perf_counter()
-            data = _fetch(fd, offset, length, decode)
+            data = fetch_record(fd, offset, length, decode)
             if hint and _slow(time.perf_counter() - started, length):
                 hint = not _hint_rest(fd, offsets, lengths, start=slot + 1)
             batch.append((self._decoded(data, index, decode), targets[index]))
@@ -189,7 +189,7 @@ class _LocatedRecords:
 
     def _decoded(self, data: bytes | torch.Tensor, index: int, decode: str) -> Any:
         """Record ``index``'s bytes as read by offset (a tensor for decode="tensor"), checked, decoded."""
-        if decode == "tensor":  # read straight into a tensor (offset_reads._fetch)
+        if decode == "tensor":  # read straight into a tensor (offset_reads.fetch_record)
             encoded = cast("torch.Tensor", data)
             check_record(self.lmdb.path, index, encoded.numpy().data, self.lmdb.crc32)
             return encoded_tensor_decode(encoded, jpeg=self.lmdb.jpeg(index))
