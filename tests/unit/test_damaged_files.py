@@ -34,6 +34,7 @@ from imagefolder_lmdb.reader import (
     record_key,
 )
 from imagefolder_lmdb.reader.document import read_document
+from imagefolder_lmdb.reader.format import RECOPY_ADVICE
 from imagefolder_lmdb.writing.record_locations import add_locations_to_file
 from support.commands import run_script
 from support.datasets import random_values, write_dataset
@@ -137,9 +138,24 @@ def test_the_meta_document_alone_of_a_file_cut_short_is_none_not_a_crash(written
     assert in_child(lambda: {"document": read_document(str(written))}) == {"document": None}
 
 
-def test_a_damaged_second_meta_page(written: Path) -> None:
-    patch(written, 4096 + 16, b"\0\0\0\0")  # its magic number
-    assert in_child(opened(written))["error"].startswith(f"FormatError: {written}: LMDB meta page 1 is damaged.")
+@pytest.mark.parametrize(
+    ("offset", "damage", "problem"),
+    [
+        (4096 + 16, b"\0\0\0\0", "LMDB meta page 1 is damaged (no LMDB magic number)"),
+        (4096 + 20, struct.pack("<I", 2), "LMDB data format version 2; only version 1 (LMDB 0.9) is read"),
+        (4096, struct.pack("<Q", 7), "LMDB meta page 1 is damaged"),
+        (4096 + 16, struct.pack(">I", 0xBEEFC0DE), "a big-endian LMDB file; only little-endian files are supported"),
+        (4096 + 16 + 24, struct.pack("<I", 1000), "LMDB meta page 1 is damaged (page size 1000)"),
+    ],
+)
+def test_the_reader_and_the_page_walk_find_one_meta_page_damage_in_the_same_words(
+    written: Path, offset: int, damage: bytes, problem: str
+) -> None:
+    # one check of a meta page (reader/lmdb_layout.meta_problem), each worded into its own error
+    patch(written, offset, damage)
+    assert in_child(opened(written))["error"] == f"FormatError: {written}: {problem}. {RECOPY_ADVICE}"
+    with pytest.raises(ValueError, match=re.escape(problem)):
+        lmdb_pages.walk(written)
 
 
 def test_a_legacy_directory_cut_short_is_refused_naming_the_directory(tmp_path: Path) -> None:

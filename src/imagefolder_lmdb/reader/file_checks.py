@@ -17,20 +17,18 @@ import lmdb
 
 from imagefolder_lmdb.reader.format import RECOPY_ADVICE, FormatError
 from imagefolder_lmdb.reader.lmdb_layout import (
-    DATA_VERSION,
     F_BIGDATA,
     F_DUPDATA,
     MAGIC,
-    MAX_PAGE_SIZE,
     META_BYTES,
     NODE_FIELDS,
     NODE_HEADER,
     P_BRANCH,
     P_INVALID,
     P_LEAF,
-    P_META,
     PAGE_FIELDS,
     PAGE_HEADER,
+    meta_problem,
     unpack_meta,
 )
 
@@ -80,17 +78,11 @@ def _meta_page(fd: int, offset: int, number: int, where: str) -> LmdbHeader | No
         )
     if len(raw) < META_BYTES:
         return None
+    problem = meta_problem(raw, number)
+    if problem is not None:
+        raise FormatError(f"{where}: {problem}. {RECOPY_ADVICE}")
     fields = unpack_meta(raw)
     page_size, last_page, txnid = fields.free.pad, fields.last_pgno, fields.txnid
-    if fields.magic != MAGIC or not fields.flags & P_META:
-        raise FormatError(f"{where}: LMDB meta page {number} is damaged. {RECOPY_ADVICE}")
-    if fields.version != DATA_VERSION:
-        raise FormatError(
-            f"{where}: LMDB data format version {fields.version}; this LMDB library "
-            f"({'.'.join(map(str, lmdb.version()))}) reads version {DATA_VERSION}"
-        )
-    if not 512 <= page_size <= MAX_PAGE_SIZE or page_size & (page_size - 1) or last_page < 1:
-        raise FormatError(f"{where}: LMDB meta page {number} is damaged (page size {page_size}). {RECOPY_ADVICE}")
     return LmdbHeader(page_size, last_page, txnid, fields.main.root, fields.main.depth)
 
 

@@ -82,3 +82,30 @@ def unpack_meta(raw: bytes) -> MetaFields:
     main = Database(*DB.unpack_from(raw, start + DB.size))
     last_pgno, txnid = META_TAIL.unpack_from(raw, start + 2 * DB.size)
     return MetaFields(pgno, flags, magic, version, free, main, last_pgno, txnid)
+
+
+def meta_problem(raw: bytes, number: int) -> str | None:
+    """Why meta page ``number``, whose first META_BYTES bytes are ``raw``, is one LMDB would refuse
+    or crash on, in words; None where it reads. The one check of a meta page: the reader's file
+    checks and the page walk each word it into their own error."""
+    fields = unpack_meta(raw)
+    if fields.magic != MAGIC:
+        damaged = f"LMDB meta page {number} is damaged (no LMDB magic number)"
+        return _other_build(raw) or ("not an LMDB file (no LMDB magic number at its start)" if number == 0 else damaged)
+    if fields.version != DATA_VERSION:
+        return f"LMDB data format version {fields.version}; only version {DATA_VERSION} (LMDB 0.9) is read"
+    if fields.pgno != number or not fields.flags & P_META:
+        return f"LMDB meta page {number} is damaged"
+    page_size = fields.free.pad
+    if not 512 <= page_size <= MAX_PAGE_SIZE or page_size & (page_size - 1) or fields.last_pgno < 1:
+        return f"LMDB meta page {number} is damaged (page size {page_size})"
+    return None
+
+
+def _other_build(raw: bytes) -> str | None:
+    """An LMDB file this layout does not describe: its magic where another build puts it."""
+    if len(raw) >= PAGE_HEADER + 4 and struct.unpack_from(">I", raw, PAGE_HEADER)[0] == MAGIC:
+        return "a big-endian LMDB file; only little-endian files are supported"
+    if len(raw) >= 16 and struct.unpack_from("<I", raw, 12)[0] == MAGIC:
+        return "an LMDB file of a 32-bit build; only 64-bit files are supported"
+    return None

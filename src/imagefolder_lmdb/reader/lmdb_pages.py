@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,18 +32,16 @@ from typing import Any
 import numpy as np
 
 from imagefolder_lmdb.reader.lmdb_layout import (
-    DATA_VERSION,
     F_BIGDATA,
-    MAGIC,
     MDB_DUPSORT,
     NODE_HEADER,
     P_BRANCH,
     P_INVALID,
     P_LEAF,
-    P_META,
     PAGE_FIELDS,
     PAGE_HEADER,
     Database,
+    meta_problem,
     unpack_meta,
 )
 
@@ -100,19 +97,10 @@ def _read_page(fd: int, pgno: int, page_size: int) -> bytes:
 
 
 def _meta_page(page: bytes, pgno: int) -> MetaPage:
+    problem = meta_problem(page, pgno)
+    if problem is not None:
+        raise ValueError(problem)
     fields = unpack_meta(page)
-    if fields.magic != MAGIC:
-        if struct.unpack_from(">I", page, PAGE_HEADER)[0] == MAGIC:
-            raise ValueError("a big-endian LMDB file; only little-endian files are supported")
-        if struct.unpack_from("<I", page, 12)[0] == MAGIC:
-            raise ValueError("an LMDB file of a 32-bit build; only 64-bit files are supported")
-        raise ValueError("not an LMDB file (no LMDB magic number in its meta page)")
-    if fields.version != DATA_VERSION:
-        raise ValueError(
-            f"LMDB data format version {fields.version}; only version {DATA_VERSION} (LMDB 0.9) is supported"
-        )
-    if fields.pgno != pgno or not fields.flags & P_META:
-        raise ValueError(f"meta page {pgno} is damaged")
     free = fields.free
     return MetaPage(page_size=free.pad, main=fields.main, last_pgno=fields.last_pgno, txnid=fields.txnid, free=free)
 
