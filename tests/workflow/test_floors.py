@@ -27,7 +27,7 @@ FLOORS = REPO / "requirements-floors.txt"
 AT_THE_FLOORS = [
     "tests/unit/test_reader.py",
     "tests/unit/test_damaged_files.py",
-    "tests/unit/test_locations.py",
+    "tests/unit/test_record_locations.py",
     "tests/unit/test_verify.py",
     "tests/workflow/test_reader.py",
     "tests/workflow/test_package.py::test_installed_package_reads_a_dataset",

@@ -148,7 +148,7 @@ def test_getitems_reads_a_batch_in_one_transaction(converted: Converted, monkeyp
     monkeypatch.setattr(LMDBDataset, "_transaction", counting)
     indices: list[Any] = [7, 0, np.int64(3), torch.tensor(39), -1]
     batch = ds.__getitems__(indices)
-    assert len(opened) <= 1, "records read by offset need none (test_locations covers the mix)"
+    assert len(opened) <= 1, "records read by offset need none (test_record_locations covers the mix)"
     assert [target for _, target in batch] == [ds.targets[i] for i in (7, 0, 3, 39, 39)]
     assert [zlib.crc32(data) for data, _ in batch] == [int(ds.checksums[i]) for i in (7, 0, 3, 39, 39)]
     with pytest.raises(IndexError, match="out of range"):

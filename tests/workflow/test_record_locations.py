@@ -1,5 +1,5 @@
 """Record locations (meta/locations) of the workflow's own output: every record located, read by
-offset byte-equal to what LMDB holds (tests/unit/test_locations.py: every shape of tree, files the
+offset byte-equal to what LMDB holds (tests/unit/test_record_locations.py: every shape of tree, files the
 offsets do not fit)."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 for every shape of B-tree, and a file the offsets do not fit is detected and read through LMDB.
 
 The datasets here are written directly with the workflow's writer (LMDBWriter + encode_meta +
-add_locations, as write_meta does), which takes milliseconds; tests/workflow/test_locations.py
+add_locations, as write_meta does), which takes milliseconds; tests/workflow/test_record_locations.py
 checks the workflow's own output.
 """
 
