@@ -151,3 +151,30 @@ def test_cluster_page_lists_every_rule_resources() -> None:
     table = section((REPO / "docs" / "cluster.md").read_text(), "## Resources")
     rules = {path.stem for path in (REPO / "rules").glob("*.smk")} - {"common", "resume", "cluster"}
     assert set(re.findall(r"^\| (\w+) \| \d+ \| \d+ \|", table, re.M)) == rules
+
+
+def architecture_rows() -> list[set[str]]:
+    """The package's parts as docs/architecture.md's table lists them, top to bottom: the module or
+    subpackage names in backticks of each row's first cell (``__init__`` aside: it is no layer)."""
+    page = (REPO / "docs" / "architecture.md").read_text()
+    table = page.split("| subpackage or module | what it holds |", 1)[1].split("\n\n", 1)[0]
+    rows = []
+    for line in table.splitlines()[2:]:
+        names = {re.sub(r"(\.py|/)$", "", name) for name in re.findall(r"`([^`]+)`", line.split(" | ", 1)[0])}
+        if names - {"__init__"}:
+            rows.append(names - {"__init__"})
+    return rows
+
+
+def contract_layers() -> list[set[str]]:
+    """The layers contract of pyproject.toml, top to bottom; ``a | b`` is one layer of two parts."""
+    import tomllib
+
+    contracts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    layers = next(contract for contract in contracts if contract["id"] == "layers")["layers"]
+    return [{part.strip() for part in layer.split("|")} for layer in layers]
+
+
+def test_the_architecture_page_lists_the_layers_in_the_contracts_order() -> None:
+    # the page's picture of the layering is the one lint-imports checks, row for row
+    assert architecture_rows() == contract_layers()
