@@ -91,7 +91,7 @@ def _listing(store: Any, key: str) -> tuple[str, list[str]]:
         listed = obstore.list_with_delimiter(store, folder or None)
     except Exception as exc:  # noqa: BLE001 - the probe only tells cases apart
         text = str(exc)
-        if "NoSuchBucket" in text or "404" in text:
+        if "NoSuchBucket" in text or "ContainerNotFound" in text or "404" in text:
             return "nobucket", []
         if "403" in text or "AccessDenied" in text:
             return "denied", []
@@ -99,11 +99,23 @@ def _listing(store: Any, key: str) -> tuple[str, list[str]]:
     return "ok", [entry["path"] for entry in listed["objects"] if entry["path"].endswith(".lmdb")]
 
 
+def _create_command(url: str) -> str:
+    """The command that creates ``url``'s bucket (or Azure container), in its cloud's own tool."""
+    scheme, bucket = url.split(":", 1)[0].lower(), _bucket_of(url)
+    if scheme == "gs":
+        return f"`gcloud storage buckets create gs://{bucket}`"
+    if scheme in ("az", "azure", "abfs", "abfss", "adl"):
+        container = bucket.split("@", 1)[0]  # abfss://container@account.dfs.core.windows.net
+        return f"`az storage container create --name {container}`, with --connection-string for Azurite"
+    return f"`aws s3 mb s3://{bucket}`, with --endpoint-url for a local S3 server"
+
+
 def _no_bucket(url: str) -> NoSuchObjectError:
-    bucket = _bucket_of(url)
+    scheme, bucket = url.split(":", 1)[0].lower(), _bucket_of(url)
+    what = "container" if scheme in ("az", "azure", "abfs", "abfss", "adl") else "bucket"
     return NoSuchObjectError(
-        f"{url}: no such bucket {bucket!r}: create it first (`aws s3 mb s3://{bucket}`, with "
-        "--endpoint-url for a local S3 server), or correct the bucket's name"
+        f"{url}: no such {what} {bucket.split('@', 1)[0]!r}: create it first ({_create_command(url)}), "
+        f"or correct the {what}'s name"
     )
 
 
@@ -113,7 +125,7 @@ def _has_buckets(url: str) -> bool:
 
 
 def _missing(url: str, store: Any, key: str, text: str) -> BaseException:
-    if "NoSuchBucket" in text:
+    if "NoSuchBucket" in text or "ContainerNotFound" in text:  # S3's and Azure's words for it
         return _no_bucket(url)
     if not _has_buckets(url):
         return NoSuchObjectError(f"{url}: no such object (the server answers 404): check the URL")
