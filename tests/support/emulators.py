@@ -120,7 +120,7 @@ def azurite_binary() -> str:
     if not found or not shutil.which("node"):
         raise EmulatorMissing(
             "Azurite is not installed (no azurite-blob in .venv/azurite or on PATH, or no node): "
-            "`make .venv/azurite` installs it with npm (`npm install --prefix .venv/azurite azurite`)"
+            "`make .venv/azurite/.installed` installs it with npm (`make test` tries it first)"
         )
     return found
 

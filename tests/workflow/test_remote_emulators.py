@@ -115,22 +115,26 @@ def test_convert_publishes_to_azure_and_refuses_a_missing_container(
     azurite: Azurite, converted: Converted, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`convert DATA az://container/prefix`: uploaded through obstore's put (Azure's block upload),
-    read back and checked; the same command again uploads nothing."""
+    read back and checked; the same command again uploads nothing; into a missing container it
+    is refused, naming the command that creates it (the work folder kept: no conversion again)."""
     for name, value in azurite.env().items():
         monkeypatch.setenv(name, value)
     container = f"c{uuid.uuid4().hex[:12]}"
-    prefix = f"az://{container}/imagenet"
-    command = [CLI, "convert", str(converted.source), prefix, "--split", "train", "--work", str(tmp_path / "w")]
-    missing = subprocess.run([*command, "--cores", "1"], capture_output=True, text=True, check=False, cwd="/")
-    assert missing.returncode == 1
-    assert f"no such container '{container}': create it first (`az storage container create" in missing.stderr
     azurite.create_container(container)
-    done = subprocess.run([*command, "--cores", "1"], capture_output=True, text=True, check=False, cwd="/")
+
+    def publish(prefix: str) -> subprocess.CompletedProcess[str]:
+        command = [CLI, "convert", str(converted.source), prefix, "--split", "train", "--work", str(tmp_path / "w")]
+        return subprocess.run([*command, "--cores", "1"], capture_output=True, text=True, check=False, cwd="/")
+
+    done = publish(f"az://{container}/imagenet")
     assert done.returncode == 0, done.stderr[-3000:]
-    url = f"{prefix}/train.lmdb"
+    url = f"az://{container}/imagenet/train.lmdb"
     assert re.search(re.escape(url) + r": [\d.]+ MB, ETag \S+, uploaded in .* 40 records read back", done.stdout)
     local = LMDBReader(tmp_path / "w" / "train.lmdb", decode="bytes")
     remote = LMDBReader(url, decode="bytes")
     assert [remote.get_bytes(i) for i in range(len(remote))] == [local.get_bytes(i) for i in range(len(local))]
-    again = subprocess.run([*command, "--cores", "1"], capture_output=True, text=True, check=False, cwd="/")
+    again = publish(f"az://{container}/imagenet")
     assert again.returncode == 0 and f"{url}: up to date" in again.stdout, again.stdout + again.stderr
+    missing = publish(f"az://{container}x/imagenet")
+    assert missing.returncode == 1
+    assert f"no such container '{container}x': create it first (`az storage container create" in missing.stderr
