@@ -145,3 +145,19 @@ def test_a_missing_bucket_is_created_with_its_clouds_own_tool(url: str, said: st
     from imagefolder_lmdb.remote.problems import _no_bucket
 
     assert str(_no_bucket(url)).startswith(f"{url}: {said}")
+
+
+def test_a_refused_token_request_is_no_credentials_not_access_denied() -> None:
+    """GCS without credentials asks the metadata service for a token; a 403 from it (a sandbox's
+    firewall) is not the bucket refusing the keys: there are none. obstore's words, as it says them."""
+    from imagefolder_lmdb.remote.problems import RemoteAccessError, explain
+
+    text = (
+        "Generic GCS error: Error performing token request: Error performing GET http://169.254.169.254/"
+        "computeMetadata/v1/instance/service-accounts/default/token in 1.4ms - Server returned non-2xx "
+        "status code: 403 Forbidden: resolve_deny"
+    )
+    found = explain(RuntimeError(text), "gs://b/k.lmdb", None, "k.lmdb")
+    assert isinstance(found, RemoteAccessError)
+    assert str(found).startswith("gs://b/k.lmdb: no credentials or endpoint configured (none in the environment")
+    assert "set GOOGLE_APPLICATION_CREDENTIALS" in str(found)

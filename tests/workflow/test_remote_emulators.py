@@ -23,7 +23,7 @@ import pytest
 
 from imagefolder_lmdb.reader import LMDBDataset, LMDBReader
 from imagefolder_lmdb.remote.problems import NoSuchObjectError
-from support.emulators import Azurite, EmulatorMissing, FakeGCS
+from support.emulators import Azurite, EmulatorMissing, FakeGCS, free_port
 from support.workflow import Converted
 
 CLI = str(Path(sys.executable).with_name("imagefolder-lmdb"))
@@ -138,3 +138,21 @@ def test_convert_publishes_to_azure_and_refuses_a_missing_container(
     missing = publish(f"az://{container}x/imagenet")
     assert missing.returncode == 1
     assert f"no such container '{container}x': create it first (`az storage container create" in missing.stderr
+
+
+def test_an_azure_client_set_up_wrongly_is_named_with_its_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No account (obstore: a debug dump saying "Account must be specified"), and an emulator's
+    address where nothing listens (named by its variable): one line each, exit 1."""
+    for name in [name for name in os.environ if name.startswith(("AWS_", "GOOGLE_", "AZURE_", "AZURITE_"))]:
+        monkeypatch.delenv(name)
+    url = "az://datasets/imagenet/train.lmdb"
+    result = _cli("verify", url)
+    assert result.returncode == 1 and len(result.stdout.splitlines()) == 1, result.stdout + result.stderr
+    assert result.stdout.startswith(f"FAIL {url}: no Azure storage account configured: set AZURE_STORAGE_ACCOUNT_NAME")
+    closed = free_port()
+    monkeypatch.setenv("AZURE_STORAGE_USE_EMULATOR", "true")
+    monkeypatch.setenv("AZURITE_BLOB_STORAGE_URL", f"http://127.0.0.1:{closed}")
+    result = _cli("info", url)
+    assert result.returncode == 1, result.stdout + result.stderr
+    said = f"{url}: nothing answers at http://127.0.0.1:{closed} (AZURITE_BLOB_STORAGE_URL): connection refused"
+    assert said in result.stderr, result.stderr

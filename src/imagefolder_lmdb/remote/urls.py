@@ -94,7 +94,15 @@ def make_store(store_url: str, settings: Settings) -> Any:
                 f"the endpoint {endpoint} (AWS_ENDPOINT_URL) is plain http, which S3 clients refuse "
                 "unless told: set AWS_ALLOW_HTTP=true (or give an https:// endpoint)"
             )
-    return from_url(store_url, client_options=client, retry_config=retry)  # type: ignore[call-overload]  # plain dicts
+    try:
+        return from_url(store_url, client_options=client, retry_config=retry)  # type: ignore[call-overload]  # plain dicts
+    except Exception as exc:
+        if "Account must be specified" in str(exc):  # obstore's words, with a debug dump, and no fix
+            raise RemoteURLError(
+                "no Azure storage account configured: set AZURE_STORAGE_ACCOUNT_NAME (with AZURE_STORAGE_ACCOUNT_KEY "
+                "or a SAS token), or AZURE_STORAGE_USE_EMULATOR=true for Azurite"
+            ) from None
+        raise
 
 
 def _allows_http(store_url: str) -> bool:
