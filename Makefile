@@ -22,6 +22,21 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	$(BIN)/pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
+# Azurite, the Azure Blob emulator of the az:// tests (tests/support/emulators.py), from npm into the
+# venv. Best effort: without npm or its registry those tests skip and say why, and the next `make test`
+# tries again (the stamp is written only once it installed).
+AZURITE_VERSION := 3.35.0
+AZURITE := $(VENV)/azurite/.installed
+$(AZURITE): | $(STAMP)
+	@if ! command -v npm > /dev/null; then \
+	  echo "make: no npm, Azurite not installed: the az:// tests skip"; \
+	elif timeout 300 npm install --prefix $(VENV)/azurite --no-audit --no-fund --fetch-retries=1 \
+	    --fetch-timeout=30000 azurite@$(AZURITE_VERSION) > $(VENV)/azurite.log 2>&1; then \
+	  touch $@; \
+	else \
+	  echo "make: npm could not install Azurite ($(VENV)/azurite.log): the az:// tests skip"; \
+	fi
+
 data/demo/train:
 	$(BIN)/python -m benchmarks.make_images data/demo/train.incomplete --images 240 --classes 6 --seed 1
 	mv data/demo/train.incomplete data/demo/train
@@ -38,7 +53,7 @@ demo: $(STAMP) data/demo/train data/demo/val
 TEST_WORKERS ?= 3
 # Bytecode written once: each of the suite's ~2,000 rule jobs imports the package afresh, and where
 # PYTHONDONTWRITEBYTECODE is set (CI containers) it would compile it again every time.
-test: $(STAMP)
+test: $(STAMP) $(AZURITE)
 	$(BIN)/python -m compileall -q src scripts tests benchmarks > /dev/null
 	$(BIN)/python -m pytest tests -n $(TEST_WORKERS) --dist loadgroup
 

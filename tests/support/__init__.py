@@ -25,6 +25,8 @@ each other relatively, so both names work.
 - ``support.config_reference``: docs/configuration.md's tables, generated from config/schema.yaml.
 - ``support.package``: the working tree as a commit holds it, the wheel pip builds from it, a fresh
   venv to install it into.
+- ``support.emulators``: Azurite and fake-gcs-server on free loopback ports, for the gs:// and az://
+  tests; containers, buckets and objects made with plain HTTP requests.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from imagefolder_lmdb.remote.urls import RemoteURLError, Settings, make_store, s
 
 
 def test_urls_are_told_from_paths() -> None:
-    for url in ("s3://b/k.lmdb", "gs://b/k.lmdb", "az://acct/c/k.lmdb", "https://h/k.lmdb", "HTTP://h/k"):
+    for url in ("s3://b/k.lmdb", "gs://b/k.lmdb", "az://c/k.lmdb", "https://h/k.lmdb", "HTTP://h/k"):
         assert is_url(url), url
     for path in ("results/train.lmdb", "/data/s3:/x.lmdb", "C:/data/x.lmdb", "x.lmdb"):
         assert not is_url(path), path
@@ -32,7 +32,8 @@ def test_urls_are_told_from_paths() -> None:
     [
         ("s3://bucket/imagenet/train.lmdb", "s3://bucket", "imagenet/train.lmdb"),
         ("gs://bucket/train.lmdb", "gs://bucket", "train.lmdb"),
-        ("az://account/container/dir/train.lmdb", "az://account/container", "dir/train.lmdb"),
+        ("az://container/dir/train.lmdb", "az://container", "dir/train.lmdb"),
+        ("abfss://c@acct.dfs.core.windows.net/d/train.lmdb", "abfss://c@acct.dfs.core.windows.net", "d/train.lmdb"),
         ("http://127.0.0.1:8000/d/train.lmdb", "http://127.0.0.1:8000", "d/train.lmdb"),
     ],
 )
@@ -106,6 +107,20 @@ def test_an_http_endpoint_without_allow_http_names_the_variable(monkeypatch: pyt
         make_store("s3://bucket", Settings())
 
 
+def test_a_plain_http_gcs_endpoint_names_its_variable(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """An emulator is named in a service-account file (obstore's way); plain http needs GOOGLE_ALLOW_HTTP."""
+    account = tmp_path / "account.json"
+    account.write_text('{"gcs_base_url": "http://127.0.0.1:9", "disable_oauth": true}')
+    for name in ("AWS_ALLOW_HTTP", "GOOGLE_ALLOW_HTTP", "GOOGLE_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("GOOGLE_SERVICE_ACCOUNT", str(account))
+    with pytest.raises(RemoteURLError, match=r"GCS endpoint http://127.0.0.1:9 .* GOOGLE_ALLOW_HTTP=true"):
+        make_store("gs://bucket", Settings())
+    monkeypatch.setenv("GOOGLE_BASE_URL", "http://127.0.0.1:8")
+    with pytest.raises(RemoteURLError, match=r"GCS endpoint http://127.0.0.1:8 "):
+        make_store("gs://bucket", Settings())
+
+
 def test_parts_fit_s3s_10000_whatever_the_size() -> None:
     """ImageNet train's ~140 GB: obstore's default 5 MiB parts would stop at 48.8 GiB."""
     for size in (10**6, 140 * 10**9, 160 * 10**9, 5 * 10**12):
@@ -113,3 +128,36 @@ def test_parts_fit_s3s_10000_whatever_the_size() -> None:
         assert -(-size // part) <= 10_000 and part % (1 << 20) == 0 and 5 << 20 <= part <= 5 << 30, size
     assert part_size(140 * 10**9, smallest=16 << 20) == 16 << 20  # ~8,350 parts
     assert part_size(10**6, smallest=1) == 5 << 20  # never under S3's smallest part
+
+
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("s3://b/k.lmdb", "no such bucket 'b': create it first (`aws s3 mb s3://b`, with --endpoint-url"),
+        ("gs://b/k.lmdb", "no such bucket 'b': create it first (`gcloud storage buckets create gs://b`)"),
+        ("az://c/k.lmdb", "no such container 'c': create it first (`az storage container create --name c`"),
+        ("abfss://c@acct.dfs.core.windows.net/k.lmdb", "no such container 'c': create it first (`az storage"),
+    ],
+)
+def test_a_missing_bucket_is_created_with_its_clouds_own_tool(url: str, said: str) -> None:
+    """GCS and S3 answer a missing bucket with NoSuchBucket, Azure with ContainerNotFound (the emulators
+    test the latter; fake-gcs-server answers 500 where GCS says NoSuchBucket)."""
+    from imagefolder_lmdb.remote.problems import _no_bucket
+
+    assert str(_no_bucket(url)).startswith(f"{url}: {said}")
+
+
+def test_a_refused_token_request_is_no_credentials_not_access_denied() -> None:
+    """GCS without credentials asks the metadata service for a token; a 403 from it (a sandbox's
+    firewall) is not the bucket refusing the keys: there are none. obstore's words, as it says them."""
+    from imagefolder_lmdb.remote.problems import RemoteAccessError, explain
+
+    text = (
+        "Generic GCS error: Error performing token request: Error performing GET http://169.254.169.254/"
+        "computeMetadata/v1/instance/service-accounts/default/token in 1.4ms - Server returned non-2xx "
+        "status code: 403 Forbidden: resolve_deny"
+    )
+    found = explain(RuntimeError(text), "gs://b/k.lmdb", None, "k.lmdb")
+    assert isinstance(found, RemoteAccessError)
+    assert str(found).startswith("gs://b/k.lmdb: no credentials or endpoint configured (none in the environment")
+    assert "set GOOGLE_APPLICATION_CREDENTIALS" in str(found)

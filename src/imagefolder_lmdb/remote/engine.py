@@ -39,7 +39,7 @@ class Fetched:
 _stores: dict[tuple[int, str, Settings, tuple[tuple[str, str], ...]], Any] = {}
 _lock = threading.Lock()
 #: The environment variables a store reads its credentials and endpoint from.
-STORE_VARIABLES = ("AWS_", "GOOGLE_", "AZURE_")
+STORE_VARIABLES = ("AWS_", "GOOGLE_", "AZURE_", "AZURITE_")  # AZURITE_BLOB_STORAGE_URL: the emulator's address
 
 
 def store_environment() -> dict[str, str]:

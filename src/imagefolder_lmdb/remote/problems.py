@@ -51,7 +51,7 @@ def _first_line(exc: BaseException) -> str:
 
 def _requested(text: str) -> str | None:
     """The URL obstore's message says it requested (``Error performing GET http://h:p/b/k``)."""
-    found = re.search(r"Error performing \w+ (\S+)", text)
+    found = re.search(r"Error performing \w+ (https?://\S+)", text)  # not "Error performing token request:"
     return found.group(1) if found else None
 
 
@@ -91,7 +91,7 @@ def _listing(store: Any, key: str) -> tuple[str, list[str]]:
         listed = obstore.list_with_delimiter(store, folder or None)
     except Exception as exc:  # noqa: BLE001 - the probe only tells cases apart
         text = str(exc)
-        if "NoSuchBucket" in text or "404" in text:
+        if "NoSuchBucket" in text or "ContainerNotFound" in text or "404" in text:
             return "nobucket", []
         if "403" in text or "AccessDenied" in text:
             return "denied", []
@@ -99,11 +99,23 @@ def _listing(store: Any, key: str) -> tuple[str, list[str]]:
     return "ok", [entry["path"] for entry in listed["objects"] if entry["path"].endswith(".lmdb")]
 
 
+def _create_command(url: str) -> str:
+    """The command that creates ``url``'s bucket (or Azure container), in its cloud's own tool."""
+    scheme, bucket = url.split(":", 1)[0].lower(), _bucket_of(url)
+    if scheme == "gs":
+        return f"`gcloud storage buckets create gs://{bucket}`"
+    if scheme in ("az", "azure", "abfs", "abfss", "adl"):
+        container = bucket.split("@", 1)[0]  # abfss://container@account.dfs.core.windows.net
+        return f"`az storage container create --name {container}`, with --connection-string for Azurite"
+    return f"`aws s3 mb s3://{bucket}`, with --endpoint-url for a local S3 server"
+
+
 def _no_bucket(url: str) -> NoSuchObjectError:
-    bucket = _bucket_of(url)
+    scheme, bucket = url.split(":", 1)[0].lower(), _bucket_of(url)
+    what = "container" if scheme in ("az", "azure", "abfs", "abfss", "adl") else "bucket"
     return NoSuchObjectError(
-        f"{url}: no such bucket {bucket!r}: create it first (`aws s3 mb s3://{bucket}`, with "
-        "--endpoint-url for a local S3 server), or correct the bucket's name"
+        f"{url}: no such {what} {bucket.split('@', 1)[0]!r}: create it first ({_create_command(url)}), "
+        f"or correct the {what}'s name"
     )
 
 
@@ -113,7 +125,7 @@ def _has_buckets(url: str) -> bool:
 
 
 def _missing(url: str, store: Any, key: str, text: str) -> BaseException:
-    if "NoSuchBucket" in text:
+    if "NoSuchBucket" in text or "ContainerNotFound" in text:  # S3's and Azure's words for it
         return _no_bucket(url)
     if not _has_buckets(url):
         return NoSuchObjectError(f"{url}: no such object (the server answers 404): check the URL")
@@ -147,21 +159,44 @@ def _first_line_of(text: str) -> str:
     return code.group(1) if code else text.split("\n")[0][:120]
 
 
+def _metadata_service(target: str) -> bool:
+    """Whether ``target`` is the cloud's metadata service, asked for credentials when none are set."""
+    return any(part in target for part in ("/latest/api/token", "169.254.169.254", "/latest/meta-data"))
+
+
+def _no_credentials(url: str, target: str) -> RemoteAccessError:
+    return RemoteAccessError(
+        f"{url}: no credentials or endpoint configured (none in the environment, and the cloud's metadata "
+        f"service at {urlsplit(target).netloc} gave none): " + _credentials_hint(url)
+    )
+
+
+#: The variables that name each cloud's endpoint, as a refused connection names them.
+_ENDPOINT_VARIABLES = {
+    "gs": ("GOOGLE_BASE_URL", "GOOGLE_SERVICE_ACCOUNT"),
+    "az": ("AZURITE_BLOB_STORAGE_URL", "AZURE_STORAGE_ENDPOINT", "AZURE_ENDPOINT"),
+}
+
+
+def _endpoint_variable(url: str) -> str:
+    scheme = url.split(":", 1)[0].lower()
+    family = "az" if scheme in ("az", "azure", "abfs", "abfss", "adl") else scheme
+    names = _ENDPOINT_VARIABLES.get(family, ("AWS_ENDPOINT_URL",))
+    return next((f" ({name})" for name in names if os.environ.get(name)), "")
+
+
 def _sending(url: str, text: str) -> BaseException | None:
     """A request that never got an answer: the metadata service (no credentials) or the endpoint."""
     target = _requested(text) or ""
-    if "/latest/api/token" in target or "169.254.169.254" in target or "/latest/meta-data" in target:
-        return RemoteAccessError(
-            f"{url}: no credentials or endpoint configured (none in the environment, and the cloud's metadata "
-            f"service at {urlsplit(target).netloc} did not answer): " + _credentials_hint(url)
-        )
+    if _metadata_service(target):
+        return _no_credentials(url, target)
     if not target:
         return None
     why = refused(target)
     if why is None:
         return None  # it answers now: worth another try
     endpoint = f"{urlsplit(target).scheme}://{urlsplit(target).netloc}"
-    variable = " (AWS_ENDPOINT_URL)" if os.environ.get("AWS_ENDPOINT_URL") else ""
+    variable = _endpoint_variable(url)
     return UnreachableError(
         f"{url}: nothing answers at {endpoint}{variable}: {why.lower()}. Start the server, or correct the endpoint"
     )
@@ -184,6 +219,8 @@ def explain(exc: BaseException, url: str, store: Any, key: str) -> BaseException
     from obstore.exceptions import NotFoundError, PermissionDeniedError, UnauthenticatedError
 
     text = str(exc)
+    if _metadata_service(_requested(text) or ""):  # a token request refused or unanswered: none configured
+        return _no_credentials(url, _requested(text) or "")
     if isinstance(exc, (NotFoundError, FileNotFoundError)) or "404 Not Found" in text:
         return _missing(url, store, key, text)
     if isinstance(exc, (PermissionDeniedError, UnauthenticatedError)) or "403 Forbidden" in text:

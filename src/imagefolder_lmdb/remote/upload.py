@@ -224,7 +224,12 @@ def _upload_obstore(path: str, url: str, concurrency: int) -> str:
     store_url, key = store_and_key(url)
     size = os.path.getsize(path)
     store = _store(store_url, Settings(), url)
-    result = obstore.put(store, key, Path(path), chunk_size=part_size(size), max_concurrency=concurrency)
+    try:
+        result = obstore.put(store, key, Path(path), chunk_size=part_size(size), max_concurrency=concurrency)
+    except Exception as exc:  # noqa: BLE001 - one line with its fix, not obstore's debug dump
+        from .problems import _first_line, explain
+
+        raise explain(exc, url, store, key) or PublishError(f"{url}: the upload failed: {_first_line(exc)}") from None
     return str(result.get("e_tag") or "")
 
 

@@ -6,6 +6,9 @@ variables as the cloud's own tools): ``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS
 ``AWS_SESSION_TOKEN`` / ``AWS_REGION`` / ``AWS_ENDPOINT_URL`` (``AWS_ALLOW_HTTP=true`` for a plain
 http endpoint), ``AWS_SKIP_SIGNATURE=true`` for a public bucket; ``GOOGLE_SERVICE_ACCOUNT`` /
 ``GOOGLE_APPLICATION_CREDENTIALS``; ``AZURE_STORAGE_ACCOUNT_NAME`` / ``AZURE_STORAGE_ACCOUNT_KEY``.
+Emulators (docs/training.md): ``AZURE_STORAGE_USE_EMULATOR=true`` (Azurite; ``AZURITE_BLOB_STORAGE_URL``
+for another port); a ``GOOGLE_SERVICE_ACCOUNT`` file with ``gcs_base_url`` and ``disable_oauth``
+(fake-gcs-server), with ``GOOGLE_ALLOW_HTTP=true`` for a plain-http one.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ class RemoteURLError(ValueError):
 def check_url(url: str) -> None:
     """RemoteURLError naming what is wrong with ``url`` and how to write it, or nothing."""
     scheme, _, rest = url.partition(":")
-    known = "s3://bucket/key, gs://bucket/key, az://account/container/key, http(s)://host/path"
+    known = "s3://bucket/key, gs://bucket/key, az://container/key, http(s)://host/path"
     if scheme.lower() not in KNOWN_SCHEMES:
         meant = _MEANT.get(scheme.lower())
         hint = f"did you mean {meant}://? " if meant else ""
@@ -56,14 +59,14 @@ def check_url(url: str) -> None:
 
 
 def store_and_key(url: str) -> tuple[str, str]:
-    """(the URL of the store's root, the object's key in it): ``s3://b/k/x.lmdb`` -> ``s3://b``, ``k/x.lmdb``."""
+    """(the URL of the store's root, the object's key in it): ``s3://b/k/x.lmdb`` -> ``s3://b``, ``k/x.lmdb``.
+
+    The host part is the bucket, or for Azure the container (``az://container/key``, the account from
+    AZURE_STORAGE_ACCOUNT_NAME; ``abfss://container@account.dfs.core.windows.net/key``), as obstore
+    and fsspec read them: a store URL with a path would make obstore take that path for a prefix."""
     check_url(url)
     parts = urlsplit(url)
-    key = parts.path.lstrip("/")
-    if parts.scheme.lower() in ("az", "azure", "abfs", "abfss", "adl") and "/" in key and "@" not in parts.netloc:
-        container, _, key = key.partition("/")  # az://account/container/key
-        return f"{parts.scheme}://{parts.netloc}/{container}", key
-    return f"{parts.scheme}://{parts.netloc}", key
+    return f"{parts.scheme}://{parts.netloc}", parts.path.lstrip("/")
 
 
 def make_store(store_url: str, settings: Settings) -> Any:
@@ -79,9 +82,11 @@ def make_store(store_url: str, settings: Settings) -> Any:
     timeout = f"{max(1, int(settings.timeout_s * 1000))}ms"
     client = {"timeout": timeout, "connect_timeout": "5s", "pool_max_idle_per_host": str(settings.max_in_flight)}
     # Client options given here replace those obstore reads from the environment: keep AWS_ALLOW_HTTP
-    # (a plain-http S3 endpoint); a plain-http URL says so itself.
-    if store_url.lower().startswith("http://") or os.environ.get("AWS_ALLOW_HTTP", "").lower() == "true":
+    # (a plain-http S3 endpoint) and its GOOGLE_ / AZURE_ twins; a plain-http URL says so itself.
+    if store_url.lower().startswith("http://") or _allows_http(store_url):
         client["allow_http"] = "true"
+    elif store_url.lower().startswith("gs://"):
+        _refuse_plain_http_gcs()
     elif store_url.lower().startswith(("s3://", "s3a://")):
         endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or ""
         if endpoint.lower().startswith("http://"):  # obstore says only "builder error"
@@ -89,4 +94,44 @@ def make_store(store_url: str, settings: Settings) -> Any:
                 f"the endpoint {endpoint} (AWS_ENDPOINT_URL) is plain http, which S3 clients refuse "
                 "unless told: set AWS_ALLOW_HTTP=true (or give an https:// endpoint)"
             )
-    return from_url(store_url, client_options=client, retry_config=retry)  # type: ignore[call-overload]  # plain dicts
+    try:
+        return from_url(store_url, client_options=client, retry_config=retry)  # type: ignore[call-overload]  # plain dicts
+    except Exception as exc:
+        if "Account must be specified" in str(exc):  # obstore's words, with a debug dump, and no fix
+            raise RemoteURLError(
+                "no Azure storage account configured: set AZURE_STORAGE_ACCOUNT_NAME (with AZURE_STORAGE_ACCOUNT_KEY "
+                "or a SAS token), or AZURE_STORAGE_USE_EMULATOR=true for Azurite"
+            ) from None
+        raise
+
+
+def _allows_http(store_url: str) -> bool:
+    """Whether the variable of ``store_url``'s cloud (or AWS_ALLOW_HTTP, as before) allows plain http."""
+    own = "GOOGLE_ALLOW_HTTP" if store_url.lower().startswith("gs://") else "AZURE_ALLOW_HTTP"
+    return any(os.environ.get(name, "").lower() == "true" for name in ("AWS_ALLOW_HTTP", own))
+
+
+def _gcs_base_url() -> str:
+    """The GCS endpoint configured: GOOGLE_BASE_URL, else the service-account file's ``gcs_base_url``
+    (how an emulator is named), else ''."""
+    import json
+
+    if os.environ.get("GOOGLE_BASE_URL"):
+        return os.environ["GOOGLE_BASE_URL"]
+    path = os.environ.get("GOOGLE_SERVICE_ACCOUNT") or os.environ.get("GOOGLE_SERVICE_ACCOUNT_PATH") or ""
+    try:
+        with open(path, encoding="utf-8") as file:
+            found = json.load(file).get("gcs_base_url")
+    except (OSError, ValueError, AttributeError):
+        return ""  # obstore names a missing or unreadable file itself
+    return found if isinstance(found, str) else ""
+
+
+def _refuse_plain_http_gcs() -> None:
+    """RemoteURLError for a plain-http GCS endpoint not allowed (obstore would say only "builder error")."""
+    endpoint = _gcs_base_url()
+    if endpoint.lower().startswith("http://"):
+        raise RemoteURLError(
+            f"the GCS endpoint {endpoint} (GOOGLE_BASE_URL or the service account's gcs_base_url) is plain "
+            "http, which the client refuses unless told: set GOOGLE_ALLOW_HTTP=true (or give an https:// endpoint)"
+        )
