@@ -129,9 +129,13 @@ def source_files(wildcards) -> list[str]:
     return source_files(split["source"])
 
 
+# Each rule's params: its split's settings (src/imagefolder_lmdb/config/step_settings.py), made from
+# the checked config as plain data; the rule's step reads them back as one typed object.
+
+
 def extract_settings(wildcards) -> dict:
-    """Rule extract's one param: the split's ExtractSettings (src/imagefolder_lmdb/config/step_settings.py),
-    with the class list it shares (only those classes are read) and its folder's stamp.
+    """Rule extract's one param: the split's ExtractSettings, with the class list it shares (only
+    those classes are read) and its folder's stamp.
     """
     split = split_config(wildcards)
     wanted = CLASS_PLAN.wanted(wildcards.split)
@@ -159,6 +163,26 @@ def merge_settings(wildcards) -> dict:
     return step_settings.merge_settings(
         wildcards.split, split_config(wildcards)
     ).as_param()
+
+
+def encode_shard_params(wildcards) -> dict:
+    """Rule encode_shard's params: the split's EncodeShardSettings."""
+    return step_settings.encode_shard_params(split_config(wildcards), config)
+
+
+def write_meta_params(wildcards) -> dict:
+    """Rule write_meta's params: its WriteMetaSettings."""
+    return step_settings.write_meta_params(config)
+
+
+def verify_params(wildcards) -> dict:
+    """Rule verify's params: its VerifySettings."""
+    return step_settings.verify_params(config)
+
+
+def step_param(params, name: str):
+    """Input function: the param ``name`` of those ``params(wildcards)`` makes."""
+    return lambda wildcards: params(wildcards)[name]
 
 
 def made_from_file(wildcards) -> list[str]:
@@ -202,11 +226,6 @@ def benchmark_files(wildcards) -> list[str]:
     return per_split + part_files(PATHS.benchmark("encode_shard", shard=SHARD))(
         wildcards
     )
-
-
-def encode_settings() -> dict:
-    """What decides the stored bytes; a change reruns the encoding."""
-    return dict(config["encode"])
 
 
 def print_summary(config: dict) -> None:

@@ -23,7 +23,7 @@ rule encode_shard:
         mem_mb=per_attempt(1500),
         runtime=per_attempt(60),
     params:
-        shards=lambda wildcards: split_config(wildcards)["shards"],
-        encode=encode_settings(),
+        shards=step_param(encode_shard_params, "shards"),
+        encode=step_param(encode_shard_params, "encode"),
     script:
         "../scripts/encode_shard.py"

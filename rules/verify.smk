@@ -28,8 +28,8 @@ rule verify:
         mem_mb=per_attempt(2000),
         runtime=per_attempt(60),  # verify.all decodes every image: ~20 min for ImageNet train
     params:
-        sample=config["verify"]["sample"],
-        all=config["verify"]["all"],
-        seed=config["verify"]["seed"],
+        sample=step_param(verify_params, "sample"),
+        all=step_param(verify_params, "all"),
+        seed=step_param(verify_params, "seed"),
     script:
         "../scripts/verify.py"

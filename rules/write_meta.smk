@@ -21,6 +21,6 @@ rule write_meta:
         mem_mb=per_attempt(4000),
         runtime=per_attempt(60),
     params:
-        encode=encode_settings(),
+        encode=step_param(write_meta_params, "encode"),
     script:
         "../scripts/write_meta.py"

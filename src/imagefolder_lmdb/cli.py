@@ -267,11 +267,11 @@ def convert_parsed(args: argparse.Namespace, passed: list[str], parser: argparse
         options = run_options(args.cores, args.profile, passed)
         request = None
         if args.source is not None and args.outdir is not None:
-            splits = [name for name in (args.splits or "").split(",") if name]
-            settings = command_settings(args)
             request = command_request(
-                args.source, args.outdir, args.split, args.layout, splits, args.work, settings,
-                args.overwrite, args.classes_from, True, args.cores, args.profile,
+                source=args.source, outdir=args.outdir, split=args.split, layout=args.layout,
+                splits=[name for name in (args.splits or "").split(",") if name], work=args.work,
+                settings=command_settings(args), overwrite=args.overwrite, classes_from=args.classes_from,
+                cli=True, cores=args.cores, profile=args.profile,
             )  # fmt: skip
         if args.configfile is not None and request is None:
             refuse_settings_with_configfile(args)

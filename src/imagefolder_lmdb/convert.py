@@ -24,7 +24,7 @@ import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from imagefolder_lmdb.run.launch import (
     PROFILES,
@@ -39,6 +39,9 @@ from imagefolder_lmdb.run.launch import (
 )
 from imagefolder_lmdb.run.made_from import RECORDED_VARIABLE
 from imagefolder_lmdb.run.paths import RunPaths
+
+if TYPE_CHECKING:
+    from imagefolder_lmdb.run.plan import ConvertRequest
 
 __all__ = [
     "PROFILES",
@@ -144,10 +147,10 @@ def convert(
     Interrupted: KeyboardInterrupt once Snakemake and its jobs have stopped (SIGTERM: run/launch.py).
     """
     destination, outdir, work = url_outdir(source, outdir, work)  # checks Snakemake too
-    settings = python_settings(config, shards)
     with interruptible_call():  # SOURCE is listed before Snakemake starts: a signal stops that too
-        request = None if source is None or outdir is None else command_request(
-            source, outdir, split, layout, splits, work, settings, overwrite, classes_from, False, cores, profile
+        request = command_request(
+            source=source, outdir=outdir, split=split, layout=layout, splits=splits, work=work, cores=cores, cli=False,
+            settings=python_settings(config, shards), overwrite=overwrite, classes_from=classes_from, profile=profile,
         )  # fmt: skip
         run = plan_run(request, outdir, work, configfile, run_options(cores, profile, snakemake_args))
         return published(run_planned(run, clean, bool(snakemake_args), verbose, python=True), destination, overwrite)
@@ -302,8 +305,9 @@ def put_back(kept: dict[str, str]) -> None:
 
 
 def command_request(
-    source: PathLike | Sequence[PathLike],
-    outdir: PathLike,
+    *,
+    source: PathLike | Sequence[PathLike] | None,
+    outdir: PathLike | None,
     split: str | None,
     layout: str,
     splits: Sequence[str],
@@ -312,30 +316,35 @@ def command_request(
     overwrite: bool,
     classes_from: PathLike | None,
     cli: bool,
-    cores: int | str | None = None,
-    profile: str | None = None,
-) -> Any:
-    """What ``convert SOURCE OUTDIR`` asks for (src/imagefolder_lmdb/run/plan.py plans it)."""
-    from imagefolder_lmdb.run.plan import PROFILE_CORES, Request
+    cores: int | str | None,
+    profile: str | None,
+) -> ConvertRequest | None:
+    """What ``convert SOURCE OUTDIR`` asks for, a ConvertRequest (src/imagefolder_lmdb/run/plan.py plans
+    it): made here once, from the command line's arguments (cli.py) or ``convert()``'s keywords; the
+    paths as strings, the cores a profile's cluster's where --cores is not given. None without SOURCE
+    and OUTDIR (a config file's run)."""
+    from imagefolder_lmdb.run.plan import PROFILE_CORES, ConvertRequest
 
+    if source is None or outdir is None:
+        return None
     given = os.fspath(source) if isinstance(source, str | os.PathLike) else [os.fspath(p) for p in source]
-    return Request(
-        given,
-        os.fspath(outdir),
-        split,
-        layout,
-        tuple(splits),
-        None if work is None else os.fspath(work),
-        tuple(settings),
-        overwrite,
-        None if classes_from is None else os.fspath(classes_from),
-        cli,
-        PROFILE_CORES if cores is None and profile is not None else cores,
+    return ConvertRequest(
+        source=given,
+        outdir=os.fspath(outdir),
+        split=split,
+        layout=layout,
+        splits=tuple(splits),
+        work=None if work is None else os.fspath(work),
+        settings=tuple(settings),
+        overwrite=overwrite,
+        classes_from=None if classes_from is None else os.fspath(classes_from),
+        cli=cli,
+        cores=PROFILE_CORES if cores is None and profile is not None else cores,
     )
 
 
 def plan_run(
-    request: Any,
+    request: ConvertRequest | None,
     outdir: PathLike | None,
     work: PathLike | None,
     configfile: PathLike | None,

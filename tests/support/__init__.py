@@ -23,6 +23,7 @@ each other relatively, so both names work.
 - ``support.readme``: README.md and docs/*.md as the tests read them: runnable blocks, sections,
   headings, links.
 - ``support.config_reference``: docs/configuration.md's tables, generated from config/schema.yaml.
+- ``support.settings``: settings as the schema's defaults make them (``encode_settings(quality=90)``).
 - ``support.package``: the working tree as a commit holds it, the wheel pip builds from it, a fresh
   venv to install it into.
 - ``support.emulators``: Azurite and fake-gcs-server on free loopback ports, for the gs:// and az://

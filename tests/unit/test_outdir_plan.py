@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from imagefolder_lmdb.run.existing import Existing, differences
-from imagefolder_lmdb.run.plan import PlanError, Request, plan, split_note, splits_of
+from imagefolder_lmdb.run.plan import ConvertRequest, PlanError, plan, split_note, splits_of
 from imagefolder_lmdb.run.shards import choose_shards
 
 ENCODE = {"quality": 95, "on_error": "fail"}
@@ -26,15 +26,15 @@ def class_folders(root: Path) -> Path:
 
 def test_a_lone_folder_named_after_a_split_is_that_split_and_says_so(tmp_path: Path) -> None:
     val = class_folders(tmp_path / "data" / "val")
-    request = Request(str(val), str(tmp_path / "out"))
+    request = ConvertRequest(source=str(val), outdir=str(tmp_path / "out"))
     splits = splits_of(request)
     assert list(splits) == ["val"] and splits["val"]["source"] == str(val)
     assert split_note(request, splits) == [
         f"{val}: treated as split 'val', after its folder's name (--split NAME to choose)"
     ]
     flat = class_folders(tmp_path / "flat")
-    assert list(splits_of(Request(str(flat), str(tmp_path / "out")))) == ["train"]
-    assert list(splits_of(Request(str(val), str(tmp_path / "out"), split="test"))) == ["test"]
+    assert list(splits_of(ConvertRequest(source=str(flat), outdir=str(tmp_path / "out")))) == ["train"]
+    assert list(splits_of(ConvertRequest(source=str(val), outdir=str(tmp_path / "out"), split="test"))) == ["test"]
 
 
 def existing(skipped: list[dict[str, Any]], on_error: str = "fail") -> Existing:
@@ -71,4 +71,4 @@ def test_cores_below_one_are_refused_before_anything_runs(tmp_path: Path) -> Non
     flat = class_folders(tmp_path / "flat")
     for cores, cli, words in [(0, True, "--cores 0"), ("-1", True, "--cores -1"), ("x", False, "cores=... x")]:
         with pytest.raises(PlanError, match=f"^{re.escape(words)}: give a whole number of at least 1, or all$"):
-            plan(Request(str(flat), str(tmp_path / "out"), cli=cli, cores=cores))
+            plan(ConvertRequest(source=str(flat), outdir=str(tmp_path / "out"), cli=cli, cores=cores))

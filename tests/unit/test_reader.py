@@ -17,9 +17,10 @@ from PIL import Image
 
 from imagefolder_lmdb.reader import STORAGE_CODES, FormatError, LMDBDataset, dataset, decoding, memory, record_key
 from imagefolder_lmdb.writing import lmdb_writer
-from imagefolder_lmdb.writing.reencode import EncodeSettings, encode_image
+from imagefolder_lmdb.writing.reencode import encode_image
 from support import REPO
 from support.datasets import pil_as_tensor
+from support.settings import encode_settings
 
 
 def test_refuses_a_file_that_is_not_lmdb(tmp_path: Path) -> None:
@@ -168,7 +169,7 @@ def storage_kinds() -> dict[str, tuple[bytes, int]]:
     kinds = {}
     for name, data in sources.items():
         for reencode in ("auto", "always", "never"):
-            stored = encode_image(data, EncodeSettings(reencode=reencode))
+            stored = encode_image(data, encode_settings(reencode=reencode))
             kinds[f"{name}, reencode {reencode}"] = (stored.value, stored.storage)
     return kinds
 

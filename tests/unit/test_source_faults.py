@@ -23,9 +23,10 @@ from imagefolder_lmdb.sources.parquet import ParquetSourceError, check_has_image
 from imagefolder_lmdb.sources.tree import FolderLinkError, scan_folder
 from imagefolder_lmdb.steps.encode_shard import SourceReadError, read_and_encode
 from imagefolder_lmdb.work.files import Sample
-from imagefolder_lmdb.writing.reencode import BadImageError, EncodeSettings, encode_image, jpeg_end
+from imagefolder_lmdb.writing.reencode import BadImageError, encode_image, jpeg_end
 from support.images import jpeg_bytes
 from support.parquet import Row, write_hf_parquet
+from support.settings import encode_settings
 
 
 def jpeg_with(**options: object) -> bytes:
@@ -43,7 +44,7 @@ def test_the_end_of_a_jpeg_is_found_past_any_trailer_and_never_in_a_cut_one(opti
     trailer = bytes(5000) + b"\xff\xd9" + bytes(3000)  # a trailer that holds one too
     assert jpeg_end(data) == len(data) == jpeg_end(data + trailer)
     assert all(jpeg_end(data[:cut]) is None for cut in range(2, len(data) - 1, 97))
-    header = EncodeSettings(check="header")
+    header = encode_settings(check="header")
     assert encode_image(data + bytes(6000), header).value == data + bytes(6000)
     with pytest.raises(OSError, match="JPEG has no end-of-image marker: the file is truncated"):
         encode_image(data[: len(data) * 3 // 4], header)
@@ -71,7 +72,7 @@ def test_a_read_error_is_never_a_bad_image(code: int, name: str, on_error: str) 
     error = OSError(code, os.strerror(code))
     sample = Sample(3, 0, "n01/x.JPEG")
     with pytest.raises(SourceReadError) as raised:
-        read_and_encode(FailingReader(error), sample, EncodeSettings(on_error=on_error))
+        read_and_encode(FailingReader(error), sample, encode_settings(on_error=on_error))
     message = str(raised.value)
     assert message.startswith(f"/data/train/n01/x.JPEG: cannot be read: {error.strerror} (errno {code}, {name}).")
     assert "never skipped as one, whatever encode.on_error says" in message
@@ -83,7 +84,7 @@ def test_a_decode_error_is_a_bad_image(tmp_path: Path) -> None:
     (tmp_path / "n01").mkdir()
     (tmp_path / "n01" / "x.JPEG").write_bytes(jpeg_bytes(1)[:900])
     with pytest.raises(BadImageError, match=r"x\.JPEG: OSError: image file is truncated"):
-        read_and_encode(FileReader(str(tmp_path)), Sample(0, 0, "n01/x.JPEG"), EncodeSettings())
+        read_and_encode(FileReader(str(tmp_path)), Sample(0, 0, "n01/x.JPEG"), encode_settings())
 
 
 # -- images too large for JPEG, and the format version of files that hold them -----------------------
@@ -93,14 +94,14 @@ def test_an_image_too_large_for_jpeg_becomes_a_png_and_its_file_version_2() -> N
     for size in [(70000, 1), (1, 65501)]:
         buffer = io.BytesIO()
         Image.new("L", size, 200).save(buffer, format="TIFF")  # not a JPEG, so it is re-encoded
-        encoded = encode_image(buffer.getvalue(), EncodeSettings())
+        encoded = encode_image(buffer.getvalue(), encode_settings())
         assert encoded.storage == STORAGE_CODES["reencoded:png-too-large-for-jpeg"]
         assert (encoded.width, encoded.height) == size
         stored = Image.open(io.BytesIO(encoded.value))
         assert stored.format == "PNG" and stored.mode == "RGB" and stored.getpixel((0, 0)) == (200, 200, 200)
     widest = io.BytesIO()
     Image.new("RGB", (65500, 1), (9, 90, 200)).save(widest, format="JPEG")
-    at_limit = encode_image(widest.getvalue(), EncodeSettings(reencode="always"))
+    at_limit = encode_image(widest.getvalue(), encode_settings(reencode="always"))
     assert at_limit.storage == STORAGE_CODES["reencoded:always"], "65,500 still fits a JPEG"
     assert format_version_of([0, 1, 8]) == 1 and format_version_of([]) == 1
     assert format_version_of([0, STORAGE_CODES["reencoded:png-too-large-for-jpeg"]]) == 2

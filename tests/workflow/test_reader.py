@@ -33,8 +33,9 @@ from imagefolder_lmdb.reader import (
     close_all_envs,
     shared_env,
 )
-from imagefolder_lmdb.writing.reencode import EncodeSettings, encode_image
+from imagefolder_lmdb.writing.reencode import encode_image
 from support.datasets import pil_as_tensor
+from support.settings import encode_settings
 from support.workflow import Converted
 
 
@@ -82,7 +83,7 @@ def test_root_finds_each_source_file_as_imagefolder_does(converted: Converted) -
         with open(os.path.join(ds.root, path), "rb") as stream:
             source = stream.read()
         # the file the record was made from: stored as it is, or re-encoded from it, deterministically
-        assert encode_image(source, EncodeSettings()).value == ds.get_bytes(index), path
+        assert encode_image(source, encode_settings()).value == ds.get_bytes(index), path
     assert {ds.storage_reason(i) for i in range(len(ds))} > {"passthrough"}, "re-encoded records checked too"
 
 

@@ -201,18 +201,40 @@ def summary_line(output: str, meta: Meta) -> str:
     )
 
 
+def encode_defaults() -> dict[str, Any]:
+    """The schema's encode defaults (config/schema.yaml, the one home of defaults, read with PyYAML)."""
+    try:
+        from imagefolder_lmdb.config.schema import load_schema, section_defaults
+    except ImportError as exc:  # an install without the convert extra has no PyYAML
+        raise SystemExit(
+            f"convert-legacy reads its defaults from the config schema, which needs PyYAML ({exc}): "
+            "pip install 'imagefolder-lmdb[convert]'"
+        ) from None
+    from imagefolder_lmdb.run.workflow_folder import workflow_folder
+
+    return section_defaults(load_schema(str(workflow_folder() / "config" / "schema.yaml")), "encode")
+
+
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    defaults = encode_defaults()  # the rest of the settings, as a config without an encode section has them
     parser = argparse.ArgumentParser(
         prog=prog, description="Convert a legacy folder2lmdb (pickle) LMDB to imagefolder-lmdb v1."
     )
     parser.add_argument("input", help="the legacy LMDB (file, or directory holding data.mdb)")
     parser.add_argument("output", help="the .lmdb file to write; must not exist")
     parser.add_argument("--classes", help="text file, one class name per line; line k names label k")
-    parser.add_argument("--quality", type=int, default=95, help="JPEG quality of re-encoded images (default 95)")
-    parser.add_argument("--reencode", choices=("auto", "always"), default="auto", help="as encode.reencode")
-    parser.add_argument("--on-error", choices=("fail", "skip"), default="fail", help="as encode.on_error")
+    parser.add_argument(
+        "--quality",
+        type=int,
+        default=defaults["quality"],
+        help=f"JPEG quality of re-encoded images (default {defaults['quality']})",
+    )
+    reencode, on_error = defaults["reencode"], defaults["on_error"]
+    parser.add_argument("--reencode", choices=("auto", "always"), default=reencode, help="as encode.reencode")
+    parser.add_argument("--on-error", choices=("fail", "skip"), default=on_error, help="as encode.on_error")
     args = parser.parse_args(argv)
-    settings = EncodeSettings(reencode=args.reencode, quality=args.quality, on_error=args.on_error)
+    given = {"reencode": args.reencode, "quality": args.quality, "on_error": args.on_error}
+    settings = EncodeSettings.from_config({**defaults, **given})
     try:
         meta = convert(args.input, args.output, settings, args.classes)
     except (LegacyConvertError, FormatError, FileNotFoundError, lmdb.Error) as exc:

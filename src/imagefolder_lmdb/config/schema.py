@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import copy
 import difflib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import yaml
@@ -29,6 +29,14 @@ EXPECTED = {
 def load_schema(path: str) -> dict[str, Any]:
     with open(path, encoding="utf-8") as stream:
         return yaml.safe_load(stream)
+
+
+def section_defaults(schema: Mapping[str, Any], section: str) -> dict[str, Any]:
+    """The default of every key of the config's top-level ``section`` (``encode``: reencode auto,
+    quality 95, ...), as the schema gives them: the one home of defaults, for a command without a
+    config (convert-legacy)."""
+    properties = schema["properties"][section]["properties"]
+    return {key: copy.deepcopy(spec["default"]) for key, spec in properties.items()}
 
 
 def schema_problems(config: dict[str, Any], schema: dict[str, Any]) -> list[Problem]:

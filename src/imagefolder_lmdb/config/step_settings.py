@@ -1,36 +1,62 @@
-"""A split's settings as each step takes them: one typed shape per rule, built from the checked
-config by rules/common.smk and read back by the step (``from_param``).
+"""A split's settings as each rule's step takes them: one typed object per rule (``ExtractSettings``,
+``CountSettings``, ``EncodeShardSettings``, ``MergeSettings``, ``WriteMetaSettings``,
+``VerifySettings``), made here from the checked config and read back by the step from the rule's
+params (``<Rule>Settings.from_params(snakemake.params)``). Rule report_split has none: its one param
+is a folder of the work tree, a path like its inputs.
 
 Snakemake compares a job's params with the last run's to decide what to run again, and it can only
-compare plain values: so a rule's param is the shape ``as_param`` makes of it (a dict), never the
-object. A change to any field of a rule's settings runs that rule again; nothing else does.
+compare plain values: so a rule's params are plain data, never the object, and rules/common.smk
+makes them here (``as_param``, ``<rule>_params``). It compares each param's ``repr``: a param keeps the
+value and shape an earlier version gave it (the encode section in the config's own key order, not
+the schema's), so that a work folder left by that version runs nothing again after an upgrade. A
+change to any field of a rule's settings runs that rule again; nothing else does. Defaults live in
+config/schema.yaml alone: the config is checked (its defaults filled in) before anything here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from dataclasses import asdict, dataclass
-from typing import Any, Self
+from collections.abc import Collection, Mapping
+from dataclasses import asdict, dataclass, fields
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from imagefolder_lmdb.sources.base import ParquetColumns, Request
 
+if TYPE_CHECKING:  # imported where used: rules/common.smk imports this module in every job, Pillow needs not
+    from imagefolder_lmdb.writing.reencode import EncodeSettings
+
+
+def param(params: Any, name: str) -> Any:
+    """A rule's param ``name``: an attribute of ``snakemake.params``, a key of a dict of params."""
+    return params[name] if isinstance(params, Mapping) else getattr(params, name)
+
 
 @dataclass(frozen=True)
-class Settings:
-    """A rule's settings of one split: written as a param, read back by the step."""
+class StepSettings:
+    """A rule's settings of one split. The rule has one param, ``settings``, holding the fields as
+    ``as_param`` writes them; or, where ``PARAM_PER_FIELD``, one param per field, named after it."""
+
+    #: Each field a param of its own (the rules whose params earlier versions gave that shape).
+    PARAM_PER_FIELD: ClassVar[bool] = False
 
     def as_param(self) -> dict[str, Any]:
         """The settings as the rule's param: plain values Snakemake can compare between runs."""
         return asdict(self)
 
     @classmethod
-    def from_param(cls, param: dict[str, Any]) -> Self:
+    def from_param(cls, param: Mapping[str, Any]) -> Self:
         """The settings the rule's param holds (``as_param``'s dict, as Snakemake hands it on)."""
         return cls(**dict(param))
 
+    @classmethod
+    def from_params(cls, params: Any) -> Self:
+        """The settings the rule's params hold: ``snakemake.params`` in the step (or a dict of them)."""
+        if cls.PARAM_PER_FIELD:
+            return cls.from_param({field.name: param(params, field.name) for field in fields(cls)})
+        return cls.from_param(param(params, "settings"))
+
 
 @dataclass(frozen=True)
-class ExtractSettings(Settings):
+class ExtractSettings(StepSettings):
     """Rule extract: what to make readable, and how (splits.<name> in config/schema.yaml)."""
 
     source: str | list[str]  # the config's value: a folder, an archive, or for source files a pattern or list
@@ -61,7 +87,7 @@ class ExtractSettings(Settings):
 
 
 @dataclass(frozen=True)
-class CountSettings(Settings):
+class CountSettings(StepSettings):
     """Rule count_check: what the listing is checked against, and where labels and classes come from."""
 
     split: str
@@ -74,13 +100,56 @@ class CountSettings(Settings):
 
 
 @dataclass(frozen=True)
-class MergeSettings(Settings):
+class EncodeShardSettings(StepSettings):
+    """Rule encode_shard: how many encode jobs the split is cut into (this job's slice of the
+    manifest: its stamp), and how each image is checked and stored (``encode`` in config/schema.yaml).
+    Two params, ``shards`` and ``encode``, as ``encode_shard_params`` makes them."""
+
+    PARAM_PER_FIELD = True
+    shards: int
+    encode: EncodeSettings
+
+    @classmethod
+    def from_param(cls, param: Mapping[str, Any]) -> Self:
+        from imagefolder_lmdb.writing.reencode import EncodeSettings
+
+        return cls(int(param["shards"]), EncodeSettings.from_config(param["encode"]))
+
+
+@dataclass(frozen=True)
+class MergeSettings(StepSettings):
     """Rule merge: how many records the split must end with: splits.<name>.expected_images minus
     allow_skipped (no bound without expected_images), and never none."""
 
-    split: str = "this split"
-    expected_images: int | None = None
-    allow_skipped: int = 0
+    split: str
+    expected_images: int | None
+    allow_skipped: int
+
+
+@dataclass(frozen=True)
+class WriteMetaSettings(StepSettings):
+    """Rule write_meta: the encode settings the meta records (``settings.encode`` of meta/json).
+    One param, ``encode``, as ``write_meta_params`` makes it."""
+
+    PARAM_PER_FIELD = True
+    encode: EncodeSettings
+
+    @classmethod
+    def from_param(cls, param: Mapping[str, Any]) -> Self:
+        from imagefolder_lmdb.writing.reencode import EncodeSettings
+
+        return cls(EncodeSettings.from_config(param["encode"]))
+
+
+@dataclass(frozen=True)
+class VerifySettings(StepSettings):
+    """Rule verify: which records it decodes (``verify`` in config/schema.yaml). Three params,
+    ``sample``, ``all`` and ``seed``, as ``verify_params`` makes them."""
+
+    PARAM_PER_FIELD = True
+    sample: int  # random records decoded and checked
+    all: bool  # every record instead
+    seed: int  # of the random sample
 
 
 def extract_settings(split: dict[str, Any], **derived: Any) -> ExtractSettings:
@@ -99,3 +168,26 @@ def count_settings(name: str, split: dict[str, Any], **derived: Any) -> CountSet
 def merge_settings(name: str, split: dict[str, Any]) -> MergeSettings:
     """Rule merge's settings of split ``name``."""
     return MergeSettings(name, split["expected_images"], split["allow_skipped"])
+
+
+def encode_shard_params(split: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+    """Rule encode_shard's params (``EncodeShardSettings``) of the checked split config ``split``."""
+    return {"shards": split["shards"], "encode": encode_param(config)}
+
+
+def write_meta_params(config: dict[str, Any]) -> dict[str, Any]:
+    """Rule write_meta's params (``WriteMetaSettings``)."""
+    return {"encode": encode_param(config)}
+
+
+def verify_params(config: dict[str, Any]) -> dict[str, Any]:
+    """Rule verify's params (``VerifySettings``): the checked config's verify section."""
+    verify = config["verify"]
+    return {"sample": verify["sample"], "all": verify["all"], "seed": verify["seed"]}
+
+
+def encode_param(config: dict[str, Any]) -> dict[str, Any]:
+    """The checked config's encode section as rules encode_shard and write_meta take it: in the
+    config's own key order (the keys given first, then the defaults), which is how earlier versions
+    gave it: Snakemake compares the param's repr, and another order would encode every shard again."""
+    return dict(config["encode"])

@@ -36,7 +36,7 @@ from imagefolder_lmdb.sources.missing_paths import missing_path_hint, taken_from
 from imagefolder_lmdb.sources.splits import SPLIT_NAMES, SplitsError, find_splits
 from imagefolder_lmdb.writing.hold_points import hold_point
 
-#: ``Request.cores`` of a run with a profile and no --cores: the cores are the cluster's.
+#: ``ConvertRequest.cores`` of a run with a profile and no --cores: the cores are the cluster's.
 PROFILE_CORES = "profile"
 
 
@@ -44,9 +44,10 @@ class PlanError(ValueError):
     """The command cannot run as given; the message is the line to show (the fix included)."""
 
 
-@dataclass(frozen=True)
-class Request:
-    """What a command-line conversion asks for."""
+@dataclass(frozen=True, kw_only=True)
+class ConvertRequest:
+    """What a conversion of SOURCE into OUTDIR asks for: made once per call, by ``command_request``
+    (src/imagefolder_lmdb/convert.py) from the command line's arguments or ``convert()``'s keywords."""
 
     source: str | list[str]
     outdir: str
@@ -75,7 +76,7 @@ class Plan:
         return Path(self.config["work"])
 
 
-def check_cores(request: Request) -> None:
+def check_cores(request: ConvertRequest) -> None:
     """``--cores``: a whole number of at least 1, or "all" (Snakemake waits forever with 0)."""
     cores = request.cores
     if cores is None or cores == PROFILE_CORES or cores == "all" or (str(cores).isdigit() and int(cores) >= 1):
@@ -88,7 +89,7 @@ def flag(name: str, cli: bool) -> str:
     return name if cli else f"{name.lstrip('-').replace('-', '_')}=..."
 
 
-def plan(request: Request) -> Plan:
+def plan(request: ConvertRequest) -> Plan:
     """The config of ``request``, checked; PlanError with the line to show when it cannot run."""
     check_cores(request)
     mixed = mixed_places(request.source, request.outdir, request.work, request.cli)
@@ -137,7 +138,7 @@ def recovered_from_interrupted_overwrite(results: str) -> list[str]:
     return notes
 
 
-def replacing(config: dict[str, Any], existing: dict[str, Existing], request: Request) -> list[str]:
+def replacing(config: dict[str, Any], existing: dict[str, Existing], request: ConvertRequest) -> list[str]:
     """The splits whose dataset in OUTDIR this run replaces (``--overwrite``); PlanError naming the
     file and the flag where one would be replaced in silence."""
     try:
@@ -148,7 +149,7 @@ def replacing(config: dict[str, Any], existing: dict[str, Existing], request: Re
         raise PlanError(str(exc).replace("--overwrite", flag("--overwrite", request.cli))) from None
 
 
-def with_class_list(config: dict[str, Any], existing: dict[str, Existing], request: Request) -> dict[str, Any]:
+def with_class_list(config: dict[str, Any], existing: dict[str, Existing], request: ConvertRequest) -> dict[str, Any]:
     """``config`` with the class list ``take_classes`` will give it (``--classes-from``, or the other
     splits' in OUTDIR), so that the file there is compared with what this run would make."""
     if request.classes_from is not None:
@@ -175,7 +176,7 @@ def checked_outdir(outdir: str) -> str:
     return results
 
 
-def splits_of(request: Request) -> dict[str, dict[str, Any]]:
+def splits_of(request: ConvertRequest) -> dict[str, dict[str, Any]]:
     """The splits to convert: each one SOURCE holds, or SOURCE as one split."""
     source = request.source
     hold_point("plan")  # the crash tests' hook: SOURCE about to be listed, Snakemake not started
@@ -204,7 +205,7 @@ def split_named_after(source: str | list[str]) -> str:
     return name if name in SPLIT_NAMES else "train"
 
 
-def split_note(request: Request, splits: dict[str, Any]) -> list[str]:
+def split_note(request: ConvertRequest, splits: dict[str, Any]) -> list[str]:
     """A folder of class folders (no split folders in it) given without --split: the note that says
     which split it became, so that a user who meant another hears it before the file is written."""
     source = request.source
@@ -219,7 +220,7 @@ def split_note(request: Request, splits: dict[str, Any]) -> list[str]:
 
 
 def take_classes(
-    config: dict[str, Any], existing: dict[str, Existing], request: Request, replaced: Sequence[str] = ()
+    config: dict[str, Any], existing: dict[str, Existing], request: ConvertRequest, replaced: Sequence[str] = ()
 ) -> list[str]:
     """Set ``config``'s class list from ``--classes-from`` or from the other splits in OUTDIR, so
     that a split converted alone numbers its classes as they do; the note to show."""

@@ -11,7 +11,8 @@ images of classes outside it are set aside and counted, never stored under anoth
 """
 
 import logging
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, TextIO
 
 from imagefolder_lmdb.classes.lists import ClassList, is_dataset, missing_from_source
@@ -101,11 +102,10 @@ def class_difference(held: list[str], listing: Listing, class_list: ClassList) -
     return f" [class list {class_list.origin}; " + "; ".join(parts) + more + "]" if parts else ""
 
 
-def mismatches(
-    listing: Listing, held: list[str], class_list: ClassList, expected_images: int | None, expected_classes: int | None
-) -> list[str]:
+def mismatches(listing: Listing, held: list[str], class_list: ClassList, settings: CountSettings) -> list[str]:
     """``held``: the split's own classes within the class list that hold images (what expected_classes
     counts)."""
+    expected_images, expected_classes = settings.expected_images, settings.expected_classes
     problems = []
     images, classes = len(listing.samples), len(held)
     if expected_classes is not None and classes != expected_classes:
@@ -156,7 +156,7 @@ def too_many_shards(split: str, shards: int | None, images: int) -> str | None:
 
 
 def counts_report(
-    description: SourceDescription, listing: Listing, class_list: ClassList, expected: tuple[int | None, int | None]
+    description: SourceDescription, listing: Listing, class_list: ClassList, settings: CountSettings
 ) -> CountsReport:
     per_class = per_class_counts(listing)
     return CountsReport(
@@ -171,21 +171,32 @@ def counts_report(
         outside_class_list=listing.outside.report(LISTED_IGNORED),
         ignored_files=len(listing.ignored),
         ignored_examples=listing.ignored[:LISTED_IGNORED],
-        expected_images=expected[0],
-        expected_classes=expected[1],
+        expected_images=settings.expected_images,
+        expected_classes=settings.expected_classes,
         inside=description.inside,
     )
 
 
+@dataclass(frozen=True)
+class CountFiles:
+    """Rule count_check's files: the source as extract described it, and what the rule writes."""
+
+    source: str  # extract's output: the split's source described (and unpacked where it had to be)
+    manifest: str
+    counts: str
+    stamps: str | None = None  # the folder of each shard's stamp (work/shard_stamps.py); None: none written
+    shared_manifest: str | None = None  # the first split's manifest, whose class list this split takes
+
+
 def write_listing(
-    manifest_path: str,
+    files: CountFiles,
+    shards: int,
     description: SourceDescription,
     listing: Listing,
-    stamps: tuple[str | None, int | None],
     changed_groups: dict[str, str] | None = None,
 ) -> None:
-    """The manifest, then each shard's stamp (``stamps``: their folder and the shard count;
-    ``changed_groups``: the made_from file's, see work/shard_stamps.py)."""
+    """The manifest, then the stamp of each of the ``shards`` shards (``changed_groups``: the made_from
+    file's, see work/shard_stamps.py)."""
     header = ManifestHeader(
         root=listing.root,
         classes=listing.classes,
@@ -194,37 +205,27 @@ def write_listing(
         kind=description.kind,
         image_column=listing.image_column,
     )
-    write_manifest(manifest_path, header, listing.samples)
-    folder, shards = stamps
-    if folder is not None and shards is not None:
-        write_shard_stamps(folder, manifest_path, shards, description, listing.samples, changed_groups)
+    write_manifest(files.manifest, header, listing.samples)
+    if files.stamps is not None:
+        write_shard_stamps(files.stamps, files.manifest, shards, description, listing.samples, changed_groups)
 
 
 def count_check(
-    source_dir: str,
-    manifest_path: str,
-    counts_path: str,
-    expected_images: int | None,
-    expected_classes: int | None,
-    devkit: str | None = None,
-    val_csv: str | None = None,
+    settings: CountSettings,
+    files: CountFiles,
     progress: dict[str, Any] | None = None,
-    class_list: dict[str, Any] | None = None,
-    shared_manifest: str | None = None,
-    shards: tuple[str, int | None] = ("<name>", None),
-    stamps_folder: str | None = None,
     changed_groups: dict[str, str] | None = None,
 ) -> CountsReport:
-    """``class_list``: the split's ClassSource (src/imagefolder_lmdb/classes/plan.py) as a param;
-    ``shards``: the split's name and its shard count (None: not checked); ``stamps_folder``: where
-    each shard's stamp goes (work/shard_stamps.py; None: none written)."""
+    """List the split, check its counts against ``settings``, write ``files``; ``changed_groups``:
+    the made_from file's (work/shard_stamps.py)."""
     progress = progress or {}
-    source = ClassSource.from_param(class_list)
-    description = read_source_description(source_dir)
+    source = ClassSource.from_param(settings.class_list)
+    description = read_source_description(files.source)
     log.info("listing %s (%s, layout %s)", description.source, description.kind, description.layout)
-    wanted = class_list_of(source, shared_manifest)
-    labels = Labels(devkit, description.labels or val_csv)  # extract's copy of a CSV inside the archive
-    listing = source_of_kind(description.kind).list(description, source_dir, labels, progress, wanted)
+    wanted = class_list_of(source, files.shared_manifest)
+    # extract's copy of a CSV inside the archive, else the split's own
+    labels = Labels(settings.devkit, description.labels or settings.val_labels)
+    listing = source_of_kind(description.kind).list(description, files.source, labels, progress, wanted)
     listing.ignored = sorted([*listing.ignored, *description.set_aside])
     held = list(listing.classes)
     with_images = classes_with_images(listing)  # what expected_classes counts: labels can name empty classes
@@ -233,44 +234,36 @@ def count_check(
         raise error
     classes = wanted or ClassList(held, source.words(), explicit=False)
     listing = onto_class_list(listing, classes)
-    report = counts_report(description, listing, classes, (expected_images, expected_classes))
+    report = counts_report(description, listing, classes, settings)
     if not listing.samples:
         raise CountMismatchError(no_images_message(description, listing, classes))
-    problems = mismatches(listing, with_images, classes, expected_images, expected_classes)
+    problems = mismatches(listing, with_images, classes, settings)
     if description.layout == "ilsvrc-train":
-        problems += devkit_problems(held, classes, wanted is None, devkit)
+        problems += devkit_problems(held, classes, wanted is None, settings.devkit)
     if problems:
         raise CountMismatchError(
             f"{description.source}: " + "; ".join(problems) + ". Check that the source is complete "
             "(an interrupted download or copy?) or correct splits.<name>.expected_* in the config."
         )
-    if shards_problem := too_many_shards(*shards, len(listing.samples)):
+    if shards_problem := too_many_shards(settings.split, settings.shards, len(listing.samples)):
         raise CountMismatchError(f"{description.source}: {shards_problem}.")
-    write_listing(manifest_path, description, listing, (stamps_folder, shards[1]), changed_groups)
+    write_listing(files, settings.shards, description, listing, changed_groups)
     hold_point("count_check")  # the manifest is in place, the counts report not yet
-    write_counts(counts_path, report)
+    write_counts(files.counts, report)
     return report
 
 
 def main(smk: Any, stream: TextIO) -> None:
-    settings = CountSettings.from_param(smk.params.settings)
-    count_check(
+    files = CountFiles(
         smk.input.source,
         smk.output.manifest,
         smk.output.counts,
-        settings.expected_images,
-        settings.expected_classes,
-        devkit=settings.devkit,
-        val_csv=settings.val_labels,
-        progress=progress_kwargs(stream),
-        class_list=dict(settings.class_list),
+        stamps=smk.output.stamps,
         shared_manifest=smk.input.shared_classes[0] if smk.input.shared_classes else None,
-        shards=(settings.split, settings.shards),
-        stamps_folder=smk.output.stamps,
-        changed_groups=read_json(smk.input.made_from[0]).get(CHANGED_GROUPS, {}),
     )
+    changed_groups = read_json(smk.input.made_from[0]).get(CHANGED_GROUPS, {})
+    count_check(CountSettings.from_params(smk.params), files, progress_kwargs(stream), changed_groups)
 
 
-def run_in_rule(smk: Any) -> None:
-    """What the rule's script (scripts/count_check.py) calls: ``main`` with the rule's log set up."""
-    run_rule(main, smk)
+#: What the rule's script (scripts/count_check.py) calls with ``snakemake``: ``main`` with the rule's log set up.
+run_in_rule = partial(run_rule, main)

@@ -10,10 +10,12 @@ says. Only re-encoded images go into the part; merge copies the others from the 
 import errno
 import logging
 from collections.abc import Iterable
+from functools import partial
 from typing import Any, TextIO
 
 from tqdm import tqdm
 
+from imagefolder_lmdb.config.step_settings import EncodeShardSettings
 from imagefolder_lmdb.reader import checksum, record_key
 from imagefolder_lmdb.run.progress import ProgressWriter, progress_path
 from imagefolder_lmdb.run.rule_runner import progress_kwargs, run_rule
@@ -139,17 +141,17 @@ def encode_shard(
     part_path: str,
     report_path: str,
     shard: int,
-    shards: int,
-    settings: EncodeSettings,
+    settings: EncodeShardSettings,
     progress: dict[str, Any],
 ) -> ShardReport:
     """``stamp_path``: the shard's stamp (work/shard_stamps.py), which names its slice of the manifest."""
+    shards, encode = settings.shards, settings.encode
     header = read_manifest_header(manifest_path)
     start, stop = checked_range(stamp_path, manifest_path, shard, shards)
     report = ShardReport(shard=shard, shards=shards, start=start, stop=stop)
     log.info("shard %d of %d: images %d..%d of %d from %s", shard, shards, start, stop - 1, header.count, header.root)
     reader = open_sample_reader(header)
-    expected = expected_part_bytes(reader, read_manifest(manifest_path, start, stop), settings)
+    expected = expected_part_bytes(reader, read_manifest(manifest_path, start, stop), encode)
     board = ProgressWriter(progress_path(report_path), stop - start)
     with atomic_lmdb(part_path, expected_bytes=expected) as writer:
         listed = read_manifest(manifest_path, start, stop)
@@ -158,13 +160,13 @@ def encode_shard(
             if position == (stop - start) // 2:
                 hold_point(f"encode_shard:{shard}")
             try:
-                store(writer, report, sample, *read_and_encode(reader, sample, settings))
+                store(writer, report, sample, *read_and_encode(reader, sample, encode))
             except BadImageError as exc:
-                log.warning("%s %s", "bad image:" if settings.on_error == "fail" else "skipped", exc)
+                log.warning("%s %s", "bad image:" if encode.on_error == "fail" else "skipped", exc)
                 report.skipped.append({"index": sample.index, "path": sample.path, "reason": str(exc)})
             board.update(position + 1, len(report.skipped))
         board.update(stop - start, len(report.skipped), force=True)
-        if report.skipped and settings.on_error == "fail":
+        if report.skipped and encode.on_error == "fail":
             # raised after checking the whole shard, so that one round of fixes covers all of it
             advice = how_to_go_on(reader, all_bad=not report.index and len(report.skipped) > 1)
             raise BadImageError(bad_images_message(report.skipped, advice))
@@ -181,12 +183,10 @@ def main(smk: Any, stream: TextIO) -> None:
         smk.output.part,
         smk.output.report,
         shard=int(smk.wildcards.shard),
-        shards=int(smk.params.shards),
-        settings=EncodeSettings.from_config(smk.params.encode),
+        settings=EncodeShardSettings.from_params(smk.params),
         progress=progress_kwargs(stream),
     )
 
 
-def run_in_rule(smk: Any) -> None:
-    """What the rule's script (scripts/encode_shard.py) calls: ``main`` with the rule's log set up."""
-    run_rule(main, smk)
+#: What the rule's script (scripts/encode_shard.py) calls with ``snakemake``: ``main`` with the rule's log set up.
+run_in_rule = partial(run_rule, main)

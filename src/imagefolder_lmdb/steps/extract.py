@@ -11,6 +11,7 @@ compressed archives, or on request.)
 import logging
 import os
 import sys
+from functools import partial
 from typing import Any, TextIO
 
 from imagefolder_lmdb.config.step_settings import ExtractSettings
@@ -59,7 +60,7 @@ def check_checksums(paths: list[str], progress: dict[str, Any]) -> None:
 
 
 def main(smk: Any, stream: TextIO) -> None:
-    settings = ExtractSettings.from_param(smk.params.settings)
+    settings = ExtractSettings.from_params(smk.params)
     progress = progress_kwargs(stream)
     if settings.md5:
         check_checksums([*smk.input.source, *smk.input.labels], progress)
@@ -67,6 +68,5 @@ def main(smk: Any, stream: TextIO) -> None:
     make_source_readable(request, smk.output[0], settings.labels_member)
 
 
-def run_in_rule(smk: Any) -> None:
-    """What the rule's script (scripts/extract.py) calls: ``main`` with the rule's log set up."""
-    run_rule(main, smk)
+#: What the rule's script (scripts/extract.py) calls with ``snakemake``: ``main`` with the rule's log set up.
+run_in_rule = partial(run_rule, main)

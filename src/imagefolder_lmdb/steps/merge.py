@@ -24,6 +24,7 @@ import os
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, TextIO
 
 from tqdm import tqdm
@@ -75,7 +76,7 @@ def check_reports_cover(reports: list[ShardReport], count: int) -> None:
 
 
 #: A merge with no bound on the records it must end with but one.
-NO_BOUND = MergeSettings()
+NO_BOUND = MergeSettings("this split", expected_images=None, allow_skipped=0)
 
 
 def check_enough_stored(reports: list[ShardReport], enough: MergeSettings, reports_folder: str) -> None:
@@ -253,10 +254,9 @@ def main(smk: Any, stream: TextIO) -> None:
         smk.output[0],
         progress_kwargs(stream),
         threads=smk.threads,
-        enough=MergeSettings.from_param(smk.params.settings),
+        enough=MergeSettings.from_params(smk.params),
     )
 
 
-def run_in_rule(smk: Any) -> None:
-    """What the rule's script (scripts/merge.py) calls: ``main`` with the rule's log set up."""
-    run_rule(main, smk)
+#: What the rule's script (scripts/merge.py) calls with ``snakemake``: ``main`` with the rule's log set up.
+run_in_rule = partial(run_rule, main)

@@ -4,6 +4,7 @@ every job's Snakemake benchmark record (time, peak memory, I/O) in one table."""
 import csv
 import json
 import os
+from functools import partial
 from typing import Any, TextIO
 
 from PIL import Image, ImageDraw, ImageFont
@@ -94,6 +95,5 @@ def main(smk: Any, stream: TextIO) -> None:
     benchmark_table(list(smk.input.benchmarks), smk.output.benchmarks, smk.params.benchmarks)
 
 
-def run_in_rule(smk: Any) -> None:
-    """What the rule's script (scripts/report_split.py) calls: ``main`` with the rule's log set up."""
-    run_rule(main, smk)
+#: What the rule's script (scripts/report_split.py) calls with ``snakemake``: ``main`` with the rule's log set up.
+run_in_rule = partial(run_rule, main)

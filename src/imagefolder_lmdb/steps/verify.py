@@ -28,6 +28,7 @@ import logging
 import os
 import random
 import sys
+from functools import partial
 from typing import Any, TextIO
 
 from PIL import Image, ImageDraw, ImageFont
@@ -194,7 +195,10 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
 
 
 def rule_main(smk: Any, stream: TextIO) -> None:
-    report, ds, indices = verify(smk.input[0], smk.params.sample, smk.params.all, smk.params.seed)
+    from imagefolder_lmdb.config.step_settings import VerifySettings  # the workflow's (PyYAML): not the command's
+
+    settings = VerifySettings.from_params(smk.params)
+    report, ds, indices = verify(smk.input[0], settings.sample, settings.all, settings.seed)
     log.info("%s", json.dumps(report, indent=1))
     if not os.environ.get("IMAGEFOLDER_LMDB_MESSAGES"):  # under the progress board, the summary says it
         print(summary_line(report), file=sys.__stderr__, flush=True)
@@ -205,9 +209,8 @@ def rule_main(smk: Any, stream: TextIO) -> None:
     contact_sheet(ds, indices, smk.output.contact)
 
 
-def run_in_rule(smk: Any) -> None:
-    """What the rule's script (scripts/verify.py, run by Snakemake) calls: ``rule_main`` with the rule's log set up."""
-    run_rule(rule_main, smk)
+#: What the rule's script (scripts/verify.py) calls with ``snakemake``: ``rule_main`` with the rule's log set up.
+run_in_rule = partial(run_rule, rule_main)
 
 
 if __name__ == "__main__":

@@ -14,12 +14,15 @@ import json
 import logging
 import os
 import shutil
+from dataclasses import asdict
+from functools import partial
 from typing import Any, TextIO
 
 import lmdb
 import numpy as np
 
 from imagefolder_lmdb.classes.lists import wordnet_words
+from imagefolder_lmdb.config.step_settings import WriteMetaSettings
 from imagefolder_lmdb.reader import LOCATION_DTYPE, META_KEYS, Meta, encode_meta
 from imagefolder_lmdb.run.made_from import CHANGED_GROUPS
 from imagefolder_lmdb.run.made_from import KEY as MADE_FROM_KEY
@@ -91,7 +94,7 @@ def build_meta(
     manifest_path: str,
     counts: CountsReport,
     reports: list[ShardReport],
-    encode: dict[str, Any],
+    settings: WriteMetaSettings,
     made_from: dict[str, Any] | None = None,
 ) -> Meta:
     """``made_from``: what the split was made from (run/made_from.py), recorded so that a later run
@@ -108,7 +111,7 @@ def build_meta(
         tool=TOOL,
         classes=header.classes,
         storage=column(reports, "storage"),
-        settings={"encode": encode},
+        settings={"encode": asdict(settings.encode)},
         source={
             "path": counts.source,
             "root": recorded_root(header, kept, elsewhere),
@@ -205,11 +208,11 @@ def write_meta(
     counts_path: str,
     report_paths: list[str],
     output: str,
-    encode: dict[str, Any],
+    settings: WriteMetaSettings,
     made_from: dict[str, Any] | None = None,
 ) -> Meta:
     reports = [read_shard_report(path) for path in report_paths]
-    meta = build_meta(manifest, read_counts(counts_path), reports, encode, made_from)
+    meta = build_meta(manifest, read_counts(counts_path), reports, settings, made_from)
     env = open_lmdb_readonly(merged)
     records = count_records(env)
     env.close()
@@ -248,7 +251,7 @@ def main(smk: Any, stream: TextIO) -> None:
         smk.input.counts,
         list(smk.input.reports),
         smk.output[0],
-        dict(smk.params.encode),
+        WriteMetaSettings.from_params(smk.params),
         recorded_made_from(smk.input.made_from[0]),
     )
 
@@ -260,6 +263,5 @@ def recorded_made_from(path: str) -> dict[str, Any]:
     return made_from
 
 
-def run_in_rule(smk: Any) -> None:
-    """What the rule's script (scripts/write_meta.py) calls: ``main`` with the rule's log set up."""
-    run_rule(main, smk)
+#: What the rule's script (scripts/write_meta.py) calls with ``snakemake``: ``main`` with the rule's log set up.
+run_in_rule = partial(run_rule, main)

@@ -18,6 +18,7 @@ values a shard's part holds, and which merge copies from the source: ``kept_in_p
 
 import io
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,15 +40,20 @@ class BadImageError(ValueError):
 
 @dataclass(frozen=True)
 class EncodeSettings:
-    reencode: str = "auto"  # auto | always | never
-    quality: int = 95
-    max_side: int | None = None
-    short_side: int | None = None
-    check: str = "decode"  # decode | header
-    on_error: str = "fail"  # fail | skip
+    """``encode.*`` of the config (config/schema.yaml, their one home, defaults included): rules
+    encode_shard and write_meta take them from the checked config (config/step_settings.py), and
+    convert-legacy from the schema's defaults and its flags."""
+
+    reencode: str  # auto | always | never
+    quality: int
+    max_side: int | None
+    short_side: int | None
+    check: str  # decode | header
+    on_error: str  # fail | skip
 
     @classmethod
-    def from_config(cls, encode: dict[str, Any]) -> "EncodeSettings":
+    def from_config(cls, encode: Mapping[str, Any]) -> "EncodeSettings":
+        """The settings of a checked config's encode section (every key there, the defaults filled in)."""
         return cls(**{key: encode[key] for key in cls.__dataclass_fields__})
 
 
