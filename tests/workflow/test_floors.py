@@ -1,5 +1,5 @@
 """The requirements' floors: the reader's and the package's tests pass in a venv of the oldest
-releases pyproject.toml admits (requirements-floors.txt: lmdb, numpy, Pillow, tqdm), installed over
+releases pyproject.toml admits (requirements-floors.txt: lmdb, numpy, Pillow, tqdm, PyYAML), installed over
 the project's venv; the datasets they read are converted as a user would, by the workflow in its own
 venv (the pins of requirements.txt). torch and torchvision stay at the pins (requirements-floors.txt
 says why)."""

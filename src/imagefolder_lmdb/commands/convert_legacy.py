@@ -202,14 +202,8 @@ def summary_line(output: str, meta: Meta) -> str:
 
 
 def encode_defaults() -> dict[str, Any]:
-    """The schema's encode defaults (config/schema.yaml, the one home of defaults, read with PyYAML)."""
-    try:
-        from imagefolder_lmdb.config.schema import load_schema, section_defaults
-    except ImportError as exc:  # an install without the convert extra has no PyYAML
-        raise SystemExit(
-            f"convert-legacy reads its defaults from the config schema, which needs PyYAML ({exc}): "
-            "pip install 'imagefolder-lmdb[convert]'"
-        ) from None
+    """The schema's encode defaults (config/schema.yaml, the one home of defaults)."""
+    from imagefolder_lmdb.config.schema import load_schema, section_defaults
     from imagefolder_lmdb.run.workflow_folder import workflow_folder
 
     return section_defaults(load_schema(str(workflow_folder() / "config" / "schema.yaml")), "encode")
