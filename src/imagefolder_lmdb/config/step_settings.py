@@ -12,7 +12,8 @@ from collections.abc import Collection
 from dataclasses import asdict, dataclass
 from typing import Any, Self
 
-from imagefolder_lmdb.sources.base import ParquetColumns, Request
+from imagefolder_lmdb.sources import kind_options
+from imagefolder_lmdb.sources.base import Request
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ class ExtractSettings(Settings):
             wanted,
             progress,
             files=files,
-            columns=ParquetColumns(self.image_column, self.label_column),
+            options=kind_options(asdict(self)),
             root=(self.root or "").strip("/"),
         )
 
