@@ -20,7 +20,7 @@ from imagefolder_lmdb.config.step_settings import (
     verify_params,
     write_meta_params,
 )
-from imagefolder_lmdb.sources.base import ParquetColumns, Request
+from imagefolder_lmdb.sources.base import Request
 from support.settings import encode_settings
 
 SPLIT: dict[str, Any] = {
@@ -75,9 +75,11 @@ def test_extract_settings_ask_the_sources_for_the_split() -> None:
         frozenset({"a"}),
         {"disable": True},
         files=files,
-        columns=ParquetColumns("img", "cls"),
+        options={},  # a webdataset split has no options of its kind's own
         root="inside",
     )
+    parquet = ExtractSettings.from_param({**settings.as_param(), "layout": "parquet"}).request(files, {})
+    assert parquet.options == {"image_column": "img", "label_column": "cls"}, "the options of the kind's own"
     listed = ExtractSettings.from_param({**settings.as_param(), "source": files, "wanted": None})
     assert listed.request(files, {}).source == files[0] and listed.request(files, {}).wanted is None
 

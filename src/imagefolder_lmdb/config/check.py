@@ -18,15 +18,20 @@ from imagefolder_lmdb.config.problems import ConfigError, KeyPath, Problem, key_
 from imagefolder_lmdb.config.schema import schema_problems
 from imagefolder_lmdb.config.shards import shards_allowed
 from imagefolder_lmdb.config.yaml_nodes import duplicate_keys
+from imagefolder_lmdb.sources import kind_of_layout, source_file_layouts, source_file_suffixes
 from imagefolder_lmdb.sources.missing_paths import missing_path_hint, taken_from
+from imagefolder_lmdb.sources.source_files import SourceFilesError
 
-#: Layouts whose source is a set of shard files (src/imagefolder_lmdb/sources/source_files.py).
-FILE_SET_LAYOUTS = ("webdataset", "parquet")
+#: Layouts whose source is a set of source files (the kinds that say so: sources/__init__.py).
+FILE_SET_LAYOUTS = source_file_layouts()
+SOURCE_FILE_SUFFIXES = source_file_suffixes()
 ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".zip")
 
-#: For a source that looks like shards given without their layout.
+#: For a source that looks like a set of source files given without its layout (their publishers call
+#: them shards: WebDataset's tars, the Hugging Face hub's Parquet files).
 FILE_SET_HINT = (
-    " Shards (a glob, a brace pattern, a list, a .parquet file) are read with layout: webdataset or layout: parquet."
+    f" Shards (a glob, a brace pattern, a list, {', '.join(f'a {suffix} file' for suffix in SOURCE_FILE_SUFFIXES)})"
+    f" are read with {' or '.join(f'layout: {layout}' for layout in FILE_SET_LAYOUTS)}."
 )
 
 
@@ -116,28 +121,25 @@ def class_list_problems(config: dict[str, Any], usable: Usable) -> list[Problem]
 
 
 def source_problems(name: str, split: dict[str, Any], config: dict[str, Any]) -> list[Problem]:
-    """A folder or an archive; for layouts webdataset and parquet, shard files that are all there."""
+    """A folder or an archive; for a layout whose source is a set of source files, files that are all there."""
     source, key = split["source"], ("splits", name, "source")
-    if split["layout"] in FILE_SET_LAYOUTS:
-        from imagefolder_lmdb.sources.source_files import SourceFilesError, source_files
-
+    kind = kind_of_layout(split["layout"])
+    if kind is not None:
         try:
-            source_files(source)
+            kind.input_files(source)
         except SourceFilesError as exc:
             return [key_problem(key, str(exc), exc.missing)]
         return []
     if not isinstance(source, str):
-        text = (
-            "a list of files is a source of shards; set layout: webdataset or layout: parquet, or give one "
-            "folder or archive"
-        )
+        layouts = " or ".join(f"layout: {layout}" for layout in FILE_SET_LAYOUTS)
+        text = f"a list of files is a source of shards; set {layouts}, or give one folder or archive"
         return [key_problem(key, text)]
     if not os.path.exists(source):
         hint = FILE_SET_HINT if any(mark in source for mark in "*?[{") else ""
         missing = f"{source!r} does not exist{taken_from(source)}."
         return [key_problem(key, missing + (hint or missing_path_hint(source)), missing_path=True)]
     if os.path.isfile(source) and not source.lower().endswith(ARCHIVE_SUFFIXES):
-        hint = FILE_SET_HINT if source.lower().endswith(".parquet") else ""
+        hint = FILE_SET_HINT if source.lower().endswith(SOURCE_FILE_SUFFIXES) else ""
         text = f"{source!r} is a file but not an archive; expected a folder or one of {', '.join(ARCHIVE_SUFFIXES)}."
         return [key_problem(key, text + hint)]
     return []

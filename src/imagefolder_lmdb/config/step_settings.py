@@ -19,7 +19,8 @@ from collections.abc import Collection, Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
-from imagefolder_lmdb.sources.base import ParquetColumns, Request
+from imagefolder_lmdb.sources import kind_options
+from imagefolder_lmdb.sources.base import Request
 
 if TYPE_CHECKING:  # imported where used: rules/common.smk imports this module in every job, Pillow needs not
     from imagefolder_lmdb.writing.reencode import EncodeSettings
@@ -81,7 +82,7 @@ class ExtractSettings(StepSettings):
             wanted,
             progress,
             files=files,
-            columns=ParquetColumns(self.image_column, self.label_column),
+            options=kind_options(asdict(self)),
             root=(self.root or "").strip("/"),
         )
 

@@ -22,6 +22,8 @@ from typing import Any
 from imagefolder_lmdb.classes.lists import is_shipped, shipped_path
 from imagefolder_lmdb.classes.plan import ClassPlan, ClassSource
 from imagefolder_lmdb.run.paths import RunPaths
+from imagefolder_lmdb.sources import input_files, kind_of_layout, kind_recipe
+from imagefolder_lmdb.sources.source_files import SourceFilesError
 from imagefolder_lmdb.sources.source_record import SourceRecord, file_digest, record_files, record_folder
 from imagefolder_lmdb.sources.tree import find_classes
 from imagefolder_lmdb.writing.atomic import write_json_atomic
@@ -74,8 +76,7 @@ def recipe(split: dict[str, Any], encode: dict[str, Any], classes: ClassSource) 
         "labels": label_files(split),
         "encode": {key: value for key, value in sorted(encode.items()) if key not in NOT_RECORDED},
     }
-    if split["layout"] == "parquet":
-        found["columns"] = [split["image_column"], split["label_column"]]
+    found.update(kind_recipe(split))  # the kind's own options (a Parquet split's columns)
     return found
 
 
@@ -107,11 +108,9 @@ def label_files(split: dict[str, Any]) -> dict[str, list[str]]:
 def source_record(split: dict[str, Any]) -> SourceRecord:
     """The record of the folder the split reads (its ``root``), or of its archive or source files."""
     source = split["source"]
-    if split["layout"] in ("webdataset", "parquet"):
-        from imagefolder_lmdb.sources.source_files import SourceFilesError, source_files
-
+    if kind_of_layout(split["layout"]) is not None:  # a set of source files
         try:
-            return record_files(source_files(source))
+            return record_files(input_files(split))
         except SourceFilesError:
             return record_files([])  # extract names what is missing
     folder = os.path.join(source, *split["root"].strip("/").split("/")) if split.get("root") else source

@@ -36,7 +36,7 @@ def inside(path: str, folder: str) -> bool:
 def mixed_places(source: str | Sequence[str], outdir: str, work: str | None, cli: bool = True) -> str | None:
     """The line refusing SOURCE, OUTDIR and the work folder as given, or None where they are apart."""
     if not isinstance(source, str) or is_url(source) or not os.path.isdir(source):
-        return None  # an archive, shard files or a missing SOURCE: nothing can be inside it
+        return None  # an archive, source files or a missing SOURCE: nothing can be inside it
     work_flag = "--work" if cli else "work="
     if not is_url(outdir) and inside(outdir, source):
         return (

@@ -4,8 +4,9 @@
 Each job pays an interpreter start and its imports (about a second), so a small split wants few
 jobs; a large one wants enough to keep every core busy and to make a rerun after a failure small.
 The rule: one shard per 1,000 images, at least one per core where each gets 100 images or more,
-at most two per core. The image count is the folder's files (class folders one level down), or for
-an archive its size over 110 kB (ImageNet's mean JPEG). A config file's splits keep its own value.
+at most two per core. The image count is the source's kind's estimate (``Source.image_estimate``: a
+folder's files, class folders one level down, or an archive's size over 110 kB, ImageNet's mean
+JPEG; none for a set of source files). A config file's splits keep its own value.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from typing import Any
 IMAGES_PER_SHARD = 1000
 MIN_IMAGES_PER_CORE = 100
 MAX_SHARDS_PER_CORE = 2
-ARCHIVE_BYTES_PER_IMAGE = 110_000
 #: The rule in words, for --help; the note that gives the count chosen gives its numbers only.
 RULE_WORDS = "1 per 1,000 images, at least 1 per core, at most 2 per core"
 RULE = "--shards N to choose"
@@ -30,28 +30,11 @@ def shards_for(images: int, cores: int) -> int:
     return max(1, min(count, MAX_SHARDS_PER_CORE * cores))
 
 
-def image_estimate(split: dict[str, Any]) -> int | None:
-    """The split's images, counted (a folder) or estimated (an archive); None for shard sources."""
-    source = split["source"]
-    if not isinstance(source, str) or split.get("layout", "imagefolder") in ("webdataset", "parquet"):
-        return None
-    if os.path.isfile(source):
-        return max(1, os.path.getsize(source) // ARCHIVE_BYTES_PER_IMAGE)
-    folder = os.path.join(source, split["root"]) if split.get("root") else source
-    if not os.path.isdir(folder):
-        return None
-    total = 0
-    for entry in os.scandir(folder):
-        if entry.is_dir():
-            total += sum(1 for item in os.scandir(entry.path) if item.is_file())
-        elif entry.is_file():
-            total += 1  # a flat val folder
-    return total
-
-
 def estimated(images: int, split: dict[str, Any]) -> str:
-    """Words for an archive's ``images`` (image_estimate's): from its size, not a count (listing a
+    """Words for an archive's ``images`` (sources.image_estimate's): from its size, not a count (listing a
     large archive would read all of it), so that small images are not taken for a miscount."""
+    from imagefolder_lmdb.sources.base import ARCHIVE_BYTES_PER_IMAGE  # the command line's --help needs none of it
+
     megabytes = os.path.getsize(split["source"]) / 1e6
     whole = " holding every split" if split.get("root") else ""  # one split of an archive holding several
     mean = f"ImageNet's mean {ARCHIVE_BYTES_PER_IMAGE // 1000} kB"
@@ -67,6 +50,8 @@ def cores_of(cores: int | str | None) -> int:
 
 def choose_shards(config: dict[str, Any], cores: int | str | None) -> list[str]:
     """Set ``shards`` of each split that has none; the notes saying what was chosen and why."""
+    from imagefolder_lmdb.sources import image_estimate  # the command line's --help needs none of it
+
     notes = []
     for name, split in config["splits"].items():
         if "shards" in split:

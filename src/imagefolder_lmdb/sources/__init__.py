@@ -13,16 +13,20 @@ and merge.
                                             unpacked
     parquet     sources/parquet.py          Parquet files of image bytes and integer labels,   ParquetReader
                                             read in place
-    webdataset  sources/webdataset.py       tar shards of key.jpg + key.cls samples, read in   WebDatasetReader
-                                            place
+    webdataset  sources/webdataset.py       tar files (WebDataset's shards) of key.jpg +       WebDatasetReader
+                                            key.cls samples, read in place
 
 What ImageFolder would see in a tree of paths (classes, order, wrappers, macOS files) is
 sources/tree.py; ILSVRC2012 val labelling is sources/ilsvrc_val.py; naming integer labels is
 sources/labelled.py. To add a source: write a ``Source`` subclass (and its reader, unless one of
-these reads its locations) in a module of its own and add it to ``SOURCES`` (first match wins).
+these reads its locations) in a module of its own, add it to ``SOURCES`` (first match wins), and
+a layout that picks it to the schema's ``layout`` enum (config/schema.yaml). The rest of the
+workflow asks the kinds through the functions below, never by a kind's name.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from imagefolder_lmdb.sources.base import Request, SampleReader, Source
 from imagefolder_lmdb.sources.folder import FolderSource
@@ -33,8 +37,8 @@ from imagefolder_lmdb.sources.webdataset import WebDatasetSource
 from imagefolder_lmdb.work.files import ManifestHeader
 
 #: Every kind of source, in the order ``claiming_source`` asks them (the first that claims a source
-#: reads it): the shard layouts first, since they claim by layout, the others by what the path is.
-SOURCES: list[type[Source]] = [ParquetSource, WebDatasetSource, IndexedArchiveSource, FolderSource, UnpackedSource]
+#: reads it): the kinds picked by layout first (a set of source files), the others by what the path is.
+SOURCES: list[type[Source]] = [WebDatasetSource, ParquetSource, IndexedArchiveSource, FolderSource, UnpackedSource]
 
 
 class UnknownSourceKindError(RuntimeError):
@@ -64,3 +68,54 @@ def open_sample_reader(header: ManifestHeader) -> SampleReader:
     if header.kind:
         return source_of_kind(header.kind).reader(header)
     return (IndexedArchiveSource() if header.containers else FolderSource()).reader(header)
+
+
+def kind_of_layout(layout: str) -> type[Source] | None:
+    """The kind a layout picks whatever the source is (a set of source files); None for the layouts
+    whose kind the path decides (a folder, an archive)."""
+    return next((source for source in SOURCES if source.layout == layout), None)
+
+
+def source_file_layouts() -> tuple[str, ...]:
+    """The layouts whose source is a set of source files (a list, a glob, a brace pattern)."""
+    return tuple(source.layout for source in SOURCES if source.layout is not None)
+
+
+def source_file_suffixes() -> tuple[str, ...]:
+    """The file name endings only some kind's source files have (``Source.file_suffixes``)."""
+    return tuple(suffix for source in SOURCES for suffix in source.file_suffixes)
+
+
+def input_files(split: dict[str, Any]) -> list[str]:
+    """The files rule extract reads for the checked split config ``split`` (SourceFilesError: one
+    of a set of source files is missing)."""
+    return (kind_of_layout(split["layout"]) or Source).input_files(split["source"])
+
+
+def image_estimate(split: dict[str, Any]) -> int | None:
+    """The split's images before it is listed (``Source.image_estimate``); None: no estimate."""
+    kind = kind_of_layout(split.get("layout", "imagefolder")) or Source
+    return kind.image_estimate(split["source"], split.get("root"))
+
+
+def kind_recipe(split: dict[str, Any]) -> dict[str, Any]:
+    """What the split's own kind options are, as run/made_from.py records them (``Source.recipe``)."""
+    kind = kind_of_layout(split["layout"])
+    return {} if kind is None else kind.recipe(split)
+
+
+def kind_options(split: dict[str, Any]) -> dict[str, Any]:
+    """The split config's keys that are its kind's own (``Source.options``), for ``Request.options``."""
+    kind = kind_of_layout(split["layout"])
+    return {} if kind is None else {key: split[key] for key in kind.options}
+
+
+def layout_hint(ignored: list[str]) -> str | None:
+    """Which layout the files a listing ignored look like, in words (``Source.recognises``)."""
+    return next((hint for source in SOURCES if (hint := source.recognises(ignored))), None)
+
+
+def files_in_place(kind: str) -> bool:
+    """Whether the samples of a source of ``kind`` (a manifest's; "" before kinds were recorded)
+    are files that stay under the manifest's root (``Source.files_in_place``)."""
+    return any(source.kind == kind and source.files_in_place for source in SOURCES)

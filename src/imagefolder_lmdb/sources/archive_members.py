@@ -1,7 +1,7 @@
 """The members of tar and zip archives: safety checks, indexes for reading in place, safe extraction.
 
 Reading in place is the default: a plain tar (also a tar of tars, like ILSVRC2012_img_train.tar)
-is indexed once, member name -> (offset, size), and shards then read each image with one
+is indexed once, member name -> (offset, size), and the encode jobs then read each image with one
 ``pread`` from the archive; a zip is read member by member (the readers: sources/indexed_archive.py).
 Nothing per image is written to disk.
 

@@ -3,21 +3,31 @@
 A ``Source`` makes a split's source readable (rule extract: ``prepare``, which writes source.json
 and, for sources read in place, members.jsonl), lists its images in ImageFolder order with their
 classes (rule count_check: ``list``), and opens the reader of its samples (rules encode_shard and
-merge: ``reader``). A ``SampleReader`` reads a listed sample's bytes where its ``Location``
-(work/locations.py) says they lie, and names that place in error messages. The kinds, and how a
-rule finds the one it needs, are in sources/__init__.py.
+merge: ``reader``). It also answers what the rest of the workflow asks of a kind, so that no code
+outside sources/ names one: the files rule extract reads (``input_files``), the image count a
+command line conversion cuts into shards (``image_estimate``), the config keys of its own
+(``options``) and what of them changes its records (``recipe``), what its listing expects
+(``expects``), where its shard stamps' bytes come from (``stamp_origins``) and whether its images
+stay files in place (``files_in_place``). A ``SampleReader`` reads a listed sample's bytes where its
+``Location`` (work/locations.py) says they lie, and names that place in error messages. The kinds,
+and how a rule finds the one it needs, are in sources/__init__.py.
 """
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from imagefolder_lmdb.classes.lists import ClassList, OutsideClasses
 from imagefolder_lmdb.work.files import ManifestHeader, Sample, SourceDescription
 from imagefolder_lmdb.work.locations import Location
+from imagefolder_lmdb.work.shard_stamps import FileOrigins, Origins
+
+#: An archive's images, estimated from its size before it is listed: ImageNet's mean JPEG.
+ARCHIVE_BYTES_PER_IMAGE = 110_000
 
 
 class CountMismatchError(RuntimeError):
@@ -37,31 +47,22 @@ class Listing:
     samples: list[Sample]
     ignored: list[str] = field(default_factory=list)
     root: str = ""
-    containers: list[str] = field(default_factory=list)
+    containers: list[str] = field(default_factory=list)  # the files Location numbers (archives, source files)
     outside: OutsideClasses = field(default_factory=OutsideClasses)  # classes not in the class list
     image_column: str | None = None  # parquet: the column the reader takes image bytes from
-
-
-@dataclass(frozen=True)
-class ParquetColumns:
-    """Layout parquet: the columns of image bytes and of integer labels (config keys image_column
-    and label_column)."""
-
-    image: str = "image"
-    label: str = "label"
 
 
 @dataclass(frozen=True)
 class Request:
     """What rule extract was asked to make readable (a split's config)."""
 
-    source: str  # the folder or archive; for shards, the config's pattern (or its first file)
+    source: str  # the folder or archive; for a set of source files, the config's pattern (or its first file)
     layout: str  # imagefolder | ilsvrc-train | ilsvrc-val | webdataset | parquet
     extract: bool  # unpack archives even where they could be read in place
     wanted: Collection[str] | None = None  # the config's class list: other class tars stay unread
     progress: dict[str, Any] = field(default_factory=dict)
-    files: list[str] = field(default_factory=list)  # webdataset, parquet: every shard, in record order
-    columns: ParquetColumns = ParquetColumns()
+    files: list[str] = field(default_factory=list)  # a set of source files: every file, in record order
+    options: Mapping[str, Any] = field(default_factory=dict)  # the split's keys of the kind's own (Source.options)
     root: str = ""  # splits.<name>.root: the folder inside the source to read ("/"-separated; "" = all)
 
 
@@ -99,14 +100,75 @@ class SampleReader(ABC):
 
 
 class Source(ABC):
-    """One kind of source: how it is made readable, how its images are listed and read."""
+    """One kind of source: how it is made readable, how its images are listed and read, and what the
+    rest of the workflow asks of it (the module docstring)."""
 
     kind: ClassVar[str]  # recorded in source.json and the manifest: picks the Source again later
+    #: The layout that picks this kind whatever the source is; such a source is a set of source files
+    #: (a list, a glob, a brace pattern: sources/source_files.py). None: the kind is picked by what the
+    #: path is (``claims``).
+    layout: ClassVar[str | None] = None
+    #: The file name endings that only this kind's source files have (a hint for a source given
+    #: without its layout; a WebDataset tar is also an archive, so none for that).
+    file_suffixes: ClassVar[tuple[str, ...]] = ()
+    #: The split's config keys that are this kind's own (config/schema.yaml), handed to ``prepare`` as
+    #: ``Request.options``.
+    options: ClassVar[tuple[str, ...]] = ()
+    #: Whether its samples are files under the manifest's root that stay there after the run
+    #: (meta/json then records that root, as ImageFolder's ``samples`` are relative to it).
+    files_in_place: ClassVar[bool] = False
 
     @classmethod
-    @abstractmethod
     def claims(cls, request: Request) -> bool:
-        """Whether this kind reads ``request.source``."""
+        """Whether this kind reads ``request.source`` (a kind with a ``layout``: whether it is asked for)."""
+        return cls.layout is not None and request.layout == cls.layout
+
+    @classmethod
+    def input_files(cls, source: str | list[str]) -> list[str]:
+        """The files rule extract reads (its input, so that a changed file runs it again): the source
+        itself, or each of a set of source files in record order (SourceFilesError: one missing)."""
+        if cls.layout is None:
+            return [source] if isinstance(source, str) else list(source)
+        from imagefolder_lmdb.sources.source_files import source_files
+
+        return source_files(source)
+
+    @classmethod
+    def image_estimate(cls, source: str | list[str], root: str | None) -> int | None:
+        """The source's images before it is listed, for the shard count of a command line conversion:
+        a folder's files counted (class folders one level down, ``root`` the folder inside it), an
+        archive's size over ``ARCHIVE_BYTES_PER_IMAGE``; None where there is no cheap estimate (a set
+        of source files: its kind says so) or no source."""
+        if cls.layout is not None or not isinstance(source, str):
+            return None
+        if os.path.isfile(source):
+            return max(1, os.path.getsize(source) // ARCHIVE_BYTES_PER_IMAGE)
+        folder = os.path.join(source, root) if root else source
+        if not os.path.isdir(folder):
+            return None
+        total = 0
+        for entry in os.scandir(folder):
+            if entry.is_dir():
+                total += sum(1 for item in os.scandir(entry.path) if item.is_file())
+            elif entry.is_file():
+                total += 1  # a flat val folder
+        return total
+
+    @classmethod
+    def recipe(cls, split: dict[str, Any]) -> dict[str, Any]:
+        """What of the kind's own options changes a split's records, as run/made_from.py records it."""
+        return {}
+
+    @classmethod
+    def expects(cls, layout: str) -> str:
+        """What the listing looks for in a source of ``layout``, in words, for "no images found"."""
+        return "ILSVRC2012_val_NNNNNNNN.JPEG files" if layout == "ilsvrc-val" else "images in class folders"
+
+    @classmethod
+    def recognises(cls, ignored: list[str]) -> str | None:
+        """For "no images found" in a source read with another layout: whether the files it ignored
+        look like this kind's, and then which layout to set, in words."""
+        return None
 
     @abstractmethod
     def prepare(self, request: Request, building: str, output: str) -> SourceDescription:
@@ -122,3 +184,9 @@ class Source(ABC):
     @abstractmethod
     def reader(self, header: ManifestHeader) -> SampleReader:
         """Rules encode_shard and merge: the reader of the manifest's samples."""
+
+    def stamp_origins(self, description: SourceDescription, changed: dict[str, str]) -> Origins:
+        """Rule count_check: where a shard's images come from, as its stamp digests it
+        (work/shard_stamps.py): by default the size, time and inode of the source and of every file
+        its locations name. ``changed``: the groups run/made_from.py found changed."""
+        return FileOrigins([description.source, *description.containers], changed)

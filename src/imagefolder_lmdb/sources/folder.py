@@ -16,6 +16,7 @@ from imagefolder_lmdb.sources.ilsvrc_val import label_val, val_files
 from imagefolder_lmdb.sources.tree import check_folder_not_splits, folder_to_read, scan_folder
 from imagefolder_lmdb.work.files import ManifestHeader, SourceDescription
 from imagefolder_lmdb.work.locations import FileLocation, Location, location_as
+from imagefolder_lmdb.work.shard_stamps import FolderOrigins, Origins
 
 log = logging.getLogger("imagefolder_lmdb.sources")
 
@@ -24,6 +25,7 @@ class FolderSource(Source):
     """A folder: an ImageFolder tree, or ILSVRC2012 val images (layout ilsvrc-val)."""
 
     kind = "folder"
+    files_in_place = True
 
     @classmethod
     def claims(cls, request: Request) -> bool:
@@ -43,6 +45,11 @@ class FolderSource(Source):
 
     def reader(self, header: ManifestHeader) -> SampleReader:
         return FileReader(header.root)
+
+    def stamp_origins(self, description: SourceDescription, changed: dict[str, str]) -> Origins:
+        """The listing of each class folder a shard's images lie in, and each image's change time: a
+        changed folder encodes its own shards again, not every one."""
+        return FolderOrigins(description.tree_root(), changed)
 
 
 def list_tree(description: SourceDescription, labels: Labels, progress: dict, wanted: ClassList | None) -> Listing:

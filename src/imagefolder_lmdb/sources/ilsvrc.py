@@ -25,7 +25,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from imagefolder_lmdb.classes.lists import is_shipped, shipped_list
+from imagefolder_lmdb.classes.lists import ClassList, is_shipped, shipped_list
 from imagefolder_lmdb.sources.archive_members import DamagedArchiveError, check_tar_members
 
 VAL_NAME = re.compile(r"^ILSVRC2012_val_(\d{8})\.(JPEG|jpeg|jpg|JPG|png|PNG)$")
@@ -147,6 +147,21 @@ OFFICIAL_MD5 = {
     "ILSVRC2012_img_val.tar": "29b22e2961454d5413ddabcf34fc5622",
     "ILSVRC2012_devkit_t12.tar.gz": "fa75699e90414af021442c21a62c3abf",
 }
+
+
+def train_devkit_problems(
+    layout: str, held: list[str], class_list: ClassList, own_list: bool, devkit: str | None
+) -> list[str]:
+    """Rule count_check, for layout ilsvrc-train with a devkit: the WNIDs a full source lacks
+    (``own_list``: the split lists its own classes), or a class list names wrongly."""
+    if layout != "ilsvrc-train" or not devkit:
+        return []
+    expected = devkit_classes(devkit)
+    missing = sorted(set(expected) - set(held)) if own_list else []
+    extra = sorted(set(class_list.names) - set(expected))
+    return [f"class {w} (its tar or folder) is missing" for w in missing[:20]] + [
+        f"{w} is not an ILSVRC2012 class" for w in extra[:20]
+    ]
 
 
 def md5_of(path: str, progress: dict[str, Any] | None = None, chunk: int = 8 << 20) -> str:

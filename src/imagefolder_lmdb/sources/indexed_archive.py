@@ -2,7 +2,7 @@
 
 A plain ``.tar`` (also ILSVRC's tar of per-class tars) or a ``.zip``, and a folder of per-class
 tars (ILSVRC2012_img_train.tar unpacked one level): ``members.jsonl`` lists each file member and
-where its bytes are, and the shards read them from the archive (``TarReader``: one ``pread`` per
+where its bytes are, and the encode jobs read them from the archive (``TarReader``: one ``pread`` per
 image; ``ZipReader``: zipfile, a handle per thread). No per-image file is written.
 Every member is checked first (absolute paths, ``..``, links, devices are refused, naming the
 archive and the member). With a class list, the class tars of other classes are never opened.

@@ -1,13 +1,13 @@
 """Samples that carry an integer label (layouts webdataset and parquet): naming their classes and
 listing them in record order.
 
-A shard stores a label as a number; the class it means comes from, first to last: the split's
+A source file stores a label as a number; the class it means comes from, first to last: the split's
 ``devkit:`` (its 1,000 WNIDs, sorted: the order ImageNet's integer labels use; ``devkit: imagenet1k``
 takes them from the shipped list), the class names
 the files themselves store (Hugging Face ``ClassLabel`` metadata in Parquet files), or the class
 list the split shares (the config's ``classes:``, sorted, or the first split's classes). Records
-keep the shards' order (shards as the source names them, samples as they lie in each shard):
-never sorted, so record ``i`` is the ``i``-th sample a plain reading of the shards gives.
+keep the source files' order (files as the source names them, samples as they lie in each file):
+never sorted, so record ``i`` is the ``i``-th sample a plain reading of the files gives.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ class LabelNames:
     names: list[str]
     origin: str  # in words, for error messages
     #: what to do about a label outside ``names``, in words
-    remedy: str = "Give the full class list the shards were labelled with (devkit: or classes:)"
+    remedy: str = "Give the full class list the files were labelled with (devkit: or classes:)"
 
 
 def label_names(own: list[str] | None, devkit: str | None, shared: ClassList | None, where: str) -> LabelNames:
@@ -68,7 +68,7 @@ def labelled_listing(
     members: Iterable[Member], labels: LabelNames, wanted: ClassList | None, where: Callable[[Member], str]
 ) -> Listing:
     """The samples in record order, labelled by name; those of classes outside ``wanted`` set aside
-    and counted. ``where(member)``: the shard file and sample key, for errors. A sample's path is
+    and counted. ``where(member)``: the source file and sample key (or row), for errors. A sample's path is
     ``<class name>/<member path>``, as an ImageFolder tree of the same samples would hold it."""
     names = labels.names
     classes = [name for name in names if wanted is None or name in wanted]

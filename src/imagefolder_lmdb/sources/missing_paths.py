@@ -19,7 +19,7 @@ def taken_from(path: str) -> str:
 
 def missing_path_hint(path: str, named: Collection[str] = ()) -> str:
     """A sentence to append to "``path`` does not exist", starting with a space; "" if none helps.
-    A close name among ``named`` (the other shards of a set) is no suggestion."""
+    A close name among ``named`` (the other files of a set of source files) is no suggestion."""
     given_folder, name = os.path.split(path.rstrip(os.sep) or path)
     folder = given_folder or "."
     if os.path.isdir(folder):

@@ -9,7 +9,7 @@ both column names are config keys (``image_column``, ``label_column``).
 Rule extract checks every file's footer and columns first (and, from the footer's statistics, that
 a file's rows are not all without image bytes: paths only), then reads only the label column (and
 the struct's ``path`` field), one row group at a time, into members.jsonl: a sample's location is
-(file, row group, row). The image bytes are read by the shards, again one row group at a time
+(file, row group, row). The image bytes are read by the encode jobs (shards), again one row group at a time
 (sources/parquet_rows.py); nothing per image is ever written. Record order: the files in the order
 the source names them (a glob sorted), the rows in file order.
 """
@@ -21,14 +21,14 @@ import logging
 import os
 import posixpath
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
 from imagefolder_lmdb.classes.lists import ClassList
-from imagefolder_lmdb.sources.base import Labels, Listing, ParquetColumns, Request, SampleReader, Source
+from imagefolder_lmdb.sources.base import Labels, Listing, Request, SampleReader, Source
 from imagefolder_lmdb.sources.labelled import label_names, labelled_listing
 
 # The files read back by location (encode_shard, merge): sources/parquet_rows.py.
@@ -62,6 +62,20 @@ NO_LABEL = -1
 
 
 @dataclass(frozen=True)
+class ParquetColumns:
+    """The columns of image bytes and of integer labels (config keys image_column and label_column,
+    the kind's ``options``)."""
+
+    image: str = "image"
+    label: str = "label"
+
+    @classmethod
+    def of(cls, options: Mapping[str, Any]) -> ParquetColumns:
+        """The columns a request's options name (the schema's defaults where none is given)."""
+        return cls(options.get("image_column", cls.image), options.get("label_column", cls.label))
+
+
+@dataclass(frozen=True)
 class ParquetFileInfo:
     """What rule extract learnt from a file's footer."""
 
@@ -74,20 +88,28 @@ class ParquetFileInfo:
 
 
 class ParquetSource(Source):
-    """Parquet shards (layout parquet)."""
+    """Parquet files of image bytes and labels (layout parquet), read in place."""
 
     kind = "parquet"
+    layout = "parquet"
+    file_suffixes = (".parquet",)
+    options = ("image_column", "label_column")
 
     @classmethod
-    def claims(cls, request: Request) -> bool:
-        return request.layout == "parquet"
+    def recipe(cls, split: dict[str, Any]) -> dict[str, Any]:
+        return {"columns": [split["image_column"], split["label_column"]]}
+
+    @classmethod
+    def expects(cls, layout: str) -> str:
+        return "rows of image bytes and a label"
 
     def prepare(self, request: Request, building: str, output: str) -> SourceDescription:
         files = [os.path.abspath(path) for path in request.files]
-        infos = [file_info(path, request.columns) for path in files]  # every footer before any label
-        check_has_image_bytes(infos, request.columns)
-        names = agreed_names(infos, request.columns.label)
-        count = write_members(building, parquet_members(infos, request.columns, request.progress))
+        columns = ParquetColumns.of(request.options)
+        infos = [file_info(path, columns) for path in files]  # every footer before any label
+        check_has_image_bytes(infos, columns)
+        names = agreed_names(infos, columns.label)
+        count = write_members(building, parquet_members(infos, columns, request.progress))
         log.info("listed %d rows of %d Parquet files; nothing extracted", count, len(files))
         return SourceDescription(
             self.kind,
@@ -96,7 +118,7 @@ class ParquetSource(Source):
             containers=files,
             members=count,
             label_names=names,
-            image_column=request.columns.image,
+            image_column=columns.image,
         )
 
     def list(
@@ -156,7 +178,7 @@ def check_has_image_bytes(infos: list[ParquetFileInfo], columns: ParquetColumns)
     """Stop, naming each, at files whose every row lacks image bytes: an Image column built from file
     paths and written with a plain ``Dataset.to_parquet`` keeps the paths only. No row of such a file
     can be converted, so skipping bad images would leave nothing (files without statistics are
-    left to the shards, which name each row)."""
+    left to the encode jobs, which name each row)."""
     empty = [info for info in infos if info.rows and info.null_images == info.rows]
     if not empty:
         return
@@ -239,7 +261,7 @@ def agreed_names(infos: list[ParquetFileInfo], label_column: str) -> list[str] |
         if info.names != first.names:
             raise ParquetSourceError(
                 f"{info.path}: the class names of column {label_column!r} ({names_in_words(info.names)}) differ "
-                f"from those of {first.path} ({names_in_words(first.names)}): shards of different datasets? "
+                f"from those of {first.path} ({names_in_words(first.names)}): files of different datasets? "
                 "Give the files of one dataset."
             )
     return first.names

@@ -27,7 +27,7 @@ class ParquetSourceError(ValueError):
 
 
 class ParquetReadError(RuntimeError):
-    """A row group cannot be read back when the shards read it (not an image problem: no skipping)."""
+    """A row group cannot be read back when an encode job reads it (not an image problem: no skipping)."""
 
 
 def open_parquet(path: str) -> pq.ParquetFile:

@@ -19,7 +19,7 @@ GLOB_CHARACTERS = frozenset("*?[")
 
 
 class SourceFilesError(ValueError):
-    """The source names no shard, or a shard that is not there (``missing``)."""
+    """The source names no file, or a file that is not there (``missing``)."""
 
     def __init__(self, message: str, missing: bool = False) -> None:
         super().__init__(message)
@@ -27,14 +27,14 @@ class SourceFilesError(ValueError):
 
 
 def source_files(source: str | list[str]) -> list[str]:
-    """Every shard ``source`` names, in record order, each once; an error names what is missing
-    (how many of the shards named, the first and the last)."""
+    """Every source file ``source`` names, in record order, each once; an error names what is missing
+    (how many of the files named, the first and the last)."""
     patterns = [source] if isinstance(source, str) else list(source)
     files: list[str] = []
     for pattern in patterns:
         for expanded in braceexpand(pattern):
             files.extend(files_of(expanded))
-    files = list(dict.fromkeys(files))  # a shard named twice is read once
+    files = list(dict.fromkeys(files))  # a file named twice is read once
     missing = [path for path in files if not os.path.isfile(path)]
     if missing:
         raise SourceFilesError(missing_source_files(missing, files), missing=True)
@@ -42,6 +42,7 @@ def source_files(source: str | list[str]) -> list[str]:
 
 
 def missing_source_files(missing: list[str], named: list[str]) -> str:
+    """What is missing, in the users' word: WebDataset's and the hub's files are their shards."""
     where = f"{taken_from(missing[0])}."
     if len(missing) == 1:
         return f"shard {missing[0]!r} does not exist{where}" + missing_path_hint(missing[0], named)

@@ -21,9 +21,9 @@ from imagefolder_lmdb.config.shards import shards_allowed
 from imagefolder_lmdb.config.step_settings import CountSettings
 from imagefolder_lmdb.run.made_from import CHANGED_GROUPS
 from imagefolder_lmdb.run.rule_runner import progress_kwargs, run_rule
-from imagefolder_lmdb.sources import source_of_kind
+from imagefolder_lmdb.sources import layout_hint, source_of_kind
 from imagefolder_lmdb.sources.base import CountMismatchError, Labels, Listing
-from imagefolder_lmdb.sources.ilsvrc import devkit_classes
+from imagefolder_lmdb.sources.ilsvrc import train_devkit_problems
 from imagefolder_lmdb.work.files import (
     CountsReport,
     ManifestHeader,
@@ -53,15 +53,11 @@ def no_images_message(description: SourceDescription, listing: Listing, class_li
             f"all its images lie outside it. Use the same classes in every split, or set "
             f"splits.<name>.share_classes: false for a split with a class list of its own."
         )
-    expected = {
-        "ilsvrc-val": "ILSVRC2012_val_NNNNNNNN.JPEG files",
-        "webdataset": "samples of an image and a .cls label",
-        "parquet": "rows of image bytes and a label",
-    }.get(layout, "images in class folders")
-    if any(name.endswith(".cls") for name in listing.ignored):  # key.jpg beside key.cls: a WebDataset shard
-        hint = "its files look like WebDataset samples (key.jpg + key.cls): set layout: webdataset."
-    else:
-        hint = "for Kaggle's zip, set splits.<name>.root: ILSVRC/Data/CLS-LOC/train (or .../val)."
+    expected = source_of_kind(description.kind).expects(layout)
+    hint = (
+        layout_hint(listing.ignored)
+        or "for Kaggle's zip, set splits.<name>.root: ILSVRC/Data/CLS-LOC/train (or .../val)."
+    )
     return (
         f"{source}: no images found (layout {layout} expects {expected}). Check splits.<name>.source and layout; {hint}"
     )
@@ -120,18 +116,6 @@ def mismatches(listing: Listing, held: list[str], class_list: ClassList, setting
         beyond = f"; {outside} more lie outside the class list ({class_list.origin})" if outside else ""
         problems.append(f"{images} images found, expected_images is {expected_images} ({what}{beyond})")
     return problems
-
-
-def devkit_problems(held: list[str], class_list: ClassList, own_list: bool, devkit: str | None) -> list[str]:
-    """For ILSVRC train with a devkit: the WNIDs a full source lacks, or a class list names wrongly."""
-    if not devkit:
-        return []
-    expected = devkit_classes(devkit)
-    missing = sorted(set(expected) - set(held)) if own_list else []
-    extra = sorted(set(class_list.names) - set(expected))
-    return [f"class {w} (its tar or folder) is missing" for w in missing[:20]] + [
-        f"{w} is not an ILSVRC2012 class" for w in extra[:20]
-    ]
 
 
 def class_list_of(source: ClassSource, shared_manifest: str | None) -> ClassList | None:
@@ -207,7 +191,8 @@ def write_listing(
     )
     write_manifest(files.manifest, header, listing.samples)
     if files.stamps is not None:
-        write_shard_stamps(files.stamps, files.manifest, shards, description, listing.samples, changed_groups)
+        origins = source_of_kind(description.kind).stamp_origins(description, changed_groups or {})
+        write_shard_stamps(files.stamps, files.manifest, shards, origins, listing.samples)
 
 
 def count_check(
@@ -238,8 +223,7 @@ def count_check(
     if not listing.samples:
         raise CountMismatchError(no_images_message(description, listing, classes))
     problems = mismatches(listing, with_images, classes, settings)
-    if description.layout == "ilsvrc-train":
-        problems += devkit_problems(held, classes, wanted is None, settings.devkit)
+    problems += train_devkit_problems(description.layout, held, classes, wanted is None, settings.devkit)
     if problems:
         raise CountMismatchError(
             f"{description.source}: " + "; ".join(problems) + ". Check that the source is complete "

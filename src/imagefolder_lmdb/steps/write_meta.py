@@ -27,6 +27,7 @@ from imagefolder_lmdb.reader import LOCATION_DTYPE, META_KEYS, Meta, encode_meta
 from imagefolder_lmdb.run.made_from import CHANGED_GROUPS
 from imagefolder_lmdb.run.made_from import KEY as MADE_FROM_KEY
 from imagefolder_lmdb.run.rule_runner import run_rule
+from imagefolder_lmdb.sources import files_in_place
 from imagefolder_lmdb.work.files import (
     CountsReport,
     ManifestHeader,
@@ -80,7 +81,7 @@ def recorded_root(header: ManifestHeader, kept: list[int], elsewhere: set[int]) 
     work folder (deleted after success), and a val image labelled by its file name may lie in no
     ``<wnid>/`` folder (``elsewhere``: the manifest indices of such images; a val folder sorted into
     them has a root)."""
-    if header.kind != "folder" or not elsewhere.isdisjoint(kept):
+    if not files_in_place(header.kind) or not elsewhere.isdisjoint(kept):
         return None
     return header.root
 

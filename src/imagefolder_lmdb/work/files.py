@@ -56,17 +56,18 @@ def read_json(path: str) -> Any:
 
 @dataclass
 class SourceDescription:
-    """What extract made of a split's source. ``kind``: ``folder`` (used in place), ``index`` (an
-    archive read in place through members.jsonl), ``extracted`` (unpacked into the work folder)."""
+    """What extract made of a split's source. ``kind``: the kind of source that made it (one of
+    src/imagefolder_lmdb/sources/, each a module of its own), which reads it again in the later rules.
+    The fields after ``inside`` are those of the kinds that need them, as each comment says."""
 
     kind: str
     source: str  # the user's source, absolute
     layout: str
-    root: str | None = None  # folder and extracted: the image tree's root
+    root: str | None = None  # a tree of files (a folder, an unpacked archive): the image tree's root
     inside: str = ""  # splits.<name>.root: the folder of the source the split was read from
     labels: str | None = None  # val_labels given as a member of the archive: extract's copy of it
-    containers: list[str] = field(default_factory=list)  # index: the archives, as Location numbers them
-    members: int = 0  # index and extracted: members listed or unpacked
+    containers: list[str] = field(default_factory=list)  # the files Location numbers: archives, source files
+    members: int = 0  # members listed (read in place) or unpacked
     strip: str = ""  # index: the wrapper folders removed from member paths
     folders: list[str] = field(default_factory=list)  # index: top folders (classes even without files)
     set_aside: list[str] = field(default_factory=list)  # members not part of the tree, with why
@@ -95,11 +96,11 @@ def read_source_description(folder: str) -> SourceDescription:
 @dataclass(frozen=True, slots=True)  # slots: an index holds ~1.4M of these (Kaggle's zip)
 class Member:
     """A file inside an archive: its path there and where its bytes are; or a folder (no location).
-    Shards of samples (webdataset, parquet) also carry each sample's integer label."""
+    A sample of source files that store labels (webdataset, parquet) also carries its integer label."""
 
     path: str  # "/"-separated, as stored (for a tar of tars: "<inner tar name without .tar>/member")
     location: Location  # None: a folder (never a FileLocation: those are files of a folder source)
-    label: int | None = None  # webdataset, parquet: the label the shard stores
+    label: int | None = None  # webdataset, parquet: the label the source file stores
 
     @property
     def is_folder(self) -> bool:

@@ -4,7 +4,8 @@ Snakemake reruns every job downstream of one that reruns, so a changed image wou
 shard again. count_check is a checkpoint instead: once it has run, Snakemake judges each encode job
 afresh by its inputs, and skips one whose small inputs kept the checksum it recorded. A shard's stamp
 is that input: a digest of the manifest lines the shard encodes and of where their bytes come from
-(each class folder's listing for a folder source; each archive's size and time otherwise). An image
+(``Origins``, which the source's kind picks: ``Source.stamp_origins`` in sources/base.py; each class
+folder's listing for a folder read in place, each file's size and time otherwise). An image
 replaced under its name changes its folder's listing, hence the stamps of the shards holding that
 folder's images, and no other; one written in place with its size and time kept changes its change
 time, hence the stamp of its own shard (a part finished before the edit is never reused). Encode
@@ -17,11 +18,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, BinaryIO
 
-from imagefolder_lmdb.work.files import ManifestHeader, Sample, SourceDescription, read_json, shard_name, shard_range
+from imagefolder_lmdb.work.files import ManifestHeader, Sample, read_json, shard_name, shard_range
 from imagefolder_lmdb.work.folder_listing import LOOSE_FILES, folder_entries
 from imagefolder_lmdb.writing.atomic import write_json_atomic
 
@@ -41,18 +43,11 @@ class ShardStamp:
 
 
 def write_shard_stamps(
-    folder: str,
-    manifest_path: str,
-    shards: int,
-    description: SourceDescription,
-    samples: Sequence[Sample],
-    changed: dict[str, str] | None = None,
+    folder: str, manifest_path: str, shards: int, origins: Origins, samples: Sequence[Sample]
 ) -> None:
-    """One stamp per shard in ``folder``, for the manifest just written from ``samples``; ``changed``:
-    the source's groups that changed since the dataset was made (run/made_from.py: those edited in
-    place, nested deeper than the listing here looks), whose shards are encoded again."""
+    """One stamp per shard in ``folder``, for the manifest just written from ``samples``; ``origins``:
+    where their bytes come from, as the source's kind tells (``Source.stamp_origins``)."""
     os.makedirs(folder, exist_ok=True)
-    origins = OriginDigests(description, changed or {})
     with open(manifest_path, "rb") as manifest:
         header = read_header(manifest)
         for shard in range(shards):
@@ -98,29 +93,52 @@ def digest_lines(manifest: BinaryIO, count: int, header: ManifestHeader) -> str:
     return digest.hexdigest()
 
 
-class OriginDigests:
-    """Where a slice of the samples' bytes come from, as a digest: the listings of the class folders
-    they lie in (a folder source; a file beside the class folders by its size and time), or the size,
-    time and inode of every archive the split reads. A group the dataset's record says changed adds what it is now."""
+class Origins(ABC):
+    """Where a slice of the samples' bytes come from, as a digest. ``changed``: the source's groups
+    that changed since the dataset was made (run/made_from.py: those edited in place, nested deeper
+    than a listing looks), whose shards are encoded again."""
 
-    def __init__(self, description: SourceDescription, changed: dict[str, str]) -> None:
-        self.root = description.tree_root() if description.kind == "folder" else ""
-        self.entries = folder_entries(self.root) if description.kind == "folder" else None
-        files = dict.fromkeys([description.source, *description.containers])
-        self.files = [file_identity(path) for path in files]
+    def __init__(self, changed: dict[str, str]) -> None:
         self.changed = changed
 
+    @abstractmethod
+    def origin(self, samples: Sequence[Sample]) -> Any:
+        """What the digest is of (JSON)."""
+
     def of(self, samples: Sequence[Sample]) -> str:
-        if self.entries is None:
-            origin: Any = self.files + sorted(self.changed.values())
-        else:
-            origin = [self.entry(name) for name in sorted({sample.path.split("/", 1)[0] for sample in samples})]
-            origin.append(self.written(samples))
+        origin = self.origin(samples)
         return hashlib.sha256(json.dumps(origin, ensure_ascii=False).encode("utf-8", "surrogateescape")).hexdigest()
+
+
+class FileOrigins(Origins):
+    """The size, time and inode of every file the split reads (an archive, source files): a change to
+    one is a change to every shard."""
+
+    def __init__(self, files: list[str], changed: dict[str, str]) -> None:
+        super().__init__(changed)
+        self.files = [file_identity(path) for path in dict.fromkeys(files)]
+
+    def origin(self, samples: Sequence[Sample]) -> Any:
+        return self.files + sorted(self.changed.values())
+
+
+class FolderOrigins(Origins):
+    """The listings of the class folders a slice's images lie in (a file beside the class folders by
+    its size and time), and each image's inode and change time: images that are files under ``root``,
+    read in place."""
+
+    def __init__(self, root: str, changed: dict[str, str]) -> None:
+        super().__init__(changed)
+        self.root = root
+        self.entries = folder_entries(root)
+
+    def origin(self, samples: Sequence[Sample]) -> Any:
+        origin: list[Any] = [self.entry(name) for name in sorted({sample.path.split("/", 1)[0] for sample in samples})]
+        origin.append(self.written(samples))
+        return origin
 
     def entry(self, name: str) -> list[Any]:
         """A class folder's ``[name, digest]`` (a file's ``[name, size, time]``), and its hint if changed."""
-        assert self.entries is not None
         value = self.entries.get(name) or [None]
         group = name if len(value) == 1 else LOOSE_FILES
         return [name, *value] + ([self.changed[group]] if group in self.changed else [])
