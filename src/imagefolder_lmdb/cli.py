@@ -18,7 +18,7 @@ import signal
 import sys
 from importlib import metadata
 
-from imagefolder_lmdb.run.shards import RULE_WORDS
+from imagefolder_lmdb.config.shards import RULE_WORDS
 
 PROG = "imagefolder-lmdb"
 #: subcommand: (module of the package[:its main function], one line of help)

@@ -10,7 +10,8 @@ import pytest
 
 from imagefolder_lmdb.classes.lists import read_class_file
 from imagefolder_lmdb.classes.plan import ClassSource, plan_classes
-from imagefolder_lmdb.steps.count_check import class_list_of, too_many_shards
+from imagefolder_lmdb.config.shards import too_many_shards
+from imagefolder_lmdb.steps.count_check import class_list_of
 
 
 def config_of(classes: Any, *splits: tuple[str, bool]) -> dict[str, Any]:

@@ -148,7 +148,7 @@ def test_a_workflow_fix_is_given_in_convert_calls_words() -> None:
 
 
 def test_the_shard_count_follows_the_images_and_the_cores(tmp_path: Path) -> None:
-    from imagefolder_lmdb.run.shards import choose_shards, shards_for
+    from imagefolder_lmdb.config.shards import choose_shards, shards_for
 
     assert [shards_for(images, 2) for images in (14, 240, 3_000, 12_000)] == [1, 2, 3, 4]
     assert shards_for(1_281_167, 16) == 32 and shards_for(50_000, 16) == 32 and shards_for(1_600, 16) == 16

@@ -18,6 +18,7 @@ from typing import Any
 
 from imagefolder_lmdb.classes.plan import plan_classes
 from imagefolder_lmdb.config.settings import Setting, apply, in_users_words
+from imagefolder_lmdb.config.shards import choose_shards
 from imagefolder_lmdb.run.existing import (
     Existing,
     OutputsError,
@@ -31,7 +32,6 @@ from imagefolder_lmdb.run.lock import held_elsewhere
 from imagefolder_lmdb.run.made_from import changed_lines, split_verdicts, write_made_from
 from imagefolder_lmdb.run.paths import RunPaths
 from imagefolder_lmdb.run.places import mixed_places
-from imagefolder_lmdb.run.shards import choose_shards
 from imagefolder_lmdb.sources.missing_paths import missing_path_hint, taken_from
 from imagefolder_lmdb.sources.splits import SPLIT_NAMES, SplitsError, find_splits
 from imagefolder_lmdb.writing.hold_points import hold_point

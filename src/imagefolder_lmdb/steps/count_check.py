@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 from imagefolder_lmdb.classes.lists import ClassList, is_dataset, missing_from_source
 from imagefolder_lmdb.classes.plan import ClassSource
-from imagefolder_lmdb.config.shards import shards_allowed
+from imagefolder_lmdb.config.shards import too_many_shards
 from imagefolder_lmdb.config.step_settings import CountSettings
 from imagefolder_lmdb.run.made_from import CHANGED_GROUPS
 from imagefolder_lmdb.run.rule_runner import progress_kwargs, run_rule
@@ -125,18 +125,6 @@ def class_list_of(source: ClassSource, shared_manifest: str | None) -> ClassList
     if shared_manifest:
         return ClassList(read_manifest_header(shared_manifest).classes, source.words(), explicit=False)
     return None
-
-
-def too_many_shards(split: str, shards: int | None, images: int) -> str | None:
-    """More shards than the split holds images, beyond the few any small source gets by default:
-    jobs with nothing to do. The shard list is fixed before the images are counted (the DAG holds
-    every encode job), so the config is corrected rather than the count cut."""
-    if shards is None or not images or shards_allowed(shards, images):
-        return None
-    return (
-        f"config key splits.{split}.shards: {shards} is more than the {images} images the source holds "
-        f"({shards - images} encode jobs would have nothing to do); set shards: {images} or fewer"
-    )
 
 
 def counts_report(
