@@ -81,7 +81,7 @@ def test_zip_unicode_path_field_names_a_non_utf8_member() -> None:
 def test_root_filter_keeps_members_under_root_and_names_what_there_is_instead() -> None:
     from imagefolder_lmdb.sources.tree import RootFilter
     from imagefolder_lmdb.work.files import Member
-    from imagefolder_lmdb.work.locations import ZipLocation
+    from imagefolder_lmdb.work.source_locations import ZipLocation
 
     paths = ["./ILSVRC/Data/CLS-LOC/train/n1/a.JPEG", "ILSVRC/Data/CLS-LOC/val/b.JPEG", "LOC_val_solution.csv"]
     members = [Member(p, ZipLocation(0, p, 1)) for p in paths]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from imagefolder_lmdb.sources.parquet_rows import ParquetReader
-from imagefolder_lmdb.work.locations import ParquetLocation
+from imagefolder_lmdb.work.source_locations import ParquetLocation
 from support import REPO
 from support.images import jpeg_bytes
 from support.parquet import Row, write_hf_parquet, write_plain_parquet

@@ -16,7 +16,7 @@ from imagefolder_lmdb.sources.archive_members import index_tar, index_zip
 from imagefolder_lmdb.sources.folder import FileReader
 from imagefolder_lmdb.sources.indexed_archive import TarReader, ZipReader
 from imagefolder_lmdb.work.files import ManifestHeader
-from imagefolder_lmdb.work.locations import FileLocation, LocationKindError, TarLocation
+from imagefolder_lmdb.work.source_locations import FileLocation, LocationKindError, TarLocation
 from imagefolder_lmdb.writing.reencode import UNUSABLE_IMAGE
 from support.images import jpeg_bytes
 

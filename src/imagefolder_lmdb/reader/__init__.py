@@ -21,7 +21,7 @@ Importing it imports no torch: ``LMDBDataset`` does, on first access. What lives
 ``records``          the record sources' interface
 ``records_lmdb``     records read through LMDB
 ``offset_reads``     a record's bytes read by file offset (``os.pread``)
-``locations``        whether a file's recorded locations fit it (``locations_problem``)
+``record_locations`` whether a file's recorded locations fit it (``locations_problem``)
 ``records_located``  records read by offset, cold batches hinted (``posix_fadvise``)
 ``memory``           glibc malloc kept for the next batch (``keep_freed_memory_for_reuse``; the writer's too)
 ``legacy``           folder2lmdb pickles, ``allow_pickle=True`` only
@@ -93,19 +93,19 @@ from imagefolder_lmdb.reader.handles import (
 )
 from imagefolder_lmdb.reader.identity import FileChangedError, FileIdentity, LocalFileToken, StorageToken, content_id
 from imagefolder_lmdb.reader.legacy import legacy_keys, legacy_loads, legacy_record
-from imagefolder_lmdb.reader.locations import (
+from imagefolder_lmdb.reader.memory import (
+    HEAP_BLOCKS_UP_TO,
+    KEEP_FREED_BYTES,
+    MALLOC_ENV,
+    keep_freed_memory_for_reuse,
+)
+from imagefolder_lmdb.reader.record_locations import (
     SPOT_CHECKS,
     LocationsWarning,
     locations_checksum,
     locations_layout_problem,
     locations_problem,
     spot_check_indices,
-)
-from imagefolder_lmdb.reader.memory import (
-    HEAP_BLOCKS_UP_TO,
-    KEEP_FREED_BYTES,
-    MALLOC_ENV,
-    keep_freed_memory_for_reuse,
 )
 
 if TYPE_CHECKING:

@@ -15,8 +15,8 @@ import numpy as np
 from imagefolder_lmdb.reader.decoding import LAZY, encoded_tensor_decode, lazy_jpeg_decode, pil_decode
 from imagefolder_lmdb.reader.format import Meta, check_record
 from imagefolder_lmdb.reader.handles import shared_fd
-from imagefolder_lmdb.reader.locations import LocationsWarning, locations_problem
 from imagefolder_lmdb.reader.offset_reads import CAN_ADVISE, CAN_PREAD, CAN_PROBE, fetch_record, pread_bytes
+from imagefolder_lmdb.reader.record_locations import LocationsWarning, locations_problem
 from imagefolder_lmdb.reader.records import Begin
 from imagefolder_lmdb.reader.records_lmdb import LmdbRecords
 

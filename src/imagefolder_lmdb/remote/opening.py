@@ -24,7 +24,7 @@ import numpy as np
 from imagefolder_lmdb.reader import lmdb_pages
 from imagefolder_lmdb.reader.file_checks import TruncatedFileError
 from imagefolder_lmdb.reader.format import META_KEYS, FormatError, Meta, decode_meta, record_key
-from imagefolder_lmdb.reader.locations import locations_checksum, locations_layout_problem
+from imagefolder_lmdb.reader.record_locations import locations_checksum, locations_layout_problem
 
 from . import client
 from .records import merged_spans

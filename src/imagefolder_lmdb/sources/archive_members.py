@@ -25,7 +25,7 @@ from typing import Any
 from tqdm import tqdm
 
 from imagefolder_lmdb.work.files import Member
-from imagefolder_lmdb.work.locations import TarLocation, ZipLocation
+from imagefolder_lmdb.work.source_locations import TarLocation, ZipLocation
 from imagefolder_lmdb.writing.atomic import atomic_file
 
 log = logging.getLogger("imagefolder_lmdb.sources.archive_members")

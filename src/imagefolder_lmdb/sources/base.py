@@ -9,7 +9,7 @@ command line conversion cuts into shards (``image_estimate``), the config keys o
 (``options``) and what of them changes its records (``recipe``), what its listing expects
 (``expects``), where its shard stamps' bytes come from (``stamp_origins``) and whether its images
 stay files in place (``files_in_place``). A ``SampleReader`` reads a listed sample's bytes where its
-``Location`` (work/locations.py) says they lie, and names that place in error messages. The kinds,
+``Location`` (work/source_locations.py) says they lie, and names that place in error messages. The kinds,
 and how a rule finds the one it needs, are in sources/__init__.py.
 """
 
@@ -23,8 +23,8 @@ from typing import Any, ClassVar
 
 from imagefolder_lmdb.classes.lists import ClassList, OutsideClasses
 from imagefolder_lmdb.work.files import ManifestHeader, Sample, SourceDescription
-from imagefolder_lmdb.work.locations import Location
 from imagefolder_lmdb.work.shard_stamps import FileOrigins, Origins
+from imagefolder_lmdb.work.source_locations import Location
 
 #: An archive's images, estimated from its size before it is listed: ImageNet's mean JPEG.
 ARCHIVE_BYTES_PER_IMAGE = 110_000

@@ -15,8 +15,8 @@ from imagefolder_lmdb.sources.base import Labels, Listing, Request, SampleReader
 from imagefolder_lmdb.sources.ilsvrc_val import label_val, val_files
 from imagefolder_lmdb.sources.tree import check_folder_not_splits, folder_to_read, scan_folder
 from imagefolder_lmdb.work.files import ManifestHeader, SourceDescription
-from imagefolder_lmdb.work.locations import FileLocation, Location, location_as
 from imagefolder_lmdb.work.shard_stamps import FolderOrigins, Origins
+from imagefolder_lmdb.work.source_locations import FileLocation, Location, location_as
 
 log = logging.getLogger("imagefolder_lmdb.sources")
 

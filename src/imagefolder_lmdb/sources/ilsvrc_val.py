@@ -9,7 +9,7 @@ from imagefolder_lmdb.sources.base import Listing
 from imagefolder_lmdb.sources.ilsvrc import val_labels
 from imagefolder_lmdb.sources.tree import is_image, relative_files
 from imagefolder_lmdb.work.files import Sample
-from imagefolder_lmdb.work.locations import FileLocation, Location
+from imagefolder_lmdb.work.source_locations import FileLocation, Location
 
 
 def label_val(

@@ -46,7 +46,7 @@ from imagefolder_lmdb.sources.tree import (
     wrapper_prefix,
 )
 from imagefolder_lmdb.work.files import ManifestHeader, Member, SourceDescription, read_members, write_members
-from imagefolder_lmdb.work.locations import Location, TarLocation, ZipLocation, location_as
+from imagefolder_lmdb.work.source_locations import Location, TarLocation, ZipLocation, location_as
 
 log = logging.getLogger("imagefolder_lmdb.sources")
 

@@ -49,7 +49,7 @@ from imagefolder_lmdb.work.files import (
     read_labelled_members,
     write_members,
 )
-from imagefolder_lmdb.work.locations import ParquetLocation, location_as
+from imagefolder_lmdb.work.source_locations import ParquetLocation, location_as
 
 if TYPE_CHECKING:  # pyarrow is imported where it is used: parsing the Snakefile must not load it
     import pyarrow as pa

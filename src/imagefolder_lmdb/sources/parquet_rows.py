@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, cast
 
 from imagefolder_lmdb.sources.base import SampleReader
-from imagefolder_lmdb.work.locations import Location, ParquetLocation, location_as
+from imagefolder_lmdb.work.source_locations import Location, ParquetLocation, location_as
 
 if TYPE_CHECKING:  # pyarrow is imported where it is used: parsing the Snakefile must not load it
     import pyarrow as pa

@@ -23,7 +23,7 @@ from imagefolder_lmdb.printable import printable
 from imagefolder_lmdb.sources.archive_members import is_macos_metadata, relative_name
 from imagefolder_lmdb.sources.base import CountMismatchError, Listing, Request
 from imagefolder_lmdb.work.files import Member, Sample
-from imagefolder_lmdb.work.locations import Location
+from imagefolder_lmdb.work.source_locations import Location
 
 log = logging.getLogger("imagefolder_lmdb.sources")
 

@@ -46,7 +46,7 @@ from imagefolder_lmdb.work.files import (
     iter_labelled_members,
     write_members,
 )
-from imagefolder_lmdb.work.locations import Location, TarLocation, location_as
+from imagefolder_lmdb.work.source_locations import Location, TarLocation, location_as
 
 log = logging.getLogger("imagefolder_lmdb.sources")
 

@@ -41,7 +41,7 @@ from imagefolder_lmdb.work.files import (
     read_manifest_header,
     read_shard_report,
 )
-from imagefolder_lmdb.work.locations import FileLocation
+from imagefolder_lmdb.work.source_locations import FileLocation
 from imagefolder_lmdb.writing import meta_document
 from imagefolder_lmdb.writing.atomic import publish, remove_path, temporary_path
 from imagefolder_lmdb.writing.disk_space import DiskFullError, check_free_space, disk_full_message

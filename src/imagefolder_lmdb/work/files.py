@@ -9,7 +9,7 @@
     parts/<shard>.json             ShardReport               encode_shard   merge, write_meta
 
 Where an image's bytes are (a file under the root, a byte range of a tar, a zip member, a Parquet
-row) is a ``Location`` (work/locations.py; the sources' readers read them). The renumbering
+row) is a ``Location`` (work/source_locations.py; the sources' readers read them). The renumbering
 around skipped images is decided once, by :func:`kept_indices`. Every writer writes through
 writing/atomic.py, so a file is at its final path only when whole.
 """
@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from imagefolder_lmdb.work.locations import (
+from imagefolder_lmdb.work.source_locations import (
     Location,
     location_from_json,
     location_to_json,
