@@ -115,11 +115,13 @@ def convert_with(
 
 
 #: snakemake, run with the package of an earlier commit (PYTHONPATH) rather than the one installed:
-#: the folders holding today's logger plugin, which imports today's package, are left off the path.
+#: the folders holding today's logger plugin, which imports today's package, are left off the path
+#: (the earlier commit's own folder, which may hold its plugin too, stays).
 SNAKEMAKE_WITH_ITS_OWN_PACKAGE = """if True:
     import os, sys
     plugin = "snakemake_logger_plugin_imagefolder_lmdb"
-    sys.path[:] = [entry for entry in sys.path if not os.path.isdir(os.path.join(entry or ".", plugin))]
+    own = set(os.environ.get("PYTHONPATH", "").split(os.pathsep)) - {""}
+    sys.path[:] = [entry for entry in sys.path if entry in own or not os.path.isdir(os.path.join(entry or ".", plugin))]
     from snakemake.cli import main
     sys.argv[0] = "snakemake"
     sys.exit(main())
