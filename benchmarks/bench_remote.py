@@ -2,7 +2,9 @@
 same file on local disk (cold) and LitData's ``StreamingDataset`` over ``optimize()`` output of the
 same images in the same bucket, all through one proxy that adds 20 ms to every request.
 
-    PYTHONPATH=src .venv/bin/python -m benchmarks.bench_remote --images 12000
+    PYTHONPATH=src:. .venv/bin/python -m benchmarks.bench_remote --images 12000
+    PYTHONPATH=src:. .venv/bin/python -m benchmarks.bench_remote --images 12000 --decodes train \
+        --only s3_cache litdata --repeats 2      # section 12's epoch-2 comparison (issue 44)
 
 SeaweedFS (tests/support/seaweed.py) serves S3 on 127.0.0.1; tests/support/fault_proxy.py adds the
 delay and counts requests and bytes. Each contender is its own process (benchmarks/remote_loop.py:
@@ -18,6 +20,7 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -26,9 +29,9 @@ from typing import Any
 
 import psutil
 
-from benchmarks.bench_common import OUT, REPO, fresh_dir
+from benchmarks.bench_common import OUT, REPO, fresh_dir, rotated
+from benchmarks.bench_data import image_tree
 from tests.support.fault_proxy import FaultProxy
-from tests.support.images import make_images
 from tests.support.seaweed import Seaweed
 
 DATA = OUT / "remote"
@@ -37,16 +40,14 @@ DELAY_S = 0.020
 
 
 def prepared(images: int, litdata_python: str) -> tuple[Path, Path, Path]:
-    """The tree, its converted LMDB and LitData's optimize() output, each made once."""
-    tree, lmdb, lit = DATA / f"images{images}", DATA / f"lmdb{images}", DATA / f"litdata{images}"
-    if not (DATA / f"images{images}.complete").exists():
-        fresh_dir(tree)
-        make_images(str(tree), images, 100)
-        (DATA / f"images{images}.complete").touch()
+    """The tree (benchmarks/bench_data's, shared with sections 11 and 15), its converted LMDB and
+    LitData's optimize() output, each made once."""
+    tree = image_tree(images, 100)
+    lmdb, lit = DATA / f"lmdb{images}", DATA / f"litdata{images}"
     if not (lmdb / "train.lmdb").exists():
         fresh_dir(lmdb)
         command = [sys.executable, "-m", "imagefolder_lmdb.cli", "convert", str(tree), str(lmdb), "--cores", "2"]
-        subprocess.run(command, check=True, capture_output=True)
+        subprocess.run([*command, "--split", "train"], check=True, capture_output=True)
     if not (lit / "index.json").exists():
         fresh_dir(lit)
         subprocess.run(
@@ -126,14 +127,23 @@ def contenders(url: str, local: Path, decode: str) -> list[dict[str, Any]]:
     transform also the same file on local disk, cold and warm (the decoding floor), and both the S3 and
     the cold local read with the block-window shuffle (neighbours in one request, as LitData's chunks);
     with bytes also the block-window shuffle."""
-    s3 = {"name": "this reader, s3://", "kind": "lmdb", "source": url}
-    s3_cached = {**s3, "name": "this reader, s3://, cache_dir (as LitData caches)", "cache": True}
-    s3_block = {**s3, "name": "this reader, s3://, block-window 16x4", "shuffle": "block"}
-    lit = {"name": "LitData StreamingDataset, s3://", "kind": "litdata", "source": "s3://bench/litdata"}
+    s3 = {"key": "s3", "name": "this reader, s3://", "kind": "lmdb", "source": url}
+    s3_cached = {**s3, "key": "s3_cache", "name": "this reader, s3://, cache_dir (docs/training.md)", "cache": True}
+    s3_block = {**s3, "key": "s3_block", "name": "this reader, s3://, block-window 16x4", "shuffle": "block"}
+    lit = {"key": "litdata", "name": "LitData StreamingDataset, s3://", "kind": "litdata"}
+    lit["source"] = "s3://bench/litdata"
     if decode == "train":
-        cold = {"name": "same file, local disk, cold", "kind": "lmdb", "source": str(local), "cold": True}
-        cold_block = {**cold, "name": "same file, local disk, cold, block-window 16x4", "shuffle": "block"}
-        warm = {"name": "same file, local disk, warm (decoding floor)", "kind": "lmdb", "source": str(local)}
+        cold = {
+            "key": "cold",
+            "name": "same file, local disk, cold",
+            "kind": "lmdb",
+            "source": str(local),
+            "cold": True,
+        }
+        cold_block = {**cold, "key": "cold_block", "name": "same file, local disk, cold, block-window 16x4"}
+        cold_block["shuffle"] = "block"
+        warm = {"key": "warm", "name": "same file, local disk, warm (decoding floor)", "kind": "lmdb"}
+        warm["source"] = str(local)
         runs = [s3, s3_cached, cold, lit, warm, s3_block, cold_block]
     else:
         runs = [s3, s3_block, lit]
@@ -178,11 +188,41 @@ def table(runs: list[dict[str, Any]], record_bytes: float) -> str:
     return "\n".join([HEADER, *(row(r, record_bytes) for r in runs)])
 
 
+def medians(runs: list[dict[str, Any]]) -> str:
+    """Per contender: the median of its runs' epoch rates and first batch, each run's load average
+    before it, and epoch 2 against LitData's (the median of each repeat's ratio)."""
+    by_key: dict[str, list[dict[str, Any]]] = {}
+    for r in runs:
+        by_key.setdefault(f"{r['decode']} {r['key']}", []).append(r)
+    lines = [
+        "| decode | contender | runs | epoch 1 img/s | epoch 2 img/s | first batch | epoch 2 / LitData's "
+        "| load before |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for group in by_key.values():
+        decode = group[0]["decode"]
+        lit = by_key.get(f"{decode} litdata", [])
+        ratio = "-"
+        if lit and len(lit) == len(group):
+            ratio = f"{statistics.median(a['img_s'][1] / b['img_s'][1] for a, b in zip(group, lit, strict=True)):.2f}x"
+        lines.append(
+            f"| {decode} | {group[0]['name']} | {len(group)} | "
+            f"{statistics.median(r['img_s'][0] for r in group):,.0f} | "
+            f"{statistics.median(r['img_s'][1] for r in group):,.0f} | "
+            f"{statistics.median(r['first_batch_s'] for r in group):.2f} s | {ratio} | "
+            + " / ".join(f"{r.get('load', float('nan')):.1f}" for r in group)
+            + " |"
+        )
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--images", type=int, default=12000)
     parser.add_argument("--litdata-python", default="/work/litdata-venv/bin/python")
     parser.add_argument("--decodes", nargs="+", default=["train", "bytes"])
+    parser.add_argument("--only", nargs="+", help="these contenders only (keys: s3 s3_cache litdata cold warm ...)")
+    parser.add_argument("--repeats", type=int, default=1, help="each contender this often, the order rotating")
     args = parser.parse_args()
     DATA.mkdir(parents=True, exist_ok=True)
     _, lmdb, lit = prepared(args.images, args.litdata_python)
@@ -200,17 +240,24 @@ def main() -> None:
             "open": open_requests(url, env, proxy),
             "runs": [],
         }
+        report["load_start"] = os.getloadavg()
         for decode in args.decodes:
-            for contender in contenders(url, lmdb, decode):
-                python, run_env = (
-                    (args.litdata_python, lit_env) if contender["kind"] == "litdata" else (sys.executable, env)
-                )
-                report["runs"].append(run(contender, run_env, proxy, python, server))
-                print(json.dumps(report["runs"][-1]), flush=True)
+            chosen = [c for c in contenders(url, lmdb, decode) if not args.only or c["key"] in args.only]
+            for turn in range(args.repeats):
+                for contender in rotated(chosen, turn):
+                    python, run_env = (
+                        (args.litdata_python, lit_env) if contender["kind"] == "litdata" else (sys.executable, env)
+                    )
+                    load = os.getloadavg()[0]
+                    report["runs"].append({**run(contender, run_env, proxy, python, server), "load": load})
+                    print(json.dumps(report["runs"][-1]), flush=True)
+        report["load_end"] = os.getloadavg()
         report["file_bytes"] = lmdb.stat().st_size
         report["litdata_bytes"] = folder_bytes(lit)
         (OUT / "remote.json").write_text(json.dumps(report, indent=1))
         print(table(report["runs"], report["file_bytes"] / args.images))
+        print()
+        print(medians(report["runs"]))
         print(json.dumps(report["open"]))
     finally:
         proxy.stop()

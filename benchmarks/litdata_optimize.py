@@ -3,6 +3,13 @@ the peer of ``imagefolder-lmdb convert`` in benchmarks/bench_front_door.py (run 
 venv's python; it imports nothing of this repository).
 
     /work/litdata-venv/bin/python benchmarks/litdata_optimize.py SOURCE OUTPUT
+    /work/litdata-venv/bin/python benchmarks/litdata_optimize.py SOURCE s3://bucket/prefix
+
+An ``s3://`` OUTPUT is LitData's own upload: each chunk is written to its local cache
+(``$TMPDIR/chunks``), then sent by obstore's ``put_async`` (a multipart upload per file) with the
+endpoint and keys boto3 finds (``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``, ...). LitData builds
+that obstore store with client options of its own, which do not read ``AWS_ALLOW_HTTP``: for an
+``http://`` endpoint (a local S3 server) ``allow_http`` is added to them here, nothing else.
 """
 
 from __future__ import annotations
@@ -11,6 +18,10 @@ import os
 import sys
 
 from litdata import optimize
+from litdata.streaming import downloader
+
+if os.environ.get("AWS_ALLOW_HTTP", "").lower() == "true":
+    downloader._OBSTORE_CLIENT_OPTIONS["allow_http"] = True  # an http:// endpoint (a local S3 server)
 
 
 def sample(item: tuple[str, int]) -> dict[str, object]:

@@ -122,9 +122,8 @@ class RemoteRecords:
                         "match its CRC-32 (meta/crc32), read twice: the object is damaged, or something between "
                         f"changes its bytes. Check it with `imagefolder-lmdb verify --full {self.url}`"
                     )
-        if self.cache is not None:
-            for index, data in fetched.items():
-                self.cache.put(index, data)
+        if self.cache is not None and fetched:
+            self.cache.put_many(fetched)  # one count of the cache's bytes for the whole batch
         found.update(fetched)
         return [found[index] for index in positions]
 
