@@ -61,11 +61,11 @@ PUT = """
 import sys, time
 from pathlib import Path
 import obstore
-from imagefolder_lmdb.remote.engine import _store
+from imagefolder_lmdb.remote.engine import store_for
 from imagefolder_lmdb.remote.upload import CONCURRENCY, part_size
-from imagefolder_lmdb.remote.urls import Settings
+from imagefolder_lmdb.remote.urls import RemoteSettings
 path, url = sys.argv[1], sys.argv[2]
-store = _store("s3://bench", Settings(), url)
+store = store_for("s3://bench", RemoteSettings(), url)
 started = time.monotonic()
 obstore.put(store, url.split("/", 3)[3], Path(path), chunk_size=part_size(Path(path).stat().st_size),
             max_concurrency=CONCURRENCY)

@@ -167,8 +167,7 @@ def after_conversion(outputs: dict[str, Any], destination: str, overwrite: bool)
     """``convert``'s last step for a URL OUTDIR: each split uploaded, as ConvertError on failure
     (130 / 143 for an interrupt, the way back's exit codes). Here, not in remote/: ConvertError is
     the run's, above the uploader."""
-    from imagefolder_lmdb.remote.upload import Interrupted as UploadInterrupted
-    from imagefolder_lmdb.remote.upload import PublishError, publish_splits
+    from imagefolder_lmdb.remote.upload import PublishError, UploadInterrupted, publish_splits
 
     try:
         publish_splits({name: str(split.dataset) for name, split in outputs.items()}, destination, overwrite)

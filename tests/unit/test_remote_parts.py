@@ -15,7 +15,7 @@ from imagefolder_lmdb.remote import is_url
 from imagefolder_lmdb.remote.cache import RecordCache
 from imagefolder_lmdb.remote.records import merged_spans
 from imagefolder_lmdb.remote.upload import part_size
-from imagefolder_lmdb.remote.urls import RemoteURLError, Settings, make_store, store_and_key
+from imagefolder_lmdb.remote.urls import RemoteSettings, RemoteURLError, make_store, store_and_key
 
 
 def test_urls_are_told_from_paths() -> None:
@@ -47,7 +47,7 @@ def test_a_url_without_a_key_is_refused() -> None:
 
 
 def test_neighbouring_ranges_merge_and_map_back() -> None:
-    settings = Settings(merge_gap=100, max_request=1000)
+    settings = RemoteSettings(merge_gap=100, max_request=1000)
     spans = [(5000, 5100), (0, 300), (350, 600), (600, 900), (950, 1200), (0, 300)]
     requests, pieces = merged_spans(spans, settings)
     assert requests == [(0, 900), (950, 1200), (5000, 5100)]  # 900..1200 would make 1200 > max_request
@@ -57,7 +57,7 @@ def test_neighbouring_ranges_merge_and_map_back() -> None:
 
 
 def test_far_ranges_stay_apart() -> None:
-    requests, _ = merged_spans([(0, 10), (10_000, 10_010)], Settings(merge_gap=8192))
+    requests, _ = merged_spans([(0, 10), (10_000, 10_010)], RemoteSettings(merge_gap=8192))
     assert requests == [(0, 10), (10_000, 10_010)]
 
 
@@ -126,7 +126,7 @@ def test_an_http_endpoint_without_allow_http_names_the_variable(monkeypatch: pyt
     monkeypatch.delenv("AWS_ALLOW_HTTP", raising=False)
     said = r"http://127.0.0.1:9 \(AWS_ENDPOINT_URL\) is plain http.*AWS_ALLOW_HTTP=true"
     with pytest.raises(RemoteURLError, match=said):
-        make_store("s3://bucket", Settings())
+        make_store("s3://bucket", RemoteSettings())
 
 
 def test_a_plain_http_gcs_endpoint_names_its_variable(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -137,10 +137,10 @@ def test_a_plain_http_gcs_endpoint_names_its_variable(monkeypatch: pytest.Monkey
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("GOOGLE_SERVICE_ACCOUNT", str(account))
     with pytest.raises(RemoteURLError, match=r"GCS endpoint http://127.0.0.1:9 .* GOOGLE_ALLOW_HTTP=true"):
-        make_store("gs://bucket", Settings())
+        make_store("gs://bucket", RemoteSettings())
     monkeypatch.setenv("GOOGLE_BASE_URL", "http://127.0.0.1:8")
     with pytest.raises(RemoteURLError, match=r"GCS endpoint http://127.0.0.1:8 "):
-        make_store("gs://bucket", Settings())
+        make_store("gs://bucket", RemoteSettings())
 
 
 def test_parts_fit_s3s_10000_whatever_the_size() -> None:
@@ -164,9 +164,9 @@ def test_parts_fit_s3s_10000_whatever_the_size() -> None:
 def test_a_missing_bucket_is_created_with_its_clouds_own_tool(url: str, said: str) -> None:
     """GCS and S3 answer a missing bucket with NoSuchBucket, Azure with ContainerNotFound (the emulators
     test the latter; fake-gcs-server answers 500 where GCS says NoSuchBucket)."""
-    from imagefolder_lmdb.remote.problems import _no_bucket
+    from imagefolder_lmdb.remote.problems import no_bucket_error
 
-    assert str(_no_bucket(url)).startswith(f"{url}: {said}")
+    assert str(no_bucket_error(url)).startswith(f"{url}: {said}")
 
 
 def test_a_refused_token_request_is_no_credentials_not_access_denied() -> None:

@@ -1,7 +1,7 @@
 """The code stays formatted, lint-clean and type-checked: ruff, mypy and snakefmt (tests/workflow/test_style.py:
 snakemake --lint), its imports layered as docs/architecture.md says (lint-imports); and small: no function
-over 50 lines, no class over 150, in the package and the scripts (the reader, src/imagefolder_lmdb/reader/,
-included; its modules at most ~500 lines)."""
+over 50 lines, no class over 150, in the package and the scripts, no module of the package over 500 lines;
+and one meaning per name: no class name twice, no private name imported by another module."""
 
 from __future__ import annotations
 
@@ -54,15 +54,15 @@ def test_functions_and_classes_are_small() -> None:
     assert over == [], "split these:\n" + "\n".join(over)
 
 
-#: The most lines a module of the reader may have (the standards: modules small, ~500 lines).
+#: The most lines a module of the package may have (the standards: modules small, ~500 lines).
 MODULE_LINES = 500
 READER = REPO / "src" / "imagefolder_lmdb" / "reader"
 
 
-def test_reader_is_a_package_of_small_modules() -> None:
-    modules = sorted(READER.glob("*.py"))
-    assert len(modules) >= 10, "one concern per module"
-    sizes = {path.name: len(path.read_text(encoding="utf-8").splitlines()) for path in modules}
+def test_the_package_is_made_of_small_modules() -> None:
+    assert len(list(READER.glob("*.py"))) >= 10, "the reader: one concern per module"
+    modules = sorted((REPO / "src").rglob("*.py"))
+    sizes = {str(path.relative_to(REPO)): len(path.read_text(encoding="utf-8").splitlines()) for path in modules}
     assert {name: lines for name, lines in sizes.items() if lines > MODULE_LINES} == {}, "split these"
 
 
@@ -87,3 +87,37 @@ def test_no_merge_conflict_markers() -> None:
             lines = path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
             found += [f"{name}:{number}" for number, line in enumerate(lines, 1) if line.startswith(markers)]
     assert not found, found
+
+
+PACKAGE = REPO / "src" / "imagefolder_lmdb"
+
+
+def package_modules() -> dict[Path, ast.Module]:
+    return {path: ast.parse(path.read_text(encoding="utf-8"), str(path)) for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def private_names_imported(path: Path, tree: ast.Module) -> list[str]:
+    """``from imagefolder_lmdb… import _name`` (or a relative one) anywhere in ``path``, inside
+    functions too: a name used by another module is part of its home's interface, so it is public."""
+    return [
+        f"{path.relative_to(REPO)}:{node.lineno} imports {alias.name} from {node.module or '.'}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("imagefolder_lmdb"))
+        for alias in node.names
+        if alias.name.startswith("_") and not alias.name.startswith("__")
+    ]
+
+
+def test_no_module_imports_another_modules_private_name() -> None:
+    found = [line for path, tree in package_modules().items() for line in private_names_imported(path, tree)]
+    assert found == [], "make these public where they are defined:\n" + "\n".join(found)
+
+
+def test_no_two_classes_of_the_package_share_a_name() -> None:
+    # one meaning per name: a class named twice is two concepts a reader of the code can mix up
+    homes: dict[str, list[str]] = {}
+    for path, tree in package_modules().items():
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef):
+                homes.setdefault(node.name, []).append(str(path.relative_to(PACKAGE)))
+    assert {name: where for name, where in homes.items() if len(where) > 1} == {}

@@ -23,7 +23,7 @@ from imagefolder_lmdb.reader import LMDBDataset, LMDBReader, encode_document
 from imagefolder_lmdb.remote import client
 from imagefolder_lmdb.remote.engine import ObjectChangedError, RemoteReadError
 from imagefolder_lmdb.remote.records import ChecksumError
-from imagefolder_lmdb.remote.urls import Settings
+from imagefolder_lmdb.remote.urls import RemoteSettings
 from support.commands import run_script
 from support.fault_proxy import FaultProxy
 from support.http_range import RangeServer
@@ -166,7 +166,7 @@ def test_a_server_slower_than_the_timeout_is_an_error_not_a_hang(http_url: str, 
     try:
         url = f"{proxy.url}/{http_url.rsplit('/', 1)[1]}"
         with pytest.raises(RemoteReadError, match="could not be read in 2 tries"):
-            client.fetch(url, [(0, 100)], None, Settings(timeout_s=0.5, retries=1))
+            client.fetch(url, [(0, 100)], None, RemoteSettings(timeout_s=0.5, retries=1))
     finally:
         proxy.stop()
 

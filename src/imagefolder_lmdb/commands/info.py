@@ -63,12 +63,12 @@ def read_remote(url: str) -> dict[str, Any]:
     from imagefolder_lmdb.reader import FormatError
     from imagefolder_lmdb.remote.client import allow_in_process
     from imagefolder_lmdb.remote.opening import open_remote
-    from imagefolder_lmdb.remote.urls import RemoteURLError, Settings, check_url
+    from imagefolder_lmdb.remote.urls import RemoteSettings, RemoteURLError, check_url
 
     allow_in_process()  # this command forks no workers: obstore may run in it
     try:
         check_url(url)
-        remote = open_remote(url, Settings())
+        remote = open_remote(url, RemoteSettings())
     except (FormatError, OSError, RemoteURLError) as exc:
         raise InfoError(str(exc)) from None
     document = dict(remote.meta.document)

@@ -31,7 +31,7 @@ from typing import IO, Any
 from . import problems
 from .engine import Fetched, download_in_process, fetch_in_process, store_environment
 from .problems import RemoteReadError
-from .urls import RemoteURLError, Settings
+from .urls import RemoteSettings, RemoteURLError
 
 IN_PROCESS_ENV = "IMAGEFOLDER_LMDB_REMOTE_IN_PROCESS"
 _in_process_allowed = False
@@ -50,14 +50,14 @@ def _in_process() -> bool:
     return torch_data is not None and torch_data.get_worker_info() is not None
 
 
-def fetch(url: str, spans: list[tuple[int, int]], etag: str | None, settings: Settings) -> Fetched:
+def fetch(url: str, spans: list[tuple[int, int]], etag: str | None, settings: RemoteSettings) -> Fetched:
     """The bytes of each ``[start, end)`` of the object at ``url`` pinned to ``etag``, in order."""
     if _in_process():
         return fetch_in_process(url, spans, etag, settings)
     return _helper().fetch(url, spans, etag, settings)
 
 
-def download(url: str, destination: str, settings: Settings) -> Fetched:
+def download(url: str, destination: str, settings: RemoteSettings) -> Fetched:
     """The whole object at ``url`` streamed once into the file ``destination`` (no parts; its ETag and size)."""
     if _in_process():
         return download_in_process(url, destination, settings)
@@ -101,7 +101,12 @@ class _Helper:
         self.answers: IO[bytes] = self.process.stdout
 
     def fetch(
-        self, url: str, spans: list[tuple[int, int]], etag: str | None, settings: Settings, download: str | None = None
+        self,
+        url: str,
+        spans: list[tuple[int, int]],
+        etag: str | None,
+        settings: RemoteSettings,
+        download: str | None = None,
     ) -> Fetched:
         request = {
             "download": download,
@@ -193,13 +198,13 @@ def serve(requests: IO[bytes], answers: IO[bytes]) -> None:
         os.environ.update(request["env"])  # the reading process's credentials and endpoint
         try:
             if request.get("download"):
-                got = download_in_process(request["url"], request["download"], Settings(**request["settings"]))
+                got = download_in_process(request["url"], request["download"], RemoteSettings(**request["settings"]))
             else:
                 got = fetch_in_process(
                     request["url"],
                     [tuple(s) for s in request["spans"]],
                     request["etag"],
-                    Settings(**request["settings"]),
+                    RemoteSettings(**request["settings"]),
                 )
         except Exception as exc:  # noqa: BLE001 - every failure goes back to the reading process
             kind = type(exc).__name__ if type(exc).__name__ in _ERRORS else "RemoteReadError"

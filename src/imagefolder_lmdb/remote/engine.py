@@ -9,7 +9,7 @@ What can go wrong, and what is done:
 - 5xx (S3's 503 SlowDown), a dropped connection, a timeout: obstore retries them with backoff;
 - a body shorter than asked, a 200 with the whole object for a range, an error while the body
   streams: tried again here with backoff (the answer is never used), then RemoteReadError;
-- every request has a deadline (``Settings.timeout_s``), so nothing waits forever.
+- every request has a deadline (``RemoteSettings.timeout_s``), so nothing waits forever.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .problems import ObjectChangedError, RemoteReadError, changed_message, explain, ignored_range
-from .urls import RemoteURLError, Settings, make_store, store_and_key
+from .urls import RemoteSettings, RemoteURLError, make_store, store_and_key
 
 __all__ = ["Fetched", "ObjectChangedError", "RemoteReadError", "download_in_process", "fetch_in_process"]
 
@@ -36,7 +36,7 @@ class Fetched:
     size: int
 
 
-_stores: dict[tuple[int, str, Settings, tuple[tuple[str, str], ...]], Any] = {}
+_stores: dict[tuple[int, str, RemoteSettings, tuple[tuple[str, str], ...]], Any] = {}
 _lock = threading.Lock()
 #: The environment variables a store reads its credentials and endpoint from.
 STORE_VARIABLES = ("AWS_", "GOOGLE_", "AZURE_", "AZURITE_")  # AZURITE_BLOB_STORAGE_URL: the emulator's address
@@ -47,7 +47,7 @@ def store_environment() -> dict[str, str]:
     return {name: value for name, value in os.environ.items() if name.startswith(STORE_VARIABLES)}
 
 
-def _store(store_url: str, settings: Settings, url: str) -> Any:
+def store_for(store_url: str, settings: RemoteSettings, url: str) -> Any:
     """This process's store for ``store_url`` (made lazily: obstore clients are not shared across
     processes), made again when the variables it reads change."""
     key = (os.getpid(), store_url, settings, tuple(sorted(store_environment().items())))
@@ -81,7 +81,7 @@ async def _get_once(store: Any, key: str, start: int, end: int, etag: str | None
 
 
 async def get_range(
-    store: Any, url: str, key: str, span: tuple[int, int], etag: str | None, settings: Settings
+    store: Any, url: str, key: str, span: tuple[int, int], etag: str | None, settings: RemoteSettings
 ) -> Fetched:
     """Bytes ``[start, end)`` of the object, retried with backoff where a retry may help."""
     start, end = span
@@ -112,9 +112,9 @@ async def get_range(
     )
 
 
-async def _fetch(url: str, spans: list[tuple[int, int]], etag: str | None, settings: Settings) -> Fetched:
+async def _fetch(url: str, spans: list[tuple[int, int]], etag: str | None, settings: RemoteSettings) -> Fetched:
     store_url, key = store_and_key(url)
-    store = _store(store_url, settings, url)
+    store = store_for(store_url, settings, url)
     gate = asyncio.Semaphore(settings.max_in_flight)
 
     async def one(span: tuple[int, int]) -> Fetched:
@@ -136,7 +136,7 @@ async def _fetch(url: str, spans: list[tuple[int, int]], etag: str | None, setti
 _local = threading.local()
 
 
-def fetch_in_process(url: str, spans: list[tuple[int, int]], etag: str | None, settings: Settings) -> Fetched:
+def fetch_in_process(url: str, spans: list[tuple[int, int]], etag: str | None, settings: RemoteSettings) -> Fetched:
     """Each ``[start, end)`` of ``spans`` of the object at ``url``, concurrently (at most
     ``settings.max_in_flight`` at once), in order. ``etag``: the version every read is pinned to
     (None: the first read learns it). Runs on an event loop of this thread."""
@@ -146,14 +146,14 @@ def fetch_in_process(url: str, spans: list[tuple[int, int]], etag: str | None, s
     return loop.run_until_complete(_fetch(url, spans, etag, settings))
 
 
-def download_in_process(url: str, destination: str, settings: Settings) -> Fetched:
+def download_in_process(url: str, destination: str, settings: RemoteSettings) -> Fetched:
     """The whole object streamed once into the file ``destination`` (checked to fit on its disk first)."""
     import shutil
 
     import obstore
 
     store_url, key = store_and_key(url)
-    store = _store(store_url, settings, url)
+    store = store_for(store_url, settings, url)
     try:
         head = obstore.head(store, key)
         free = shutil.disk_usage(os.path.dirname(os.path.abspath(destination))).free

@@ -28,7 +28,7 @@ from imagefolder_lmdb.reader.record_locations import locations_checksum, locatio
 
 from . import client
 from .records import merged_spans
-from .urls import Settings
+from .urls import RemoteSettings
 
 _HEAD = 8192
 _META_PREFIX = b"meta/"
@@ -57,7 +57,7 @@ class RemoteFile:
 class _Pages:
     """The object's pages, fetched a round at a time and kept."""
 
-    def __init__(self, url: str, etag: str | None, page_size: int, settings: Settings) -> None:
+    def __init__(self, url: str, etag: str | None, page_size: int, settings: RemoteSettings) -> None:
         self.url, self.etag, self.page_size, self.settings = url, etag, page_size, settings
         self.pages: dict[int, bytes] = {}
         self.requests = 0
@@ -181,7 +181,7 @@ def _unlocated(url: str, meta: Meta, pages: _Pages, head: lmdb_pages.MetaPage) -
     return offsets, lengths
 
 
-def open_remote(url: str, settings: Settings) -> RemoteFile:
+def open_remote(url: str, settings: RemoteSettings) -> RemoteFile:
     """Fetch and check the meta and record locations of the file at ``url`` (see the module's docstring)."""
     first = client.fetch(url, [(0, _HEAD)], None, settings)
     head_bytes, etag, size = first.parts[0], first.etag, first.size

@@ -45,7 +45,7 @@ def changed_message(url: str, etag: str | None, how: str) -> str:
     )
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
     return str(exc).split("\n\nDebug source")[0].splitlines()[0] if str(exc) else type(exc).__name__
 
 
@@ -82,7 +82,7 @@ def _bucket_of(url: str) -> str:
     return urlsplit(url).netloc
 
 
-def _listing(store: Any, key: str) -> tuple[str, list[str]]:
+def listing_beside(store: Any, key: str) -> tuple[str, list[str]]:
     """('ok', the .lmdb keys beside ``key``), or ('nobucket'|'denied'|'failed', [])."""
     import obstore
 
@@ -110,7 +110,7 @@ def _create_command(url: str) -> str:
     return f"`aws s3 mb s3://{bucket}`, with --endpoint-url for a local S3 server"
 
 
-def _no_bucket(url: str) -> NoSuchObjectError:
+def no_bucket_error(url: str) -> NoSuchObjectError:
     scheme, bucket = url.split(":", 1)[0].lower(), _bucket_of(url)
     what = "container" if scheme in ("az", "azure", "abfs", "abfss", "adl") else "bucket"
     return NoSuchObjectError(
@@ -126,12 +126,12 @@ def _has_buckets(url: str) -> bool:
 
 def _missing(url: str, store: Any, key: str, text: str) -> BaseException:
     if "NoSuchBucket" in text or "ContainerNotFound" in text:  # S3's and Azure's words for it
-        return _no_bucket(url)
+        return no_bucket_error(url)
     if not _has_buckets(url):
         return NoSuchObjectError(f"{url}: no such object (the server answers 404): check the URL")
-    state, keys = _listing(store, key)
+    state, keys = listing_beside(store, key)
     if state == "nobucket":
-        return _no_bucket(url)
+        return no_bucket_error(url)
     message = f"{url}: no such object"
     close = difflib.get_close_matches(key, keys, n=1, cutoff=0.6)
     if close:
@@ -144,9 +144,9 @@ def _missing(url: str, store: Any, key: str, text: str) -> BaseException:
 
 def _denied(url: str, store: Any, key: str, text: str) -> BaseException:
     if "NoSuchBucket" in text:
-        return _no_bucket(url)
-    if _has_buckets(url) and _listing(store, key)[0] == "nobucket":
-        return _no_bucket(url)
+        return no_bucket_error(url)
+    if _has_buckets(url) and listing_beside(store, key)[0] == "nobucket":
+        return no_bucket_error(url)
     return RemoteAccessError(
         f"{url}: access denied ({_first_line_of(text)}): the credentials given are not allowed to read it; "
         + _credentials_hint(url)
@@ -233,7 +233,7 @@ def explain(exc: BaseException, url: str, store: Any, key: str) -> BaseException
     if "error sending request" in text or "error trying to connect" in text or "dns error" in text:
         return _sending(url, text)
     if "credential" in text.lower():
-        return RemoteAccessError(f"{url}: {_first_line(exc)}: " + _credentials_hint(url))
+        return RemoteAccessError(f"{url}: {first_line(exc)}: " + _credentials_hint(url))
     return None
 
 

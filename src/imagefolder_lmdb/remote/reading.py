@@ -12,7 +12,7 @@ import numpy as np
 from .cache import RecordCache
 from .opening import open_remote
 from .records import RemoteRecords
-from .urls import Settings, check_url
+from .urls import RemoteSettings, check_url
 
 #: The cache's default limit on the bytes it keeps (``cache_bytes``).
 DEFAULT_CACHE_BYTES = 64 << 30
@@ -28,7 +28,7 @@ def open_remote_records(
     if max_in_flight < 1:
         raise ValueError(f"max_in_flight must be at least 1, not {max_in_flight}")
     check_url(url)  # a mistyped scheme is named here, before any request
-    settings = Settings(max_in_flight=max_in_flight)
+    settings = RemoteSettings(max_in_flight=max_in_flight)
     remote = open_remote(url, settings)
     if remote.etag is None:
         _warn_no_etag(url)

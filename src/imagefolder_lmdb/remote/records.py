@@ -2,7 +2,7 @@
 """The record source of a remote dataset: each record one ranged read at its recorded location.
 
 A batch (``__getitems__``) is read at once: its ranges sorted, neighbours closer than
-``Settings.merge_gap`` merged into one request (at most ``max_request`` long), all of them in
+``RemoteSettings.merge_gap`` merged into one request (at most ``max_request`` long), all of them in
 flight together (at most ``max_in_flight``), the samples returned in the batch's order. Every record
 is checked against its CRC-32 (meta/crc32) before it is used: zlib's CRC-32 runs at 2-4 GB/s here,
 ~30-55 us for a 110 KB JPEG, small beside a network read (milliseconds) and a decode (~1.5 ms).
@@ -20,11 +20,11 @@ import numpy as np
 from . import client
 from .cache import RecordCache
 from .problems import ObjectChangedError, changed_message
-from .urls import Settings
+from .urls import RemoteSettings
 
 
 def merged_spans(
-    spans: list[tuple[int, int]], settings: Settings
+    spans: list[tuple[int, int]], settings: RemoteSettings
 ) -> tuple[list[tuple[int, int]], list[tuple[int, int, int]]]:
     """The requests that cover ``spans`` (neighbours merged), and for each span: its request's
     number and its place inside that request's bytes."""
@@ -77,7 +77,7 @@ class RemoteRecords:
         lengths: np.ndarray,
         crc32: np.ndarray,
         jpeg: np.ndarray,
-        settings: Settings,
+        settings: RemoteSettings,
         cache: RecordCache | None,
     ) -> None:
         self.url, self.etag, self.settings, self.cache = url, etag, settings, cache

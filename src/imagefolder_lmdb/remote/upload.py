@@ -34,7 +34,7 @@ from typing import Any
 from imagefolder_lmdb.writing.hold_points import hold_point
 
 from .s3_multipart import Credentials, S3Multipart, S3RequestError
-from .urls import Settings, check_url, store_and_key
+from .urls import RemoteSettings, check_url, store_and_key
 
 MIB = 1 << 20
 #: S3's limits on a multipart upload.
@@ -50,7 +50,7 @@ class PublishError(RuntimeError):
     """A publish refused or failed; the message names the object and what to do."""
 
 
-class Interrupted(BaseException):
+class UploadInterrupted(BaseException):
     """SIGTERM (143) or SIGINT (130) during an upload."""
 
     def __init__(self, code: int) -> None:
@@ -83,28 +83,30 @@ def _head(url: str) -> dict[str, Any] | None:
     import obstore
     from obstore.exceptions import NotFoundError
 
-    from .engine import _store
+    from .engine import store_for
 
     store_url, key = store_and_key(url)
     try:
-        return dict(obstore.head(_store(store_url, Settings(), url), key))
+        return dict(obstore.head(store_for(store_url, RemoteSettings(), url), key))
     except (NotFoundError, FileNotFoundError):
         return None
     except Exception as exc:  # noqa: BLE001 - named with its fix
         from .problems import explain
 
-        raise explain(exc, url, _store(store_url, Settings(), url), key) or PublishError(f"{url}: {exc}") from None
+        raise explain(exc, url, store_for(store_url, RemoteSettings(), url), key) or PublishError(
+            f"{url}: {exc}"
+        ) from None
 
 
 def _check_bucket(url: str) -> None:
     """The bucket's no-such-bucket error, if it is missing (S3 servers refuse an upload into one with
     403 or 404, which says neither)."""
-    from .engine import _store
-    from .problems import _listing, _no_bucket
+    from .engine import store_for
+    from .problems import listing_beside, no_bucket_error
 
     store_url, key = store_and_key(url)
-    if _listing(_store(store_url, Settings(), url), key)[0] == "nobucket":
-        raise _no_bucket(url)
+    if listing_beside(store_for(store_url, RemoteSettings(), url), key)[0] == "nobucket":
+        raise no_bucket_error(url)
 
 
 def existing(url: str) -> Found | None:
@@ -117,7 +119,7 @@ def existing(url: str) -> Found | None:
     if head is None:
         return None
     try:
-        document: dict[str, Any] | None = open_remote(url, Settings()).meta.document
+        document: dict[str, Any] | None = open_remote(url, RemoteSettings()).meta.document
     except (FormatError, ValueError, OSError):
         document = None
     return Found(int(head["size"]), head.get("last_modified"), head.get("e_tag"), document)
@@ -219,17 +221,17 @@ def _upload_obstore(path: str, url: str, concurrency: int) -> str:
     """Through obstore (no AWS keys in the environment: profiles, instance roles; gs://, az://)."""
     import obstore
 
-    from .engine import _store
+    from .engine import store_for
 
     store_url, key = store_and_key(url)
     size = os.path.getsize(path)
-    store = _store(store_url, Settings(), url)
+    store = store_for(store_url, RemoteSettings(), url)
     try:
         result = obstore.put(store, key, Path(path), chunk_size=part_size(size), max_concurrency=concurrency)
     except Exception as exc:  # noqa: BLE001 - one line with its fix, not obstore's debug dump
-        from .problems import _first_line, explain
+        from .problems import explain, first_line
 
-        raise explain(exc, url, store, key) or PublishError(f"{url}: the upload failed: {_first_line(exc)}") from None
+        raise explain(exc, url, store, key) or PublishError(f"{url}: the upload failed: {first_line(exc)}") from None
     return str(result.get("e_tag") or "")
 
 
@@ -278,7 +280,7 @@ def publish(path: str, url: str, overwrite: bool = False, concurrency: int = CON
 
 
 def _interrupt(signum: int, frame: Any) -> None:
-    raise Interrupted(143)
+    raise UploadInterrupted(143)
 
 
 #: What an interrupt leaves: "completed" names the object once its upload completed.
@@ -306,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(_interrupted_line(args.url, "interrupted"), file=sys.stderr)
         return 130
-    except Interrupted as exc:
+    except UploadInterrupted as exc:
         print(_interrupted_line(args.url, "terminated"), file=sys.stderr)
         return exc.code
     except (PublishError, OSError, ValueError) as exc:
@@ -346,7 +348,7 @@ def local_folder(destination: str, source: Any, work: str | None) -> str:
 
 def publish_splits(datasets: dict[str, str], destination: str, overwrite: bool) -> None:
     """Upload each split's file to ``destination/<split>.lmdb``, one process each (obstore never runs
-    in this process, which may fork later); PublishError or Interrupted on failure."""
+    in this process, which may fork later); PublishError or UploadInterrupted on failure."""
     import subprocess
 
     for split, path in datasets.items():
@@ -371,6 +373,6 @@ def publish_splits(datasets: dict[str, str], destination: str, overwrite: bool) 
             signal.signal(signal.SIGTERM, previous)
         if child.returncode in (130, 143):
             sys.stderr.write(errors or "")
-            raise Interrupted(child.returncode)
+            raise UploadInterrupted(child.returncode)
         if child.returncode != 0:
             raise PublishError((errors or "").strip() or f"the upload of {path} to {url} failed")

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 
 @dataclass(frozen=True)
-class Settings:
+class RemoteSettings:
     """How the remote reads behave; picklable, the same in every process."""
 
     max_in_flight: int = 64  # ranged GETs in flight at once per process
@@ -69,7 +69,7 @@ def store_and_key(url: str) -> tuple[str, str]:
     return f"{parts.scheme}://{parts.netloc}", parts.path.lstrip("/")
 
 
-def make_store(store_url: str, settings: Settings) -> Any:
+def make_store(store_url: str, settings: RemoteSettings) -> Any:
     """An obstore store for ``store_url``, with the request timeout and obstore's own retries (5xx,
     dropped connections, timeouts) bounded by ``settings``."""
     from obstore.store import from_url

@@ -22,7 +22,7 @@ from imagefolder_lmdb.verify import checks as local
 
 from . import client
 from .records import RemoteRecords
-from .urls import RemoteURLError, Settings
+from .urls import RemoteSettings, RemoteURLError
 
 
 def verify_remote(url: str, sample: int, full: bool, seed: int) -> tuple[dict[str, Any], LMDBReader | None, list[int]]:
@@ -57,7 +57,7 @@ def _verify_streamed(url: str, sample: int, seed: int) -> tuple[dict[str, Any], 
     with tempfile.TemporaryDirectory(prefix="imagefolder-lmdb-verify-") as folder:
         copy = str(Path(folder) / Path(url.split("?")[0]).name)
         try:
-            streamed = client.download(url, copy, Settings())
+            streamed = client.download(url, copy, RemoteSettings())
         except (OSError, RemoteURLError) as exc:
             return {"path": url, "ok": False, "problems": [str(exc).removeprefix(f"{url}: ")]}, None, []
         report, _, indices = local.verify_file(copy, sample, True, seed)
