@@ -23,9 +23,7 @@ import base64
 import hashlib
 import hmac
 import json
-import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -35,6 +33,8 @@ import urllib.parse
 import urllib.request
 from email.utils import formatdate
 from pathlib import Path
+
+from support.seaweed import stop_server
 
 START_TIMEOUT = 60.0
 #: Azurite's one account and its key: published in Azure's docs, the same for every Azurite.
@@ -102,14 +102,7 @@ class _Server:
             return "(no log)"
 
     def stop(self) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        os.killpg(self.process.pid, signal.SIGTERM)
-        try:
-            self.process.wait(timeout=5)  # a test server: its data is thrown away
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(timeout=20)
+        stop_server(self.process, grace=5)
 
 
 def azurite_binary() -> str:

@@ -131,11 +131,17 @@ class Seaweed:
         }
 
     def stop(self) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        os.killpg(self.process.pid, signal.SIGTERM)
-        try:
-            self.process.wait(timeout=3)  # a test server: its data is thrown away
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(timeout=20)
+        stop_server(self.process, grace=3)
+
+
+def stop_server(process: subprocess.Popen | None, grace: float) -> None:
+    """End a test server started in a process group of its own: SIGTERM, then SIGKILL after ``grace``
+    seconds (its data is thrown away, so nothing waits for a clean shutdown)."""
+    if process is None or process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=20)
