@@ -14,7 +14,7 @@ SeaweedFS on 127.0.0.1 (tests/support/seaweed.py), on section 11's ImageNet-like
   reads back nothing.
 
 After each repeat, on the file the local run made: the upload alone (``python -m
-imagefolder_lmdb.remote.upload FILE URL``: the same upload and check as ``publish``) and obstore's plain
+imagefolder_lmdb.publish.upload FILE URL``: the same upload and check as ``publish``) and obstore's plain
 ``put`` of the file with the same part size and concurrency (no check: what the server allows).
 
     PYTHONPATH=src:. .venv/bin/python -m benchmarks.bench_publish --images 12000 --repeats 2
@@ -52,7 +52,7 @@ NAMES = {
     "publish": "`convert SRC s3://…`",
     "publish_header": "`convert SRC s3://…`, `check: header`",
     "litdata": 'LitData `optimize(output_dir="s3://…")`',
-    "upload_only": "upload + check alone (`remote.upload FILE URL`)",
+    "upload_only": "upload + check alone (`publish.upload FILE URL`)",
     "obstore_put": "obstore `put` of the same file (bound)",
 }
 CLI = [sys.executable, "-m", "imagefolder_lmdb.cli", "convert"]
@@ -62,7 +62,7 @@ import sys, time
 from pathlib import Path
 import obstore
 from imagefolder_lmdb.remote.engine import store_for
-from imagefolder_lmdb.remote.upload import CONCURRENCY, part_size
+from imagefolder_lmdb.publish.upload import CONCURRENCY, part_size
 from imagefolder_lmdb.remote.urls import RemoteSettings
 path, url = sys.argv[1], sys.argv[2]
 store = store_for("s3://bench", RemoteSettings(), url)
@@ -134,7 +134,7 @@ def contender(
 def bound(name: str, file: str, env: dict[str, str], server: psutil.Process) -> dict[str, Any]:
     url = f"s3://bench/{name}-{uuid.uuid4().hex[:12]}/train.lmdb"
     if name == "upload_only":
-        result = run([sys.executable, "-m", "imagefolder_lmdb.remote.upload", file, url], env, server)
+        result = run([sys.executable, "-m", "imagefolder_lmdb.publish.upload", file, url], env, server)
         result["upload_s"] = upload_seconds(result["stdout"])
     else:
         result = run([sys.executable, "-c", PUT, file, url], env, server)

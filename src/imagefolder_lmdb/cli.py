@@ -28,7 +28,7 @@ COMMANDS = {
         "convert an ImageFolder, archive or shards into OUTDIR/<split>.lmdb (the packaged workflow)",
     ),
     "verify": (
-        "imagefolder_lmdb.steps.verify",
+        "imagefolder_lmdb.verify.command",
         "check a dataset: meta, counts, a decoded sample (--full: every record's CRC-32)",
     ),
     "convert-legacy": (
@@ -261,7 +261,7 @@ def convert_parsed(args: argparse.Namespace, passed: list[str], parser: argparse
     from imagefolder_lmdb.run.launch import check_snakemake
 
     try:
-        # OUTDIR a URL: converted in a local folder, then uploaded (remote/upload.py)
+        # OUTDIR a URL: converted in a local folder, then uploaded (publish/upload.py)
         destination, args.outdir, args.work = url_outdir(args.source, args.outdir, args.work)
         check_snakemake()
         options = run_options(args.cores, args.profile, passed)

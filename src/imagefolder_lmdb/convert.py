@@ -167,7 +167,7 @@ def after_conversion(outputs: dict[str, Any], destination: str, overwrite: bool)
     """``convert``'s last step for a URL OUTDIR: each split uploaded, as ConvertError on failure
     (130 / 143 for an interrupt, the way back's exit codes). Here, not in remote/: ConvertError is
     the run's, above the uploader."""
-    from imagefolder_lmdb.remote.upload import PublishError, UploadInterrupted, publish_splits
+    from imagefolder_lmdb.publish.upload import PublishError, UploadInterrupted, publish_splits
 
     try:
         publish_splits({name: str(split.dataset) for name, split in outputs.items()}, destination, overwrite)
@@ -184,13 +184,13 @@ def url_outdir(
     source: Any, outdir: PathLike | None, work: PathLike | None
 ) -> tuple[str | None, PathLike | None, PathLike | None]:
     """Snakemake checked, and (the URL to publish to, the local outdir, work) for an ``outdir`` that is
-    a URL: converted in a local folder first (remote/upload.py local_folder); else (None, outdir, work)."""
+    a URL: converted in a local folder first (publish/upload.py local_folder); else (None, outdir, work)."""
     from imagefolder_lmdb.remote import is_url
 
     check_snakemake()
     if not isinstance(outdir, str) or source is None or not is_url(outdir):
         return None, outdir, work
-    from imagefolder_lmdb.remote.upload import PublishError, local_folder
+    from imagefolder_lmdb.publish.upload import PublishError, local_folder
 
     try:
         return outdir, local_folder(outdir, source, None if work is None else os.fspath(work)), None

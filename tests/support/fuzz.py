@@ -9,7 +9,7 @@ free list).
 One process handles every case: it writes the damaged copy, then forks a child for the reader
 without its CRC-32 check (open the copy with ``crc_check=False``, read every record through the
 default path, both batched and one by one), one for the reader as users get it (every record read
-checked against its CRC-32) and one for ``verify.main([copy, "--full"])``, so that a signal ends
+checked against its CRC-32) and one for ``command.main([copy, "--full"])`` (verify), so that a signal ends
 only its own case and is seen as one (a negative return code). One JSON line per case goes to
 RESULTS; tests/workflow/test_fuzz.py judges them.
 """
@@ -34,7 +34,7 @@ from typing import Any
 import lmdb
 
 from imagefolder_lmdb.reader import LMDBReader, close_all_envs, lmdb_check, lmdb_pages, record_key
-from imagefolder_lmdb.steps import verify
+from imagefolder_lmdb.verify import command
 
 #: A child that runs longer than this is killed (SIGALRM) and counted as a signal.
 CASE_SECONDS = 60
@@ -225,7 +225,7 @@ def run_verify(path: Path, layout: Layout) -> dict[str, Any]:
     compared with the clean file's (a pass must mean the file reads as written)."""
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        code = verify.main([str(path), "--full"])
+        code = command.main([str(path), "--full"])
     result: dict[str, Any] = {"rc": code, "output": out.getvalue().strip()}
     if code == 0:
         close_all_envs()  # verify's own environment of the copy

@@ -15,7 +15,7 @@ from PIL import Image
 from imagefolder_lmdb.classes.lists import configured_names, shipped_list, wordnet_words
 from imagefolder_lmdb.reader import STORAGE_CODES, LMDBReader, Meta, checksum, close_all_envs, encode_meta, record_key
 from imagefolder_lmdb.sources.ilsvrc import LabelError, devkit_classes, val_labels
-from imagefolder_lmdb.steps import verify
+from imagefolder_lmdb.verify import contact_sheet
 from imagefolder_lmdb.writing.lmdb_writer import LMDBWriter
 from imagefolder_lmdb.writing.meta_document import document_problems
 from support import REPO
@@ -126,15 +126,18 @@ def test_words_that_do_not_fit_the_classes_are_a_problem() -> None:
 
 def caption_ink(sheet: Path, line: int) -> int:
     """Dark pixels in caption line ``line`` (0: ``index: class``, 1: the words) of the first cell."""
-    top = verify.CELL + 2 + line * verify.WORDS_HEIGHT
-    band = np.asarray(Image.open(sheet).convert("L"))[top : top + verify.WORDS_HEIGHT, : verify.CELL]
+    top = contact_sheet.CELL + 2 + line * contact_sheet.WORDS_HEIGHT
+    band = np.asarray(Image.open(sheet).convert("L"))[top : top + contact_sheet.WORDS_HEIGHT, : contact_sheet.CELL]
     return int((band < 128).sum())
 
 
 def test_the_contact_sheet_shows_the_words(with_words: LMDBReader, without_words: LMDBReader, tmp_path: Path) -> None:
-    verify.contact_sheet(with_words, [0, 1], str(tmp_path / "words.png"))
-    verify.contact_sheet(without_words, [0, 1], str(tmp_path / "plain.png"))
-    assert Image.open(tmp_path / "words.png").height == verify.CELL + verify.LABEL_HEIGHT + verify.WORDS_HEIGHT
-    assert Image.open(tmp_path / "plain.png").height == verify.CELL + verify.LABEL_HEIGHT
+    contact_sheet.contact_sheet(with_words, [0, 1], str(tmp_path / "words.png"))
+    contact_sheet.contact_sheet(without_words, [0, 1], str(tmp_path / "plain.png"))
+    assert (
+        Image.open(tmp_path / "words.png").height
+        == contact_sheet.CELL + contact_sheet.LABEL_HEIGHT + contact_sheet.WORDS_HEIGHT
+    )
+    assert Image.open(tmp_path / "plain.png").height == contact_sheet.CELL + contact_sheet.LABEL_HEIGHT
     assert caption_ink(tmp_path / "words.png", 1) > 20, "the words line is drawn"
     assert caption_ink(tmp_path / "plain.png", 0) > 20 and caption_ink(tmp_path / "words.png", 0) > 20

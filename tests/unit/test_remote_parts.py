@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
+from imagefolder_lmdb.publish.upload import part_size
 from imagefolder_lmdb.reader import LMDBReader
 from imagefolder_lmdb.remote import is_url
 from imagefolder_lmdb.remote.cache import RecordCache
 from imagefolder_lmdb.remote.records import merged_spans
-from imagefolder_lmdb.remote.upload import part_size
 from imagefolder_lmdb.remote.urls import RemoteSettings, RemoteURLError, make_store, store_and_key
 
 

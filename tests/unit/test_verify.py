@@ -22,7 +22,7 @@ def test_verify_refuses_what_is_not_a_dataset(tmp_path: Path, content: bytes | N
 
 
 def test_contact_sheet_of_a_full_check_shows_records_from_everywhere() -> None:
-    from imagefolder_lmdb.steps.verify import MAX_SHEET_IMAGES, sheet_indices
+    from imagefolder_lmdb.verify.contact_sheet import MAX_SHEET_IMAGES, sheet_indices
 
     assert sheet_indices([3, 1, 4]) == [3, 1, 4]
     shown = sheet_indices(list(range(10_000)))

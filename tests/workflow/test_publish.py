@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from imagefolder_lmdb.convert import ConvertError
+from imagefolder_lmdb.publish.s3_multipart import Credentials, S3Multipart
+from imagefolder_lmdb.publish.upload import PublishError, _send_parts, _upload_s3
 from imagefolder_lmdb.reader import LMDBReader
-from imagefolder_lmdb.remote.s3_multipart import Credentials, S3Multipart
-from imagefolder_lmdb.remote.upload import PublishError, _send_parts, _upload_s3
 from support.seaweed import Seaweed
 from support.workflow import Converted
 
@@ -88,7 +88,7 @@ def test_publish_refuses_a_foreign_object_then_replaces_it_and_a_rerun_uploads_n
     again = subprocess.run(command, capture_output=True, text=True, check=False, cwd="/")
     assert again.returncode == 0 and f"{url}: up to date" in again.stdout, again.stdout + again.stderr
     assert _pending(url) == []
-    upload = [sys.executable, "-m", "imagefolder_lmdb.remote.upload", str(converted.lmdb), url]
+    upload = [sys.executable, "-m", "imagefolder_lmdb.publish.upload", str(converted.lmdb), url]
     other = subprocess.run(upload, capture_output=True, text=True, check=False)
     assert other.returncode == 1, other.stdout + other.stderr
     said = rf"{re.escape(url)} holds a dataset made from {re.escape(str(data))}, not {re.escape(str(converted.source))}"
@@ -101,7 +101,7 @@ def test_an_interrupted_upload_leaves_nothing_and_the_same_command_uploads_witho
     s3_env.put("datasets", "probe", b"")  # the bucket exists
     prefix = f"s3://datasets/{uuid.uuid4().hex}"
     url = f"{prefix}/train.lmdb"
-    upload = [sys.executable, "-m", "imagefolder_lmdb.remote.upload", str(converted.lmdb), url]
+    upload = [sys.executable, "-m", "imagefolder_lmdb.publish.upload", str(converted.lmdb), url]
     missing = subprocess.run([*upload[:-1], "s3://no-such-bucket/x/train.lmdb"], capture_output=True, text=True)
     assert missing.returncode == 1, missing.stderr
     assert "s3://no-such-bucket/x/train.lmdb: no such bucket 'no-such-bucket': create it first" in missing.stderr

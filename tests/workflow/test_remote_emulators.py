@@ -166,7 +166,7 @@ def test_an_upload_the_server_refuses_is_one_line(fake_gcs: FakeGCS, converted: 
     fake_gcs.create_bucket("datasets")
     url = f"gs://datasets/{uuid.uuid4().hex}/train.lmdb"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "GOOGLE_", "AZURE_", "AZURITE_"))}
-    command = [sys.executable, "-m", "imagefolder_lmdb.remote.upload", str(converted.lmdb), url]
+    command = [sys.executable, "-m", "imagefolder_lmdb.publish.upload", str(converted.lmdb), url]
     done = subprocess.run(
         command, capture_output=True, text=True, timeout=120, check=False, env={**env, **fake_gcs.env()}
     )

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from imagefolder_lmdb.publish.s3_multipart import Credentials, S3Multipart
 from imagefolder_lmdb.reader import LMDBReader
 from imagefolder_lmdb.remote.problems import NoSuchObjectError, ObjectChangedError
 from imagefolder_lmdb.remote.reading import RemoteWarning
-from imagefolder_lmdb.remote.s3_multipart import Credentials, S3Multipart
 from support.http_range import RangeServer
 from support.seaweed import Seaweed
 from support.workflow import Converted
@@ -126,7 +126,7 @@ def test_keys_that_may_not_read_are_access_denied_and_uploads_are_signed(
         assert credentials is not None
         S3Multipart("signed", "x", credentials).request("PUT", f"{server.endpoint}/signed")  # a signed bucket creation
         url = "s3://signed/d/train.lmdb"
-        upload = [sys.executable, "-m", "imagefolder_lmdb.remote.upload", str(converted.lmdb), url]
+        upload = [sys.executable, "-m", "imagefolder_lmdb.publish.upload", str(converted.lmdb), url]
         done = subprocess.run(upload, capture_output=True, text=True, check=False)
         assert done.returncode == 0, done.stderr  # SigV4 signed parts, accepted by a server that checks them
         result = _cli({**env, "AWS_SECRET_ACCESS_KEY": "wrong"}, "info", url)

@@ -1,3 +1,4 @@
-"""The checks of a finished dataset, below the modules that run them: ``checks`` (a file's pages, meta,
-locations and records; steps/verify.py runs them on a file, remote/verify.py on a streamed copy of a
-URL) and ``datasets`` (the datasets a path names, for ``verify`` and ``info``)."""
+"""Checking a finished dataset, its one home: ``checks`` (a file's pages, meta, record locations and
+records), ``command`` (``imagefolder-lmdb verify``; rule verify runs its ``verify`` on the file it
+made), ``remote`` (a URL), ``contact_sheet``, and ``datasets`` (the datasets a path names, for
+``verify`` and ``info``)."""

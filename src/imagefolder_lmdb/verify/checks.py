@@ -2,9 +2,8 @@
 its meta against itself and its records, the record locations against the walk of its B-tree, and
 each checked record's bytes (CRC-32, decoding, size).
 
-Here, below both of the modules that run them: steps/verify.py (the rule and the command, a file)
-and remote/verify.py (a URL, whose ``--full`` gets these checks on a streamed copy). They lived in
-steps/verify.py, which imported remote/verify.py back (issue 42).
+Run by verify/command.py on a file (the command, and rule verify through it) and by verify/remote.py
+on a URL's streamed copy (``--full``).
 """
 
 from __future__ import annotations
@@ -306,7 +305,7 @@ def verify_file(
     path: str, sample: int = 64, full: bool = False, seed: int = 0
 ) -> tuple[dict[str, Any], LMDBReader | None, list[int]]:
     """The report of the file at ``path``, the opened dataset (None if it could not be opened) and
-    the checked indices (steps/verify.py: ``verify``, which hands a URL to imagefolder_lmdb.remote)."""
+    the checked indices (verify/command.py: ``verify``, which hands a URL to verify/remote.py)."""
     report: dict[str, Any] = {"path": os.path.abspath(path), "ok": False, "problems": []}
     problem, walk = pages_problem(path, every_value=full) if os.path.exists(path) else (None, None)
     if problem is not None:

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Publishing a converted split to object storage: one multipart upload per file, checked after.
 
-    python -m imagefolder_lmdb.remote.upload results/train.lmdb s3://bucket/prefix/train.lmdb [--overwrite]
+    python -m imagefolder_lmdb.publish.upload results/train.lmdb s3://bucket/prefix/train.lmdb [--overwrite]
 
 (``imagefolder-lmdb convert DATA s3://bucket/prefix`` runs it for each split, in a process of its
 own so that obstore never runs in a process that may fork afterwards; remote/client.py says why.)
@@ -31,10 +31,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from imagefolder_lmdb.publish.s3_multipart import Credentials, S3Multipart, S3RequestError
+from imagefolder_lmdb.remote.urls import RemoteSettings, check_url, store_and_key
 from imagefolder_lmdb.writing.hold_points import hold_point
-
-from .s3_multipart import Credentials, S3Multipart, S3RequestError
-from .urls import RemoteSettings, check_url, store_and_key
 
 MIB = 1 << 20
 #: S3's limits on a multipart upload.
@@ -83,7 +82,7 @@ def _head(url: str) -> dict[str, Any] | None:
     import obstore
     from obstore.exceptions import NotFoundError
 
-    from .engine import store_for
+    from imagefolder_lmdb.remote.engine import store_for
 
     store_url, key = store_and_key(url)
     try:
@@ -91,7 +90,7 @@ def _head(url: str) -> dict[str, Any] | None:
     except (NotFoundError, FileNotFoundError):
         return None
     except Exception as exc:  # noqa: BLE001 - named with its fix
-        from .problems import explain
+        from imagefolder_lmdb.remote.problems import explain
 
         raise explain(exc, url, store_for(store_url, RemoteSettings(), url), key) or PublishError(
             f"{url}: {exc}"
@@ -101,8 +100,8 @@ def _head(url: str) -> dict[str, Any] | None:
 def _check_bucket(url: str) -> None:
     """The bucket's no-such-bucket error, if it is missing (S3 servers refuse an upload into one with
     403 or 404, which says neither)."""
-    from .engine import store_for
-    from .problems import listing_beside, no_bucket_error
+    from imagefolder_lmdb.remote.engine import store_for
+    from imagefolder_lmdb.remote.problems import listing_beside, no_bucket_error
 
     store_url, key = store_and_key(url)
     if listing_beside(store_for(store_url, RemoteSettings(), url), key)[0] == "nobucket":
@@ -112,8 +111,7 @@ def _check_bucket(url: str) -> None:
 def existing(url: str) -> Found | None:
     """What is at ``url`` now (None: nothing), its meta read by ranged reads if it is ours."""
     from imagefolder_lmdb.reader import FormatError
-
-    from .opening import open_remote
+    from imagefolder_lmdb.remote.opening import open_remote
 
     head = _head(url)
     if head is None:
@@ -221,7 +219,7 @@ def _upload_obstore(path: str, url: str, concurrency: int) -> str:
     """Through obstore (no AWS keys in the environment: profiles, instance roles; gs://, az://)."""
     import obstore
 
-    from .engine import store_for
+    from imagefolder_lmdb.remote.engine import store_for
 
     store_url, key = store_and_key(url)
     size = os.path.getsize(path)
@@ -229,7 +227,7 @@ def _upload_obstore(path: str, url: str, concurrency: int) -> str:
     try:
         result = obstore.put(store, key, Path(path), chunk_size=part_size(size), max_concurrency=concurrency)
     except Exception as exc:  # noqa: BLE001 - one line with its fix, not obstore's debug dump
-        from .problems import explain, first_line
+        from imagefolder_lmdb.remote.problems import explain, first_line
 
         raise explain(exc, url, store, key) or PublishError(f"{url}: the upload failed: {first_line(exc)}") from None
     return str(result.get("e_tag") or "")
@@ -237,7 +235,7 @@ def _upload_obstore(path: str, url: str, concurrency: int) -> str:
 
 def _check_uploaded(url: str, size: int) -> int:
     """The object's size and a sample of its records read back; the records checked."""
-    from .verify import verify_remote
+    from imagefolder_lmdb.verify.remote import verify_remote
 
     head = _head(url)
     if head is None or int(head["size"]) != size:
@@ -294,12 +292,12 @@ def _interrupted_line(url: str, word: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m imagefolder_lmdb.remote.upload", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m imagefolder_lmdb.publish.upload", description=__doc__)
     parser.add_argument("file")
     parser.add_argument("url")
     parser.add_argument("--overwrite", action="store_true")
     args = parser.parse_args(argv)
-    from .client import allow_in_process
+    from imagefolder_lmdb.remote.client import allow_in_process
 
     allow_in_process()  # a process of its own that forks nothing
     signal.signal(signal.SIGTERM, _interrupt)
@@ -322,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from .leaving import leave
+    from imagefolder_lmdb.remote.leaving import leave
 
     leave(main())
 
@@ -353,7 +351,7 @@ def publish_splits(datasets: dict[str, str], destination: str, overwrite: bool) 
 
     for split, path in datasets.items():
         url = f"{destination.rstrip('/')}/{split}.lmdb"
-        command = [sys.executable, "-m", "imagefolder_lmdb.remote.upload", path, url]
+        command = [sys.executable, "-m", "imagefolder_lmdb.publish.upload", path, url]
         # a session of its own: a Ctrl-C reaches this process only, which passes it on once (a second
         # signal could land in the child's abort)
         options = ["--overwrite"] if overwrite else []

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
-"""``verify`` of a URL (imagefolder_lmdb.steps.verify hands URLs here; the checks: imagefolder_lmdb.verify.checks).
+"""``verify`` of a URL: verify/command.py hands URLs here, and publish/upload.py its read-back (the
+checks: verify/checks.py).
 
 Without ``--full``: the meta as the remote reader opens it (the same checks as a local open), the
 meta's own consistency, and a random sample of records fetched by their locations in one batch,
@@ -18,11 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from imagefolder_lmdb.reader import FormatError, LMDBReader
+from imagefolder_lmdb.remote import client
+from imagefolder_lmdb.remote.records import RemoteRecords
+from imagefolder_lmdb.remote.urls import RemoteSettings, RemoteURLError
 from imagefolder_lmdb.verify import checks as local
-
-from . import client
-from .records import RemoteRecords
-from .urls import RemoteSettings, RemoteURLError
 
 
 def verify_remote(url: str, sample: int, full: bool, seed: int) -> tuple[dict[str, Any], LMDBReader | None, list[int]]:

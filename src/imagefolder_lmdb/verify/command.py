@@ -1,0 +1,126 @@
+"""``imagefolder-lmdb verify``: check a finished dataset (a file, an OUTDIR, or a URL) with the reader.
+
+    python scripts/verify.py results/train.lmdb [--full] [--sample 64] [--report r.json] [--contact c.png]
+    imagefolder-lmdb verify results/train.lmdb [...]      (the same, installed with pip)
+
+Checks that the meta is complete and consistent with the records, decodes a random sample (every
+record with ``--full``), compares each decoded record's checksum and size with the meta, writes a
+JSON report and a contact sheet of the sample labelled with class names. Exits 0 when everything
+holds, 1 otherwise, after a one-line summary that names the first problem (a damaged record by index
+and relative path). Run it after copying a dataset to another machine or folder: it needs the file
+and the package (or scripts/ of a checkout), nothing of the run that made it, and opens the file read-only without a
+lock, so it creates nothing beside it and works on read-only filesystems.
+
+Before LMDB touches the file, its size is compared with its LMDB header and its pages are walked
+and checked with plain reads (reader/lmdb_check.py; with ``--full`` every value's overflow header
+too): a file cut short or with damaged LMDB pages is reported, never followed into a crash. The
+record locations (meta/locations) are compared with that walk, and each checked record's bytes at
+its recorded location with LMDB's own bytes, so a wrong location is told from a changed record.
+
+The checks are verify/checks.py (a URL's: verify/remote.py); the contact sheet verify/contact_sheet.py;
+rule verify (steps/verify.py) runs the same ``verify`` on the file it made.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from imagefolder_lmdb.reader import LMDBReader
+from imagefolder_lmdb.reader.urls import is_url
+from imagefolder_lmdb.remote.client import allow_in_process
+from imagefolder_lmdb.verify.checks import verify_file
+from imagefolder_lmdb.verify.contact_sheet import contact_sheet
+from imagefolder_lmdb.writing.atomic import atomic_file, json_text
+
+
+def verify(
+    path: str, sample: int = 64, full: bool = False, seed: int = 0
+) -> tuple[dict[str, Any], LMDBReader | None, list[int]]:
+    """The report, the opened dataset (None if it could not be opened) and the checked indices.
+    A URL (s3://, gs://, az://, http(s)://) is checked by verify/remote.py (the [remote] extra)."""
+    if is_url(path):
+        from imagefolder_lmdb.verify.remote import verify_remote
+
+        return verify_remote(path, sample, full, seed)
+    return verify_file(path, sample, full, seed)
+
+
+def ratio_to_source(report: dict[str, Any]) -> str:
+    """`` (0.98x source)``, or nothing where the source's size is unknown (0 bytes)."""
+    ratio = report.get("stored_to_source_ratio")
+    return "" if ratio is None else f" ({ratio}x source)"
+
+
+def summary_line(report: dict[str, Any]) -> str:
+    if "images" not in report:
+        return f"FAIL {report['path']}: {report['problems'][0]}"
+    status = "OK" if report["ok"] else "FAIL"
+    checked = report["checked"]
+    line = (
+        f"{status} {report['path']}: {report['images']} images, {report['classes']} classes, "
+        f"{report['stored_bytes'] / 1e6:.1f} MB stored{ratio_to_source(report)}, "
+        f"{checked['records']} records checked ({checked['mode']}), {len(report['skipped'])} skipped"
+    )
+    if report["problems"]:
+        line += f"; first problem: {report['problems'][0]}"
+    return line
+
+
+def write_report(report: dict[str, Any], output: str) -> None:
+    with atomic_file(output, encoding="utf-8") as stream:
+        stream.write(json_text(report, indent=1))
+        stream.write("\n")
+
+
+def verify_or_report_crash(
+    path: str, sample: int, full: bool, seed: int
+) -> tuple[dict[str, Any], LMDBReader | None, list[int]]:
+    """``verify``, with anything that breaks while checking (a damaged B-tree, a meta document that
+    lacks a field) reported as a problem instead of a traceback."""
+    try:
+        return verify(path, sample=sample, full=full, seed=seed)
+    except Exception as exc:  # noqa: BLE001 - for a checker, every failure is a finding
+        where = path if is_url(path) else os.path.abspath(path)
+        report = {"path": where, "ok": False, "problems": [f"{type(exc).__name__}: {exc}"]}
+        return report, None, []
+
+
+def run(path: str, sample: int, full: bool, seed: int, report_path: str | None, contact_path: str | None) -> bool:
+    report, ds, indices = verify_or_report_crash(path, sample=sample, full=full, seed=seed)
+    if report_path:
+        write_report(report, report_path)
+    if contact_path and ds is not None:
+        contact_sheet(ds, indices, contact_path)
+    print(summary_line(report), flush=True)
+    return bool(report["ok"])
+
+
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=prog, description="Check an imagefolder-lmdb dataset.")
+    parser.add_argument("path", help="the .lmdb file, or its URL (s3://, gs://, az://, http(s)://; pip extra [remote])")
+    parser.add_argument("--full", action="store_true", help="decode and checksum every record")
+    parser.add_argument("--sample", type=int, default=64, help="records checked without --full (default 64)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random sample")
+    parser.add_argument("--report", help="write the JSON report here")
+    parser.add_argument("--contact", help="write a contact sheet PNG here")
+    args = parser.parse_args(argv)
+    if is_url(args.path):
+        allow_in_process()  # this command forks no workers: obstore may run in it
+    from imagefolder_lmdb.verify.datasets import InfoError, datasets_in
+
+    try:  # a folder (OUTDIR): each dataset in it, as ``info OUTDIR`` reads each
+        paths = [args.path] if is_url(args.path) else datasets_in(args.path)
+    except InfoError as exc:
+        print(f"{prog or 'verify'}: {exc}", file=sys.stderr)
+        return 1
+    if len(paths) > 1 and (args.report or args.contact):
+        parser.error(f"--report and --contact are one file's: give one .lmdb file of {args.path}")
+    results = [run(path, args.sample, args.full, args.seed, args.report, args.contact) for path in paths]
+    return 0 if all(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
