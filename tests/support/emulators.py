@@ -20,6 +20,7 @@ installed, and EmulatorError when it is but does not start (never a skip).
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 import json
@@ -27,14 +28,13 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from email.utils import formatdate
 from pathlib import Path
 
-from support.seaweed import stop_server
+from support.seaweed import start_server, stop_server
 
 START_TIMEOUT = 60.0
 #: Azurite's one account and its key: published in Azure's docs, the same for every Azurite.
@@ -82,24 +82,9 @@ class _Server:
         raise NotImplementedError
 
     def start(self) -> _Server:
-        command = self.command()
-        with open(self.log_path, "wb") as log:
-            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise EmulatorError(f"{self.name} exited with {self.process.returncode} at start: {self._log_tail()}")
-            if _answers(self.port):
-                return self
-            time.sleep(0.2)
-        self.stop()
-        raise EmulatorError(f"{self.name} did not answer within {START_TIMEOUT:.0f} s: {self._log_tail()}")
-
-    def _log_tail(self) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")[-2000:]
-        except OSError:
-            return "(no log)"
+        answers = functools.partial(_answers, self.port)
+        self.process = start_server(self.command(), self.log_path, answers, START_TIMEOUT, self.name, EmulatorError)
+        return self
 
     def stop(self) -> None:
         stop_server(self.process, grace=5)

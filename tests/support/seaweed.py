@@ -15,6 +15,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 #: The servers weed runs and the option naming each one's port, in the order of the picked ports.
@@ -76,17 +77,8 @@ class Seaweed:
         command += ["-s3.port.iceberg=0", "-s3.port.lance=0"]
         if self.identities is not None:
             command.append(f"-s3.config={self.identities}")
-        with open(self.log_path, "wb") as log:
-            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise SeaweedError(f"`weed server` exited with {self.process.returncode} at start: {self._log_tail()}")
-            if self._answers():
-                return self
-            time.sleep(0.5)
-        self.stop()
-        raise SeaweedError(f"`weed server` did not answer S3 within {START_TIMEOUT:.0f} s: {self._log_tail()}")
+        self.process = start_server(command, self.log_path, self._answers, START_TIMEOUT, "`weed server`", SeaweedError)
+        return self
 
     def _answers(self) -> bool:
         """Whether the S3 server takes a bucket (the filer behind it must be up too); with an identity
@@ -98,12 +90,6 @@ class Seaweed:
         except (OSError, urllib.error.URLError):
             return False
         return True
-
-    def _log_tail(self) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")[-2000:]
-        except OSError:
-            return "(no log)"
 
     def _put(self, path: str, data: bytes) -> None:
         request = urllib.request.Request(self.endpoint + path, data=data, method="PUT")
@@ -145,3 +131,33 @@ def stop_server(process: subprocess.Popen | None, grace: float) -> None:
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait(timeout=20)
+
+
+def start_server(
+    command: list[str],
+    log_path: Path,
+    answers: Callable[[], bool],
+    timeout: float,
+    name: str,
+    error: type[Exception],
+) -> subprocess.Popen[bytes]:
+    """A test server started in a process group of its own, its output in ``log_path``, once
+    ``answers()``; ``error`` naming it and its log's end where it exits first or stays silent."""
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise error(f"{name} exited with {process.returncode} at start: {log_tail(log_path)}")
+        if answers():
+            return process
+        time.sleep(0.2)
+    stop_server(process, grace=3)
+    raise error(f"{name} did not answer within {timeout:.0f} s: {log_tail(log_path)}")
+
+
+def log_tail(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")[-2000:]
+    except OSError:
+        return "(no log)"
