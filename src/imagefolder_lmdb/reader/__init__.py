@@ -1,7 +1,7 @@
 """The reader of imagefolder-lmdb files: ``LMDBDataset``, a drop-in for torchvision's ``ImageFolder``.
 
-Its dependencies are lmdb, numpy, Pillow and torch (``decode="tensor"`` also TorchCodec); of the
-package it imports only ``remote`` (for URLs, its own extra: one lazy import), so the workflow's
+Its dependencies are lmdb, numpy, Pillow and torch (``decode="tensor"`` also TorchCodec); it imports
+nothing else of the package (a URL goes to the opener ``remote`` registers: ``url_openers``), so the workflow's
 writers import the format, the LMDB layout, the JPEG marker walk and the malloc setting from it (one
 home each).
 Importing it imports no torch: ``LMDBDataset`` does, on first access. What lives where:
@@ -29,6 +29,7 @@ Importing it imports no torch: ``LMDBDataset`` does, on first access. What lives
 ``dataset``          ``LMDBReader`` and ``LMDBDataset``
 ``document``         a file's meta document read on its own, None for what is not a dataset (``read_document``)
 ``urls``             which paths are URLs (``is_url``), handed to imagefolder_lmdb.remote
+``url_openers``      who opens a URL: the opener imagefolder_lmdb.remote registers (an entry point)
 ==================== ===================================================================================
 """
 

@@ -37,6 +37,7 @@ from imagefolder_lmdb.reader.legacy import open_legacy
 from imagefolder_lmdb.reader.memory import keep_freed_memory_for_reuse
 from imagefolder_lmdb.reader.records import Opened, RecordSource
 from imagefolder_lmdb.reader.records_located import LocatedRecords, v1_records
+from imagefolder_lmdb.reader.url_openers import url_opener
 from imagefolder_lmdb.reader.urls import is_url
 
 
@@ -75,14 +76,11 @@ def _open_path(
     """``ds.path`` opened: a file in place, or a URL (s3://, gs://, az://, http(s)://) through
     imagefolder_lmdb.remote (the [remote] extra), reading records by ranged requests."""
     if is_url(ds.path):
-        # The reader's one import of the package above it, lazy: a URL's records come from the [remote]
-        # extra, which imports the reader (pyproject.toml's contracts list this one as known).
-        from imagefolder_lmdb.remote.reading import open_remote_records
-
         if ds.lock:  # LMDB's lock file and reader table live beside a file, never beside an object
             raise ValueError(f"lock=True is for a file read in place; {ds.path} is read by ranged requests")
 
-        return open_remote_records(ds.path, max_in_flight, cache_dir, cache_bytes)
+        # the [remote] extra's opener, registered from above (reader/url_openers.py): no import up
+        return url_opener(ds.path)(ds.path, max_in_flight, cache_dir, cache_bytes)
     if cache_dir is not None:
         raise ValueError(f"cache_dir is for datasets read from a URL; {ds.path} is read in place")
     return _open_records(ds.path, ds._env(), ds.lock, ds.allow_pickle, ds.crc_check)

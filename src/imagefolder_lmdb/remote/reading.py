@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import warnings
 from typing import Any
@@ -25,6 +26,10 @@ def open_remote_records(
     from imagefolder_lmdb.reader.format import NOT_JPEG_CODES
     from imagefolder_lmdb.reader.records import Opened
 
+    if importlib.util.find_spec("obstore") is None:  # the extra's one dependency, asked for before any request
+        raise ImportError(
+            f"cannot read {url}: reading a URL needs the [remote] extra: pip install 'imagefolder-lmdb[remote]'"
+        )
     if max_in_flight < 1:
         raise ValueError(f"max_in_flight must be at least 1, not {max_in_flight}")
     check_url(url)  # a mistyped scheme is named here, before any request
