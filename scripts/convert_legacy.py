@@ -4,12 +4,12 @@
                                      [--reencode auto|always] [--on-error fail|skip]
     imagefolder-lmdb convert-legacy IN.lmdb OUT.lmdb [...]   (the same, installed with pip)
 
-The work is imagefolder_lmdb.convert_legacy (src/imagefolder_lmdb/convert_legacy.py).
+The work is imagefolder_lmdb.commands.convert_legacy (src/imagefolder_lmdb/commands/convert_legacy.py).
 """
 
 import sys
 
-from imagefolder_lmdb.convert_legacy import main
+from imagefolder_lmdb.commands.convert_legacy import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from imagefolder_lmdb.convert import SNAKEFILE, WORKFLOW
-from imagefolder_lmdb.reader import lmdb_check
 from imagefolder_lmdb.run.workflow_folder import workflow_folder
 from support import REPO
 
@@ -52,54 +51,33 @@ def test_a_package_without_its_workflow_still_imports(tmp_path: Path) -> None:
     assert workflow_folder(package) == package / "workflow", "the reader needs no workflow"
 
 
-#: Modules issue 42 moved down to make the import rule true (docs/architecture.md), by their old name
-#: and new home: the old name re-exports the new one's names for one release.
+#: Names issue 42 moved, still reachable at their old names for one release (the old home's name and
+#: the new one's); issue 51 deleted the re-export modules no user page named.
 MOVED = {
-    "imagefolder_lmdb.lmdb_pages": ("imagefolder_lmdb.reader.lmdb_pages", ["walk", "walk_fd", "Walk", "MetaPage"]),
-    "imagefolder_lmdb.add_locations": (
-        "imagefolder_lmdb.writing.record_locations",
-        ["add_locations", "add_locations_to_file", "current_locations", "locations_finding", "LocationCount"],
-    ),
-    "imagefolder_lmdb.sources.stamp": ("imagefolder_lmdb.work.folder_listing", ["listing_stamp", "folder_entries"]),
     "imagefolder_lmdb.run.hold_points": ("imagefolder_lmdb.writing.hold_points", ["hold_point", "HOLD_ENV"]),
     "imagefolder_lmdb.hold_points": ("imagefolder_lmdb.writing.hold_points", ["hold_point", "HOLD_ENV"]),
-    "imagefolder_lmdb.steps.verify": ("imagefolder_lmdb.verify.checks", ["size_problems", "sample_indices"]),
-    "imagefolder_lmdb.info": ("imagefolder_lmdb.verify.datasets", ["datasets_in", "InfoError"]),
     "imagefolder_lmdb.run.paths": ("imagefolder_lmdb.work.files", ["shard_name"]),
     "imagefolder_lmdb.remote": ("imagefolder_lmdb.reader.urls", ["is_url"]),
 }
-#: The commands moved into commands/ (issue 42: the package's root holds what a user imports or runs).
-MOVED_COMMANDS = {
-    "imagefolder_lmdb.info": ("imagefolder_lmdb.commands.info", ["main", "read_dataset", "text_lines"]),
-    "imagefolder_lmdb.init_config": ("imagefolder_lmdb.commands.init_config", ["main", "CONFIGS", "config_text"]),
-    "imagefolder_lmdb.convert_legacy": (
-        "imagefolder_lmdb.commands.convert_legacy",
-        ["main", "convert", "build_meta", "read_classes", "LegacyConvertError", "TOOL"],
-    ),
-    "imagefolder_lmdb.add_locations": ("imagefolder_lmdb.commands.add_locations", ["main", "outcome_lines"]),
-}
 
 
-def test_moved_modules_keep_their_old_names() -> None:
-    for old, (new, names) in (MOVED | MOVED_COMMANDS).items():
+def test_moved_names_keep_their_old_names() -> None:
+    for old, (new, names) in MOVED.items():
         old_module, new_module = importlib.import_module(old), importlib.import_module(new)
         assert {name: getattr(old_module, name) for name in names} == {
             name: getattr(new_module, name) for name in names
         }, old
-    assert importlib.import_module("imagefolder_lmdb.lmdb_pages").check is lmdb_check.check
-    assert importlib.import_module("imagefolder_lmdb.convert_legacy").TOOL_VERSION == "1.0.0"
 
 
-#: The package's root: what a user imports or runs (issue 42), at most eight modules besides the old
-#: homes above, which only re-export.
-ROOT_MODULES = {"__init__", "cli", "convert", "printable", "sampler", "transforms"}
+#: The package's root: what a user imports or runs (issue 51: at most seven modules, __init__ counted),
+#: besides ``hold_points``, a re-export kept for one release. ``dataset``: the reader's documented old home.
+ROOT_MODULES = {"__init__", "cli", "convert", "dataset", "printable", "sampler", "transforms"}
 
 
 def test_the_root_holds_what_a_user_imports_or_runs() -> None:
     root = REPO / "src" / "imagefolder_lmdb"
-    shims = {name.rpartition(".")[2] for name in (*MOVED, *MOVED_COMMANDS) if name.count(".") == 1}
-    modules = {path.stem for path in root.glob("*.py")} - shims - {"dataset"}  # dataset: the reader's old home
-    assert modules == ROOT_MODULES and len(modules) <= 8, sorted(modules)
+    modules = {path.stem for path in root.glob("*.py")} - {"hold_points"}
+    assert modules == ROOT_MODULES and len(modules) <= 7, sorted(modules)
 
 
 #: imagefolder_lmdb.__all__: the user API (issue 42), and nothing else.

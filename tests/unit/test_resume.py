@@ -17,7 +17,7 @@ from imagefolder_lmdb.steps import merge
 
 
 def test_listing_stamp_follows_names_and_files_not_folder_times(tmp_path: Path) -> None:
-    from imagefolder_lmdb.sources.stamp import listing_stamp
+    from imagefolder_lmdb.work.folder_listing import listing_stamp
 
     source, cache = tmp_path / "source", tmp_path / "stamps.json"
     (source / "cat").mkdir(parents=True)

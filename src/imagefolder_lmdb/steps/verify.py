@@ -11,9 +11,6 @@ from functools import partial
 from typing import Any, TextIO
 
 from imagefolder_lmdb.run.rule_runner import run_rule
-
-# The checks moved to imagefolder_lmdb.verify.checks (issue 42); their names stay importable here.
-from imagefolder_lmdb.verify.checks import *  # noqa: F403
 from imagefolder_lmdb.verify.command import main, summary_line, verify, write_report
 from imagefolder_lmdb.verify.contact_sheet import contact_sheet
 from imagefolder_lmdb.writing.hold_points import hold_point

@@ -11,7 +11,7 @@ same command lists the split again. The same per-folder digests go into the shar
 encoded again. An edit in place that leaves the folder's time alone is not seen: ``touch`` the
 class folder.
 
-It lies in work/, below the sources (sources/stamp.py was its home), because the shard stamps read
+It lies in work/, below the sources, because the shard stamps read
 it and the sources import work/: the arrow points down (issue 42).
 """
 
