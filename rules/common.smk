@@ -25,6 +25,7 @@ from imagefolder_lmdb.run.made_from import (
 from imagefolder_lmdb.run.paths import SHARD, RunPaths
 from imagefolder_lmdb.run.progress import register as register_progress
 from imagefolder_lmdb.run.progress import stop_board
+from imagefolder_lmdb.run.rule_table import TIMED_RULES
 from imagefolder_lmdb.work.files import shard_name
 
 min_version("9.0")
@@ -218,14 +219,19 @@ def final_outputs() -> list[str]:
 
 
 def benchmark_files(wildcards) -> list[str]:
-    """Snakemake's benchmark record of every job of a split (the report tabulates them)."""
+    """Snakemake's benchmark record of every job of a split (the report tabulates them), for each
+    timed rule of run/rule_table.py: one per split, or one per shard."""
     per_split = [
-        PATHS.benchmark(rule, wildcards.split)
-        for rule in ("extract", "count_check", "merge", "write_meta", "verify")
+        PATHS.benchmark(rule.name, wildcards.split)
+        for rule in TIMED_RULES
+        if not rule.per_shard
     ]
-    return per_split + part_files(PATHS.benchmark("encode_shard", shard=SHARD))(
-        wildcards
-    )
+    per_shard = [
+        part_files(PATHS.benchmark(rule.name, shard=SHARD))(wildcards)
+        for rule in TIMED_RULES
+        if rule.per_shard
+    ]
+    return per_split + [path for paths in per_shard for path in paths]
 
 
 def print_summary(config: dict) -> None:

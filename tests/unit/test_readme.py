@@ -14,7 +14,7 @@ import yaml
 
 from support import REPO
 from support.config_reference import BEGIN, COMMAND, END, PAGE, load_schema, render
-from support.readme import PAGES, README, anchors, fenced_blocks, links, page_name, runnable, section
+from support.readme import PAGES, README, anchors, fenced_blocks, links, page_name, runnable
 
 
 def schema_defaults() -> dict[str, object]:
@@ -145,12 +145,6 @@ def test_every_config_shown_is_valid() -> None:
     for page, block in shown:
         problems = [error.message for error in validator.iter_errors(yaml.safe_load(block))]
         assert not problems, f"{page}:\n{block}\n{problems}"
-
-
-def test_cluster_page_lists_every_rule_resources() -> None:
-    table = section((REPO / "docs" / "cluster.md").read_text(), "## Resources")
-    rules = {path.stem for path in (REPO / "rules").glob("*.smk")} - {"common", "resume", "cluster"}
-    assert set(re.findall(r"^\| (\w+) \| \d+ \| \d+ \|", table, re.M)) == rules
 
 
 def architecture_rows() -> list[set[str]]:

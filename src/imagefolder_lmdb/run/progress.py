@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, TextIO
 
 from imagefolder_lmdb.run.paths import RunPaths
+from imagefolder_lmdb.run.rule_table import RULES
 
 #: What an encode job's progress file is called, beside its shard report ``parts/{shard}.json``.
 PROGRESS_SUFFIX = ".progress"
@@ -29,16 +30,8 @@ WRITE_INTERVAL = 1.0
 #: Seconds between redraws on a terminal, and between plain lines elsewhere; an unchanged plain line
 #: is printed again only after HEARTBEAT_INTERVAL (a log shows the run is alive, without a line every 5 s).
 TERMINAL_INTERVAL, PLAIN_INTERVAL, HEARTBEAT_INTERVAL = 0.5, 5.0, 60.0
-#: The step a rule's job puts its split at, as the display names it.
-STAGES = {
-    "extract": "reading the source",
-    "count_check": "listing",
-    "encode_shard": "encoding",
-    "merge": "merging",
-    "write_meta": "writing meta",
-    "verify": "verifying",
-    "report_split": "reporting",
-}
+#: The step a rule's job puts its split at, as the display names it (run/rule_table.py).
+STAGES = {rule.name: rule.stage for rule in RULES}
 
 
 def progress_path(shard_report: str) -> str:

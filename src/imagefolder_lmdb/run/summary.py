@@ -12,6 +12,7 @@ from typing import Any
 
 from imagefolder_lmdb.printable import printable
 from imagefolder_lmdb.run.paths import RunPaths
+from imagefolder_lmdb.run.rule_table import TIMED_RULES, WorkflowRule
 
 
 def counted(number: int, noun: str) -> str:
@@ -20,9 +21,9 @@ def counted(number: int, noun: str) -> str:
     return f"{number:,} {noun if number == 1 else plural}"
 
 
-def job_seconds(paths: RunPaths, rule: str, split: str) -> float:
+def job_seconds(paths: RunPaths, rule: WorkflowRule, split: str) -> float:
     """Wall-clock seconds the jobs of ``rule`` took for ``split`` (from Snakemake's benchmark files)."""
-    pattern = paths.benchmark(rule, split, shard="*" if rule == "encode_shard" else None)
+    pattern = paths.benchmark(rule.name, split, shard="*" if rule.per_shard else None)
     total = 0.0
     for path in glob.glob(pattern):
         with open(path, newline="", encoding="utf-8") as stream:
@@ -76,9 +77,8 @@ def ratio_words(report: dict[str, Any]) -> str:
 def speed_line(report: dict[str, Any], paths: RunPaths, split: str, shards: int | None = None) -> str:
     """Seconds of jobs, and the rate per job slot from the time spent encoding (the encode jobs'
     progress files: neither a job's start-up nor a wait counts), else from the encode jobs' whole time."""
-    encode = job_seconds(paths, "encode_shard", split)
-    rules = ("extract", "count_check", "encode_shard", "merge", "write_meta", "verify")
-    total = sum(job_seconds(paths, rule, split) for rule in rules)
+    encode = sum(job_seconds(paths, rule, split) for rule in TIMED_RULES if rule.per_shard)
+    total = sum(job_seconds(paths, rule, split) for rule in TIMED_RULES)
     if encode <= 0:
         return "  time: no job records"
     encoding = encoding_time(paths, split) or encode
