@@ -23,6 +23,7 @@ pytest.register_assert_rewrite("support")  # its assertions explain their failur
 from support.fault_proxy import FaultProxy  # noqa: E402
 from support.http_range import RangeServer  # noqa: E402
 from support.images import TREE_CLASSES, TREE_IMAGES, make_images  # noqa: E402
+from support.interrupting import StartedCommands  # noqa: E402
 from support.seaweed import Seaweed, SeaweedError  # noqa: E402
 from support.sharing import Snapshot, built_once  # noqa: E402
 from support.workflow import Converted, Run, convert  # noqa: E402
@@ -161,3 +162,15 @@ def fault_proxy(range_server: RangeServer) -> Iterator[FaultProxy]:
     proxy = FaultProxy(range_server.port).start()
     yield proxy
     proxy.stop()
+
+
+@pytest.fixture
+def commands() -> Iterator[StartedCommands]:
+    """Start the commands a test interrupts (``commands.start``): SIGINT at its default, as at a terminal,
+    however the suite was started; each ends with its process group and all it started, whatever the
+    test's outcome."""
+    started = StartedCommands()
+    try:
+        yield started
+    finally:
+        started.end()

@@ -23,6 +23,7 @@ import pytest
 
 from support.datasets import assert_same_dataset
 from support.images import make_images
+from support.interrupting import StartedCommands
 from support.workflow import published, snakemake_environment, wait_for_hold
 
 COMMAND = [sys.executable, "-m", "imagefolder_lmdb.cli", "convert"]
@@ -57,20 +58,15 @@ def finished(result: subprocess.CompletedProcess[str]) -> None:
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
 
 
-def held(cwd: Path, command: list[str | Path], hold: str) -> tuple[subprocess.Popen[str], Path]:
-    """``command`` started in its own process group (as a shell's foreground job), parked at ``hold``."""
+def held(
+    commands: StartedCommands, cwd: Path, command: list[str | Path], hold: str
+) -> tuple[subprocess.Popen[str], Path]:
+    """``command`` started as a shell's foreground job (its own process group, SIGINT at its default,
+    however the suite was started), parked at ``hold``; ended with the test whatever its outcome."""
     marker = cwd / "held"
     environment = {**snakemake_environment(), "IMAGEFOLDER_LMDB_TEST_HOLD": hold}
     environment["IMAGEFOLDER_LMDB_TEST_HOLD_MARKER"] = str(marker)
-    process = subprocess.Popen(
-        list(map(str, command)),
-        cwd=cwd,
-        env=environment,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    process = commands.start(command, cwd=cwd, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     wait_for_hold(marker, process, timeout=300)
     return process, marker
 
@@ -110,10 +106,12 @@ def encoded_before_the_hold(out: Path) -> int:
     return IMAGES // SHARDS // 2 + (IMAGES // SHARDS if (out / "work/train/parts/00000.json").exists() else 0)
 
 
-def test_ctrl_c_to_the_command_alone_while_encoding(source: Path, clean: Path, tmp_path: Path) -> None:
+def test_ctrl_c_to_the_command_alone_while_encoding(
+    commands: StartedCommands, source: Path, clean: Path, tmp_path: Path
+) -> None:
     """SIGINT to the command alone (``kill -INT PID``): Snakemake and the held job stop, the line
     gives the true count, and the same command finishes as a clean run does."""
-    process, marker = held(tmp_path, [*COMMAND, source, "out", *OPTIONS], "encode_shard:1")
+    process, marker = held(commands, tmp_path, [*COMMAND, source, "out", *OPTIONS], "encode_shard:1")
     status, _, stderr = stopped_by(process, signal.SIGINT, group=False)
     assert status == 130
     done = encoded_before_the_hold(tmp_path / "out")
@@ -124,9 +122,9 @@ def test_ctrl_c_to_the_command_alone_while_encoding(source: Path, clean: Path, t
     assert_same_dataset(tmp_path / "out" / "train.lmdb", clean / "train.lmdb")
 
 
-def test_sigterm_while_merging(source: Path, tmp_path: Path) -> None:
+def test_sigterm_while_merging(commands: StartedCommands, source: Path, tmp_path: Path) -> None:
     """SIGTERM (a scheduler, ``kill``): the same, exit status 143 (the rerun: test_the_other_moments)."""
-    process, marker = held(tmp_path, [*COMMAND, source, "out", *OPTIONS], "merge")
+    process, marker = held(commands, tmp_path, [*COMMAND, source, "out", *OPTIONS], "merge")
     status, _, stderr = stopped_by(process, signal.SIGTERM, group=False)
     assert status == 143
     line = f"interrupted by SIGTERM: train {IMAGES}/{IMAGES} images encoded, stopped while merging."
@@ -134,16 +132,18 @@ def test_sigterm_while_merging(source: Path, tmp_path: Path) -> None:
     assert left_running(marker) == []
 
 
-def test_ctrl_c_while_the_command_lists_source(source: Path, tmp_path: Path) -> None:
+def test_ctrl_c_while_the_command_lists_source(commands: StartedCommands, source: Path, tmp_path: Path) -> None:
     """Before Snakemake starts (SOURCE being listed): the same message, nothing started."""
-    process, _ = held(tmp_path, [*COMMAND, source, "out", *OPTIONS], "plan")
+    process, _ = held(commands, tmp_path, [*COMMAND, source, "out", *OPTIONS], "plan")
     status, stdout, stderr = stopped_by(process, signal.SIGINT, group=True)
     assert status == 130 and stdout == ""
     assert stderr.splitlines() == ["interrupted: nothing started.", CLOSING]
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, pytest.param(signal.SIGTERM, marks=pytest.mark.slow)])
-def test_convert_stops_when_the_caller_alone_is_interrupted(signum: int, source: Path, tmp_path: Path) -> None:
+def test_convert_stops_when_the_caller_alone_is_interrupted(
+    commands: StartedCommands, signum: int, source: Path, tmp_path: Path
+) -> None:
     """A notebook's interrupt reaches the kernel alone: convert() stops Snakemake and the listing
     job, says how far it got, and raises KeyboardInterrupt. SIGTERM: the same lines, then the
     caller's handler (the default here: the process ends by the signal)."""
@@ -152,7 +152,7 @@ def test_convert_stops_when_the_caller_alone_is_interrupted(signum: int, source:
         f"try:\n    convert({str(source)!r}, 'out', shards={SHARDS}, cores=1)\n"
         "except KeyboardInterrupt as exc:\n    print('KeyboardInterrupt', type(exc).__name__)\n    sys.exit(7)\n"
     )
-    process, marker = held(tmp_path, [sys.executable, "-c", script], "count_check")
+    process, marker = held(commands, tmp_path, [sys.executable, "-c", script], "count_check")
     status, stdout, stderr = stopped_by(process, signum, group=False)
     assert stderr.endswith("\nCall it again the same way: it goes on from there.\n"), stderr  # Python's words
     stderr = stderr.replace("Call it again the same way", "Run the same command again")
@@ -165,7 +165,9 @@ def test_convert_stops_when_the_caller_alone_is_interrupted(signum: int, source:
     assert left_running(marker) == []
 
 
-def test_plain_snakemake_with_the_logger_ends_with_the_same_lines(source: Path, tmp_path: Path) -> None:
+def test_plain_snakemake_with_the_logger_ends_with_the_same_lines(
+    commands: StartedCommands, source: Path, tmp_path: Path
+) -> None:
     """Ctrl-C in a terminal reaches Snakemake and its jobs together: the plugin's closing lines."""
     import yaml
 
@@ -174,7 +176,7 @@ def test_plain_snakemake_with_the_logger_ends_with_the_same_lines(source: Path, 
     splits = {"train": {"source": str(source), "shards": SHARDS}}
     (tmp_path / "config.yaml").write_text(yaml.safe_dump({"results": "out", "splits": splits}))
     command = [sys.executable, "-m", "snakemake", "-s", SNAKEFILE, "--cores", "1", "--configfile", "config.yaml"]
-    process, _ = held(tmp_path, [*command, "--logger", "imagefolder-lmdb"], "encode_shard:1")
+    process, _ = held(commands, tmp_path, [*command, "--logger", "imagefolder-lmdb"], "encode_shard:1")
     status, _, stderr = stopped_by(process, signal.SIGINT, group=True)
     assert status != 0  # Snakemake's own
     done = encoded_before_the_hold(tmp_path / "out")
@@ -186,9 +188,11 @@ def test_plain_snakemake_with_the_logger_ends_with_the_same_lines(source: Path, 
 @pytest.mark.parametrize(
     ("hold", "signum"), [("count_check", signal.SIGTERM), ("merge", signal.SIGTERM), ("verify", signal.SIGINT)]
 )
-def test_the_other_moments(hold: str, signum: int, source: Path, clean: Path, tmp_path: Path) -> None:
+def test_the_other_moments(
+    commands: StartedCommands, hold: str, signum: int, source: Path, clean: Path, tmp_path: Path
+) -> None:
     """Listing and verifying, as a terminal's Ctrl-C (the whole group) or a SIGTERM."""
-    process, marker = held(tmp_path, [*COMMAND, source, "out", *OPTIONS], hold)
+    process, marker = held(commands, tmp_path, [*COMMAND, source, "out", *OPTIONS], hold)
     status, _, stderr = stopped_by(process, signum, group=True)
     assert status == 128 + signum
     words = "interrupted" if signum == signal.SIGINT else "interrupted by SIGTERM"
@@ -201,14 +205,16 @@ def test_the_other_moments(hold: str, signum: int, source: Path, clean: Path, tm
     assert_same_dataset(tmp_path / "out" / "train.lmdb", clean / "train.lmdb")
 
 
-def test_a_command_killed_outright_leaves_nothing_running(source: Path, tmp_path: Path) -> None:
+def test_a_command_killed_outright_leaves_nothing_running(
+    commands: StartedCommands, source: Path, tmp_path: Path
+) -> None:
     """SIGKILL (the OOM killer) to the command alone: Snakemake, in its own process group, sees its
     parent gone and stops its jobs as a Ctrl-C would, releasing the results folder."""
     import time
 
     from imagefolder_lmdb.run.lock import held_elsewhere
 
-    process, marker = held(tmp_path, [*COMMAND, source, "out", *OPTIONS], "encode_shard:1")
+    process, marker = held(commands, tmp_path, [*COMMAND, source, "out", *OPTIONS], "encode_shard:1")
     process.kill()
     process.communicate()
     deadline = time.monotonic() + 120

@@ -23,6 +23,7 @@ from imagefolder_lmdb.publish.s3_multipart import Credentials, S3Multipart
 from imagefolder_lmdb.publish.upload import PublishError, _send_parts, _upload_s3
 from imagefolder_lmdb.reader import LMDBReader
 from support.fuzz import in_child
+from support.interrupting import StartedCommands
 from support.seaweed import Seaweed
 from support.workflow import Converted
 
@@ -30,11 +31,10 @@ CLI = str(Path(sys.executable).with_name("imagefolder-lmdb"))
 SUMMARY = r"{url}: [\d.]+ MB, ETag \"[^\"]+\", uploaded in [\d.]+ s \([\d.,]+ MB/s, 1 parts\), 40 records read back"
 
 
-def _start(command: list[str], hold: str | None, marker: Path) -> subprocess.Popen[str]:
-    env = dict(os.environ)
-    if hold:
-        env.update(IMAGEFOLDER_LMDB_TEST_HOLD=hold, IMAGEFOLDER_LMDB_TEST_HOLD_MARKER=str(marker))
-    return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd="/")
+def _start(commands: StartedCommands, command: list[str], hold: str, marker: Path) -> subprocess.Popen[str]:
+    """``command`` parked at ``hold``, SIGINT at its default however the suite was started."""
+    env = {**os.environ, "IMAGEFOLDER_LMDB_TEST_HOLD": hold, "IMAGEFOLDER_LMDB_TEST_HOLD_MARKER": str(marker)}
+    return commands.start(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd="/")
 
 
 def _held(process: subprocess.Popen[str], marker: Path) -> None:
@@ -97,7 +97,7 @@ def test_publish_refuses_a_foreign_object_then_replaces_it_and_a_rerun_uploads_n
 
 
 def test_an_interrupted_upload_leaves_nothing_and_the_same_command_uploads_without_converting(
-    converted: Converted, s3_env: Seaweed, tmp_path: Path
+    commands: StartedCommands, converted: Converted, s3_env: Seaweed, tmp_path: Path
 ) -> None:
     s3_env.put("datasets", "probe", b"")  # the bucket exists
     prefix = f"s3://datasets/{uuid.uuid4().hex}"
@@ -108,7 +108,7 @@ def test_an_interrupted_upload_leaves_nothing_and_the_same_command_uploads_witho
     assert "s3://no-such-bucket/x/train.lmdb: no such bucket 'no-such-bucket': create it first" in missing.stderr
     for hold, signum, code in (("upload-part", signal.SIGINT, 130), ("upload-complete", signal.SIGTERM, 143)):
         marker = tmp_path / f"held-{hold}"
-        process = _start(upload, hold, marker)
+        process = _start(commands, upload, hold, marker)
         _held(process, marker)
         assert _pending(url) != []  # the upload is under way
         process.send_signal(signum)
