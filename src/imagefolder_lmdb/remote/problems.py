@@ -17,6 +17,8 @@ import socket
 from typing import Any
 from urllib.parse import urlsplit
 
+from imagefolder_lmdb.remote.obstore_words import BUILDER_ERROR, DEBUG_SOURCE, NOT_SENT, requested_url
+
 
 class RemoteReadError(OSError):
     """A read failed; the message names the object and what to do."""
@@ -46,13 +48,12 @@ def changed_message(url: str, etag: str | None, how: str) -> str:
 
 
 def first_line(exc: BaseException) -> str:
-    return str(exc).split("\n\nDebug source")[0].splitlines()[0] if str(exc) else type(exc).__name__
+    return str(exc).split(DEBUG_SOURCE)[0].splitlines()[0] if str(exc) else type(exc).__name__
 
 
 def _requested(text: str) -> str | None:
     """The URL obstore's message says it requested (``Error performing GET http://h:p/b/k``)."""
-    found = re.search(r"Error performing \w+ (https?://\S+)", text)  # not "Error performing token request:"
-    return found.group(1) if found else None
+    return requested_url(text)
 
 
 def refused(address: str) -> str | None:
@@ -225,12 +226,12 @@ def explain(exc: BaseException, url: str, store: Any, key: str) -> BaseException
         return _missing(url, store, key, text)
     if isinstance(exc, (PermissionDeniedError, UnauthenticatedError)) or "403 Forbidden" in text:
         return _denied(url, store, key, text)
-    if "builder error" in text:
+    if BUILDER_ERROR in text:
         return RemoteURLProblem(
             f"{url}: the client refused the endpoint's URL (obstore: builder error); for a plain http endpoint "
             "set AWS_ALLOW_HTTP=true"
         )
-    if "error sending request" in text or "error trying to connect" in text or "dns error" in text:
+    if any(words in text for words in NOT_SENT):
         return _sending(url, text)
     if "credential" in text.lower():
         return RemoteAccessError(f"{url}: {first_line(exc)}: " + _credentials_hint(url))

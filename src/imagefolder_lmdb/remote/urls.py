@@ -19,6 +19,8 @@ from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
+from imagefolder_lmdb.remote.obstore_words import NO_AZURE_ACCOUNT
+
 
 @dataclass(frozen=True)
 class RemoteSettings:
@@ -97,7 +99,7 @@ def make_store(store_url: str, settings: RemoteSettings) -> Any:
     try:
         return from_url(store_url, client_options=client, retry_config=retry)  # type: ignore[call-overload]  # plain dicts
     except Exception as exc:
-        if "Account must be specified" in str(exc):  # obstore's words, with a debug dump, and no fix
+        if NO_AZURE_ACCOUNT in str(exc):  # obstore's words, with a debug dump, and no fix
             raise RemoteURLError(
                 "no Azure storage account configured: set AZURE_STORAGE_ACCOUNT_NAME (with AZURE_STORAGE_ACCOUNT_KEY "
                 "or a SAS token), or AZURE_STORAGE_USE_EMULATOR=true for Azurite"

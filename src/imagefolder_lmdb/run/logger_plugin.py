@@ -42,22 +42,18 @@ from imagefolder_lmdb.run.launch import (
     TERMINAL_VARIABLE,
 )
 from imagefolder_lmdb.run.rule_runner import INTERRUPTED_MESSAGE
+from imagefolder_lmdb.run.snakemake_words import (
+    COMPLETE_LOGS,
+    INTERNAL_LINE,
+    NOTHING_TO_BE_DONE,
+    REPEATS,
+    finished_rule,
+    stop_signal,
+)
 from imagefolder_lmdb.run.summary import up_to_date_lines
 
 #: Set in the jobs' environment: a failing step writes its message beside its log, not to stderr.
 MESSAGES_VARIABLE = "IMAGEFOLDER_LMDB_MESSAGES"
-#: How Snakemake's message begins when every output is up to date (it then runs no onsuccess).
-NOTHING_TO_BE_DONE = "Nothing to be done"
-#: Snakemake's errors that only repeat a failed job's (whose own message is shown).
-REPEATS = ("RuleException", "At least one job did not complete", "Exiting because a job execution failed")
-#: Snakemake's words when it stops on request: on SIGINT (its jobs got it too, or it stops them), and
-#: on SIGTERM (it lets the running jobs end, starting no other).
-STOPPING = {
-    "Terminating processes on user request": "SIGINT",
-    "Cancelling snakemake on user request": "SIGINT",
-    "Will exit after finishing currently running jobs": "SIGTERM",
-}
-INTERNAL_LINE = re.compile(r'(?:\w+Error|\w+Exception) in file ".*", line \d+:?$|^\s*File ".*", line \d+')
 
 
 def message_file(log_path: str) -> str:
@@ -116,21 +112,21 @@ class LogHandler(LogHandlerBase):
             self.finished(record)
         elif event == "job_error":
             self.job_failed(record)
-        elif any(words in str(record.msg) for words in STOPPING):
-            self.interrupt(next(name for words, name in STOPPING.items() if words in str(record.msg)))
+        elif (stopped_on := stop_signal(str(record.msg))) is not None:
+            self.interrupt(stopped_on)
         elif record.levelno >= logging.ERROR and event != "job_error":
             self.error(record.getMessage())
-        elif str(record.msg).startswith("Complete log(s): "):
-            self.add(self.logs, str(record.msg).removeprefix("Complete log(s): "))
+        elif str(record.msg).startswith(COMPLETE_LOGS):
+            self.add(self.logs, str(record.msg).removeprefix(COMPLETE_LOGS))
         elif str(record.msg).startswith(NOTHING_TO_BE_DONE):
             self.nothing_to_do = True
 
     def finished(self, record: logging.LogRecord) -> None:
         """Snakemake names a finished job by its id and rule; its split comes from the job's info."""
-        match = re.search(r"\(Rule: (\w+)\)", record.getMessage())
+        rule = finished_rule(record.getMessage())
         job = getattr(record, "job_id", None)
-        if match and job in self.jobs:
-            self.board.job(match.group(1), self.jobs[job], finished=True)
+        if rule and job in self.jobs:
+            self.board.job(rule, self.jobs[job], finished=True)
 
     def job_failed(self, record: logging.LogRecord) -> None:
         rule = str(getattr(record, "rule_name", "a job"))
