@@ -2,7 +2,7 @@
 hands a URL over without importing above itself (the layers contract in pyproject.toml has no exception).
 
 ``imagefolder_lmdb.remote`` (the ``[remote]`` extra) registers its opener as the entry point
-``remote`` of the group ``imagefolder_lmdb.url_openers`` (pyproject.toml). An entry point, not a
+``remote`` of the group ``imagefolder-lmdb.url-openers`` (pyproject.toml). An entry point, not a
 call at import time: it is found however the reader was reached (``imagefolder_lmdb.LMDBDataset``,
 ``imagefolder_lmdb.reader``, ``scripts/dataset.py``, a dataset unpickled in a spawned worker), and
 importing the package still imports no numpy. ``register`` adds one in-process (a test's fake store).
@@ -15,7 +15,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 #: The entry-point group an opener is registered under.
-GROUP = "imagefolder_lmdb.url_openers"
+GROUP = "imagefolder-lmdb.url-openers"
 
 #: An opener: (url, max_in_flight, cache_dir, cache_bytes) to the reader's ``Opened``.
 UrlOpener = Callable[..., Any]

@@ -1,6 +1,7 @@
 """Source kind ``folder``: a folder used where it is, nothing extracted.
 
-An ImageFolder tree is listed by torchvision itself; for layout ilsvrc-val, the flat (or partly
+An ImageFolder tree is listed by the project's own scan, with torchvision's rules (sources/tree.py);
+for layout ilsvrc-val, the flat (or partly
 sorted) validation images are labelled by file name. Its samples are files, read by ``FileReader``
 (as are those of an archive unpacked into the work folder).
 """

@@ -1,8 +1,9 @@
 """What torchvision's ImageFolder would see: classes, their order, file order, accepted files.
 
-For a real folder, torchvision itself decides (``find_classes`` + ``make_dataset``); for the
-member paths of an archive read in place, the same rules are applied here (class = first folder,
-``sorted(os.walk)`` order, torchvision's extension test; tests compare the two). Also here: where
+The listing is the project's own, for a real folder and an archive's member paths alike, without
+importing torchvision: its rules (``find_classes`` + ``make_dataset``: class = first folder,
+``sorted(os.walk)`` order, torchvision's extension test) applied here, and
+tests/unit/test_archives.py keeps them equal to torchvision's. Also here: where
 an archive's image tree starts (wrapper folders stripped, judged by the images alone) and which
 members an unpacked copy would not hold (``__MACOSX/``, the earlier copy of a member stored twice).
 """
@@ -88,7 +89,7 @@ def no_image_error(where: str, empty: Iterable[str]) -> CountMismatchError:
 
 
 def scan_folder(root: str, progress: dict[str, Any], wanted: ClassList | None = None) -> Listing:
-    """torchvision's scan of an ImageFolder tree (with a file counter: 1.28M files take a while).
+    """An ImageFolder tree scanned by torchvision's rules (with a file counter: 1.28M files take a while).
     Class folders outside ``wanted`` only have their images counted."""
     try:
         classes, _ = find_classes(root)
