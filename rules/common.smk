@@ -220,7 +220,7 @@ def final_outputs() -> list[str]:
 
 def benchmark_files(wildcards) -> list[str]:
     """Snakemake's benchmark record of every job of a split (the report tabulates them), for each
-    timed rule of run/rule_table.py: one per split, or one per shard."""
+    timed entry of run/rule_table.py (one per split, or one per shard)."""
     per_split = [
         PATHS.benchmark(rule.name, wildcards.split)
         for rule in TIMED_RULES

@@ -21,12 +21,8 @@ CODE = ("src", "scripts", "rules", "tests", "benchmarks")
 PATH = re.compile(r"(?<![\w./-])((?:src|scripts|rules|docs|tests)/[\w./-]*\w)")
 #: A path inside the package, as the package's prose names its modules (``run/paths.py``); ``config/``
 #: also names the repository's top folder of configs.
-PACKAGE_PATH = re.compile(
-    r"(?<![\w./-])((?:%s)/[\w/]*\w\.(?:py|yaml|tsv|txt))"
-    % "|".join(
-        path.name for path in sorted((REPO / "src" / "imagefolder_lmdb").iterdir()) if (path / "__init__.py").is_file()
-    )
-)
+SUBPACKAGES = sorted(path.parent.name for path in (REPO / "src" / "imagefolder_lmdb").glob("*/__init__.py"))
+PACKAGE_PATH = re.compile(rf"(?<![\w./-])((?:{'|'.join(SUBPACKAGES)})/[\w/]*\w\.(?:py|yaml|tsv|txt))")
 #: A dotted name in the package.
 DOTTED = re.compile(r"(?<![\w.])(imagefolder_lmdb(?:\.\w+)+)")
 

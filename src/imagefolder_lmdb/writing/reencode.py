@@ -1,6 +1,7 @@
 """The image policy: how an image is checked, why it is re-encoded, how, and the words for a bad one.
 
-One home for what decides the stored bytes, used by rule encode_shard and by the convert-legacy command (commands/convert_legacy.py):
+One home for what decides the stored bytes, used by rule encode_shard and by the convert-legacy
+command (commands/convert_legacy.py):
 
 - ``encode.reencode: auto``: a valid RGB JPEG is stored byte for byte; anything else (PNG even
   when named .JPEG, CMYK, grayscale, MPO, other formats) is re-encoded as ImageFolder's loader
