@@ -71,7 +71,7 @@ def test_checksum_equals_zlib_on_an_mmap_and_a_tensor(random_bytes: bytes, tmp_p
         finally:
             whole.release()
     # decode="tensor" checks the tensor its record was read into (records_located._decoded)
-    tensor = torch.frombuffer(bytearray(random_bytes[: 110_017]), dtype=torch.uint8)
+    tensor = torch.frombuffer(bytearray(random_bytes[:110_017]), dtype=torch.uint8)
     assert record_format.checksum(tensor.numpy().data) == zlib.crc32(random_bytes[:110_017])
 
 
