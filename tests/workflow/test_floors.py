@@ -29,6 +29,7 @@ AT_THE_FLOORS = [
     "tests/unit/test_damaged_files.py",
     "tests/unit/test_record_locations.py",
     "tests/unit/test_verify.py",
+    "tests/unit/test_checksum.py",
     "tests/workflow/test_reader.py",
     "tests/workflow/test_package.py::test_installed_package_reads_a_dataset",
     "tests/workflow/test_package.py::test_installed_command_verifies_and_converts",

@@ -157,8 +157,9 @@ def test_wheel_declares_licence_requirements_and_command(wheel: Path) -> None:
     assert metadata["License-Expression"] == "MIT" and metadata["License-File"] == "LICENSE"
     declared = [Requirement(line) for line in metadata.get_all("Requires-Dist")]
     base = {requirement.name.lower(): requirement for requirement in declared if requirement.marker is None}
-    # the reader's, and PyYAML for convert-legacy's defaults (config/schema.yaml); torchvision is an extra
-    assert set(base) == {"lmdb", "numpy", "pillow", "torch", "tqdm", "pyyaml"}
+    # the reader's (zlib-ng: its CRC-32, reader/format.py), and PyYAML for convert-legacy's defaults
+    # (config/schema.yaml); torchvision is an extra
+    assert set(base) == {"lmdb", "numpy", "pillow", "torch", "tqdm", "pyyaml", "zlib-ng"}
     convert = [r for r in declared if r.marker is not None and r.marker.evaluate({"extra": "convert"})]
     assert {r.name.lower() for r in convert} == {"snakemake", "torchvision", "braceexpand", "pygments"}
     assert {"convert", "slurm", "parquet", "ilsvrc", "tensor", "all"} <= set(metadata.get_all("Provides-Extra"))

@@ -19,7 +19,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, DistributedSampler
 
-from imagefolder_lmdb.reader import LMDBDataset, LMDBReader, encode_document
+from imagefolder_lmdb.reader import DamagedRecordError, LMDBDataset, LMDBReader, encode_document
 from imagefolder_lmdb.remote import client
 from imagefolder_lmdb.remote.engine import ObjectChangedError, RemoteReadError
 from imagefolder_lmdb.remote.records import ChecksumError
@@ -241,3 +241,22 @@ def test_a_damaged_record_is_an_error_not_an_image(converted: Converted, s3_env:
     assert ds[4][0] == LMDBReader(converted.lmdb, decode="bytes")[4][0]
     with pytest.raises(ChecksumError, match=re.escape(url) + r": record 5 .*verify --full"):
         ds.__getitems__([4, 5])
+
+
+def test_one_damage_is_one_error_read_locally_and_from_a_url(
+    converted: Converted, s3_env: Seaweed, tmp_path: Path
+) -> None:
+    """The same damaged record, read from a file and from a URL: DamagedRecordError both ways (issue 51),
+    naming the source, the record and `verify --full`; from the URL an OSError too, as before."""
+    damaged = _flipped_copy(converted, 5)
+    local = tmp_path / "train.lmdb"
+    local.write_bytes(damaged)
+    url = s3_env.put("datasets", f"{uuid.uuid4().hex}/train.lmdb", damaged)
+    raised = {}
+    for source in (str(local), url):
+        with pytest.raises(DamagedRecordError) as caught:
+            LMDBReader(source, decode="bytes").get_bytes(5)
+        assert re.search(re.escape(source) + r": record 5 .*verify .*--full", str(caught.value)), caught.value
+        raised[source] = caught.value
+    assert not isinstance(raised[str(local)], OSError)
+    assert isinstance(raised[url], ChecksumError) and isinstance(raised[url], OSError)

@@ -4,18 +4,20 @@
 A batch (``__getitems__``) is read at once: its ranges sorted, neighbours closer than
 ``RemoteSettings.merge_gap`` merged into one request (at most ``max_request`` long), all of them in
 flight together (at most ``max_in_flight``), the samples returned in the batch's order. Every record
-is checked against its CRC-32 (meta/crc32) before it is used: zlib's CRC-32 runs at 2-4 GB/s here,
-~30-55 us for a 110 KB JPEG, small beside a network read (milliseconds) and a decode (~1.5 ms).
-A mismatch is fetched once more, then refused with an error: never a wrong image.
+is checked against its CRC-32 (meta/crc32, reader/format.checksum) before it is used: ~2 us for a
+110 KB JPEG, nothing beside a network read (milliseconds) and a decode (~1.5 ms). A mismatch is
+fetched once more, then refused with ChecksumError (a DamagedRecordError, as a local read raises,
+and an OSError, as the other failures of a remote read are): never a wrong image.
 """
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from imagefolder_lmdb.reader.format import DamagedRecordError, checksum
 
 from . import client
 from .cache import RecordCache
@@ -91,7 +93,7 @@ class RemoteRecords:
         return ObjectVersion(self.url, self.etag, self.size or 0)
 
     def _intact(self, index: int, data: bytes) -> bool:
-        return zlib.crc32(data) == self.crc32.item(index)
+        return checksum(data) == self.crc32.item(index)
 
     def fetch(self, indices: list[int]) -> dict[int, bytes]:
         """The bytes at the locations of ``indices``, fetched together, unchecked (``verify`` checks them)."""
@@ -149,5 +151,7 @@ class RemoteRecords:
         return self.stored_bytes([index])[0]
 
 
-class ChecksumError(OSError):
-    """A remote record's bytes do not match its CRC-32, twice."""
+class ChecksumError(DamagedRecordError, OSError):
+    """A remote record's bytes do not match its CRC-32, twice: the damage a local read reports as
+    DamagedRecordError, and an OSError as the other failures of a remote read, so that code handling
+    either catches it."""
