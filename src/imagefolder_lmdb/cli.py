@@ -248,7 +248,15 @@ def convert_main(argv: list[str], prog: str = f"{PROG} convert") -> int:
 
 
 def convert_parsed(args: argparse.Namespace, passed: list[str], parser: argparse.ArgumentParser, prog: str) -> int:
-    """``convert_main`` once its arguments are parsed: plan, run, and say how it ended."""
+    """``convert_main`` once its arguments are parsed, OUTDIR's lock held from its first write to the end."""
+    from imagefolder_lmdb.run.ownership import owning_outdirs
+
+    with owning_outdirs():
+        return planned_and_run(args, passed, parser, prog)
+
+
+def planned_and_run(args: argparse.Namespace, passed: list[str], parser: argparse.ArgumentParser, prog: str) -> int:
+    """Plan, run, and say how it ended."""
     from imagefolder_lmdb.config.settings import SettingError
     from imagefolder_lmdb.convert import (
         ConvertError,

@@ -61,8 +61,6 @@ MOVED = {
         ["add_locations", "add_locations_to_file", "current_locations", "locations_finding", "LocationCount"],
     ),
     "imagefolder_lmdb.sources.stamp": ("imagefolder_lmdb.work.folder_listing", ["listing_stamp", "folder_entries"]),
-    "imagefolder_lmdb.run.hold_points": ("imagefolder_lmdb.writing.hold_points", ["hold_point", "HOLD_ENV"]),
-    "imagefolder_lmdb.hold_points": ("imagefolder_lmdb.writing.hold_points", ["hold_point", "HOLD_ENV"]),
     "imagefolder_lmdb.steps.verify": ("imagefolder_lmdb.verify.checks", ["size_problems", "sample_indices"]),
     "imagefolder_lmdb.info": ("imagefolder_lmdb.verify.datasets", ["datasets_in", "InfoError"]),
     "imagefolder_lmdb.run.paths": ("imagefolder_lmdb.work.files", ["shard_name"]),

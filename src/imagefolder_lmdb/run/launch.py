@@ -20,6 +20,7 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any, TextIO
 
+from imagefolder_lmdb.run.ownership import inherited_lock_fds, lock_environment
 from imagefolder_lmdb.run.workflow_folder import workflow_folder
 
 #: The packaged workflow: its Snakefile is what a host workflow's ``module`` may name, too.
@@ -133,12 +134,14 @@ def run_snakemake(command: list[str], verbose: bool = False, runs: Sequence[tupl
         environment[INTERRUPT_FILE_VARIABLE] = interrupt_file
         environment[PARENT_VARIABLE] = str(os.getpid())
         environment[TERMINAL_VARIABLE] = "1" if sys.stderr.isatty() else "0"
+        environment.update(lock_environment())  # the OUTDIR's lock, which convert took: Snakemake adopts it
         environment["PYTHONUNBUFFERED"] = "1"  # the summary (stdout) after the board's last lines (stderr)
         with stopping_on_signals(interrupt_file) as stop:
             process = subprocess.Popen(
                 command,
                 env=environment,
                 stdin=subprocess.DEVNULL,
+                pass_fds=inherited_lock_fds(),
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 # its own group where signals are ours to hand on (the main thread); from another

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from imagefolder_lmdb.classes.plan import plan_classes
+from imagefolder_lmdb.config.problems import ConfigError
 from imagefolder_lmdb.config.settings import Setting, apply, in_users_words
 from imagefolder_lmdb.config.shards import choose_shards
 from imagefolder_lmdb.run.existing import (
@@ -28,7 +29,7 @@ from imagefolder_lmdb.run.existing import (
     unlisted_classes,
     up_to_date,
 )
-from imagefolder_lmdb.run.lock import held_elsewhere
+from imagefolder_lmdb.run.ownership import own_outdir
 from imagefolder_lmdb.run.made_from import changed_lines, split_verdicts, write_made_from
 from imagefolder_lmdb.run.paths import RunPaths
 from imagefolder_lmdb.run.places import mixed_places
@@ -99,8 +100,12 @@ def plan(request: ConvertRequest) -> Plan:
     work = os.path.abspath(request.work) if request.work is not None else os.path.join(results, "work")
     splits = splits_of(request)
     config = apply({"results": results, "work": work, "splits": splits}, request.settings)
-    if held_elsewhere(results):
-        raise PlanError(f"another conversion is writing into {results}: wait until it ends, or name another OUTDIR")
+    try:  # before the first write under OUTDIR or --work: ours from here to the command's end
+        own_outdir(results)
+    except ConfigError:
+        raise PlanError(
+            f"another conversion is writing into {results}: wait until it ends, or name another OUTDIR"
+        ) from None
     notes = recovered_from_interrupted_overwrite(results)  # before existing_splits: it reads what is put back
     existing = existing_splits(results)
     replaced = replacing(config, existing, request)  # before the class list: --overwrite is the fix to hear first
@@ -111,6 +116,7 @@ def plan(request: ConvertRequest) -> Plan:
     nothing_to_do = not replaced and up_to_date(filled, existing, verdicts)
     if not nothing_to_do:
         write_made_from(filled, verdicts)  # Snakemake is told not to walk the sources again
+        hold_point("planned")  # made_from written, Snakemake not started
         notes += changed_lines({name: v for name, v in verdicts.items() if name not in replaced})
     notes += [] if nothing_to_do else shards  # the shard counts of a run that does not happen: noise
     notes += [
@@ -130,6 +136,7 @@ def recovered_from_interrupted_overwrite(results: str) -> list[str]:
         original = aside.removesuffix(".replaced")
         if not os.path.exists(original):
             os.replace(aside, original)
+            hold_point("recovered")  # one file put back, maybe not all
             notes.append(f"put back {original}, which an interrupted --overwrite run had set aside")
         else:
             kept.append(aside)
