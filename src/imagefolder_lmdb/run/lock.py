@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: MIT
 """The lock that keeps two conversions out of one results folder (OUTDIR): an exclusive flock on
-``{results}/.imagefolder-lmdb.lock``, taken by ``convert`` before its first write (run/ownership.py) and handed to the Snakemake it
-starts, or taken by the workflow in a plain ``snakemake --configfile`` run (rules/resume.smk); the
-kernel drops it however the holders end, so a kill leaves nothing stale.
+``{results}/.imagefolder-lmdb.lock``, taken by ``convert`` before its first write (run/ownership.py)
+and handed to the Snakemake it starts, or taken by the workflow in a plain ``snakemake --configfile``
+run (rules/resume.smk); the kernel drops it however its holders end, so a kill leaves nothing stale.
 """
 
 from __future__ import annotations
@@ -59,5 +59,5 @@ def adopt_or_hold_lock(results: str) -> IO[str]:
             pass
         else:
             if (inherited.st_dev, inherited.st_ino) == (present.st_dev, present.st_ino):
-                return open(int(named), "a", closefd=False)  # noqa: SIM115 - the parent's lock, held
+                return open(int(named), "a", closefd=False)
     return hold_lock(results)

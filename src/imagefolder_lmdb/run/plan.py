@@ -29,8 +29,8 @@ from imagefolder_lmdb.run.existing import (
     unlisted_classes,
     up_to_date,
 )
-from imagefolder_lmdb.run.ownership import own_outdir
 from imagefolder_lmdb.run.made_from import changed_lines, split_verdicts, write_made_from
+from imagefolder_lmdb.run.ownership import own_outdir
 from imagefolder_lmdb.run.paths import RunPaths
 from imagefolder_lmdb.run.places import mixed_places
 from imagefolder_lmdb.sources.missing_paths import missing_path_hint, taken_from
@@ -129,13 +129,17 @@ def plan(request: ConvertRequest) -> Plan:
 
 def recovered_from_interrupted_overwrite(results: str) -> list[str]:
     """Files an --overwrite run set aside (``X.replaced``) and was killed before it could put back or
-    remove: one whose ``X`` is missing goes back in place (the new one was never complete); one beside
-    a complete ``X`` is kept and named, since it may be the only copy of the old dataset."""
-    notes, kept = [], []
-    for aside in sorted(glob.glob(os.path.join(glob.escape(results), "*.replaced"))):
+    remove: one whose ``X`` is missing goes back in place (the new one was never complete), a report
+    only together with its own dataset (beside the new dataset, or none, it would describe a file not
+    there); the others are kept and named, since they may be the only copy of the old dataset."""
+    asides = sorted(glob.glob(os.path.join(glob.escape(results), "*.replaced")))
+    datasets = [aside for aside in asides if aside.endswith(".lmdb.replaced")]
+    notes, kept, restored = [], [], set()
+    for aside in datasets + [aside for aside in asides if aside not in datasets]:  # datasets first
         original = aside.removesuffix(".replaced")
-        if not os.path.exists(original):
+        if not os.path.exists(original) and (original.endswith(".lmdb") or dataset_of(original) in restored):
             os.replace(aside, original)
+            restored.add(original)
             hold_point("recovered")  # one file put back, maybe not all
             notes.append(f"put back {original}, which an interrupted --overwrite run had set aside")
         else:
@@ -143,6 +147,12 @@ def recovered_from_interrupted_overwrite(results: str) -> list[str]:
     if kept:  # the old dataset and its reports (verify, contact sheet), named together
         notes.append(f"{', '.join(kept)}: what an earlier --overwrite run replaced; remove once not needed")
     return notes
+
+
+def dataset_of(report: str) -> str:
+    """The dataset a report of OUTDIR describes: ``train.verify.json`` -> ``train.lmdb``."""
+    folder, name = os.path.split(report)
+    return os.path.join(folder, name.split(".")[0] + ".lmdb")
 
 
 def replacing(config: dict[str, Any], existing: dict[str, Existing], request: ConvertRequest) -> list[str]:
