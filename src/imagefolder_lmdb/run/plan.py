@@ -145,7 +145,7 @@ def recovered_from_interrupted_overwrite(results: str) -> list[str]:
         else:
             kept.append(aside)
     if kept:  # the old dataset and its reports (verify, contact sheet), named together
-        notes.append(f"{', '.join(kept)}: what an earlier --overwrite run replaced; remove once not needed")
+        notes.append(f"{', '.join(sorted(kept))}: what an earlier --overwrite run replaced; remove once not needed")
     return notes
 
 
