@@ -130,6 +130,8 @@ def assert_whole(outdir: Path, clean_outdir: Path, source: Path) -> None:
         assert (outdir / name).exists()
     leftovers = [p for p in outdir.rglob("*") if ".incomplete" in p.name or p.name.endswith(".replaced")]
     assert leftovers == []
+    temporaries = outdir / "work" / ".temporary"
+    assert not temporaries.exists() or list(temporaries.iterdir()) == [], "a killed run's temporaries stayed"
 
 
 @pytest.mark.parametrize("action", ACTIONS)
