@@ -13,18 +13,23 @@ import os
 from collections.abc import Iterator
 from typing import IO
 
-from imagefolder_lmdb.run.lock import INHERITED_LOCK_VARIABLE, hold_lock
+from imagefolder_lmdb.run.lock import INHERITED_LOCK_VARIABLE, LOCK_NAME, hold_lock, lock_path
 
 # results folder -> the locked file this process holds for it (one per folder: a second flock on
 # another description of the same file would refuse this very process)
 _OWNED: dict[str, IO[str]] = {}
+# the results folders the lock created: a command that stops before writing anything leaves none
+_CREATED: set[str] = set()
 
 
 def own_outdir(results: str) -> None:
     """Hold the results lock of ``results`` from now on; ConfigError when another command holds it."""
     results = os.path.abspath(results)
     if results not in _OWNED:
+        existed = os.path.isdir(results)
         _OWNED[results] = hold_lock(results)
+        if not existed:
+            _CREATED.add(results)
 
 
 def inherited_lock_fds() -> tuple[int, ...]:
@@ -46,4 +51,16 @@ def owning_outdirs() -> Iterator[None]:
         yield
     finally:
         for results in set(_OWNED) - before:
-            _OWNED.pop(results).close()
+            release(results)
+
+
+def release(results: str) -> None:
+    """Let go of the lock of ``results``; a folder it created and nothing else wrote into is removed
+    (the lock file first, while still held: a command waiting on it is refused, not handed an orphan)."""
+    handle = _OWNED.pop(results)
+    if results in _CREATED:
+        _CREATED.discard(results)
+        if os.listdir(results) == [LOCK_NAME]:
+            os.remove(lock_path(results))
+            os.rmdir(results)
+    handle.close()
