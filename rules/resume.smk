@@ -13,13 +13,14 @@ def hold_results_lock():
     Snakemake's own lock would not see it). Whoever obtains it knows that no other controller is
     running, so any Snakemake lock in the work folder is stale (a plain file that a kill -9 or a
     power cut leaves behind, which the next run would refuse to start on): it is removed.
+    Started by ``convert``, it adopts the lock the command took before its first write (inherited).
     """
     # cluster job steps run with --nolock; a lint reads the rules, not the data
     if not workflow.is_main_process or "--lint" in sys.argv:
         return None
-    from imagefolder_lmdb.run.lock import hold_lock
+    from imagefolder_lmdb.run.lock import adopt_or_hold_lock
 
-    handle = hold_lock(config["results"])
+    handle = adopt_or_hold_lock(config["results"])
     if os.path.isdir(".snakemake/locks"):
         shutil.rmtree(".snakemake/locks")
     return handle

@@ -79,8 +79,11 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in COMMANDS:
         module, _, function = COMMANDS[argv[0]][0].partition(":")
-        command = getattr(importlib.import_module(module), function or "main")
-        from imagefolder_lmdb.remote.leaving import exit_code, leave_if_started, obstore_started
+        try:
+            command = getattr(importlib.import_module(module), function or "main")
+            from imagefolder_lmdb.remote.leaving import exit_code, leave_if_started, obstore_started
+        except KeyboardInterrupt:  # Ctrl-C while the command's modules import: still an interruption
+            return stopped_while_starting()
 
         try:
             code = int(command(argv[1:], prog=f"{PROG} {argv[0]}"))
@@ -91,6 +94,15 @@ def main(argv: list[str] | None = None) -> int:
         return leave_if_started(code)  # a command that used obstore: never through its runtime's teardown
     overview().parse_args(argv)  # --help, --version, or an error naming the commands: exits
     return 2
+
+
+def stopped_while_starting() -> int:
+    """A Ctrl-C before the command set its own handlers: the interruption's closing lines, 130."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C does not cut the lines short
+    from imagefolder_lmdb.run.launch import Interrupted, show_interruption
+
+    show_interruption(Interrupted(signal.SIGINT))
+    return 128 + signal.SIGINT
 
 
 CONVERT_DESCRIPTION = """\
@@ -248,7 +260,15 @@ def convert_main(argv: list[str], prog: str = f"{PROG} convert") -> int:
 
 
 def convert_parsed(args: argparse.Namespace, passed: list[str], parser: argparse.ArgumentParser, prog: str) -> int:
-    """``convert_main`` once its arguments are parsed: plan, run, and say how it ended."""
+    """``convert_main`` once its arguments are parsed, OUTDIR's lock held from its first write to the end."""
+    from imagefolder_lmdb.run.ownership import owning_outdirs
+
+    with owning_outdirs():
+        return planned_and_run(args, passed, parser, prog)
+
+
+def planned_and_run(args: argparse.Namespace, passed: list[str], parser: argparse.ArgumentParser, prog: str) -> int:
+    """Plan, run, and say how it ended."""
     from imagefolder_lmdb.config.settings import SettingError
     from imagefolder_lmdb.convert import (
         ConvertError,

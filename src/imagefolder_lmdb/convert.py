@@ -38,7 +38,9 @@ from imagefolder_lmdb.run.launch import (
     snakemake_command,
 )
 from imagefolder_lmdb.run.made_from import RECORDED_VARIABLE
+from imagefolder_lmdb.run.ownership import owning_outdirs
 from imagefolder_lmdb.run.paths import RunPaths
+from imagefolder_lmdb.writing.hold_points import hold_point
 
 if TYPE_CHECKING:
     from imagefolder_lmdb.run.plan import ConvertRequest
@@ -147,7 +149,7 @@ def convert(
     Interrupted: KeyboardInterrupt once Snakemake and its jobs have stopped (SIGTERM: run/launch.py).
     """
     destination, outdir, work = url_outdir(source, outdir, work)  # checks Snakemake too
-    with interruptible_call():  # SOURCE is listed before Snakemake starts: a signal stops that too
+    with interruptible_call(), owning_outdirs():  # SOURCE is listed before Snakemake starts: a signal stops that too
         request = command_request(
             source=source, outdir=outdir, split=split, layout=layout, splits=splits, work=work, cores=cores, cli=False,
             settings=python_settings(config, shards), overwrite=overwrite, classes_from=classes_from, profile=profile,
@@ -226,6 +228,7 @@ def run_planned(
         finish(run, clean)
         return run.outputs
     kept = set_aside(run.replaced)
+    hold_point("set-aside")  # the old dataset renamed, Snakemake not started
     try:
         command = snakemake_command(run.configfile, run.directory, run.options, verbose)
         with sources_recorded(run):
@@ -301,6 +304,7 @@ def put_back(kept: dict[str, str]) -> None:
     """After a failed run: the files set aside back in place (over whatever the run left there)."""
     for path, aside in kept.items():
         os.replace(aside, path)
+        hold_point("put-back")  # one file back in place, maybe not all
 
 
 def command_request(

@@ -54,8 +54,6 @@ def test_a_package_without_its_workflow_still_imports(tmp_path: Path) -> None:
 #: Names issue 42 moved, still reachable at their old names for one release (the old home's name and
 #: the new one's); issue 51 deleted the re-export modules no user page named.
 MOVED = {
-    "imagefolder_lmdb.run.hold_points": ("imagefolder_lmdb.writing.hold_points", ["hold_point", "HOLD_ENV"]),
-    "imagefolder_lmdb.hold_points": ("imagefolder_lmdb.writing.hold_points", ["hold_point", "HOLD_ENV"]),
     "imagefolder_lmdb.run.paths": ("imagefolder_lmdb.work.files", ["shard_name"]),
     "imagefolder_lmdb.remote": ("imagefolder_lmdb.reader.urls", ["is_url"]),
 }

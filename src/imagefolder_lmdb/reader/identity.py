@@ -60,6 +60,13 @@ def content_id(meta: Meta) -> str:
     return digest.hexdigest()[:32]
 
 
+def meta_digest(document: dict[str, Any]) -> str:
+    """A digest of a file's meta document, its creation time included: which conversion made the file,
+    not only what it holds. A report records it (verify.json ``dataset_meta_digest``) so that the report
+    is taken as current only beside the very file it checked (issue 49)."""
+    return hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()[:32]
+
+
 @dataclass(frozen=True)
 class FileIdentity:
     """The file a dataset opened: its content and where it was stored then."""

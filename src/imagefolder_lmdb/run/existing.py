@@ -14,6 +14,7 @@ replaced in silence, and a split converted on its own numbers its classes as the
 from __future__ import annotations
 
 import glob
+import json
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -182,8 +183,10 @@ def up_to_date(config: dict[str, Any], existing: dict[str, Existing], verdicts: 
     paths = RunPaths(config["results"], config["work"])
     plan = plan_classes(config)
     for name, split in config["splits"].items():
-        if name not in existing or not all(os.path.exists(path) for path in paths.final_outputs(name)[:3]):
+        if name not in existing or not all(os.path.exists(path) for path in paths.final_outputs(name)):
             return False
+        if not reports_describe(paths.verify_report(name), existing[name]):
+            return False  # a kill between the new dataset and its reports: verify runs again
         verdict = verdicts[name]
         if verdict.state == "legacy":
             if differences(existing[name], split, config["encode"], plan.source(name)):
@@ -193,6 +196,19 @@ def up_to_date(config: dict[str, Any], existing: dict[str, Existing], verdicts: 
         elif not verdict.up_to_date:
             return False
     return True
+
+
+def reports_describe(report_path: str, dataset: Existing) -> bool:
+    """Whether the verify report (which report_split reads after it) names the dataset present: its
+    meta digest. A report of another file, or one older than the digest, is redone, never shown."""
+    from imagefolder_lmdb.reader.identity import meta_digest
+
+    try:
+        with open(report_path, encoding="utf-8") as stream:
+            recorded = json.load(stream).get("dataset_meta_digest")
+    except (OSError, ValueError, AttributeError):
+        return False
+    return recorded == meta_digest(dataset.document)
 
 
 def newest_time(source: Any) -> float:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import selectors
+import shutil
 import signal
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any, TextIO
 
+from imagefolder_lmdb.run.ownership import inherited_lock_fds, lock_environment
 from imagefolder_lmdb.run.workflow_folder import workflow_folder
 
 #: The packaged workflow: its Snakefile is what a host workflow's ``module`` may name, too.
@@ -127,18 +129,21 @@ def run_snakemake(command: list[str], verbose: bool = False, runs: Sequence[tupl
     interrupt or a ``kill`` sent it. ``runs``: (RunPaths, split names) to tell how far each split
     got where Snakemake could not (a second Ctrl-C). A dry run's output is Snakemake's, whole."""
     verbose = verbose or "--dry-run" in command or "-n" in command
-    with tempfile.TemporaryDirectory(prefix="imagefolder-lmdb-") as folder:
+    with tempfile.TemporaryDirectory(prefix="imagefolder-lmdb-", dir=scratch_folder(runs)) as folder:
         error_file, interrupt_file = os.path.join(folder, "error.txt"), os.path.join(folder, "interrupted.txt")
         environment = {**snakemake_environment(), ERROR_FILE_VARIABLE: error_file}
         environment[INTERRUPT_FILE_VARIABLE] = interrupt_file
         environment[PARENT_VARIABLE] = str(os.getpid())
         environment[TERMINAL_VARIABLE] = "1" if sys.stderr.isatty() else "0"
+        environment.update(lock_environment())  # the OUTDIR's lock, which convert took: Snakemake adopts it
+        environment["TMPDIR"] = folder  # Snakemake's and its jobs' temporaries: gone with it, or in the work folder
         environment["PYTHONUNBUFFERED"] = "1"  # the summary (stdout) after the board's last lines (stderr)
         with stopping_on_signals(interrupt_file) as stop:
             process = subprocess.Popen(
                 command,
                 env=environment,
                 stdin=subprocess.DEVNULL,
+                pass_fds=inherited_lock_fds(),
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 # its own group where signals are ours to hand on (the main thread); from another
@@ -159,6 +164,19 @@ def run_snakemake(command: list[str], verbose: bool = False, runs: Sequence[tupl
     if returncode != 0:
         fallback = f"the workflow failed (Snakemake exit status {returncode}); see its messages above"
         raise ConvertError("\n".join(lines) or fallback, returncode, lines)
+
+
+def scratch_folder(runs: Sequence[tuple[Any, list[str]]]) -> str | None:
+    """Where a run's temporaries go: ``{work}/.temporary`` of the run's work folder (this command holds
+    OUTDIR's lock, so what a killed run left there is removed first), never another program's files in
+    the shared $TMPDIR; None (the $TMPDIR) for a run that does not own its folder (a config file's)."""
+    work = getattr(runs[0][0], "work", None) if runs else None
+    if not inherited_lock_fds() or not isinstance(work, str) or not os.path.isdir(work):
+        return None
+    folder = os.path.join(work, ".temporary")
+    shutil.rmtree(folder, ignore_errors=True)  # a killed run's leftovers: ours, the lock says so
+    os.makedirs(folder)
+    return folder
 
 
 def read_lines(path: str) -> list[str]:

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: MIT
 """The lock that keeps two conversions out of one results folder (OUTDIR): an exclusive flock on
-``{results}/.imagefolder-lmdb.lock``, held by the Snakemake controller for its whole life (the
-kernel drops it however the process ends, so a kill leaves nothing stale). It covers the command
-line and a plain ``snakemake --configfile`` run alike: the workflow takes it (rules/resume.smk).
+``{results}/.imagefolder-lmdb.lock``, taken by ``convert`` before its first write (run/ownership.py)
+and handed to the Snakemake it starts, or taken by the workflow in a plain ``snakemake --configfile``
+run (rules/resume.smk); the kernel drops it however its holders end, so a kill leaves nothing stale.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ import os
 from typing import IO
 
 LOCK_NAME = ".imagefolder-lmdb.lock"
+#: names the descriptor of the lock a ``convert`` holds and hands to its Snakemake (pass_fds)
+INHERITED_LOCK_VARIABLE = "IMAGEFOLDER_LMDB_RESULTS_LOCK_FD"
 
 
 def lock_path(results: str) -> str:
@@ -44,3 +46,18 @@ def held_elsewhere(results: str) -> bool:
             return True
         fcntl.flock(handle, fcntl.LOCK_UN)
     return False
+
+
+def adopt_or_hold_lock(results: str) -> IO[str]:
+    """The lock the parent ``convert`` handed down (its descriptor, when it is the lock of
+    ``results``), else this process's own (:func:`hold_lock`)."""
+    named = os.environ.get(INHERITED_LOCK_VARIABLE)
+    if named is not None and named.isdigit() and os.path.exists(lock_path(results)):
+        try:
+            inherited, present = os.fstat(int(named)), os.stat(lock_path(results))
+        except OSError:  # not inherited after all (a variable left in a shell)
+            pass
+        else:
+            if (inherited.st_dev, inherited.st_ino) == (present.st_dev, present.st_ino):
+                return open(int(named), "a", closefd=False)
+    return hold_lock(results)

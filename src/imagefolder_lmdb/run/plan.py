@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from imagefolder_lmdb.classes.plan import plan_classes
+from imagefolder_lmdb.config.problems import ConfigError
 from imagefolder_lmdb.config.settings import Setting, apply, in_users_words
 from imagefolder_lmdb.config.shards import choose_shards
 from imagefolder_lmdb.run.existing import (
@@ -28,8 +29,8 @@ from imagefolder_lmdb.run.existing import (
     unlisted_classes,
     up_to_date,
 )
-from imagefolder_lmdb.run.lock import held_elsewhere
 from imagefolder_lmdb.run.made_from import changed_lines, split_verdicts, write_made_from
+from imagefolder_lmdb.run.ownership import own_outdir
 from imagefolder_lmdb.run.paths import RunPaths
 from imagefolder_lmdb.run.places import mixed_places
 from imagefolder_lmdb.sources.missing_paths import missing_path_hint, taken_from
@@ -99,8 +100,12 @@ def plan(request: ConvertRequest) -> Plan:
     work = os.path.abspath(request.work) if request.work is not None else os.path.join(results, "work")
     splits = splits_of(request)
     config = apply({"results": results, "work": work, "splits": splits}, request.settings)
-    if held_elsewhere(results):
-        raise PlanError(f"another conversion is writing into {results}: wait until it ends, or name another OUTDIR")
+    try:  # before the first write under OUTDIR or --work: ours from here to the command's end
+        own_outdir(results)
+    except ConfigError:
+        raise PlanError(
+            f"another conversion is writing into {results}: wait until it ends, or name another OUTDIR"
+        ) from None
     notes = recovered_from_interrupted_overwrite(results)  # before existing_splits: it reads what is put back
     existing = existing_splits(results)
     replaced = replacing(config, existing, request)  # before the class list: --overwrite is the fix to hear first
@@ -111,6 +116,7 @@ def plan(request: ConvertRequest) -> Plan:
     nothing_to_do = not replaced and up_to_date(filled, existing, verdicts)
     if not nothing_to_do:
         write_made_from(filled, verdicts)  # Snakemake is told not to walk the sources again
+        hold_point("planned")  # made_from written, Snakemake not started
         notes += changed_lines({name: v for name, v in verdicts.items() if name not in replaced})
     notes += [] if nothing_to_do else shards  # the shard counts of a run that does not happen: noise
     notes += [
@@ -123,19 +129,30 @@ def plan(request: ConvertRequest) -> Plan:
 
 def recovered_from_interrupted_overwrite(results: str) -> list[str]:
     """Files an --overwrite run set aside (``X.replaced``) and was killed before it could put back or
-    remove: one whose ``X`` is missing goes back in place (the new one was never complete); one beside
-    a complete ``X`` is kept and named, since it may be the only copy of the old dataset."""
-    notes, kept = [], []
-    for aside in sorted(glob.glob(os.path.join(glob.escape(results), "*.replaced"))):
+    remove: one whose ``X`` is missing goes back in place (the new one was never complete), a report
+    only together with its own dataset (beside the new dataset, or none, it would describe a file not
+    there); the others are kept and named, since they may be the only copy of the old dataset."""
+    asides = sorted(glob.glob(os.path.join(glob.escape(results), "*.replaced")))
+    datasets = [aside for aside in asides if aside.endswith(".lmdb.replaced")]
+    notes, kept, restored = [], [], set()
+    for aside in datasets + [aside for aside in asides if aside not in datasets]:  # datasets first
         original = aside.removesuffix(".replaced")
-        if not os.path.exists(original):
+        if not os.path.exists(original) and (original.endswith(".lmdb") or dataset_of(original) in restored):
             os.replace(aside, original)
+            restored.add(original)
+            hold_point("recovered")  # one file put back, maybe not all
             notes.append(f"put back {original}, which an interrupted --overwrite run had set aside")
         else:
             kept.append(aside)
     if kept:  # the old dataset and its reports (verify, contact sheet), named together
-        notes.append(f"{', '.join(kept)}: what an earlier --overwrite run replaced; remove once not needed")
+        notes.append(f"{', '.join(sorted(kept))}: what an earlier --overwrite run replaced; remove once not needed")
     return notes
+
+
+def dataset_of(report: str) -> str:
+    """The dataset a report of OUTDIR describes: ``train.verify.json`` -> ``train.lmdb``."""
+    folder, name = os.path.split(report)
+    return os.path.join(folder, name.split(".")[0] + ".lmdb")
 
 
 def replacing(config: dict[str, Any], existing: dict[str, Existing], request: ConvertRequest) -> list[str]:

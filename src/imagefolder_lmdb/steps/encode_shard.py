@@ -158,7 +158,7 @@ def encode_shard(
         samples = tqdm(listed, total=stop - start, desc=f"shard {shard}", unit="img", **progress)
         for position, sample in enumerate(samples):
             if position == (stop - start) // 2:
-                hold_point(f"encode_shard:{shard}")
+                hold_point("encode_shard", shard)
             try:
                 store(writer, report, sample, *read_and_encode(reader, sample, encode))
             except BadImageError as exc:

@@ -11,6 +11,7 @@ from PIL import Image, ImageDraw, ImageFont
 
 from imagefolder_lmdb.run.rule_runner import run_rule
 from imagefolder_lmdb.writing.atomic import atomic_file
+from imagefolder_lmdb.writing.hold_points import hold_point
 
 WIDTH, HEIGHT, MARGIN = 1000, 360, 40
 #: Up to this many classes, each bar has its class name under it (written downwards); beyond, the
@@ -93,6 +94,7 @@ def main(smk: Any, stream: TextIO) -> None:
         class_counts = json.load(report)["class_counts"]
     class_histogram(class_counts, smk.output.histogram, smk.wildcards.split)
     benchmark_table(list(smk.input.benchmarks), smk.output.benchmarks, smk.params.benchmarks)
+    hold_point("reported")  # every output of the split in place
 
 
 #: What the rule's script (scripts/report_split.py) calls with ``snakemake``: ``main`` with the rule's log set up.

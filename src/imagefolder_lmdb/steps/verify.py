@@ -32,6 +32,7 @@ def rule_main(smk: Any, stream: TextIO) -> None:
     write_report(report, smk.output.report)
     hold_point("verify")  # one output written, the other not yet
     contact_sheet(ds, indices, smk.output.contact)
+    hold_point("verified")  # both outputs written, report_split not yet
 
 
 #: What the rule's script (scripts/verify.py) calls with ``snakemake``: ``rule_main`` with the rule's log set up.

@@ -234,6 +234,7 @@ def write_meta(
         remove_path(temporary)
         raise
     publish(temporary, output)
+    hold_point("written")  # at its final path, its reports not yet redone
     log.info(
         "%s: %d images, %d classes, %d skipped, %d located for one-read access",
         output,

@@ -39,6 +39,7 @@ from imagefolder_lmdb.reader import (
     shared_env,
     shared_fd,
 )
+from imagefolder_lmdb.reader.identity import meta_digest
 from imagefolder_lmdb.writing.meta_document import document_problems, storage_counts
 from imagefolder_lmdb.writing.record_locations import locations_finding
 
@@ -279,6 +280,7 @@ def dataset_facts(ds: LMDBReader, path: str, warnings_found: list[str]) -> dict[
         "skipped": stats["skipped"],
         "settings": document["settings"],
         "created": document["created"],
+        "dataset_meta_digest": meta_digest(document),  # the file this report describes (run/existing.py)
     }
 
 

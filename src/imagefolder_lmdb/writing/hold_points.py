@@ -1,6 +1,7 @@
 """The crash tests' hook: a step reaching the point named in HOLD_ENV creates the file named in
-HOLD_MARKER_ENV and waits there to be killed, so that a SIGKILL lands at a known moment (between
-two outputs, say). Unset, as in every real run, it does nothing."""
+HOLD_MARKER_ENV and waits there until the marker is removed (the test releases it) or the process is
+killed, so that a signal or a second command lands at a known moment. Unset, as in every real run, it
+does nothing. Every point is one entry of HOLD_POINTS, so that a harness can try them all."""
 
 from __future__ import annotations
 
@@ -10,12 +11,37 @@ import time
 HOLD_ENV = "IMAGEFOLDER_LMDB_TEST_HOLD"
 HOLD_MARKER_ENV = "IMAGEFOLDER_LMDB_TEST_HOLD_MARKER"
 
+# In the order a conversion reaches them; "encode_shard" holds as "encode_shard:<shard>" (one shard's half).
+HOLD_POINTS: tuple[str, ...] = (
+    "plan",
+    "recovered",
+    "planned",
+    "set-aside",
+    "extract",
+    "count_check",
+    "encode_shard",
+    "merge",
+    "write_meta",
+    "written",
+    "verify",
+    "verified",
+    "reported",
+    "put-back",
+    "upload-part",
+    "upload-complete",
+)
 
-def hold_point(name: str) -> None:
-    """Wait here to be killed if the test running this asked to hold at ``name``."""
-    if os.environ.get(HOLD_ENV) != name:
+
+def hold_point(name: str, part: int | None = None) -> None:
+    """Wait here until released (the marker removed) if the test running this asked to hold at ``name``
+    (or at ``name:part`` where the point has parts)."""
+    if name not in HOLD_POINTS:
+        raise ValueError(f"hold point {name!r} is not in HOLD_POINTS")
+    wanted = os.environ.get(HOLD_ENV)
+    if wanted is None or wanted not in (name, f"{name}:{part}"):
         return
-    with open(os.environ[HOLD_MARKER_ENV], "w"):
+    marker = os.environ[HOLD_MARKER_ENV]
+    with open(marker, "w"):
         pass
-    while True:
-        time.sleep(1)
+    while os.path.exists(marker):
+        time.sleep(0.1)

@@ -1,8 +1,0 @@
-"""Moved to imagefolder_lmdb.writing.hold_points (issue 42: the package's root holds what a user imports or
-runs; the steps, run and remote all reach the hook, so it lies low); this old name re-exports it for one
-release."""
-
-from imagefolder_lmdb.writing.hold_points import *  # noqa: F403
-from imagefolder_lmdb.writing.hold_points import HOLD_ENV, HOLD_MARKER_ENV, hold_point
-
-__all__ = ["HOLD_ENV", "HOLD_MARKER_ENV", "hold_point"]

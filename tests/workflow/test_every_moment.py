@@ -1,0 +1,165 @@
+"""A harness that tries every moment (issue 49): for each hold point of HOLD_POINTS a conversion
+reaches, and each action in {SIGKILL of the process tree, SIGINT, a second ``convert`` into the same
+OUTDIR with another source}, a small conversion runs to that point, the action lands there, everything
+finishes, and the invariants hold:
+
+- a command that exits 0 leaves OUTDIR holding its own source's conversion (records, meta and
+  ``made_from``), with a verify report naming that file; one that did not do its work exits non-zero;
+- after an interruption the same command finishes with the records and meta of an uninterrupted run
+  (``created`` aside), its verify report naming the file present, no part LMDB or temporary left.
+
+A point added to HOLD_POINTS is covered here without a new test. The points of an --overwrite run
+(set-aside, put-back, recovered) and of an upload are tried by their own tests (test_front_door.py,
+test_publish.py); a run that never reaches a point is skipped, not passed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from imagefolder_lmdb.reader.document import read_document
+from imagefolder_lmdb.reader.identity import meta_digest
+from imagefolder_lmdb.writing.hold_points import HOLD_POINTS
+from support.datasets import assert_same_dataset
+from support.images import make_images
+from support.workflow import snakemake_environment, wait_for_hold
+
+COMMAND = [sys.executable, "-m", "imagefolder_lmdb.cli", "convert"]
+OPTIONS = ["--shards", "1", "--cores", "1"]
+ELSEWHERE = {"set-aside", "put-back", "recovered", "upload-part", "upload-complete"}
+MOMENTS = [("encode_shard:0" if point == "encode_shard" else point) for point in HOLD_POINTS if point not in ELSEWHERE]
+ACTIONS = ["sigkill", "sigint", "second"]
+
+
+def default_sigint() -> None:
+    """A child of a background job inherits SIGINT ignored: the tested command gets the default."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.fixture(scope="module")
+def sources(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """Two small trees (one split each), the cheapest source there is."""
+    base = tmp_path_factory.mktemp("moments")
+    for name, seed in (("one", 3), ("two", 4)):
+        make_images(str(base / name / "train"), images=6, classes=2, seed=seed, workers=1)
+    return base / "one", base / "two"
+
+
+@pytest.fixture(scope="module")
+def clean(sources: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The OUTDIR of an uninterrupted run of the first source."""
+    folder = tmp_path_factory.mktemp("clean")
+    finished(run(folder, [*COMMAND, sources[0], "out", *OPTIONS]))
+    return folder / "out"
+
+
+@contextlib.contextmanager
+def started(cwd: Path, command: list[str | Path], hold: str) -> Iterator[tuple[subprocess.Popen[str], Path]]:
+    """``command`` parked at ``hold`` in its own process group; the group is killed whatever happens."""
+    marker = cwd / "held"
+    environment = {**snakemake_environment(), "IMAGEFOLDER_LMDB_TEST_HOLD": hold}
+    environment["IMAGEFOLDER_LMDB_TEST_HOLD_MARKER"] = str(marker)
+    process = subprocess.Popen(
+        list(map(str, command)), cwd=cwd, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, start_new_session=True, preexec_fn=default_sigint,
+    )  # fmt: skip
+    try:
+        yield process, marker
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+
+
+def run(cwd: Path, command: list[str | Path]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        list(map(str, command)), cwd=cwd, env=snakemake_environment(), capture_output=True, text=True,
+        timeout=600, preexec_fn=default_sigint,
+    )  # fmt: skip
+
+
+def finished(result: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
+    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+    return result
+
+
+def kill_tree(process: subprocess.Popen[str]) -> None:
+    """SIGKILL the command and every process under it, whichever group it runs in (a power cut)."""
+    pids = [process.pid, *descendants(process.pid)]
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    process.communicate()
+
+
+def descendants(pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            if entry.name.isdigit():
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                children.setdefault(parent, []).append(int(entry.name))
+    found, queue = [], [pid]
+    while queue:
+        for child in children.get(queue.pop(), []):
+            found.append(child)
+            queue.append(child)
+    return found
+
+
+def assert_whole(outdir: Path, clean_outdir: Path, source: Path) -> None:
+    """OUTDIR holds ``source``'s conversion as an uninterrupted run makes it, reports naming it."""
+    dataset = outdir / "train.lmdb"
+    assert_same_dataset(dataset, clean_outdir / "train.lmdb")
+    document = read_document(str(dataset))
+    assert document is not None
+    made_from = document.get("made_from") or json.loads((outdir / "work" / "train" / "made_from.json").read_text())
+    assert str(source) in json.dumps(made_from)
+    report = json.loads((outdir / "train.verify.json").read_text())
+    assert report["dataset_meta_digest"] == meta_digest(document)
+    for name in ("train.contact.png", "train.classes.png", "train.benchmarks.tsv"):
+        assert (outdir / name).exists()
+    leftovers = [p for p in outdir.rglob("*") if ".incomplete" in p.name or p.name.endswith(".replaced")]
+    assert leftovers == []
+    temporaries = outdir / "work" / ".temporary"
+    assert not temporaries.exists() or list(temporaries.iterdir()) == [], "a killed run's temporaries stayed"
+
+
+@pytest.mark.parametrize("action", ACTIONS)
+@pytest.mark.parametrize("moment", MOMENTS)
+def test_every_moment(moment: str, action: str, sources: tuple[Path, Path], clean: Path, tmp_path: Path) -> None:
+    if action == "second" and moment == "plan":
+        pytest.skip("nothing is written yet at plan (SOURCE being listed): the second command is the owner")
+    one, two = sources
+    command = [*COMMAND, one, "out", *OPTIONS]
+    with started(tmp_path, command, moment) as (process, marker):
+        wait_for_hold(marker, process, timeout=300)  # type: ignore[arg-type]
+        if action == "sigkill":
+            kill_tree(process)
+        elif action == "sigint":
+            os.killpg(process.pid, signal.SIGINT)
+            _, stderr = process.communicate(timeout=300)
+            if process.returncode != 0:  # it may have finished first: 0 and its work done
+                assert process.returncode == 130, stderr[-3000:]
+                assert "Traceback" not in stderr and "Run the same command again" in stderr
+        else:
+            second = run(tmp_path, [*COMMAND, two, "out", *OPTIONS])
+            assert second.returncode != 0, "a second command into a held OUTDIR must be refused"
+            assert "another conversion is writing into" in second.stderr
+            marker.unlink()  # released: the first goes on and must finish with its own work
+            stdout, stderr = process.communicate(timeout=300)
+            assert process.returncode == 0, (stdout + stderr)[-3000:]
+            assert_whole(tmp_path / "out", clean, one)
+            return
+    again = finished(run(tmp_path, command))
+    assert "Traceback" not in again.stderr
+    assert_whole(tmp_path / "out", clean, one)
