@@ -167,12 +167,25 @@ class S3Multipart:
                 raise
         self.upload_id = None
 
-    def pending(self) -> list[tuple[str, str]]:
-        """(key, upload id) of the uploads started and not completed under this key's folder."""
-        folder = self.key.rsplit("/", 1)[0] + "/" if "/" in self.key else ""
+    def pending(self) -> list[Pending]:
+        """The uploads started and not completed whose key begins with this one's (S3 lists by prefix)."""
         base = self.url(key="").rstrip("/")
-        url = f"{base}/?prefix={quote(folder, safe=_SAFE)}&uploads=" if folder else f"{base}/?uploads="
-        _, body, _ = self.request("GET", url)
-        keys = re.findall(rb"<Key>([^<]*)</Key>", body)
-        ids = re.findall(rb"<UploadId>([^<]*)</UploadId>", body)
-        return [(k.decode(), i.decode()) for k, i in zip(keys, ids, strict=False)]
+        _, body, _ = self.request("GET", f"{base}/?prefix={quote(self.key, safe=_SAFE)}&uploads=")
+        found = []
+        for upload in re.findall(rb"<Upload>(.*?)</Upload>", body, re.DOTALL):
+            fields = {name: re.search(rb"<" + name + rb">([^<]*)</" + name + rb">", upload) for name in _LISTED}
+            key, upload_id, initiated = (html.unescape(m.group(1).decode()) if m else "" for m in fields.values())
+            found.append(Pending(key, upload_id, initiated.replace("T", " ")[:16] + " UTC" if initiated else None))
+        return found
+
+
+_LISTED = (b"Key", b"UploadId", b"Initiated")
+
+
+@dataclass(frozen=True)
+class Pending:
+    """An upload started and not completed: its key, id and start time (``2026-12-05 09:30 UTC``)."""
+
+    key: str
+    upload_id: str
+    initiated: str | None
