@@ -13,6 +13,7 @@ and the lifecycle rule that cleans it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -55,6 +56,8 @@ class UploadRecord:
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # the folder goes with its last record (another may be there)
+            self.path.parent.rmdir()
 
 
 def abort_recorded(record: UploadRecord, upload: S3Multipart) -> list[str]:
