@@ -67,13 +67,15 @@ def abort_recorded(record: UploadRecord, upload: S3Multipart) -> list[str]:
         return []
     upload.upload_id = upload_id
     try:
-        upload.abort()  # an upload completed or removed since (a lifecycle rule) is already gone: 404
-    except S3RequestError as exc:
+        aborted = upload.abort()
+    except (S3RequestError, OSError) as exc:
         return [
             f"note: the pending upload {upload_id} to {record.url}, left by an interrupted publish (recorded in "
             f"{record.path}), could not be aborted ({exc}); it is kept for the next publish to try again"
         ]
     record.remove()
+    if not aborted:
+        return []  # completed before the kill, or removed since (a lifecycle rule): nothing was left
     return [
         f"aborted the pending upload {upload_id} to {record.url} left by an interrupted publish "
         f"(recorded in {record.path}): its parts are removed"

@@ -41,7 +41,7 @@ def check_writable(destination: str) -> None:
             "multipart upload): give keys allowed to write to this bucket (s3:PutObject), or another bucket"
         ) from None
     finally:
-        probe.abort()  # nothing of the check stays (no upload id yet: nothing to do)
+        probe.abort()  # nothing of the check stays (a refused create left nothing to abort)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -155,17 +155,21 @@ class S3Multipart:
         self.upload_id = None
         return html.unescape(found.group(1).decode()) if found else ""
 
-    def abort(self) -> None:
-        """Remove the upload and its parts (nothing of it stays in the bucket)."""
+    def abort(self) -> bool:
+        """Remove the upload and its parts (nothing of it stays in the bucket); False if S3 knows no
+        such upload (completed, or removed already)."""
         if self.upload_id is None:
-            return
+            return False
         query = f"uploadId={quote(self.upload_id, safe=_SAFE)}"
         try:
             self.request("DELETE", self.url(query))
         except S3RequestError as exc:
             if exc.status != 404:  # already gone
                 raise
-        self.upload_id = None
+            return False
+        finally:
+            self.upload_id = None
+        return True
 
     def pending(self) -> list[Pending]:
         """The uploads started and not completed whose key begins with this one's (S3 lists by prefix)."""
