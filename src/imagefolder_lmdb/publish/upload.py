@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Publishing a converted split to object storage: one multipart upload per file, checked after.
 
-    python -m imagefolder_lmdb.publish.upload results/train.lmdb s3://bucket/prefix/train.lmdb [--overwrite]
+    python -m imagefolder_lmdb.publish.upload results/train.lmdb s3://bucket/prefix/train.lmdb [--overwrite] [--work W]
 
 (``imagefolder-lmdb convert DATA s3://bucket/prefix`` runs it for each split, in a process of its
 own so that obstore never runs in a process that may fork afterwards; remote/client.py says why.)
@@ -9,11 +9,14 @@ own so that obstore never runs in a process that may fork afterwards; remote/cli
 - The object appears only complete: S3 shows a multipart upload's object once it is completed.
 - Parts of ``part_size(size)`` bytes (S3 allows 10,000 parts: 16 MiB up to 160 GB, larger beyond),
   ``concurrency`` of them in flight, each read from the file where it lies (no copy in memory).
-- The replace rule is the local one: an object of the same source is replaced; one made from
-  another source, or not by this tool, is refused without ``overwrite``, naming it. The check runs
-  before the upload and again before completing it (not atomic against another writer: the last
-  to complete wins, and the other is told if it checks after).
-- SIGINT / SIGTERM abort the upload (no object, no pending upload) and exit 130 / 143.
+- The replace rule is the local one (replace_rule.py): an object made from the same source with the
+  same settings is replaced; one made from another source or with other settings (the recipe its
+  meta records, read by ranged reads), or not by this tool, is refused without ``overwrite``,
+  naming what differs. The check runs before the upload and again before completing it (not atomic
+  against another writer: the last to complete wins, and the other is told if it checks after).
+- SIGINT / SIGTERM abort the upload (no object, no pending upload) and exit 130 / 143. Its id is
+  recorded in ``--work`` until it completed or was aborted: after a SIGKILL the next publish of
+  the URL aborts it (pending.py).
 - After the upload: the object's size, and a sample of records read back by ranged reads and
   checked against their CRC-32 (``verify URL``).
 """
