@@ -135,6 +135,7 @@ def test_keys_that_may_not_read_are_access_denied_and_uploads_are_signed(
         upload = [sys.executable, "-m", "imagefolder_lmdb.publish.upload", str(converted.lmdb), url]
         done = subprocess.run(upload, capture_output=True, text=True, check=False)
         assert done.returncode == 0, done.stderr  # SigV4 signed parts, accepted by a server that checks them
+        assert S3Multipart("signed", "d/train.lmdb", credentials).pending() == []  # a signed listing by prefix
         result = _cli({**env, "AWS_SECRET_ACCESS_KEY": "wrong"}, "info", url)
         assert result.returncode == 1
         assert f"{url}: access denied (SignatureDoesNotMatch)" in result.stderr and "AWS_ACCESS_KEY_ID" in result.stderr

@@ -18,7 +18,7 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 from xml.sax.saxutils import escape
 
 _SAFE = "-_.~"
@@ -64,7 +64,10 @@ def signed_headers(
     if credentials.token:
         headers["x-amz-security-token"] = credentials.token
     pairs = [pair.partition("=") for pair in parts.query.split("&") if pair]
-    query = "&".join(f"{quote(k, safe=_SAFE)}={quote(v, safe=_SAFE)}" for k, _, v in sorted(pairs))
+    # the canonical query encodes each name and value once: a value the URL carries encoded
+    # (prefix=d%2Ftrain.lmdb) is decoded first, or its signature is not the one S3 computes
+    encoded = sorted((quote(unquote(k), safe=_SAFE), quote(unquote(v), safe=_SAFE)) for k, _, v in pairs)
+    query = "&".join(f"{k}={v}" for k, v in encoded)
     names = sorted(headers)
     canonical = "\n".join(
         [
