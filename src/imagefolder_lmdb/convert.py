@@ -186,18 +186,21 @@ def url_outdir(
     source: Any, outdir: PathLike | None, work: PathLike | None
 ) -> tuple[str | None, PathLike | None, PathLike | None]:
     """Snakemake checked, and (the URL to publish to, the local outdir, work) for an ``outdir`` that is
-    a URL: converted in a local folder first (publish/upload.py local_folder); else (None, outdir, work)."""
+    a URL: converted in a local folder first (publish/upload.py local_folder), once the bucket is
+    known to take an upload (publish/preflight.py); else (None, outdir, work)."""
     from imagefolder_lmdb.remote import is_url
 
     check_snakemake()
     if not isinstance(outdir, str) or source is None or not is_url(outdir):
         return None, outdir, work
-    from imagefolder_lmdb.publish.upload import PublishError, local_folder
+    from imagefolder_lmdb.publish.upload import PublishError, check_destination, local_folder
 
     try:
-        return outdir, local_folder(outdir, source, None if work is None else os.fspath(work)), None
+        folder = local_folder(outdir, source, None if work is None else os.fspath(work))
+        check_destination(outdir)  # a missing bucket or refused keys: said before converting
     except (PublishError, ValueError) as exc:
         raise ConvertError(str(exc), 1) from None
+    return outdir, folder, None
 
 
 def python_settings(config: dict[str, Any] | None, shards: int | None) -> list[Any]:

@@ -67,14 +67,14 @@ def test_moved_names_keep_their_old_names() -> None:
         }, old
 
 
-#: The package's root: what a user imports or runs (issue 51: at most seven modules, __init__ counted),
-#: besides ``hold_points``, a re-export kept for one release. ``dataset``: the reader's documented old home.
+#: The package's root: what a user imports or runs (issue 51: at most seven modules, __init__ counted).
+#: ``dataset``: the reader's documented old home.
 ROOT_MODULES = {"__init__", "cli", "convert", "dataset", "printable", "sampler", "transforms"}
 
 
 def test_the_root_holds_what_a_user_imports_or_runs() -> None:
     root = REPO / "src" / "imagefolder_lmdb"
-    modules = {path.stem for path in root.glob("*.py")} - {"hold_points"}
+    modules = {path.stem for path in root.glob("*.py")}
     assert modules == ROOT_MODULES and len(modules) <= 7, sorted(modules)
 
 

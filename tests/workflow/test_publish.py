@@ -1,6 +1,8 @@
 """``imagefolder-lmdb convert DATA s3://bucket/prefix`` (issue 44): converted and verified in a local
-folder, each split sent as one multipart upload and read back; the replace rule as for a folder;
-an interrupted upload leaves no object and no pending upload, and the same command uploads again
+folder, each split sent as one multipart upload and read back; the replace rule as for a folder
+(issue 49: other settings refused too, an object older than made_from compared by source and
+settings); a missing bucket named before converting; an interrupted upload leaves no object and no
+pending upload, a killed one is aborted by the next publish; the same command uploads again
 without converting again. Against the session's SeaweedFS (tests/support/seaweed.py)."""
 
 from __future__ import annotations
@@ -45,11 +47,16 @@ def _held(process: subprocess.Popen[str], marker: Path) -> None:
         time.sleep(0.05)
 
 
-def _pending(url: str) -> list[tuple[str, str]]:
+def _multipart(url: str) -> S3Multipart:
     bucket, key = url.removeprefix("s3://").split("/", 1)
     credentials = Credentials.from_environment()
     assert credentials is not None
-    return [(k, i) for k, i in S3Multipart(bucket, key, credentials).pending() if k == key]
+    return S3Multipart(bucket, key, credentials)
+
+
+def _pending(url: str) -> list[tuple[str, str]]:
+    upload = _multipart(url)
+    return [(found.key, found.upload_id) for found in upload.pending() if found.key == upload.key]
 
 
 def _exists(seaweed: Seaweed, url: str) -> bool:
@@ -197,3 +204,135 @@ def test_convert_from_python_publishes_to_a_url(converted: Converted, s3_env: Se
     assert len(LMDBReader(f"{prefix}/train.lmdb")) == len(LMDBReader(converted.lmdb))
     with pytest.raises(ConvertError, match=r"unknown scheme s4://; the schemes read are s3://bucket/key"):
         convert(converted.source, "s4://datasets/x", split="train", work=work)
+
+
+def _etag(seaweed: Seaweed, url: str) -> str:
+    import urllib.request
+
+    request = urllib.request.Request(seaweed.endpoint + "/" + url.removeprefix("s3://"), method="HEAD")
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        return str(answer.headers["ETag"])
+
+
+def _publish(file: Path, url: str, work: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "imagefolder_lmdb.publish.upload", str(file), url, "--work", str(work)]
+    return subprocess.run([*command, *options], capture_output=True, text=True, check=False, timeout=120)
+
+
+def test_other_settings_are_refused_without_overwrite_and_published_with_it(
+    converted: Converted, s3_env: Seaweed, tmp_path: Path
+) -> None:
+    """The same source, --short-side 64, a fresh work folder: the object of the default settings stays."""
+    prefix = f"s3://datasets/{uuid.uuid4().hex}"
+    url = f"{prefix}/train.lmdb"
+    s3_env.put("datasets", "probe", b"")
+    assert _publish(converted.lmdb, url, tmp_path / "up").returncode == 0
+    before = _etag(s3_env, url)
+    command = [CLI, "convert", str(converted.source), prefix, "--split", "train", "--short-side", "64"]
+    command += ["--work", str(tmp_path / "w"), "--cores", "1"]
+    refused = subprocess.run(command, capture_output=True, text=True, check=False, cwd="/")
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    said = rf"{re.escape(url)} holds a dataset made with encode short_side None, not 64 \([\d,]+ bytes, .* UTC\): "
+    assert re.search(said + "not replaced. Give --overwrite", refused.stderr), refused.stderr
+    assert _etag(s3_env, url) == before
+    published = subprocess.run([*command, "--overwrite"], capture_output=True, text=True, check=False, cwd="/")
+    assert published.returncode == 0, published.stdout + published.stderr
+    assert "Nothing to convert" in published.stdout and f"replacing {url}" in published.stdout, published.stdout
+    info = subprocess.run([CLI, "info", url, "--json"], capture_output=True, text=True, check=False, cwd="/")
+    assert json.loads(info.stdout)["settings"]["encode"]["short_side"] == 64, info.stdout + info.stderr
+
+
+def _without_made_from(dataset: Path, copy: Path, **encode: object) -> bytes:
+    """``dataset`` as written before datasets recorded what they were made from (no ``made_from`` in
+    its meta), with ``encode`` settings of its own; the file's bytes."""
+    import lmdb
+
+    shutil.copy(dataset, copy)
+    with lmdb.open(str(copy), subdir=False, lock=False) as env, env.begin(write=True) as txn:
+        document = json.loads(txn.get(b"meta/json"))
+        del document["made_from"]
+        document["settings"]["encode"].update(encode)
+        txn.put(b"meta/json", json.dumps(document).encode())
+    return copy.read_bytes()
+
+
+def test_an_object_older_than_made_from_is_compared_by_source_and_encode_settings(
+    converted: Converted, s3_env: Seaweed, tmp_path: Path
+) -> None:
+    key = f"{uuid.uuid4().hex}/train.lmdb"
+    url = s3_env.put("datasets", key, _without_made_from(converted.lmdb, tmp_path / "q80.lmdb", quality=80))
+    refused = _publish(converted.lmdb, url, tmp_path / "w")
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    said = rf"{re.escape(url)} holds a dataset made with encode quality 80, not 95 \([\d,]+ bytes, .* UTC\): "
+    assert re.search(said + "not replaced. Give --overwrite", refused.stderr), refused.stderr
+    s3_env.put("datasets", key, _without_made_from(converted.lmdb, tmp_path / "same.lmdb"))
+    replaced = _publish(converted.lmdb, url, tmp_path / "w")
+    assert replaced.returncode == 0, replaced.stdout + replaced.stderr
+    assert f"replacing {url}" in replaced.stdout and re.search(SUMMARY.format(url=re.escape(url)), replaced.stdout)
+
+
+def test_a_missing_bucket_is_named_before_anything_is_converted(
+    converted: Converted, s3_env: Seaweed, tmp_path: Path
+) -> None:
+    work = tmp_path / "w"
+    prefix = f"s3://no-such-bucket-{uuid.uuid4().hex[:8]}/imagenet"
+    command = [CLI, "convert", str(converted.source), prefix, "--split", "train", "--work", str(work), "--cores", "1"]
+    refused = subprocess.run(command, capture_output=True, text=True, check=False, cwd="/")
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    bucket = prefix.removeprefix("s3://").split("/")[0]
+    assert f"{prefix}: no such bucket '{bucket}': create it first (`aws s3 mb s3://{bucket}`" in refused.stderr
+    assert not work.exists() and "Snakemake" not in refused.stdout + refused.stderr  # nothing was converted
+
+
+def test_info_of_a_prefix_lists_its_datasets(converted: Converted, s3_env: Seaweed) -> None:
+    folder = uuid.uuid4().hex
+    data = converted.lmdb.read_bytes()
+    urls = [s3_env.put("datasets", f"{folder}/imagenet/{split}.lmdb", data) for split in ("train", "val")]
+    s3_env.put("datasets", f"{folder}/imagenet/notes.txt", b"not a dataset")
+    for prefix in (f"s3://datasets/{folder}/imagenet", f"s3://datasets/{folder}/imagenet/"):
+        shown = subprocess.run([CLI, "info", prefix], capture_output=True, text=True, check=False, cwd="/")
+        assert shown.returncode == 0, shown.stderr
+        assert [line.split(": ")[0] for line in shown.stdout.splitlines() if line.startswith("s3://")] == urls
+    listed = subprocess.run(
+        [CLI, "info", f"s3://datasets/{folder}/imagenet", "--json"], capture_output=True, text=True, check=False
+    )
+    assert [entry["file"] for entry in json.loads(listed.stdout)["datasets"]] == urls, listed.stderr
+    empty = subprocess.run([CLI, "info", f"s3://datasets/{folder}/"], capture_output=True, text=True, check=False)
+    assert empty.returncode == 1 and f"s3://datasets/{folder}/: no .lmdb object under this prefix" in empty.stderr
+
+
+def test_a_killed_upload_is_aborted_by_the_next_publish_and_another_is_only_named(
+    converted: Converted, s3_env: Seaweed, tmp_path: Path
+) -> None:
+    s3_env.put("datasets", "probe", b"")
+    url = f"s3://datasets/{uuid.uuid4().hex}/train.lmdb"
+    work, marker = tmp_path / "w", tmp_path / "held"
+    command = [sys.executable, "-m", "imagefolder_lmdb.publish.upload", str(converted.lmdb), url, "--work", str(work)]
+    env = {**os.environ, "IMAGEFOLDER_LMDB_TEST_HOLD": "upload-part", "IMAGEFOLDER_LMDB_TEST_HOLD_MARKER": str(marker)}
+    process = subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        _held(process, marker)  # a part is sent: the upload is pending
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)  # as a power cut or an OOM kill would
+        process.communicate(timeout=30)
+    [record] = (work / "uploads").iterdir()
+    recorded = json.loads(record.read_text())
+    assert recorded["url"] == url and _pending(url) == [(url.split("/", 3)[3], recorded["upload_id"])]
+    other = _multipart(url)
+    other.create()  # another writer's upload of the same key, running or not
+    try:
+        again = _publish(converted.lmdb, url, work)
+        assert again.returncode == 0, again.stdout + again.stderr
+        assert (
+            f"aborted the pending upload {recorded['upload_id']} to {url} left by an interrupted publish "
+            f"(recorded in {record})" in again.stdout
+        ), again.stdout
+        assert (
+            f"note: {url} has 1 other pending upload, not started by this work folder and not aborted" in again.stdout
+        )
+        assert f"{other.upload_id} (started " in again.stdout
+        assert _pending(url) == [(other.key, other.upload_id)] and not record.exists()
+    finally:
+        other.abort()

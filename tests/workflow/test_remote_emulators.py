@@ -117,7 +117,7 @@ def test_convert_publishes_to_azure_and_refuses_a_missing_container(
 ) -> None:
     """`convert DATA az://container/prefix`: uploaded through obstore's put (Azure's block upload),
     read back and checked; the same command again uploads nothing; into a missing container it
-    is refused, naming the command that creates it (the work folder kept: no conversion again)."""
+    is refused before converting, naming the command that creates it (issue 49)."""
     for name, value in azurite.env().items():
         monkeypatch.setenv(name, value)
     container = f"c{uuid.uuid4().hex[:12]}"

@@ -114,7 +114,13 @@ def test_keys_that_may_not_read_are_access_denied_and_uploads_are_signed(
     """SeaweedFS checks keys only with an identity config: a server of its own with one."""
     identities = tmp_path / "s3.json"
     admin = {"accessKey": "admin-key", "secretKey": "admin-secret"}
-    identities.write_text(json.dumps({"identities": [{"name": "admin", "credentials": [admin], "actions": ["Admin"]}]}))
+    reader = {
+        "name": "reader",
+        "credentials": [{"accessKey": "reader-key", "secretKey": "r"}],
+        "actions": ["Read", "List"],
+    }
+    admin_identity = {"name": "admin", "credentials": [admin], "actions": ["Admin"]}
+    identities.write_text(json.dumps({"identities": [admin_identity, reader]}))
     server = Seaweed(tmp_path / "weed", os.environ.get("PYTEST_XDIST_WORKER", "master") + "9", identities)
     (tmp_path / "weed").mkdir()
     server.start()
@@ -129,9 +135,19 @@ def test_keys_that_may_not_read_are_access_denied_and_uploads_are_signed(
         upload = [sys.executable, "-m", "imagefolder_lmdb.publish.upload", str(converted.lmdb), url]
         done = subprocess.run(upload, capture_output=True, text=True, check=False)
         assert done.returncode == 0, done.stderr  # SigV4 signed parts, accepted by a server that checks them
+        assert S3Multipart("signed", "d/train.lmdb", credentials).pending() == []  # a signed listing by prefix
         result = _cli({**env, "AWS_SECRET_ACCESS_KEY": "wrong"}, "info", url)
         assert result.returncode == 1
         assert f"{url}: access denied (SignatureDoesNotMatch)" in result.stderr and "AWS_ACCESS_KEY_ID" in result.stderr
+        # refused keys, and keys that may only read, are named before anything is converted (issue 49)
+        work = tmp_path / "w"
+        convert = ["convert", str(converted.source), "s3://signed/d", "--split", "train", "--work", str(work)]
+        refused = _cli({**env, "AWS_SECRET_ACCESS_KEY": "wrong"}, *convert)
+        assert refused.returncode == 1 and "s3://signed/d: access denied (SignatureDoesNotMatch)" in refused.stderr
+        read_only = _cli({**env, "AWS_ACCESS_KEY_ID": "reader-key", "AWS_SECRET_ACCESS_KEY": "r"}, *convert)
+        assert read_only.returncode == 1, read_only.stdout + read_only.stderr
+        assert "s3://signed/d: these credentials may not write there (AccessDenied" in read_only.stderr
+        assert not work.exists()
     finally:
         server.stop()
 

@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: MIT
 """``imagefolder-lmdb info FILE.lmdb`` (or ``info OUTDIR``, each of its datasets): what a dataset
 holds, read from its meta without decoding an image (a URL, ``s3://bucket/train.lmdb``: the meta by
-the ranged reads ``verify`` makes): classes with their image counts, image sizes,
-why records were stored as they were, the settings and source it was made with, its format
-version, file size and creation time. ``--json``: the meta document's own fields, and the counts.
+the ranged reads ``verify`` makes; a prefix, ``s3://bucket/imagenet``: each ``.lmdb`` object under
+it): classes with their image counts, image sizes, why records were stored as they were, the
+settings and source it was made with, its format version, file size and creation time. ``--json``:
+the meta document's own fields, and the counts.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+
+from imagefolder_lmdb.reader.urls import is_url
 
 # Beside verify, which takes the same paths (issue 42: the steps import nothing of this command).
 from imagefolder_lmdb.verify.datasets import InfoError, datasets_in
@@ -131,17 +134,25 @@ def main(argv: Sequence[str] | None = None, prog: str = "imagefolder-lmdb info")
     """Describe each dataset named; exit 1 (one line) for a path that holds none."""
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "paths", nargs="+", metavar="PATH", help="a .lmdb file, a folder of them (OUTDIR), or a URL (s3://b/x.lmdb)"
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="a .lmdb file, a folder of them (OUTDIR), a URL (s3://b/x.lmdb) or a prefix of them (s3://b/imagenet)",
     )
     parser.add_argument("--json", action="store_true", help="the meta's fields and the counts, as JSON")
     args = parser.parse_args(argv)
+    if any(is_url(path) for path in args.paths):
+        from imagefolder_lmdb.remote.client import allow_in_process
+
+        allow_in_process()  # this command forks no workers: obstore may run in it (a prefix is listed)
     try:
-        infos = [read_dataset(file) for path in args.paths for file in datasets_in(path)]
+        named = {path: datasets_in(path) for path in args.paths}
+        infos = [read_dataset(file) for files in named.values() for file in files]
     except InfoError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 1
     if args.json:
-        several = len(infos) > 1 or any(os.path.isdir(path) for path in args.paths)
+        several = len(infos) > 1 or any(files != [path] for path, files in named.items())  # a folder, a prefix
         print(json.dumps({"datasets": infos} if several else infos[0], indent=1))
         return 0
     for number, info in enumerate(infos):

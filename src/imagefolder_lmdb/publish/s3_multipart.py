@@ -18,7 +18,7 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 from xml.sax.saxutils import escape
 
 _SAFE = "-_.~"
@@ -64,7 +64,10 @@ def signed_headers(
     if credentials.token:
         headers["x-amz-security-token"] = credentials.token
     pairs = [pair.partition("=") for pair in parts.query.split("&") if pair]
-    query = "&".join(f"{quote(k, safe=_SAFE)}={quote(v, safe=_SAFE)}" for k, _, v in sorted(pairs))
+    # the canonical query encodes each name and value once: a value the URL carries encoded
+    # (prefix=d%2Ftrain.lmdb) is decoded first, or its signature is not the one S3 computes
+    encoded = sorted((quote(unquote(k), safe=_SAFE), quote(unquote(v), safe=_SAFE)) for k, _, v in pairs)
+    query = "&".join(f"{k}={v}" for k, v in encoded)
     names = sorted(headers)
     canonical = "\n".join(
         [
@@ -155,24 +158,41 @@ class S3Multipart:
         self.upload_id = None
         return html.unescape(found.group(1).decode()) if found else ""
 
-    def abort(self) -> None:
-        """Remove the upload and its parts (nothing of it stays in the bucket)."""
+    def abort(self) -> bool:
+        """Remove the upload and its parts (nothing of it stays in the bucket); False if S3 knows no
+        such upload (completed, or removed already)."""
         if self.upload_id is None:
-            return
+            return False
         query = f"uploadId={quote(self.upload_id, safe=_SAFE)}"
         try:
             self.request("DELETE", self.url(query))
         except S3RequestError as exc:
             if exc.status != 404:  # already gone
                 raise
-        self.upload_id = None
+            return False
+        finally:
+            self.upload_id = None
+        return True
 
-    def pending(self) -> list[tuple[str, str]]:
-        """(key, upload id) of the uploads started and not completed under this key's folder."""
-        folder = self.key.rsplit("/", 1)[0] + "/" if "/" in self.key else ""
+    def pending(self) -> list[Pending]:
+        """The uploads started and not completed whose key begins with this one's (S3 lists by prefix)."""
         base = self.url(key="").rstrip("/")
-        url = f"{base}/?prefix={quote(folder, safe=_SAFE)}&uploads=" if folder else f"{base}/?uploads="
-        _, body, _ = self.request("GET", url)
-        keys = re.findall(rb"<Key>([^<]*)</Key>", body)
-        ids = re.findall(rb"<UploadId>([^<]*)</UploadId>", body)
-        return [(k.decode(), i.decode()) for k, i in zip(keys, ids, strict=False)]
+        _, body, _ = self.request("GET", f"{base}/?prefix={quote(self.key, safe=_SAFE)}&uploads=")
+        found = []
+        for upload in re.findall(rb"<Upload>(.*?)</Upload>", body, re.DOTALL):
+            fields = {name: re.search(rb"<" + name + rb">([^<]*)</" + name + rb">", upload) for name in _LISTED}
+            key, upload_id, initiated = (html.unescape(m.group(1).decode()) if m else "" for m in fields.values())
+            found.append(Pending(key, upload_id, initiated.replace("T", " ")[:16] + " UTC" if initiated else None))
+        return found
+
+
+_LISTED = (b"Key", b"UploadId", b"Initiated")
+
+
+@dataclass(frozen=True)
+class Pending:
+    """An upload started and not completed: its key, id and start time (``2026-12-05 09:30 UTC``)."""
+
+    key: str
+    upload_id: str
+    initiated: str | None

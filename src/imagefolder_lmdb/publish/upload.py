@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Publishing a converted split to object storage: one multipart upload per file, checked after.
 
-    python -m imagefolder_lmdb.publish.upload results/train.lmdb s3://bucket/prefix/train.lmdb [--overwrite]
+    python -m imagefolder_lmdb.publish.upload results/train.lmdb s3://bucket/prefix/train.lmdb [--overwrite] [--work W]
 
 (``imagefolder-lmdb convert DATA s3://bucket/prefix`` runs it for each split, in a process of its
 own so that obstore never runs in a process that may fork afterwards; remote/client.py says why.)
@@ -9,11 +9,14 @@ own so that obstore never runs in a process that may fork afterwards; remote/cli
 - The object appears only complete: S3 shows a multipart upload's object once it is completed.
 - Parts of ``part_size(size)`` bytes (S3 allows 10,000 parts: 16 MiB up to 160 GB, larger beyond),
   ``concurrency`` of them in flight, each read from the file where it lies (no copy in memory).
-- The replace rule is the local one: an object of the same source is replaced; one made from
-  another source, or not by this tool, is refused without ``overwrite``, naming it. The check runs
-  before the upload and again before completing it (not atomic against another writer: the last
-  to complete wins, and the other is told if it checks after).
-- SIGINT / SIGTERM abort the upload (no object, no pending upload) and exit 130 / 143.
+- The replace rule is the local one (replace_rule.py): an object made from the same source with the
+  same settings is replaced; one made from another source or with other settings (the recipe its
+  meta records, read by ranged reads), or not by this tool, is refused without ``overwrite``,
+  naming what differs. The check runs before the upload and again before completing it (not atomic
+  against another writer: the last to complete wins, and the other is told if it checks after).
+- SIGINT / SIGTERM abort the upload (no object, no pending upload) and exit 130 / 143. Its id is
+  recorded in ``--work`` until it completed or was aborted: after a SIGKILL the next publish of
+  the URL aborts it (pending.py).
 - After the upload: the object's size, and a sample of records read back by ranged reads and
   checked against their CRC-32 (``verify URL``).
 """
@@ -27,13 +30,16 @@ import sys
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from imagefolder_lmdb.publish.pending import UploadRecord, abort_recorded, obstore_note, others_note
+from imagefolder_lmdb.publish.replace_rule import STOPS, Found, PublishError, existing, head, replace_problem
 from imagefolder_lmdb.publish.s3_multipart import Credentials, S3Multipart, S3RequestError
 from imagefolder_lmdb.remote.urls import RemoteSettings, check_url, store_and_key
 from imagefolder_lmdb.writing.hold_points import hold_point
+
+__all__ = ["Found", "PublishError", "Published", "UploadInterrupted", "existing", "publish", "replace_problem"]
 
 MIB = 1 << 20
 #: S3's limits on a multipart upload.
@@ -43,10 +49,6 @@ MAX_PARTS, SMALLEST_PART, LARGEST_PART = 10_000, 5 * MIB, 5 << 30
 DEFAULT_PART = 16 * MIB
 CONCURRENCY = 8
 SAMPLE = 64
-
-
-class PublishError(RuntimeError):
-    """A publish refused or failed; the message names the object and what to do."""
 
 
 class UploadInterrupted(BaseException):
@@ -64,39 +66,6 @@ def part_size(size: int, smallest: int | None = None) -> int:
     return min(LARGEST_PART, max(floor, SMALLEST_PART, -(-needed // MIB) * MIB))
 
 
-@dataclass(frozen=True)
-class Found:
-    """An object already at the URL: its size, time, ETag and, if ours, the meta document."""
-
-    size: int
-    modified: datetime | None
-    etag: str | None
-    document: dict[str, Any] | None  # None: not an imagefolder-lmdb dataset
-
-    def describe(self) -> str:
-        when = self.modified.strftime("%Y-%m-%d %H:%M UTC") if self.modified else "time unknown"
-        return f"{self.size:,} bytes, {when}"
-
-
-def _head(url: str) -> dict[str, Any] | None:
-    import obstore
-    from obstore.exceptions import NotFoundError
-
-    from imagefolder_lmdb.remote.engine import store_for
-
-    store_url, key = store_and_key(url)
-    try:
-        return dict(obstore.head(store_for(store_url, RemoteSettings(), url), key))
-    except (NotFoundError, FileNotFoundError):
-        return None
-    except Exception as exc:  # noqa: BLE001 - named with its fix
-        from imagefolder_lmdb.remote.problems import explain
-
-        raise explain(exc, url, store_for(store_url, RemoteSettings(), url), key) or PublishError(
-            f"{url}: {exc}"
-        ) from None
-
-
 def _check_bucket(url: str) -> None:
     """The bucket's no-such-bucket error, if it is missing (S3 servers refuse an upload into one with
     403 or 404, which says neither)."""
@@ -106,38 +75,6 @@ def _check_bucket(url: str) -> None:
     store_url, key = store_and_key(url)
     if listing_beside(store_for(store_url, RemoteSettings(), url), key)[0] == "nobucket":
         raise no_bucket_error(url)
-
-
-def existing(url: str) -> Found | None:
-    """What is at ``url`` now (None: nothing), its meta read by ranged reads if it is ours."""
-    from imagefolder_lmdb.reader import FormatError
-    from imagefolder_lmdb.remote.opening import open_remote
-
-    head = _head(url)
-    if head is None:
-        return None
-    try:
-        document: dict[str, Any] | None = open_remote(url, RemoteSettings()).meta.document
-    except (FormatError, ValueError, OSError):
-        document = None
-    return Found(int(head["size"]), head.get("last_modified"), head.get("e_tag"), document)
-
-
-def _source(document: dict[str, Any]) -> tuple[Any, Any]:
-    source = document.get("source") or {}
-    return source.get("path"), source.get("inside") or None
-
-
-def replace_problem(url: str, found: Found, local: dict[str, Any]) -> str | None:
-    """Why ``found`` may not be replaced by the file whose meta is ``local`` without --overwrite."""
-    stop = "jobs reading it would stop with the object-changed error"
-    if found.document is None:
-        what = "an object not made by imagefolder-lmdb"
-    elif _source(found.document) != _source(local):
-        what = f"a dataset made from {_source(found.document)[0]}, not {_source(local)[0]}"
-    else:
-        return None
-    return f"{url} holds {what} ({found.describe()}): not replaced. Give --overwrite to replace it ({stop})"
 
 
 def _send_parts(path: str, upload: S3Multipart, size: int, part: int, concurrency: int) -> list[str]:
@@ -192,27 +129,42 @@ class Published:
         )
 
 
-def _upload_s3(path: str, url: str, before: Found | None, credentials: Credentials, concurrency: int) -> str:
-    """The multipart upload, aborted on any failure or interrupt; the object's ETag."""
+def _upload_s3(
+    path: str,
+    url: str,
+    before: Found | None,
+    credentials: Credentials,
+    concurrency: int,
+    record: UploadRecord | None = None,
+) -> str:
+    """The multipart upload, aborted on any failure or interrupt; the object's ETag. Its id is kept
+    in ``record`` from before the first part until it completed or was aborted (pending.py)."""
     bucket, key = url.split("://", 1)[1].split("/", 1)
     upload = S3Multipart(bucket, key, credentials)
     size = os.path.getsize(path)
-    upload.create()
+    upload_id = upload.create()
     try:
+        if record is not None:
+            record.write(upload_id, path)
         etags = _send_parts(path, upload, size, part_size(size), concurrency)
-        now = _head(url)
+        now = head(url)
         if (now is None) != (before is None) or (now is not None and before and now.get("e_tag") != before.etag):
             raise PublishError(
                 f"{url} was written by someone else while this upload ran; not replaced (run the command again "
                 "to check it and upload)"
             )
         hold_point("upload-complete")
-        return upload.complete(etags)
+        etag = upload.complete(etags)
     except BaseException:
         for number in (signal.SIGINT, signal.SIGTERM):
             signal.signal(number, signal.SIG_IGN)  # the abort itself is not interrupted
         upload.abort()
+        if record is not None:
+            record.remove()
         raise
+    if record is not None:
+        record.remove()
+    return etag
 
 
 def _upload_obstore(path: str, url: str, concurrency: int) -> str:
@@ -224,6 +176,9 @@ def _upload_obstore(path: str, url: str, concurrency: int) -> str:
     store_url, key = store_and_key(url)
     size = os.path.getsize(path)
     store = store_for(store_url, RemoteSettings(), url)
+    for line in obstore_note(url, size, part_size(size)):
+        print(line, flush=True)
+    _state["obstore"] = url  # an interrupt cannot promise that no pending upload is left
     try:
         result = obstore.put(store, key, Path(path), chunk_size=part_size(size), max_concurrency=concurrency)
     except Exception as exc:  # noqa: BLE001 - one line with its fix, not obstore's debug dump
@@ -237,17 +192,20 @@ def _check_uploaded(url: str, size: int) -> int:
     """The object's size and a sample of its records read back; the records checked."""
     from imagefolder_lmdb.verify.remote import verify_remote
 
-    head = _head(url)
-    if head is None or int(head["size"]) != size:
-        raise PublishError(f"{url}: the uploaded object holds {head and head['size']} bytes, not {size:,}")
+    found = head(url)
+    if found is None or int(found["size"]) != size:
+        raise PublishError(f"{url}: the uploaded object holds {found and found['size']} bytes, not {size:,}")
     report, _, indices = verify_remote(url, SAMPLE, False, 0)
     if not report["ok"]:
         raise PublishError(f"{url}: the uploaded object fails its check: {'; '.join(report['problems'][:3])}")
     return len(indices)
 
 
-def publish(path: str, url: str, overwrite: bool = False, concurrency: int = CONCURRENCY) -> Published | None:
-    """Upload the dataset file ``path`` to ``url`` and check it; None if ``url`` already holds this file."""
+def publish(
+    path: str, url: str, overwrite: bool = False, concurrency: int = CONCURRENCY, work: str | None = None
+) -> Published | None:
+    """Upload the dataset file ``path`` to ``url`` and check it; None if ``url`` already holds this file.
+    ``work``: the folder that records the upload while it runs (default: the user's cache)."""
     from imagefolder_lmdb.reader.document import read_document
 
     check_url(url)
@@ -255,6 +213,10 @@ def publish(path: str, url: str, overwrite: bool = False, concurrency: int = CON
     if local is None:
         raise PublishError(f"{path}: not an imagefolder-lmdb dataset; nothing uploaded")
     size = os.path.getsize(path)
+    credentials = Credentials.from_environment() if url.lower().startswith(("s3://", "s3a://")) else None
+    record = UploadRecord.in_folder(work or default_work(), url)
+    if credentials is not None:
+        _say(_pending_lines(url, credentials, record))
     before = existing(url)
     if before is None:
         _check_bucket(url)
@@ -264,17 +226,34 @@ def publish(path: str, url: str, overwrite: bool = False, concurrency: int = CON
     if problem:
         raise PublishError(problem)
     if before is not None:
-        print(f"replacing {url} ({before.describe()}): jobs reading it stop with the object-changed error", flush=True)
+        _say([f"replacing {url} ({before.describe()}): {STOPS}"])
     started = time.monotonic()
-    credentials = Credentials.from_environment()
-    if url.lower().startswith(("s3://", "s3a://")) and credentials is not None:
-        etag = _upload_s3(path, url, before, credentials, concurrency)
+    if credentials is not None:
+        etag = _upload_s3(path, url, before, credentials, concurrency, record)
     else:
         etag = _upload_obstore(path, url, concurrency)
     seconds = time.monotonic() - started
     _state["completed"] = url  # from here an interrupt leaves the whole object (it only stops the check)
     checked = _check_uploaded(url, size)
     return Published(url, size, etag, seconds, max(1, -(-size // part_size(size))), checked)
+
+
+def _pending_lines(url: str, credentials: Credentials, record: UploadRecord) -> list[str]:
+    """The upload an interrupted publish of ``url`` recorded, aborted; the key's others, named."""
+    bucket, key = url.split("://", 1)[1].split("/", 1)
+    upload = S3Multipart(bucket, key, credentials)
+    return abort_recorded(record, upload) + others_note(upload, url)
+
+
+def _say(lines: list[str]) -> None:
+    for line in lines:
+        print(line, flush=True)
+
+
+def default_work() -> str:
+    """Where a publish run alone (not by ``convert``) records its upload: the user's cache."""
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(cache, "imagefolder-lmdb", "publish")
 
 
 def _interrupt(signum: int, frame: Any) -> None:
@@ -288,6 +267,8 @@ _state: dict[str, str] = {}
 def _interrupted_line(url: str, word: str) -> str:
     if _state.get("completed") == url:
         return f"{word} while checking {url}: its upload had completed; check it with `imagefolder-lmdb verify {url}`"
+    if _state.get("obstore") == url:
+        return f"{word}: the upload to {url} was stopped (no object; obstore may leave a pending upload: see the note)"
     return f"{word}: the upload to {url} was aborted (no object, no pending upload)"
 
 
@@ -296,13 +277,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("file")
     parser.add_argument("url")
     parser.add_argument("--overwrite", action="store_true")
+    parser.add_argument("--work", help="the folder that records the upload while it runs (default: the user's cache)")
     args = parser.parse_args(argv)
     from imagefolder_lmdb.remote.client import allow_in_process
 
     allow_in_process()  # a process of its own that forks nothing
     signal.signal(signal.SIGTERM, _interrupt)
     try:
-        done = publish(args.file, args.url, args.overwrite)
+        done = publish(args.file, args.url, args.overwrite, work=args.work)
     except KeyboardInterrupt:
         print(_interrupted_line(args.url, "interrupted"), file=sys.stderr)
         return 130
@@ -344,6 +326,19 @@ def local_folder(destination: str, source: Any, work: str | None) -> str:
     return folder
 
 
+def check_destination(destination: str) -> None:
+    """PublishError naming why ``destination`` cannot take an upload (no such bucket, credentials
+    refused, no answer), asked before the conversion starts: in a process of its own, as the upload."""
+    import subprocess
+
+    command = [sys.executable, "-m", "imagefolder_lmdb.publish.preflight", destination]
+    checked = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False)
+    if checked.returncode == 130:
+        raise KeyboardInterrupt
+    if checked.returncode != 0:
+        raise PublishError(checked.stderr.strip() or f"{destination}: the check before converting failed")
+
+
 def publish_splits(datasets: dict[str, str], destination: str, overwrite: bool) -> None:
     """Upload each split's file to ``destination/<split>.lmdb``, one process each (obstore never runs
     in this process, which may fork later); PublishError or UploadInterrupted on failure."""
@@ -351,7 +346,8 @@ def publish_splits(datasets: dict[str, str], destination: str, overwrite: bool) 
 
     for split, path in datasets.items():
         url = f"{destination.rstrip('/')}/{split}.lmdb"
-        command = [sys.executable, "-m", "imagefolder_lmdb.publish.upload", path, url]
+        work = os.path.join(os.path.dirname(os.path.abspath(path)), "work")  # the run's: local_folder's OUTDIR/work
+        command = [sys.executable, "-m", "imagefolder_lmdb.publish.upload", path, url, "--work", work]
         # a session of its own: a Ctrl-C reaches this process only, which passes it on once (a second
         # signal could land in the child's abort)
         options = ["--overwrite"] if overwrite else []

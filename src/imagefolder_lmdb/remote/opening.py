@@ -181,8 +181,22 @@ def _unlocated(url: str, meta: Meta, pages: _Pages, head: lmdb_pages.MetaPage) -
     return offsets, lengths
 
 
-def open_remote(url: str, settings: RemoteSettings) -> RemoteFile:
-    """Fetch and check the meta and record locations of the file at ``url`` (see the module's docstring)."""
+@dataclass
+class RemoteMeta:
+    """An object's meta, read by ranged reads, with what opening its records needs next."""
+
+    url: str
+    etag: str | None
+    size: int
+    meta: Meta
+    head: lmdb_pages.MetaPage
+    pages: _Pages
+
+
+def read_meta(url: str, settings: RemoteSettings) -> RemoteMeta:
+    """The meta of the file at ``url``, by rounds 1-3 of the module's docstring; its record locations
+    are not checked (publish/upload.py reads an object's meta this way: one made before locations
+    were recorded is still ours)."""
     first = client.fetch(url, [(0, _HEAD)], None, settings)
     head_bytes, etag, size = first.parts[0], first.etag, first.size
     try:
@@ -207,6 +221,12 @@ def open_remote(url: str, settings: RemoteSettings) -> RemoteFile:
     if META_KEYS["json"] not in values:
         raise FormatError(f"{url} is an LMDB, but not a finished imagefolder-lmdb dataset (no meta/json key)")
     meta = decode_meta(_Values(values), url)  # get() is all decode_meta asks of a txn (format.ReadTxn)
-    _check_locations(url, meta, head, size)
-    offsets, lengths = _unlocated(url, meta, pages, head)
-    return RemoteFile(url, etag, size, meta, offsets, lengths, pages.requests)
+    return RemoteMeta(url, etag, size, meta, head, pages)
+
+
+def open_remote(url: str, settings: RemoteSettings) -> RemoteFile:
+    """Fetch and check the meta and record locations of the file at ``url`` (see the module's docstring)."""
+    found = read_meta(url, settings)
+    _check_locations(url, found.meta, found.head, found.size)
+    offsets, lengths = _unlocated(url, found.meta, found.pages, found.head)
+    return RemoteFile(url, found.etag, found.size, found.meta, offsets, lengths, found.pages.requests)

@@ -15,11 +15,33 @@ class InfoError(ValueError):
 
 
 def datasets_in(path: str) -> list[str]:
-    """The datasets ``path`` names: the file (or URL) itself, or every ``*.lmdb`` file of a folder."""
-    if is_url(path) or not os.path.isdir(path):
+    """The datasets ``path`` names: the file (or URL) itself, or every ``*.lmdb`` file of a folder,
+    or every ``.lmdb`` object directly under a URL's prefix (``s3://bucket/imagenet``; listing it runs
+    obstore in this process: the caller allows it, remote/client.py)."""
+    if is_url(path):
+        return datasets_at_url(path)
+    if not os.path.isdir(path):
         return [path]
     found = sorted(os.path.join(path, name) for name in os.listdir(path) if name.endswith(".lmdb"))
     files = [name for name in found if os.path.isfile(name)]
     if not files:
         raise InfoError(f"{path}: a folder holding no .lmdb file")
     return files
+
+
+def datasets_at_url(url: str) -> list[str]:
+    """The object ``url`` names, or the ``.lmdb`` objects under the prefix it names. A prefix holding
+    none that may still be an object's key (``s3://b/data/train``) is taken as that object."""
+    from imagefolder_lmdb.remote.listing import datasets_under, is_prefix
+
+    if not is_prefix(url):
+        return [url]
+    try:
+        found = datasets_under(url)
+    except (OSError, ValueError) as exc:
+        raise InfoError(str(exc)) from None
+    if found:
+        return found
+    if url.endswith("/") or not url.split("://", 1)[1].strip("/").count("/"):
+        raise InfoError(f"{url}: no .lmdb object under this prefix")
+    return [url]
