@@ -1,5 +1,15 @@
 """What ImageFolder has beyond its index, for code written against it: ``loader``, ``extensions``,
-``transforms`` and ``find_classes(directory)``, without importing torchvision."""
+``transforms`` and ``find_classes(directory)``, without importing torchvision; and the classes
+``LMDBDataset`` is built on (``dataset_bases``).
+
+Where torchvision is installed, LMDBDataset is an ``ImageFolder`` subclass whose ``__init__`` never
+runs ImageFolder's (the file holds the index; nothing is scanned). Subclassing, rather than adding the
+class to torchvision's private wrapper registry (``tv_tensors._dataset_wrapper.WRAPPER_FACTORIES``),
+keeps to torchvision's public classes: ``wrap_dataset_for_transforms_v2`` finds ImageFolder's entry by
+walking the MRO, as it does for any subclass, with no torchvision version to pin, and
+``isinstance(ds, ImageFolder)`` holds for code that asks. The price: torchvision's import (~1-2 s
+here; BENCHMARKS.md) in the process that builds the class, and so in every spawned worker.
+"""
 
 from __future__ import annotations
 
@@ -52,8 +62,14 @@ def loader_for(root: str | None) -> Callable[[Loadable], Any]:
     return load
 
 
+def _transform_lines(transform: Callable[[Any], Any], head: str) -> list[str]:
+    lines = repr(transform).splitlines()
+    return [f"{head}{lines[0]}"] + [" " * len(head) + line for line in lines[1:]]
+
+
 class StandardTransform:
-    """torchvision's StandardTransform: ``transform`` on the image, ``target_transform`` on the label."""
+    """torchvision's StandardTransform: ``transform`` on the image, ``target_transform`` on the label
+    (and its ``repr``)."""
 
     def __init__(self, transform: Callable[[Any], Any] | None, target_transform: Callable[[Any], Any] | None) -> None:
         self.transform = transform
@@ -67,7 +83,21 @@ class StandardTransform:
         return image, target
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(transform={self.transform!r}, target_transform={self.target_transform!r})"
+        lines = [type(self).__name__]
+        if self.transform is not None:
+            lines += _transform_lines(self.transform, "Transform: ")
+        if self.target_transform is not None:
+            lines += _transform_lines(self.target_transform, "Target transform: ")
+        return "\n".join(lines)
+
+
+def joint_transforms(
+    transform: Callable[[Any], Any] | None, target_transform: Callable[[Any], Any] | None
+) -> StandardTransform | None:
+    """VisionDataset's ``transforms`` for these two: None when both are."""
+    if transform is None and target_transform is None:
+        return None
+    return StandardTransform(transform, target_transform)
 
 
 class DropIn:
@@ -76,6 +106,9 @@ class DropIn:
     root: str | None
     transform: Callable[[Any], Any] | None
     target_transform: Callable[[Any], Any] | None
+    #: ``transform`` and ``target_transform`` together, as VisionDataset's ``transforms``: set when the
+    #: dataset is made, as there (torchvision's v2 wrapper takes it, sets it to None, and puts it back).
+    transforms: StandardTransform | None
     #: The files ImageFolder takes (torchvision's IMG_EXTENSIONS), as ``ImageFolder.extensions``.
     extensions: tuple[str, ...] = IMG_EXTENSIONS
 
@@ -85,13 +118,6 @@ class DropIn:
         a file object, or a path (a relative one, as ``samples`` hold, is looked for under ``root``)."""
         return loader_for(self.root)
 
-    @property
-    def transforms(self) -> StandardTransform | None:
-        """``transform`` and ``target_transform`` together, as VisionDataset's ``transforms``."""
-        if self.transform is None and self.target_transform is None:
-            return None
-        return StandardTransform(self.transform, self.target_transform)
-
     @staticmethod
     def find_classes(directory: str | os.PathLike[str]) -> tuple[list[str], dict[str, int]]:
         """ImageFolder's ``find_classes``: the sorted class folders of ``directory`` and their indices."""
@@ -99,3 +125,24 @@ class DropIn:
         if not classes:
             raise FileNotFoundError(f"Couldn't find any class folder in {os.fspath(directory)}.")
         return classes, {name: index for index, name in enumerate(classes)}
+
+
+#: What LMDBDataset needs torch for, said where torch is missing (LMDBReader reads without it).
+NO_TORCH = (
+    "LMDBDataset is a torch Dataset, and torch is not installed: pip install torch (or "
+    "'imagefolder-lmdb[torch]'); imagefolder_lmdb.LMDBReader reads the same file without torch"
+)
+
+
+def dataset_bases() -> tuple[type, ...]:
+    """The classes LMDBDataset adds to LMDBReader: torchvision's ``ImageFolder`` where torchvision is
+    installed (the module's docstring says why), else torch's ``Dataset``, as ImageFolder is."""
+    try:
+        from torch.utils.data import Dataset
+    except ModuleNotFoundError as exc:
+        raise ModuleNotFoundError(NO_TORCH, name=exc.name) from None
+    try:
+        from torchvision.datasets import ImageFolder
+    except ModuleNotFoundError:
+        return (Dataset,)
+    return (ImageFolder,)
