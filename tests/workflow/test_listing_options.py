@@ -135,6 +135,7 @@ def test_each_tree_lists_what_torchvision_lists_with_the_same_arguments(
     assert ds.classes == expected.classes and ds.class_to_idx == expected.class_to_idx
     assert [(os.path.join(ds.root, path), label) for path, label in ds.samples] == expected.samples
     assert len(ds) == len(expected) > 0
+    assert ds.extensions == expected.extensions  # DatasetFolder's: the given ones, None for a predicate
     # recorded as made from these settings (the predicate by name and the digest of its source)
     recorded = ds.meta_document[MADE_FROM]["recipe"]["listing"]
     assert {key: value for key, value in recorded.items() if key != "is_valid_file"} == {

@@ -100,6 +100,20 @@ def joint_transforms(
     return StandardTransform(transform, target_transform)
 
 
+def listed_extensions(document: dict[str, Any]) -> tuple[str, ...] | None:
+    """``extensions`` as the dataset's record of what it was made from says (made_from.recipe.listing;
+    absent: ImageFolder's defaults)."""
+    made_from = document.get("made_from")
+    recipe = made_from.get("recipe") if isinstance(made_from, dict) else None
+    listing = recipe.get("listing") if isinstance(recipe, dict) else None
+    if not isinstance(listing, dict):
+        return IMG_EXTENSIONS
+    if listing.get("is_valid_file") is not None:
+        return None
+    extensions = listing.get("extensions")
+    return tuple(extensions) if isinstance(extensions, list) else IMG_EXTENSIONS
+
+
 class DropIn:
     """ImageFolder's remaining attributes (mixed into the dataset classes)."""
 
@@ -109,8 +123,14 @@ class DropIn:
     #: ``transform`` and ``target_transform`` together, as VisionDataset's ``transforms``: set when the
     #: dataset is made, as there (torchvision's v2 wrapper takes it, sets it to None, and puts it back).
     transforms: StandardTransform | None
-    #: The files ImageFolder takes (torchvision's IMG_EXTENSIONS), as ``ImageFolder.extensions``.
-    extensions: tuple[str, ...] = IMG_EXTENSIONS
+    meta_document: dict[str, Any]
+
+    @property
+    def extensions(self) -> tuple[str, ...] | None:
+        """The files the conversion took, as DatasetFolder's ``extensions``: the split's ``extensions``
+        setting where one was given, None where ``is_valid_file`` chose them (as torchvision sets it),
+        else ImageFolder's (torchvision's IMG_EXTENSIONS)."""
+        return listed_extensions(self.meta_document)
 
     @property
     def loader(self) -> Callable[[Loadable], Any]:
