@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import importlib
 import os
-import sys
 import pathlib
+import sys
 import unittest.mock
 from collections.abc import Callable
 from pathlib import Path
