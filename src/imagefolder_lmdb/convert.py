@@ -200,6 +200,10 @@ def url_outdir(
     check_snakemake()
     if not isinstance(outdir, str) or source is None or not is_url(outdir):
         return None, outdir, work
+    import importlib.util
+
+    if importlib.util.find_spec("obstore") is None:
+        raise ConvertError(f"publishing to {outdir} needs obstore: pip install 'imagefolder-lmdb[convert,remote]'", 1)
     from imagefolder_lmdb.publish.upload import PublishError, local_folder
 
     try:

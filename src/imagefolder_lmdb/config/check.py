@@ -213,6 +213,25 @@ def ground_truth_hint(classes: object) -> str:
     )
 
 
+def extra_problems(name: str, split: dict[str, Any], config: dict[str, Any]) -> list[Problem]:
+    """A split whose layout or devkit needs a package of an extra that is not installed, named with the
+    extra to install (before any job, rather than a job's ImportError)."""
+    import importlib.util
+
+    wanted = []
+    if split["layout"] == "parquet":
+        wanted.append(("layout", EXTRAS["parquet"]))
+    if split["devkit"] is not None and not is_shipped(split["devkit"]):
+        wanted.append(("devkit", EXTRAS["devkit"]))
+    return [
+        key_problem(
+            ("splits", name, key), f"{why}, which is not installed here: pip install 'imagefolder-lmdb[{extra}]'"
+        )
+        for key, (module, extra, why) in wanted
+        if importlib.util.find_spec(module) is None
+    ]
+
+
 def listing_problems(name: str, split: dict[str, Any], config: dict[str, Any]) -> list[Problem]:
     """ImageFolder's listing arguments: for a folder of layout imagefolder; extensions or
     is_valid_file, as torchvision takes one of them; a predicate that imports."""
@@ -260,7 +279,14 @@ SPLIT_CHECKS: list[tuple[tuple[str, ...], SplitCheck]] = [
     (("layout", "devkit", "val_labels", "source"), label_problems),
     (("shards", "expected_images"), shards_problems),
     (("source", "layout", "extensions", "allow_empty", "is_valid_file"), listing_problems),
+    (("layout", "devkit"), extra_problems),
 ]
+
+#: What a split needs beyond the `convert` extra: (the module, the extra that installs it, what needs it).
+EXTRAS = {
+    "parquet": ("pyarrow", "parquet", "layout parquet reads Parquet files with pyarrow"),
+    "devkit": ("scipy", "ilsvrc", "the ILSVRC2012 devkit's meta.mat is read with scipy"),
+}
 
 
 # --------------------------------------------------------------------------------------------------
