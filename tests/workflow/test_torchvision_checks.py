@@ -8,8 +8,9 @@ commit 0286238a2d2c27496af845d796e2bc9bc1286cbe, the last read there with ``test
 and ``test/test_datasets.py`` (``DatasetFolderTestCase``, ``ImageFolderTestCase``,
 ``check_transforms_v2_wrapper_spawn``; commit da6134da47a01f107e591a8badefd5527041888b).
 
-The cases, as torchvision writes them: ImageFolder on class folders ``a`` and ``b`` of 1-2 PNGs;
-DatasetFolder with ``extensions`` (``("jpg", "png")``, and each alone) on one class folder per
+The cases, as torchvision writes them (tests/support/listing_trees.py makes and converts them, in
+one run shared with test_listing_options.py): ImageFolder on class folders ``a`` and ``b`` of 1-2
+PNGs; DatasetFolder with ``extensions`` (``("jpg", "png")``, and each alone) on one class folder per
 extension, ``is_valid_file`` in their place, and an empty class folder with and without
 ``allow_empty``. The DatasetFolder case takes ``default_loader`` where torchvision's takes an
 identity loader over video files: a converter of images stores images. Images are stored as they
@@ -33,7 +34,6 @@ from __future__ import annotations
 import importlib
 import os
 import pathlib
-import sys
 import unittest.mock
 from collections.abc import Callable
 from pathlib import Path
@@ -51,55 +51,32 @@ from torchvision.transforms import v2
 from imagefolder_lmdb import convert
 from imagefolder_lmdb.convert import ConvertError
 from imagefolder_lmdb.reader import LMDBDataset
-from support.workflow import Run, run_snakemake, write_config
+from support.listing_trees import EXTENSIONS, cases_of, dataset_folder_tree, listing_run
 
 pytestmark = pytest.mark.usefixtures("fresh_envs")
 
-EXTENSIONS = ("jpg", "png")
-#: The predicate of DatasetFolderTestCase.test_is_valid_file, importable by name (the jobs import it).
-PREDICATE = "def jpg_or_png(path):\n    return path.rsplit('.', 1)[-1] in ('jpg', 'png')\n"
 
+def folder_maker(**listing: Any) -> Callable[..., VisionDataset]:
+    def make(root: str, **kwargs: Any) -> VisionDataset:
+        return DatasetFolder(root, default_loader, **listing, **kwargs)
 
-def random_image(folder: Path, name: str, rng: np.random.Generator) -> None:
-    """torchvision's create_image_file: random pixels, a random height and width of 3 to 10."""
-    height, width = rng.integers(3, 11, size=2)
-    folder.mkdir(parents=True, exist_ok=True)
-    PIL.Image.fromarray(rng.integers(0, 256, (height, width, 3), dtype=np.uint8)).save(folder / name)
-
-
-def image_folder_tree(root: Path, rng: np.random.Generator) -> dict[str, Any]:
-    """ImageFolderTestCase.inject_fake_data: classes a and b, 1-2 PNGs each."""
-    total = 0
-    for cls in ("a", "b"):
-        count = int(rng.integers(1, 3))
-        for index in range(count):
-            random_image(root / cls, f"{cls}_{index}.png", rng)
-        total += count
-    return {"num_examples": total, "classes": ["a", "b"]}
-
-
-def dataset_folder_tree(root: Path, extensions: tuple[str, ...], rng: np.random.Generator, empty: bool) -> dict:
-    """DatasetFolderTestCase.inject_fake_data: one class folder per extension taken, and with
-    ``empty`` a class folder named empty_class holding nothing."""
-    total, classes = 0, []
-    for ext, cls in zip(EXTENSIONS, "ab", strict=True):
-        if ext not in extensions:
-            continue
-        count = int(rng.integers(1, 3))
-        for index in range(count):
-            random_image(root / cls, f"{cls}_{index}.{ext}", rng)
-        total, classes = total + count, [*classes, cls]
-    if empty:
-        (root / "empty_class").mkdir(parents=True)
-        classes.append("empty_class")
-    return {"num_examples": total, "classes": classes}
+    return make
 
 
 class Case:
     """One configuration: the tree, torchvision's dataset for it, and the converted one."""
 
-    def __init__(self, root: Path, info: dict[str, Any], make: Callable[..., VisionDataset], lmdb: Path) -> None:
-        self.root, self.info, self.make, self.lmdb = root, info, make, lmdb
+    def __init__(self, run: Path, name: str, case: dict[str, Any]) -> None:
+        self.root, self.lmdb, self.info = run / "trees" / name, run / "run" / "results" / f"{name}.lmdb", case["info"]
+        settings = case["settings"]
+        if not settings:
+            self.make: Callable[..., VisionDataset] = ImageFolder
+        elif "is_valid_file" in settings:
+            module, function = settings["is_valid_file"].split(":")
+            self.make = folder_maker(is_valid_file=getattr(importlib.import_module(module), function))
+        else:
+            extensions = tuple(settings["extensions"])
+            self.make = folder_maker(extensions=extensions, allow_empty=settings.get("allow_empty", False))
 
     def theirs(self, **kwargs: Any) -> VisionDataset:
         return self.make(str(self.root), **kwargs)
@@ -111,48 +88,13 @@ class Case:
         return self.theirs(**kwargs), self.ours(**kwargs)
 
 
-def folder_maker(**listing: Any) -> Callable[..., VisionDataset]:
-    def make(root: str, **kwargs: Any) -> VisionDataset:
-        return DatasetFolder(root, default_loader, **listing, **kwargs)
-
-    return make
-
-
-@pytest.fixture(scope="module")
-def cases(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Case]:
-    """Every configuration's tree, converted in one run (one split each, its own classes)."""
-    base = tmp_path_factory.mktemp("torchvision_checks")
-    (base / "tv_predicates.py").write_text(PREDICATE)
-    rng = np.random.default_rng(53)
-    trees: dict[str, tuple[dict[str, Any], Callable[..., VisionDataset], dict[str, Any]]] = {}
-    trees["image_folder"] = (image_folder_tree(base / "image_folder", rng), ImageFolder, {})
-    for name, extensions in (("jpg_png", EXTENSIONS), ("jpg", ("jpg",)), ("png", ("png",))):
-        info = dataset_folder_tree(base / name, extensions, rng, empty=False)
-        trees[name] = (info, folder_maker(extensions=extensions), {"extensions": list(extensions)})
-    sys.path.insert(0, str(base))
-    try:
-        predicate = importlib.import_module("tv_predicates").jpg_or_png
-    finally:
-        sys.path.remove(str(base))
-    info = dataset_folder_tree(base / "valid_file", EXTENSIONS, rng, empty=False)
-    trees["valid_file"] = (info, folder_maker(is_valid_file=predicate), {"is_valid_file": "tv_predicates:jpg_or_png"})
-    info = dataset_folder_tree(base / "allow_empty", EXTENSIONS, rng, empty=True)
-    listing = {"extensions": list(EXTENSIONS), "allow_empty": True}
-    trees["allow_empty"] = (info, folder_maker(extensions=EXTENSIONS, allow_empty=True), listing)
-    workdir = base / "run"
-    workdir.mkdir()
-    splits = {
-        name: {"source": str(base / name), "shards": 1, "share_classes": False, **settings}
-        for name, (_, _, settings) in trees.items()
-    }
-    config = write_config(workdir, splits, encode={"reencode": "never"}, verify={"sample": 2})
-    with unittest.mock.patch.dict(os.environ, {"PYTHONPATH": str(base)}):
-        run: Run = run_snakemake(workdir, "--configfile", str(config))
-    run.check()
-    return {
-        name: Case(base / name, info, make, workdir / "results" / f"{name}.lmdb")
-        for name, (info, make, _) in trees.items()
-    }
+@pytest.fixture
+def cases(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> dict[str, Case]:
+    """Every configuration's tree, converted in the run shared with test_listing_options.py (one split
+    each, its own classes), the predicates' module importable here."""
+    run = listing_run(tmp_path_factory)
+    monkeypatch.syspath_prepend(str(run))
+    return {name: Case(run, name, case) for name, case in cases_of(run).items() if "info" in case}
 
 
 ALL = ["image_folder", "jpg_png", "jpg", "png", "valid_file", "allow_empty"]
