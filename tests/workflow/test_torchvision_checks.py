@@ -199,3 +199,15 @@ def test_is_valid_file_leaves_extensions_none(cases: dict[str, Case]) -> None:
     case = cases["valid_file"]
     assert all(pathlib.Path(path).suffix[1:] in EXTENSIONS for path, _ in case.theirs().samples)
     assert case.ours().extensions is None and case.theirs().extensions is None
+
+
+def test_decode_bytes_and_tensor_stay_a_vision_dataset(cases: dict[str, Case]) -> None:
+    """Not torchvision's check, the drop-in's: the other ``decode`` choices on the same base, and the
+    v2 wrapper over ``decode="tensor"`` giving ImageFolder's pixels (as ``v2.PILToTensor`` makes them)."""
+    case = cases["image_folder"]
+    raw = case.ours(decode="bytes")
+    assert isinstance(raw, VisionDataset) and isinstance(raw[0][0], bytes)
+    ours = wrap_dataset_for_transforms_v2(case.ours(decode="tensor"))
+    theirs = wrap_dataset_for_transforms_v2(case.theirs(transform=v2.PILToTensor()))
+    for index in range(len(theirs)):
+        same_sample(theirs[index], ours[index])
