@@ -81,6 +81,9 @@ def test_the_predicate_gets_the_strings_imagefolder_passes(run: Path, tmp_path: 
     passed_here = set((tmp_path / "seen_here.log").read_text().splitlines())
     assert set((run / "seen.log").read_text().splitlines()) == passed_here
     assert str(root / "a" / "2.txt") in passed_here  # every file, not only images
+    # the deliberate difference: always the absolute path, as ImageFolder passes for an absolute root
+    # (given a relative root, ImageFolder passes relative strings; jobs run in the work folder)
+    assert all(os.path.isabs(path) for path in passed_here)
 
 
 def test_the_predicate_drops_half(run: Path) -> None:
