@@ -2,7 +2,9 @@
 what the workflow's modules import is paid once per job (per shard: 272 jobs for ImageNet with
 the shipped config). Measured in fresh processes, alternating:
 - ``writer_scripts``: the steps encode_shard, merge and write_meta imported (what those jobs import);
-- ``torch``: ``import torch`` alone, for scale: what each job paid while dataset.py imported it.
+- ``torch``: ``import torch`` alone, for scale: what each job paid while dataset.py imported it;
+- ``dataset_class``: ``LMDBDataset`` built, as a training process or a spawned DataLoader worker
+  does on first use (torch, and torchvision where installed: its base is then ImageFolder; issue 53).
 Each child reports its own CPU seconds and peak resident memory, and whether torch got imported.
 """
 
@@ -26,6 +28,7 @@ print(json.dumps({{"cpu": time.process_time() - start, "max_rss_mb": peak / 1024
 IMPORTS = {
     "writer_scripts": "from imagefolder_lmdb.steps import encode_shard, merge, write_meta",
     "torch": "import torch",
+    "dataset_class": "from imagefolder_lmdb import LMDBDataset",
 }
 
 

@@ -206,7 +206,11 @@ def scale_table(scale: R) -> list[str]:
             f"peak USS {fmt(run['max_uss'])} MB) | {fmt(run['count_check_seconds'], 1)} |"
         )
     lines.append(f"| the same, whole snakemake call | {fmt(scale['listing']['wall_seconds'], 1)} |")
-    for variant, label in (("writer_scripts", "`import encode_shard, merge, write_meta`"), ("torch", "`import torch`")):
+    for variant, label in (
+        ("writer_scripts", "`import encode_shard, merge, write_meta`"),
+        ("torch", "`import torch`"),
+        ("dataset_class", "`from imagefolder_lmdb import LMDBDataset`"),
+    ):
         row = scale["startup"].get(variant)
         if row is None:
             continue

@@ -186,6 +186,15 @@ def add_setting_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--classes", metavar="LIST", help="the classes: FILE (one per line), imagenet1k, or a,b,c")
     group.add_argument("--root", metavar="PATH", help="the folder inside SOURCE to read (e.g. an archive's)")
     group.add_argument("--expected-images", type=int, metavar="N", help="fail unless the split has N images")
+    group.add_argument(
+        "--extensions", metavar="EXT,EXT", help="the files to take, as DatasetFolder's extensions (ImageFolder's)"
+    )
+    group.add_argument(
+        "--allow-empty", action="store_const", const=True, help="keep class folders without images, as ImageFolder's"
+    )
+    group.add_argument(
+        "--is-valid-file", metavar="MODULE:FUNCTION", help="take the files this function accepts, as ImageFolder's"
+    )
     group.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="any config key")
     group.add_argument("--classes-from", metavar="FILE.lmdb", help="take the class list of this dataset")
     group.add_argument("--overwrite", action="store_true", help="replace datasets made from another source")
@@ -237,6 +246,9 @@ FLAG_NAMES: tuple[str, ...] = (
     "--expected-images",
     "--set",
     "--keep-parts",
+    "--extensions",
+    "--allow-empty",
+    "--is-valid-file",
 )
 FLAG_NAMES += ("--classes-from", "--overwrite", "--clean", "--splits", "--shards", "--split")
 
@@ -260,24 +272,20 @@ def convert_main(argv: list[str], prog: str = f"{PROG} convert") -> int:
 
 
 def convert_parsed(args: argparse.Namespace, passed: list[str], parser: argparse.ArgumentParser, prog: str) -> int:
-    """``convert_main`` once its arguments are parsed, OUTDIR's lock held from its first write to the end."""
+    """``convert_main`` once its arguments are parsed, OUTDIR's lock held from its first write to the end,
+    and the folder it runs from importable where a predicate (is_valid_file) is named."""
     from imagefolder_lmdb.run.ownership import owning_outdirs
+    from imagefolder_lmdb.sources.listing_options import caller_folder_importable, names_a_predicate
 
-    with owning_outdirs():
+    predicate_named = args.is_valid_file is not None or names_a_predicate(args.set, args.configfile)
+    with owning_outdirs(), caller_folder_importable(predicate_named):
         return planned_and_run(args, passed, parser, prog)
 
 
 def planned_and_run(args: argparse.Namespace, passed: list[str], parser: argparse.ArgumentParser, prog: str) -> int:
     """Plan, run, and say how it ended."""
     from imagefolder_lmdb.config.settings import SettingError
-    from imagefolder_lmdb.convert import (
-        ConvertError,
-        command_request,
-        plan_run,
-        run_options,
-        run_planned,
-        url_outdir,
-    )
+    from imagefolder_lmdb.convert import ConvertError, command_request, plan_run, run_options, run_planned, url_outdir
     from imagefolder_lmdb.run.launch import check_snakemake
 
     try:

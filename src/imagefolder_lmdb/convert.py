@@ -21,7 +21,7 @@ import contextlib
 import functools
 import os
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -124,6 +124,7 @@ def convert(
     classes_from: PathLike | None = None,
     clean: bool = False,
     verbose: bool = False,
+    is_valid_file: Callable[[str], bool] | None = None,
 ) -> dict[str, SplitOutputs]:
     """Convert ``source`` into ``outdir/<split>.lmdb``: every split it holds (train/, val/, test/;
     ``splits`` names others), or the one named ``split`` (or every split of ``configfile``).
@@ -132,8 +133,7 @@ def convert(
         source: an ImageFolder, a folder of split folders, a .tar/.tar.gz/.tgz/.zip of either, the
             ILSVRC2012 downloads' folder, Kaggle's zip; or shard files (webdataset, parquet).
         outdir: where each dataset and its reports go; a URL (s3://b/prefix): made in ``work``, uploaded.
-        layout: how ``source`` is organised: a layout of config/schema.yaml (imagefolder, ...).
-        shards: encode jobs per split (None: from the image count and ``cores``).
+        layout: how ``source`` is organised (config/schema.yaml). shards: encode jobs per split (None: by count).
         work: the work folder (``outdir/work``): delete it after success, keep it to resume.
         cores: CPU cores to use (an int or ``"all"``); ``"all"`` unless ``profile`` is given.
         profile: ``"slurm"`` (the packaged SLURM profile) or a Snakemake profile of your own.
@@ -144,18 +144,28 @@ def convert(
         classes_from: a dataset whose class list (its numbering) this conversion takes.
         clean: remove the work folder after success (the same call again then finds nothing to do).
         verbose: Snakemake's own output (every job) instead of the progress board.
+        is_valid_file: ImageFolder's: a function importable by name, no lambda (docs/sources.md).
 
-    Returns each split's final files by name; ConvertError: a failure (``lines``: what to do).
-    Interrupted: KeyboardInterrupt once Snakemake and its jobs have stopped (SIGTERM: run/launch.py).
+    Returns each split's final files by name; ConvertError: a failure (``lines``: what to do); Interrupted
+    (a KeyboardInterrupt) once Snakemake and its jobs have stopped (SIGTERM: run/launch.py).
     """
     destination, outdir, work = url_outdir(source, outdir, work)  # checks Snakemake too
-    with interruptible_call(), owning_outdirs():  # SOURCE is listed before Snakemake starts: a signal stops that too
-        request = command_request(
-            source=source, outdir=outdir, split=split, layout=layout, splits=splits, work=work, cores=cores, cli=False,
-            settings=python_settings(config, shards), overwrite=overwrite, classes_from=classes_from, profile=profile,
-        )  # fmt: skip
+    with interruptible_call(), owning_outdirs(), predicate_importable(config, is_valid_file, configfile):
+        request = command_request(source=source, outdir=outdir, split=split, layout=layout, splits=splits, work=work,
+            cores=cores, cli=False, settings=python_settings(config, shards, is_valid_file), overwrite=overwrite,
+            classes_from=classes_from, profile=profile)  # fmt: skip
         run = plan_run(request, outdir, work, configfile, run_options(cores, profile, snakemake_args))
         return published(run_planned(run, clean, bool(snakemake_args), verbose, python=True), destination, overwrite)
+
+
+def predicate_importable(
+    config: Any, is_valid_file: Callable[[str], bool] | None, configfile: PathLike | None
+) -> contextlib.AbstractContextManager[None]:
+    """The caller's folder importable while a conversion naming ``is_valid_file`` plans and runs (a
+    predicate given that other processes cannot import is refused first, by python_settings)."""
+    from imagefolder_lmdb.sources.listing_options import caller_folder_importable, names_a_predicate
+
+    return caller_folder_importable(is_valid_file is not None or names_a_predicate(config, configfile))
 
 
 def published(outputs: dict[str, SplitOutputs], destination: str | None, overwrite: bool) -> dict[str, SplitOutputs]:
@@ -193,6 +203,10 @@ def url_outdir(
     check_snakemake()
     if not isinstance(outdir, str) or source is None or not is_url(outdir):
         return None, outdir, work
+    import importlib.util
+
+    if importlib.util.find_spec("obstore") is None:
+        raise ConvertError(f"publishing to {outdir} needs obstore: pip install 'imagefolder-lmdb[convert,remote]'", 1)
     from imagefolder_lmdb.publish.upload import PublishError, check_destination, local_folder
 
     try:
@@ -203,10 +217,14 @@ def url_outdir(
     return outdir, folder, None
 
 
-def python_settings(config: dict[str, Any] | None, shards: int | None) -> list[Any]:
-    """``convert()``'s ``config`` and ``shards`` as the command line's settings, each named as the
-    caller wrote it (``shards=3``); ConvertError for a ``config`` that is not a mapping of keys."""
+def python_settings(
+    config: dict[str, Any] | None, shards: int | None, is_valid_file: Callable[[str], bool] | None = None
+) -> list[Any]:
+    """``convert()``'s ``config``, ``shards`` and ``is_valid_file`` as the command line's settings, each
+    named as the caller wrote it (``shards=3``); ConvertError for a ``config`` that is not a mapping of
+    keys, or a predicate that other processes cannot import by name."""
     from imagefolder_lmdb.config.settings import FLAG_KEYS, Setting, mapping_settings
+    from imagefolder_lmdb.sources.listing_options import PredicateError, importable_name
 
     if config is not None and not isinstance(config, Mapping):
         raise ConvertError(
@@ -217,6 +235,12 @@ def python_settings(config: dict[str, Any] | None, shards: int | None) -> list[A
     settings = mapping_settings(config or {})
     if shards:
         settings.append(Setting(FLAG_KEYS["--shards"], shards, f"shards={shards!r}"))
+    if is_valid_file is not None:
+        try:
+            name = importable_name(is_valid_file)
+        except PredicateError as exc:
+            raise ConvertError(str(exc), 2) from None
+        settings.append(Setting(FLAG_KEYS["--is-valid-file"], name, f"is_valid_file={name}"))
     return settings
 
 

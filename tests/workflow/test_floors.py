@@ -54,7 +54,7 @@ def test_floors_are_the_declared_ones() -> None:
     lowest = {r.name.lower(): Version(s.version) for r in declared for s in r.specifier if s.operator == ">="}
     tested = floors()
     assert {name: lowest[name] for name in tested} == tested, "pyproject.toml's floors are the tested releases"
-    assert set(lowest) - set(tested) == {"torch"}, "every floor tested but torch's"
+    assert set(lowest) == set(tested), "every floor tested (torch, an extra since issue 53, is not a base requirement)"
 
 
 def test_reader_and_package_tests_pass_at_the_floors(tmp_path: Path) -> None:

@@ -213,6 +213,53 @@ def ground_truth_hint(classes: object) -> str:
     )
 
 
+def extra_problems(name: str, split: dict[str, Any], config: dict[str, Any]) -> list[Problem]:
+    """A split whose layout or devkit needs a package of an extra that is not installed, named with the
+    extra to install (before any job, rather than a job's ImportError)."""
+    import importlib.util
+
+    wanted = []
+    if split["layout"] == "parquet":
+        wanted.append(("layout", EXTRAS["parquet"]))
+    if split["devkit"] is not None and not is_shipped(split["devkit"]):
+        wanted.append(("devkit", EXTRAS["devkit"]))
+    return [
+        key_problem(
+            ("splits", name, key), f"{why}, which is not installed here: pip install 'imagefolder-lmdb[{extra}]'"
+        )
+        for key, (module, extra, why) in wanted
+        if importlib.util.find_spec(module) is None
+    ]
+
+
+def listing_problems(name: str, split: dict[str, Any], config: dict[str, Any]) -> list[Problem]:
+    """ImageFolder's listing arguments: for a folder of layout imagefolder; extensions or
+    is_valid_file, as torchvision takes one of them; a predicate that imports."""
+    from imagefolder_lmdb.sources.listing_options import FOLDER_ONLY, ListingOptions, PredicateError, load_predicate
+
+    options = ListingOptions.from_split(split)
+    if options.is_default:
+        return []
+    given = [key for key in ("extensions", "allow_empty", "is_valid_file") if split[key] not in (None, False)]
+    key = ("splits", name, given[0])
+    source = split["source"]
+    if split["layout"] != "imagefolder" or not isinstance(source, str) or not os.path.isdir(source):
+        if isinstance(source, str) and not os.path.exists(source):
+            return []  # source_problems names the missing path
+        return [
+            key_problem(key, f"{'/'.join(given)} set for layout {split['layout']}, source {source!r}: {FOLDER_ONLY}")
+        ]
+    if options.extensions is not None and options.is_valid_file is not None:
+        text = "extensions and is_valid_file both set: give one (as torchvision's DatasetFolder takes one)"
+        return [key_problem(("splits", name, "is_valid_file"), text)]
+    if options.is_valid_file is not None:
+        try:
+            load_predicate(options.is_valid_file)
+        except PredicateError as exc:
+            return [key_problem(("splits", name, "is_valid_file"), str(exc))]
+    return []
+
+
 def shards_problems(name: str, split: dict[str, Any], config: dict[str, Any]) -> list[Problem]:
     """More shards than the split is expected to hold images: jobs with nothing to do (rule
     count_check refuses the same once it has counted the images, where expected_images is null)."""
@@ -231,7 +278,15 @@ SPLIT_CHECKS: list[tuple[tuple[str, ...], SplitCheck]] = [
     (("root", "layout"), root_problems),
     (("layout", "devkit", "val_labels", "source"), label_problems),
     (("shards", "expected_images"), shards_problems),
+    (("source", "layout", "extensions", "allow_empty", "is_valid_file"), listing_problems),
+    (("layout", "devkit"), extra_problems),
 ]
+
+#: What a split needs beyond the `convert` extra: (the module, the extra that installs it, what needs it).
+EXTRAS = {
+    "parquet": ("pyarrow", "parquet", "layout parquet reads Parquet files with pyarrow"),
+    "devkit": ("scipy", "ilsvrc", "the ILSVRC2012 devkit's meta.mat is read with scipy"),
+}
 
 
 # --------------------------------------------------------------------------------------------------

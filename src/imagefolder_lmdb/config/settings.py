@@ -33,6 +33,9 @@ FLAG_KEYS: dict[str, KeyPath] = {
     "--expected-images": ("splits", "*", "expected_images"),
     "--shards": ("splits", "*", "shards"),
     "--keep-parts": ("keep_parts",),
+    "--extensions": ("splits", "*", "extensions"),
+    "--allow-empty": ("splits", "*", "allow_empty"),
+    "--is-valid-file": ("splits", "*", "is_valid_file"),
 }
 #: Keys whose value is a path: made absolute when it exists here (Snakemake runs in the work folder).
 PATH_KEYS = frozenset({"classes", "devkit", "val_labels"})
@@ -72,7 +75,8 @@ def parse_set(text: str, split_keys: Iterable[str], top_keys: Iterable[str]) -> 
 def flag_setting(flag: str, value: Any) -> Setting:
     """A setting flag (``--quality 90``) as its config key; ``--classes a,b`` is a list of names."""
     # a comma makes a list, a lone one too: --classes b, is the list of the one class b
-    if flag == "--classes" and isinstance(value, str) and "," in value:
+    # --extensions is always a list, as the config key: --extensions .jpg is [".jpg"]
+    if isinstance(value, str) and (flag == "--extensions" or (flag == "--classes" and "," in value)):
         value = [name.strip() for name in value.split(",") if name.strip()]
     return Setting(FLAG_KEYS[flag], value, f"{flag} {value if not isinstance(value, list) else ','.join(value)}")
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from imagefolder_lmdb.sources import kind_options
 from imagefolder_lmdb.sources.base import Request
+from imagefolder_lmdb.sources.listing_options import ListingOptions
 
 if TYPE_CHECKING:  # imported where used: rules/common.smk imports this module in every job, Pillow needs not
     from imagefolder_lmdb.writing.reencode import EncodeSettings
@@ -98,6 +99,16 @@ class CountSettings(StepSettings):
     devkit: str | None  # ILSVRC2012 devkit (or ``imagenet1k``)
     val_labels: str | None  # a labels CSV of its own (not a member of the source archive)
     class_list: dict[str, Any]  # the split's ClassSource (classes/plan.py) as data
+    #: ImageFolder's listing arguments not at their defaults (sources/listing_options.py); None: all are
+    listing: dict[str, Any] | None = None
+
+    def as_param(self) -> dict[str, Any]:
+        """As StepSettings', without ``listing`` at its defaults: a work folder left by a version
+        without it runs nothing again."""
+        found = asdict(self)
+        if found["listing"] is None:
+            del found["listing"]
+        return found
 
 
 @dataclass(frozen=True)
@@ -163,7 +174,8 @@ def extract_settings(split: dict[str, Any], **derived: Any) -> ExtractSettings:
 def count_settings(name: str, split: dict[str, Any], **derived: Any) -> CountSettings:
     """Rule count_check's settings of split ``name``; ``derived``: val_labels and class_list."""
     keys = ("expected_images", "expected_classes", "shards", "devkit")
-    return CountSettings(split=name, **{key: split[key] for key in keys}, **derived)
+    listing = ListingOptions.from_split(split).as_param()
+    return CountSettings(split=name, **{key: split[key] for key in keys}, listing=listing, **derived)
 
 
 def merge_settings(name: str, split: dict[str, Any]) -> MergeSettings:

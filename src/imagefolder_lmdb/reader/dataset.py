@@ -20,7 +20,7 @@ from imagefolder_lmdb.reader.decoding import (
     torchcodec_jpeg_decoder,
     wants_lazy_jpeg,
 )
-from imagefolder_lmdb.reader.drop_in import DropIn
+from imagefolder_lmdb.reader.drop_in import DropIn, dataset_bases, joint_transforms
 from imagefolder_lmdb.reader.file_checks import LmdbReadTxn
 from imagefolder_lmdb.reader.format import (
     META_KEYS,
@@ -361,6 +361,7 @@ class LMDBReader(_Index):
         self.path = _resolved(os.fspath(path))
         self.transform = transform
         self.target_transform = target_transform
+        self.transforms = joint_transforms(transform, target_transform)
         self.decode: str = decode
         self.lock = lock
         self.max_readers = max_readers
@@ -450,8 +451,8 @@ def _described(ds: LMDBReader) -> str:
     lines = [
         f"Dataset {type(ds).__name__}",
         f"    Number of datapoints: {len(ds)}",
-        f"    Path: {ds.path}",
         f"    Root location: {ds.root}",  # as ImageFolder's repr names its folder
+        f"    Path: {ds.path}",  # then this file's own lines, where VisionDataset puts extra_repr's
         f"    Classes: {len(ds.classes)}",
         f"    Decode: {ds.decode}",
     ]
@@ -460,18 +461,15 @@ def _described(ds: LMDBReader) -> str:
     resized = _resized_words(ds.short_side, ds.max_side)
     if resized:
         lines.append(f"    Resized at conversion: {resized}")
-    if ds.transform is not None:
-        lines.append(f"    Transform: {ds.transform!r}")
-    if ds.target_transform is not None:
-        lines.append(f"    Target transform: {ds.target_transform!r}")
+    if ds.transforms is not None:  # as VisionDataset's repr: only the first line indented
+        lines.append(f"    {ds.transforms!r}")
     return "\n".join(lines)
 
 
 def _build_dataset_class() -> type:
-    """``LMDBDataset``: the methods above on top of ``torch.utils.data.Dataset``, as ImageFolder is."""
-    from torch.utils.data import Dataset
-
-    cls = type("LMDBDataset", (LMDBReader, Dataset), {"__module__": __name__})
+    """``LMDBDataset``: the methods above on top of torchvision's ``ImageFolder`` (its ``__init__``
+    never run: the file holds the index), or of torch's ``Dataset`` without torchvision (drop_in.py)."""
+    cls = type("LMDBDataset", (LMDBReader, *dataset_bases()), {"__module__": __name__})
     cls.__doc__ = LMDBReader.__doc__
     return cls
 

@@ -23,6 +23,7 @@ from imagefolder_lmdb.classes.lists import is_shipped, shipped_path
 from imagefolder_lmdb.classes.plan import ClassPlan, ClassSource
 from imagefolder_lmdb.run.paths import RunPaths
 from imagefolder_lmdb.sources import input_files, kind_of_layout, kind_recipe
+from imagefolder_lmdb.sources.listing_options import ListingOptions
 from imagefolder_lmdb.sources.source_files import SourceFilesError
 from imagefolder_lmdb.sources.source_record import SourceRecord, file_digest, record_files, record_folder
 from imagefolder_lmdb.sources.tree import find_classes
@@ -35,7 +36,7 @@ VERSION = 1
 #: made_from files it has just written (the walk of the source is not made twice).
 RECORDED_VARIABLE = "IMAGEFOLDER_LMDB_SOURCES_RECORDED"
 #: The order differences are named in: where the images come from first.
-RECIPE_ORDER = ("source", "root", "layout", "classes", "labels", "columns", "encode")
+RECIPE_ORDER = ("source", "root", "layout", "listing", "classes", "labels", "columns", "encode")
 #: The made_from file's entry that only this run needs (not recorded in the dataset).
 CHANGED_GROUPS = "changed_groups"
 #: Encode settings that change no record by themselves (run/existing.py judges on_error by what was set aside).
@@ -77,6 +78,7 @@ def recipe(split: dict[str, Any], encode: dict[str, Any], classes: ClassSource) 
         "encode": {key: value for key, value in sorted(encode.items()) if key not in NOT_RECORDED},
     }
     found.update(kind_recipe(split))  # the kind's own options (a Parquet split's columns)
+    found.update(ListingOptions.from_split(split).recipe())  # ImageFolder's listing arguments, unless defaults
     return found
 
 

@@ -14,6 +14,7 @@ import os
 from imagefolder_lmdb.classes.lists import ClassList
 from imagefolder_lmdb.sources.base import Labels, Listing, Request, SampleReader, Source
 from imagefolder_lmdb.sources.ilsvrc_val import label_val, val_files
+from imagefolder_lmdb.sources.listing_options import DEFAULT_LISTING, ListingOptions
 from imagefolder_lmdb.sources.tree import check_folder_not_splits, folder_to_read, scan_folder
 from imagefolder_lmdb.work.files import ManifestHeader, SourceDescription
 from imagefolder_lmdb.work.shard_stamps import FolderOrigins, Origins
@@ -40,9 +41,15 @@ class FolderSource(Source):
         return SourceDescription(self.kind, root, request.layout, root=root, inside=request.root)
 
     def list(
-        self, description: SourceDescription, source_dir: str, labels: Labels, progress: dict, wanted: ClassList | None
+        self,
+        description: SourceDescription,
+        source_dir: str,
+        labels: Labels,
+        progress: dict,
+        wanted: ClassList | None,
+        options: ListingOptions = DEFAULT_LISTING,
     ) -> Listing:
-        return list_tree(description, labels, progress, wanted)
+        return list_tree(description, labels, progress, wanted, options)
 
     def reader(self, header: ManifestHeader) -> SampleReader:
         return FileReader(header.root)
@@ -53,13 +60,20 @@ class FolderSource(Source):
         return FolderOrigins(description.tree_root(), changed)
 
 
-def list_tree(description: SourceDescription, labels: Labels, progress: dict, wanted: ClassList | None) -> Listing:
-    """The images of a tree on disk (a folder, or an archive unpacked into the work folder)."""
+def list_tree(
+    description: SourceDescription,
+    labels: Labels,
+    progress: dict,
+    wanted: ClassList | None,
+    options: ListingOptions = DEFAULT_LISTING,
+) -> Listing:
+    """The images of a tree on disk (a folder, or an archive unpacked into the work folder); ImageFolder's
+    listing arguments (``options``) for a folder of layout imagefolder (config/check.py refuses the rest)."""
     root = description.tree_root()
     if description.layout == "ilsvrc-val":
         listing = label_val(val_files(root), labels.devkit, labels.csv, wanted)
     else:
-        listing = scan_folder(root, progress, wanted)
+        listing = scan_folder(root, progress, wanted, options)
     listing.root = root
     return listing
 

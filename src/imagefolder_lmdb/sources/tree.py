@@ -23,14 +23,16 @@ from imagefolder_lmdb.classes.lists import ClassList, OutsideClasses
 from imagefolder_lmdb.printable import printable
 from imagefolder_lmdb.sources.archive_members import is_macos_metadata, relative_name
 from imagefolder_lmdb.sources.base import CountMismatchError, Listing, Request
+from imagefolder_lmdb.sources.listing_options import DEFAULT_LISTING, ListingOptions
+from imagefolder_lmdb.sources.listing_options import IMAGE_EXTENSIONS as DEFAULT_EXTENSIONS
 from imagefolder_lmdb.work.files import Member, Sample
 from imagefolder_lmdb.work.source_locations import Location
 
 log = logging.getLogger("imagefolder_lmdb.sources")
 
-#: ImageFolder's accepted extensions (torchvision.datasets.folder.IMG_EXTENSIONS), copied so that
-#: listing an archive does not import torch (~4 s per job here); tests keep the two equal.
-IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
+#: ImageFolder's accepted extensions (torchvision.datasets.folder.IMG_EXTENSIONS), copied (in
+#: listing_options.py) so that listing does not import torch (~4 s per job here); tests keep the two equal.
+IMAGE_EXTENSIONS = DEFAULT_EXTENSIONS
 
 
 def is_image(path: str) -> bool:
@@ -57,11 +59,11 @@ def find_classes(root: str) -> tuple[list[str], dict[str, int]]:
 
 
 def make_dataset(
-    root: str, class_to_idx: dict[str, int], is_valid_file: Callable[[str], bool]
+    root: str, class_to_idx: dict[str, int], is_valid_file: Callable[[str], bool], allow_empty: bool = False
 ) -> list[tuple[str, int]]:
     """torchvision's ``datasets.folder.make_dataset`` with ``is_valid_file``: per class in name order,
     ``sorted(os.walk(folder, followlinks=True))`` and each folder's file names sorted; a class
-    without one valid file is a FileNotFoundError naming it."""
+    without one valid file is a FileNotFoundError naming it, unless ``allow_empty``."""
     root = os.path.expanduser(root)
     found: list[tuple[str, int]] = []
     available: set[str] = set()
@@ -76,7 +78,7 @@ def make_dataset(
                     found.append((path, class_to_idx[name]))
                     available.add(name)
     empty = set(class_to_idx) - available
-    if empty:
+    if empty and not allow_empty:
         raise FileNotFoundError(f"Found no valid file for the classes {', '.join(sorted(empty))}. ")
     return found
 
@@ -88,9 +90,13 @@ def no_image_error(where: str, empty: Iterable[str]) -> CountMismatchError:
     )
 
 
-def scan_folder(root: str, progress: dict[str, Any], wanted: ClassList | None = None) -> Listing:
-    """An ImageFolder tree scanned by torchvision's rules (with a file counter: 1.28M files take a while).
-    Class folders outside ``wanted`` only have their images counted."""
+def scan_folder(
+    root: str, progress: dict[str, Any], wanted: ClassList | None = None, options: ListingOptions = DEFAULT_LISTING
+) -> Listing:
+    """An ImageFolder tree scanned by ImageFolder's rules and listing arguments (``options``), with a file
+    counter (1.28M files take a while). Class folders outside ``wanted`` only have their
+    images counted."""
+    is_listed = options.accepts()
     try:
         classes, _ = find_classes(root)
     except FileNotFoundError as exc:
@@ -98,7 +104,8 @@ def scan_folder(root: str, progress: dict[str, Any], wanted: ClassList | None = 
     outside = OutsideClasses()
     for name in [name for name in classes if wanted is not None and name not in wanted]:
         # names only, no file opened: the count that says what the class list left out
-        outside.add(name, sum(map(is_image, relative_files(os.path.join(root, name)))))
+        folder = os.path.join(root, name)
+        outside.add(name, sum(is_listed(os.path.join(folder, path)) for path in relative_files(folder)))
     classes = [name for name in classes if wanted is None or name in wanted]
     if not classes:
         return Listing([], [], root=root, outside=outside)
@@ -109,14 +116,14 @@ def scan_folder(root: str, progress: dict[str, Any], wanted: ClassList | None = 
 
     def accept(path: str) -> bool:
         counter.update()
-        if not is_image(path):
+        if not is_listed(path):
             ignored.append(os.path.relpath(path, root))
             return False
         check_regular_file(path)
         return True
 
     try:
-        found = make_dataset(root, class_to_idx, is_valid_file=accept)
+        found = make_dataset(root, class_to_idx, is_valid_file=accept, allow_empty=options.allow_empty)
     except FileNotFoundError as exc:
         raise CountMismatchError(f"{root}: {str(exc).strip()} Remove empty class folders or add their images.") from exc
     finally:

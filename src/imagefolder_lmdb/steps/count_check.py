@@ -23,7 +23,9 @@ from imagefolder_lmdb.run.made_from import CHANGED_GROUPS
 from imagefolder_lmdb.run.rule_runner import progress_kwargs, run_rule
 from imagefolder_lmdb.sources import layout_hint, source_of_kind
 from imagefolder_lmdb.sources.base import CountMismatchError, Labels, Listing
+from imagefolder_lmdb.sources.folder import FolderSource
 from imagefolder_lmdb.sources.ilsvrc import train_devkit_problems
+from imagefolder_lmdb.sources.listing_options import FOLDER_ONLY, ListingOptions
 from imagefolder_lmdb.work.files import (
     CountsReport,
     ManifestHeader,
@@ -183,6 +185,24 @@ def write_listing(
         write_shard_stamps(files.stamps, files.manifest, shards, origins, listing.samples)
 
 
+def listed(
+    description: SourceDescription,
+    source_dir: str,
+    labels: Labels,
+    progress: dict[str, Any],
+    wanted: ClassList | None,
+    options: ListingOptions,
+) -> Listing:
+    """The split's listing; ImageFolder's listing arguments go to a folder source only, the one kind
+    that takes them (config/check.py refuses them for the others before any job)."""
+    kind = source_of_kind(description.kind)
+    if options.is_default:
+        return kind.list(description, source_dir, labels, progress, wanted)
+    if not isinstance(kind, FolderSource):
+        raise CountMismatchError(f"{description.source}: {FOLDER_ONLY}")
+    return kind.list(description, source_dir, labels, progress, wanted, options)
+
+
 def count_check(
     settings: CountSettings,
     files: CountFiles,
@@ -198,7 +218,8 @@ def count_check(
     wanted = class_list_of(source, files.shared_manifest)
     # extract's copy of a CSV inside the archive, else the split's own
     labels = Labels(settings.devkit, description.labels or settings.val_labels)
-    listing = source_of_kind(description.kind).list(description, files.source, labels, progress, wanted)
+    options = ListingOptions.from_param(settings.listing)
+    listing = listed(description, files.source, labels, progress, wanted, options)
     listing.ignored = sorted([*listing.ignored, *description.set_aside])
     held = list(listing.classes)
     with_images = classes_with_images(listing)  # what expected_classes counts: labels can name empty classes
