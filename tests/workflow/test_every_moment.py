@@ -1,16 +1,19 @@
 """A harness that tries every moment (issue 49): for each hold point of HOLD_POINTS a conversion
-reaches, and each action in {SIGKILL of the process tree, SIGINT, a second ``convert`` into the same
-OUTDIR with another source}, a small conversion runs to that point, the action lands there, everything
-finishes, and the invariants hold:
+reaches, each action in {SIGKILL of the process tree, SIGINT, a second ``convert`` into the same
+OUTDIR with another source, or with other settings}, and each scenario (a first conversion into an
+empty OUTDIR; an ``--overwrite`` of another source's dataset there), a small conversion runs to that
+point, the action lands there, everything finishes, and the invariants hold:
 
 - a command that exits 0 leaves OUTDIR holding its own source's conversion (records, meta and
   ``made_from``), with a verify report naming that file; one that did not do its work exits non-zero;
 - after an interruption the same command finishes with the records and meta of an uninterrupted run
   (``created`` aside), its verify report naming the file present, no part LMDB or temporary left.
 
-A point added to HOLD_POINTS is covered here without a new test. The points of an --overwrite run
-(set-aside, put-back, recovered) and of an upload are tried by their own tests (test_front_door.py,
-test_publish.py); a run that never reaches a point is skipped, not passed.
+A point added to HOLD_POINTS is covered here without a new test. An --overwrite run reaches set-aside
+(and, rerun after a kill there, puts the old dataset back and replaces it again: recovered); put-back
+(after a failed --overwrite) and the upload's points are tried by their own tests (test_front_door.py,
+test_publish.py). ``make test`` runs the first scenario with the first three actions (~3.5 min on 2
+cores); ``IMAGEFOLDER_LMDB_EVERY_MOMENT=full`` (``.ci/run``, after ``make test``) runs the whole matrix.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -35,9 +39,13 @@ from support.workflow import snakemake_environment, wait_for_hold
 
 COMMAND = [sys.executable, "-m", "imagefolder_lmdb.cli", "convert"]
 OPTIONS = ["--shards", "1", "--cores", "1"]
-ELSEWHERE = {"set-aside", "put-back", "recovered", "upload-part", "upload-complete"}
+ELSEWHERE = {"put-back", "recovered", "upload-part", "upload-complete"}
 MOMENTS = [("encode_shard:0" if point == "encode_shard" else point) for point in HOLD_POINTS if point not in ELSEWHERE]
-ACTIONS = ["sigkill", "sigint", "second"]
+ACTIONS = ["sigkill", "sigint", "second", "second-settings"]
+SCENARIOS = ["fresh", "overwrite"]
+#: What ``make test`` runs of the matrix; the rest with IMAGEFOLDER_LMDB_EVERY_MOMENT=full (.ci/run).
+SAMPLE = {("fresh", "sigkill"), ("fresh", "sigint"), ("fresh", "second")}
+FULL = os.environ.get("IMAGEFOLDER_LMDB_EVERY_MOMENT") == "full"
 
 
 def default_sigint() -> None:
@@ -59,6 +67,14 @@ def clean(sources: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) 
     """The OUTDIR of an uninterrupted run of the first source."""
     folder = tmp_path_factory.mktemp("clean")
     finished(run(folder, [*COMMAND, sources[0], "out", *OPTIONS]))
+    return folder / "out"
+
+
+@pytest.fixture(scope="module")
+def held_by_two(sources: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The OUTDIR of an uninterrupted run of the second source: what an --overwrite replaces."""
+    folder = tmp_path_factory.mktemp("two")
+    finished(run(folder, [*COMMAND, sources[1], "out", *OPTIONS]))
     return folder / "out"
 
 
@@ -136,11 +152,27 @@ def assert_whole(outdir: Path, clean_outdir: Path, source: Path) -> None:
 
 @pytest.mark.parametrize("action", ACTIONS)
 @pytest.mark.parametrize("moment", MOMENTS)
-def test_every_moment(moment: str, action: str, sources: tuple[Path, Path], clean: Path, tmp_path: Path) -> None:
-    if action == "second" and moment == "plan":
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_every_moment(
+    scenario: str,
+    moment: str,
+    action: str,
+    sources: tuple[Path, Path],
+    clean: Path,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+) -> None:
+    if (scenario, action) not in SAMPLE and not FULL:
+        pytest.skip("the full matrix runs with IMAGEFOLDER_LMDB_EVERY_MOMENT=full (.ci/run, after make test)")
+    if action.startswith("second") and moment == "plan":
         pytest.skip("nothing is written yet at plan (SOURCE being listed): the second command is the owner")
+    if scenario == "fresh" and moment == "set-aside":
+        pytest.skip("a first conversion sets nothing aside")
     one, two = sources
     command = [*COMMAND, one, "out", *OPTIONS]
+    if scenario == "overwrite":
+        shutil.copytree(request.getfixturevalue("held_by_two"), tmp_path / "out", symlinks=True)
+        command.append("--overwrite")
     with started(tmp_path, command, moment) as (process, marker):
         wait_for_hold(marker, process, timeout=300)  # type: ignore[arg-type]
         if action == "sigkill":
@@ -152,7 +184,8 @@ def test_every_moment(moment: str, action: str, sources: tuple[Path, Path], clea
                 assert process.returncode == 130, stderr[-3000:]
                 assert "Traceback" not in stderr and "Run the same command again" in stderr
         else:
-            second = run(tmp_path, [*COMMAND, two, "out", *OPTIONS])
+            source, settings = (two, []) if action == "second" else (one, ["--quality", "80"])
+            second = run(tmp_path, [*COMMAND, source, "out", *OPTIONS, *settings])
             assert second.returncode != 0, "a second command into a held OUTDIR must be refused"
             assert "another conversion is writing into" in second.stderr
             marker.unlink()  # released: the first goes on and must finish with its own work

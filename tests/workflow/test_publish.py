@@ -128,7 +128,7 @@ def test_an_interrupted_upload_leaves_nothing_and_the_same_command_uploads_witho
 
 
 def test_convert_interrupted_while_uploading_exits_130_and_resumes_with_the_upload(
-    converted: Converted, s3_env: Seaweed, tmp_path: Path
+    converted: Converted, s3_env: Seaweed, tmp_path: Path, commands: StartedCommands
 ) -> None:
     work = tmp_path / "w"
     shutil.copytree(converted.workdir / "results", work)  # a finished local conversion of this source
@@ -136,7 +136,7 @@ def test_convert_interrupted_while_uploading_exits_130_and_resumes_with_the_uplo
     prefix = f"s3://datasets/{uuid.uuid4().hex}"
     command = [CLI, "convert", str(converted.source), prefix, "--split", "train", "--work", str(work), "--cores", "1"]
     marker = tmp_path / "held"
-    process = _start(command, "upload-part", marker)
+    process = _start(commands, command, "upload-part", marker)
     _held(process, marker)
     process.send_signal(signal.SIGINT)
     out, errors = process.communicate(timeout=60)

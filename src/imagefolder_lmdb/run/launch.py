@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import os
 import selectors
-import shutil
 import signal
 import subprocess
 import sys
@@ -21,7 +20,7 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any, TextIO
 
-from imagefolder_lmdb.run.ownership import inherited_lock_fds, lock_environment
+from imagefolder_lmdb.run.ownership import TEMPORARY_FOLDER, clear_temporaries, inherited_lock_fds, lock_environment
 from imagefolder_lmdb.run.workflow_folder import workflow_folder
 
 #: The packaged workflow: its Snakefile is what a host workflow's ``module`` may name, too.
@@ -173,8 +172,8 @@ def scratch_folder(runs: Sequence[tuple[Any, list[str]]]) -> str | None:
     work = getattr(runs[0][0], "work", None) if runs else None
     if not inherited_lock_fds() or not isinstance(work, str) or not os.path.isdir(work):
         return None
-    folder = os.path.join(work, ".temporary")
-    shutil.rmtree(folder, ignore_errors=True)  # a killed run's leftovers: ours, the lock says so
+    folder = os.path.join(work, TEMPORARY_FOLDER)
+    clear_temporaries(work)
     os.makedirs(folder)
     return folder
 

@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 from collections.abc import Iterator
 from typing import IO
 
 from imagefolder_lmdb.run.lock import INHERITED_LOCK_VARIABLE, LOCK_NAME, hold_lock, lock_path
+
+#: The work folder's subfolder for a run's temporaries (its own, Snakemake's and its jobs' TMPDIR).
+TEMPORARY_FOLDER = ".temporary"
 
 # results folder -> the locked file this process holds for it (one per folder: a second flock on
 # another description of the same file would refuse this very process)
@@ -30,6 +34,12 @@ def own_outdir(results: str) -> None:
         _OWNED[results] = hold_lock(results)
         if not existed:
             _CREATED.add(results)
+
+
+def clear_temporaries(work: str) -> None:
+    """Remove what a killed run left in ``work``'s temporary folder: the owner's to clear, the lock
+    says so (also where nothing is left to run, so an up-to-date rerun leaves none behind)."""
+    shutil.rmtree(os.path.join(work, TEMPORARY_FOLDER), ignore_errors=True)
 
 
 def inherited_lock_fds() -> tuple[int, ...]:

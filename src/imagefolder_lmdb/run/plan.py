@@ -30,7 +30,7 @@ from imagefolder_lmdb.run.existing import (
     up_to_date,
 )
 from imagefolder_lmdb.run.made_from import changed_lines, split_verdicts, write_made_from
-from imagefolder_lmdb.run.ownership import own_outdir
+from imagefolder_lmdb.run.ownership import clear_temporaries, own_outdir
 from imagefolder_lmdb.run.paths import RunPaths
 from imagefolder_lmdb.run.places import mixed_places
 from imagefolder_lmdb.sources.missing_paths import missing_path_hint, taken_from
@@ -106,6 +106,7 @@ def plan(request: ConvertRequest) -> Plan:
         raise PlanError(
             f"another conversion is writing into {results}: wait until it ends, or name another OUTDIR"
         ) from None
+    clear_temporaries(work)
     notes = recovered_from_interrupted_overwrite(results)  # before existing_splits: it reads what is put back
     existing = existing_splits(results)
     replaced = replacing(config, existing, request)  # before the class list: --overwrite is the fix to hear first
