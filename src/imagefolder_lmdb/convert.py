@@ -37,7 +37,6 @@ from imagefolder_lmdb.run.launch import (
     run_snakemake,
     snakemake_command,
 )
-from imagefolder_lmdb.run.made_from import RECORDED_VARIABLE
 from imagefolder_lmdb.run.ownership import owning_outdirs
 from imagefolder_lmdb.run.paths import RunPaths
 from imagefolder_lmdb.writing.hold_points import hold_point
@@ -281,6 +280,10 @@ def run_planned(
 def sources_recorded(run: Run) -> Iterator[None]:
     """Tell the Snakemake run of a planned conversion that its made_from files are written (the plan
     walked every source to judge the datasets there; run/made_from.py): it does not walk them again."""
+    # here, not at the top: made_from imports the sources (~0.15 s), and importing the package, which
+    # binds convert(), is the window in which a Ctrl-C could only end in a traceback
+    from imagefolder_lmdb.run.made_from import RECORDED_VARIABLE
+
     if run.config is None or not all(os.path.exists(path) for path in made_from_files(run.config)):
         yield
         return

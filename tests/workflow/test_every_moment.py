@@ -35,7 +35,7 @@ from imagefolder_lmdb.reader.identity import meta_digest
 from imagefolder_lmdb.writing.hold_points import HOLD_POINTS
 from support.datasets import assert_same_dataset
 from support.images import make_images
-from support.workflow import snakemake_environment, wait_for_hold
+from support.workflow import descendants, snakemake_environment, wait_for_hold
 
 COMMAND = [sys.executable, "-m", "imagefolder_lmdb.cli", "convert"]
 OPTIONS = ["--shards", "1", "--cores", "1"]
@@ -110,26 +110,11 @@ def finished(result: subprocess.CompletedProcess[str]) -> subprocess.CompletedPr
 
 def kill_tree(process: subprocess.Popen[str]) -> None:
     """SIGKILL the command and every process under it, whichever group it runs in (a power cut)."""
-    pids = [process.pid, *descendants(process.pid)]
+    pids = descendants(process.pid)  # the command first
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
     process.communicate()
-
-
-def descendants(pid: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            if entry.name.isdigit():
-                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                children.setdefault(parent, []).append(int(entry.name))
-    found, queue = [], [pid]
-    while queue:
-        for child in children.get(queue.pop(), []):
-            found.append(child)
-            queue.append(child)
-    return found
 
 
 def assert_whole(outdir: Path, clean_outdir: Path, source: Path) -> None:
