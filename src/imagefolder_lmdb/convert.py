@@ -103,6 +103,7 @@ class Run:
     config: dict[str, Any] | None = None  # the config written for SOURCE OUTDIR (None: a user's file)
     up_to_date: bool = False  # every output is there, from the same source and settings
     replaced: tuple[str, ...] = ()  # --overwrite: the old files, removed once the run has succeeded
+    superseded: tuple[str, ...] = ()  # what an interrupted --overwrite set aside, removed once this succeeds
 
 
 def convert(
@@ -249,8 +250,11 @@ def run_planned(
     """Run Snakemake for ``run``, or show the summary of outputs already up to date (unless the
     caller gave Snakemake options of their own: a --dry-run, a --forceall); ConvertError on failure,
     its fixes in the caller's words (``python``: ``convert()``'s, else the command line's)."""
+    from imagefolder_lmdb.run.plan import remove_superseded
+
     if run.up_to_date and not own_options:
         show_existing(run)
+        remove_superseded(run.superseded)
         finish(run, clean)
         return run.outputs
     kept = set_aside(run.replaced)
@@ -272,6 +276,7 @@ def run_planned(
         raise ConvertError(words(str(exc)), exc.returncode, [words(line) for line in exc.lines]) from None
     for path in kept.values():
         os.remove(path)
+    remove_superseded(run.superseded)
     finish(run, clean)
     return run.outputs
 
@@ -401,10 +406,11 @@ def plan_run(
         print(note, file=sys.stderr)
     config = planned.config
     outputs = outputs_of(config["results"], list(config["splits"]))
+    superseded = tuple(planned.superseded)
     if planned.nothing_to_do:
-        return Run(planned.work / "config.yaml", planned.work, outputs, options, config, True)
+        return Run(planned.work / "config.yaml", planned.work, outputs, options, config, True, (), superseded)
     configfile = write_config(config, planned.work / "config.yaml")
-    return Run(configfile, planned.work, outputs, options, config, replaced=tuple(planned.replaced))
+    return Run(configfile, planned.work, outputs, options, config, False, tuple(planned.replaced), superseded)
 
 
 def show_existing(run: Run) -> None:

@@ -8,6 +8,7 @@ workflow's own one-line messages before Snakemake starts, and set against what O
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import glob
 import os
@@ -71,6 +72,8 @@ class Plan:
     notes: list[str] = field(default_factory=list)
     nothing_to_do: bool = False
     replaced: list[str] = field(default_factory=list)  # --overwrite: files to replace once the run succeeds
+    # what an earlier, interrupted --overwrite of these splits set aside: removed once this one succeeds
+    superseded: list[str] = field(default_factory=list)
 
     @property
     def work(self) -> Path:
@@ -107,7 +110,7 @@ def plan(request: ConvertRequest) -> Plan:
             f"another conversion is writing into {results}: wait until it ends, or name another OUTDIR"
         ) from None
     clear_temporaries(work)
-    notes = recovered_from_interrupted_overwrite(results)  # before existing_splits: it reads what is put back
+    notes, superseded = recovered_from_interrupted_overwrite(results, list(splits) if request.overwrite else [])
     existing = existing_splits(results)
     replaced = replacing(config, existing, request)  # before the class list: --overwrite is the fix to hear first
     notes += [*split_note(request, splits), *take_classes(config, existing, request, replaced)]
@@ -125,14 +128,16 @@ def plan(request: ConvertRequest) -> Plan:
     ]
     paths = RunPaths(results, work)
     old = [path for name in replaced for path in paths.final_outputs(name) if os.path.exists(path)]
-    return Plan(config, notes, nothing_to_do, old)
+    return Plan(config, notes, nothing_to_do, old, superseded)
 
 
-def recovered_from_interrupted_overwrite(results: str) -> list[str]:
+def recovered_from_interrupted_overwrite(results: str, overwriting: list[str]) -> tuple[list[str], list[str]]:
     """Files an --overwrite run set aside (``X.replaced``) and was killed before it could put back or
     remove: one whose ``X`` is missing goes back in place (the new one was never complete), a report
     only together with its own dataset (beside the new dataset, or none, it would describe a file not
-    there); the others are kept and named, since they may be the only copy of the old dataset."""
+    there); the others are kept and named, since they may be the only copy of the old dataset, unless
+    this run overwrites their split again (``overwriting``): then they are returned, to be removed once
+    it succeeds, as the interrupted run would have."""
     asides = sorted(glob.glob(os.path.join(glob.escape(results), "*.replaced")))
     datasets = [aside for aside in asides if aside.endswith(".lmdb.replaced")]
     notes, kept, restored = [], [], set()
@@ -145,9 +150,23 @@ def recovered_from_interrupted_overwrite(results: str) -> list[str]:
             notes.append(f"put back {original}, which an interrupted --overwrite run had set aside")
         else:
             kept.append(aside)
+    superseded = [aside for aside in kept if split_of(aside) in overwriting]
+    kept = [aside for aside in kept if aside not in superseded]
     if kept:  # the old dataset and its reports (verify, contact sheet), named together
         notes.append(f"{', '.join(sorted(kept))}: what an earlier --overwrite run replaced; remove once not needed")
-    return notes
+    return notes, superseded
+
+
+def remove_superseded(asides: Sequence[str]) -> None:
+    """An interrupted --overwrite's set-aside files, once this --overwrite of their split has succeeded."""
+    for aside in asides:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(aside)
+
+
+def split_of(aside: str) -> str:
+    """The split a set-aside file of OUTDIR belongs to: ``train.verify.json.replaced`` -> ``train``."""
+    return os.path.basename(aside).split(".")[0]
 
 
 def dataset_of(report: str) -> str:
