@@ -22,9 +22,8 @@ import pytest
 
 from imagefolder_lmdb.convert import ConvertError
 from imagefolder_lmdb.publish.s3_multipart import Credentials, S3Multipart
-from imagefolder_lmdb.publish.upload import PublishError, _send_parts, _upload_s3
+from imagefolder_lmdb.publish.upload import _send_parts
 from imagefolder_lmdb.reader import LMDBReader
-from support.fuzz import in_child
 from support.interrupting import StartedCommands
 from support.seaweed import Seaweed
 from support.workflow import Converted
@@ -167,23 +166,32 @@ def test_parts_are_sent_several_at_once(s3_env: Seaweed, tmp_path: Path) -> None
         assert answer.read() == data
 
 
+#: The upload of argv[1] to argv[2] as if nothing was there at the first check; prints what refused it.
+UPLOAD_REFUSED = """
+import json, os, sys
+from imagefolder_lmdb.publish.s3_multipart import Credentials
+from imagefolder_lmdb.publish.upload import PublishError, _upload_s3
+try:
+    _upload_s3(sys.argv[1], sys.argv[2], None, Credentials.from_environment(), 2)
+    print(json.dumps({"refused": None}))
+except PublishError as exc:
+    print(json.dumps({"refused": str(exc)}))
+sys.stdout.flush()
+os._exit(0)  # never through obstore's runtime teardown (remote/leaving.py)
+"""
+
+
 def test_an_object_written_during_the_upload_is_not_replaced(converted: Converted, s3_env: Seaweed) -> None:
     """The second check, before completing: an object that appeared since the first is left as it is."""
     key = f"{uuid.uuid4().hex}/train.lmdb"
     url = s3_env.put("datasets", key, b"written meanwhile")
-    credentials = Credentials.from_environment()
-    assert credentials is not None
-
-    def upload() -> dict[str, str | None]:
-        try:
-            _upload_s3(str(converted.lmdb), url, None, credentials, 2)  # None: nothing was there at the first check
-        except PublishError as exc:
-            return {"refused": str(exc)}
-        return {"refused": None}
-
-    # in a forked child: the upload's checks run obstore, which must not run in this worker process,
-    # whose later tests fork DataLoader workers that read URLs (obstore's runtime does not survive a fork)
-    refused = in_child(upload)["refused"]
+    # in a process of its own: the upload's checks run obstore, whose runtime survives neither a fork of this
+    # worker (a forked child hung in it once an earlier test here had used obstore) nor one after it
+    child = subprocess.run(
+        [sys.executable, "-c", UPLOAD_REFUSED, str(converted.lmdb), url], capture_output=True, text=True, timeout=300
+    )
+    assert child.returncode == 0, child.stderr[-3000:]
+    refused = json.loads(child.stdout)["refused"]
     assert re.search(re.escape(url) + " was written by someone else while this upload ran", refused or ""), refused
     assert _pending(url) == []
     import urllib.request
