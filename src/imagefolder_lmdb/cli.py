@@ -18,7 +18,7 @@ import signal
 import sys
 from importlib import metadata
 
-from imagefolder_lmdb.config.shards import RULE_WORDS
+from imagefolder_lmdb.config.flags import CONVERT_FLAGS
 
 PROG = "imagefolder-lmdb"
 #: subcommand: (module of the package[:its main function], one line of help)
@@ -144,80 +144,23 @@ def convert_parser(prog: str) -> argparse.ArgumentParser:
     )
     parser.add_argument("source", nargs="?", metavar="SOURCE", help="the images: a folder, an archive or shards")
     parser.add_argument("outdir", nargs="?", metavar="OUTDIR", help="where SPLIT.lmdb goes; s3://b/prefix: uploaded")
-    parser.add_argument(
-        "--split", metavar="NAME", help="SOURCE is this one split (train); without it, SOURCE's train/, val/, test/"
-    )
-    parser.add_argument("--splits", metavar="A,B", help="the split folders of SOURCE to convert (train,val,test)")
-    parser.add_argument(
-        "--layout",
-        default="imagefolder",
-        choices=layouts(),
-        metavar="LAYOUT",
-        help=f"how SOURCE is organised: {', '.join(layouts() or ['see the schema'])} (imagefolder); "
-        "ilsvrc-val needs its labels: --set val_labels=FILE or --set devkit=FILE",
-    )
-    parser.add_argument(
-        "--shards",
-        type=int,
-        metavar="N",
-        help=f"encode jobs each split is cut into (default: {RULE_WORDS})",
-    )
-    add_setting_flags(parser)
-    parser.add_argument(
-        "--work", metavar="FOLDER", help="work folder (OUTDIR/work; a URL's: ~/.cache/imagefolder-lmdb)"
-    )
-    parser.add_argument("--cores", metavar="N", help="CPU cores to use (all; with --profile, the profile's)")
-    parser.add_argument(
-        "--profile", metavar="PROFILE", help="slurm: submit every job to SLURM (the packaged profile); or your own"
-    )
-    parser.add_argument("--configfile", metavar="FILE", help="a whole config instead of SOURCE OUTDIR (run from here)")
-    parser.add_argument(
-        "--verbose", action="store_true", help="Snakemake's own output, every job, instead of the progress board"
-    )
+    settings = parser.add_argument_group("settings (the config's keys, without a config file)")
+    for flag in CONVERT_FLAGS:  # config/flags.py: each flag's one declaration
+        (settings if flag.setting else parser).add_argument(flag.name, **flag.argparse_options(layouts()))
     return parser
-
-
-def add_setting_flags(parser: argparse.ArgumentParser) -> None:
-    """The common config keys as flags, ``--set`` for any key, and what OUTDIR may have replaced."""
-    group = parser.add_argument_group("settings (the config's keys, without a config file)")
-    group.add_argument("--quality", type=int, metavar="Q", help="JPEG quality of re-encoded images (95)")
-    group.add_argument("--short-side", type=int, metavar="PX", help="shrink images to this shorter side (none)")
-    group.add_argument("--on-error", choices=("fail", "skip"), help="a broken image: fail, or skip and list it")
-    group.add_argument("--classes", metavar="LIST", help="the classes: FILE (one per line), imagenet1k, or a,b,c")
-    group.add_argument("--root", metavar="PATH", help="the folder inside SOURCE to read (e.g. an archive's)")
-    group.add_argument("--expected-images", type=int, metavar="N", help="fail unless the split has N images")
-    group.add_argument(
-        "--extensions", metavar="EXT,EXT", help="the files to take, as DatasetFolder's extensions (ImageFolder's)"
-    )
-    group.add_argument(
-        "--allow-empty", action="store_const", const=True, help="keep class folders without images, as ImageFolder's"
-    )
-    group.add_argument(
-        "--is-valid-file", metavar="MODULE:FUNCTION", help="take the files this function accepts, as ImageFolder's"
-    )
-    group.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="any config key")
-    group.add_argument("--classes-from", metavar="FILE.lmdb", help="take the class list of this dataset")
-    group.add_argument("--overwrite", action="store_true", help="replace datasets made from another source")
-    group.add_argument("--clean", action="store_true", help="remove the work folder after success")
-    group.add_argument(
-        "--keep-parts",
-        action="store_const",
-        const=True,
-        help="keep the shards' part LMDBs (the re-encoded images) so that a changed image re-encodes only its shard",
-    )
 
 
 def command_settings(args: argparse.Namespace) -> list:
     """The settings the flags and ``--set`` give, in that order (a later one wins)."""
     from imagefolder_lmdb.config.schema import load_schema
-    from imagefolder_lmdb.config.settings import FLAG_KEYS, flag_setting, parse_set
+    from imagefolder_lmdb.config.settings import flag_setting, parse_set
     from imagefolder_lmdb.convert import WORKFLOW
 
     settings = []
-    for flag in FLAG_KEYS:
-        value = getattr(args, flag.lstrip("-").replace("-", "_"))
-        if value is not None:
-            settings.append(flag_setting(flag, value))
+    for flag in CONVERT_FLAGS:
+        value = getattr(args, flag.dest)
+        if flag.key is not None and value is not None:
+            settings.append(flag_setting(flag.name, value))
     if args.set:
         schema = load_schema(str(WORKFLOW / "config" / "schema.yaml"))
         split_keys, top_keys = schema["$defs"]["split"]["properties"], schema["properties"]
@@ -229,28 +172,13 @@ def refuse_settings_with_configfile(args: argparse.Namespace) -> None:
     """A setting flag beside --configfile would be ignored: said instead, with where it goes."""
     from imagefolder_lmdb.convert import ConvertError
 
-    given = [flag for flag in FLAG_NAMES if getattr(args, flag.lstrip("-").replace("-", "_")) not in (None, False, [])]
+    # the flags that shape a SOURCE OUTDIR conversion, which a --configfile run takes from its file
+    shaping = [flag for flag in CONVERT_FLAGS if flag.source_outdir]
+    given = [flag.name for flag in shaping if getattr(args, flag.dest) not in (None, False, [])]
     if given:
         raise ConvertError(
             f"{', '.join(given)} with --configfile: set it in the config file (the flags are for SOURCE OUTDIR)", 2
         )
-
-
-#: The flags that shape a SOURCE OUTDIR conversion, which a --configfile run takes from its file.
-FLAG_NAMES: tuple[str, ...] = (
-    "--quality",
-    "--short-side",
-    "--on-error",
-    "--classes",
-    "--root",
-    "--expected-images",
-    "--set",
-    "--keep-parts",
-    "--extensions",
-    "--allow-empty",
-    "--is-valid-file",
-)
-FLAG_NAMES += ("--classes-from", "--overwrite", "--clean", "--splits", "--shards", "--split")
 
 
 def convert_main(argv: list[str], prog: str = f"{PROG} convert") -> int:
