@@ -7,7 +7,8 @@
     imagefolder-lmdb add-locations FILE.lmdb ...          scripts/add_locations.py
 
 Each of the last three is the ``main`` of the module those scripts call, with the same options and
-exit codes; ``convert`` runs Snakemake as a child whose output it relays (src/imagefolder_lmdb/run/launch.py).
+exit codes; ``convert`` runs Snakemake as a child whose output it relays (src/imagefolder_lmdb/run/launch.py),
+its flags declared in src/imagefolder_lmdb/config/flags.py.
 """
 
 from __future__ import annotations
@@ -17,8 +18,12 @@ import importlib
 import signal
 import sys
 from importlib import metadata
+from typing import TYPE_CHECKING
 
 from imagefolder_lmdb.config.flags import CONVERT_FLAGS
+
+if TYPE_CHECKING:
+    from imagefolder_lmdb.run.request import ConvertArguments
 
 PROG = "imagefolder-lmdb"
 #: subcommand: (module of the package[:its main function], one line of help)
@@ -133,7 +138,7 @@ be deleted after success (--clean); the same command then prints the summary.
 
 def convert_parser(prog: str) -> argparse.ArgumentParser:
     """``imagefolder-lmdb convert``'s options (the parameters of imagefolder_lmdb.convert)."""
-    from imagefolder_lmdb.convert import layouts
+    from imagefolder_lmdb.run.request import layouts
 
     parser = argparse.ArgumentParser(
         prog=prog,
@@ -148,6 +153,14 @@ def convert_parser(prog: str) -> argparse.ArgumentParser:
     for flag in CONVERT_FLAGS:  # config/flags.py: each flag's one declaration
         (settings if flag.setting else parser).add_argument(flag.name, **flag.argparse_options(layouts()))
     return parser
+
+
+def command_arguments(args: argparse.Namespace) -> ConvertArguments:
+    """The command line's arguments of a SOURCE OUTDIR conversion, ``--splits a,b`` as a list."""
+    from imagefolder_lmdb.run.request import ConvertArguments
+
+    splits = [name for name in (args.splits or "").split(",") if name]
+    return ConvertArguments.from_keywords({**vars(args), "splits": splits})
 
 
 def command_settings(args: argparse.Namespace) -> list:
@@ -213,8 +226,10 @@ def convert_parsed(args: argparse.Namespace, passed: list[str], parser: argparse
 def planned_and_run(args: argparse.Namespace, passed: list[str], parser: argparse.ArgumentParser, prog: str) -> int:
     """Plan, run, and say how it ended."""
     from imagefolder_lmdb.config.settings import SettingError
-    from imagefolder_lmdb.convert import ConvertError, command_request, plan_run, run_options, run_planned, url_outdir
-    from imagefolder_lmdb.run.launch import check_snakemake
+    from imagefolder_lmdb.publish.destination import published, url_outdir
+    from imagefolder_lmdb.run.invocation import plan_run, run_planned
+    from imagefolder_lmdb.run.launch import ConvertError, check_snakemake
+    from imagefolder_lmdb.run.request import command_request, run_options
 
     try:
         # OUTDIR a URL: converted in a local folder, then uploaded (publish/upload.py)
@@ -223,20 +238,11 @@ def planned_and_run(args: argparse.Namespace, passed: list[str], parser: argpars
         options = run_options(args.cores, args.profile, passed)
         request = None
         if args.source is not None and args.outdir is not None:
-            request = command_request(
-                source=args.source, outdir=args.outdir, split=args.split, layout=args.layout,
-                splits=[name for name in (args.splits or "").split(",") if name], work=args.work,
-                settings=command_settings(args), overwrite=args.overwrite, classes_from=args.classes_from,
-                cli=True, cores=args.cores, profile=args.profile,
-            )  # fmt: skip
+            request = command_request(command_arguments(args), command_settings(args), cli=True)
         if args.configfile is not None and request is None:
             refuse_settings_with_configfile(args)
         run = plan_run(request, None if request else args.outdir, args.work, args.configfile, options)
-        outputs = run_planned(run, args.clean, bool(passed), args.verbose)
-        if destination is not None:
-            from imagefolder_lmdb.convert import after_conversion
-
-            after_conversion(outputs, destination, args.overwrite)
+        published(run_planned(run, args.clean, bool(passed), args.verbose), destination, args.overwrite)
     except SettingError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2
