@@ -73,7 +73,7 @@ def overview() -> argparse.ArgumentParser:
 def snakefile_main(argv: list[str], prog: str = f"{PROG} snakefile") -> int:
     """Print the packaged Snakefile's path: ``module imagefolder_lmdb: snakefile: "<it>"``."""
     argparse.ArgumentParser(prog=prog, description=snakefile_main.__doc__).parse_args(argv)
-    from imagefolder_lmdb.convert import SNAKEFILE
+    from imagefolder_lmdb.run.launch import SNAKEFILE
 
     print(SNAKEFILE)
     return 0
@@ -167,7 +167,7 @@ def command_settings(args: argparse.Namespace) -> list:
     """The settings the flags and ``--set`` give, in that order (a later one wins)."""
     from imagefolder_lmdb.config.schema import load_schema
     from imagefolder_lmdb.config.settings import flag_setting, parse_set
-    from imagefolder_lmdb.convert import WORKFLOW
+    from imagefolder_lmdb.run.launch import WORKFLOW
 
     settings = []
     for flag in CONVERT_FLAGS:
@@ -183,7 +183,7 @@ def command_settings(args: argparse.Namespace) -> list:
 
 def refuse_settings_with_configfile(args: argparse.Namespace) -> None:
     """A setting flag beside --configfile would be ignored: said instead, with where it goes."""
-    from imagefolder_lmdb.convert import ConvertError
+    from imagefolder_lmdb.run.launch import ConvertError
 
     # the flags that shape a SOURCE OUTDIR conversion, which a --configfile run takes from its file
     shaping = [flag for flag in CONVERT_FLAGS if flag.source_outdir]

@@ -4,10 +4,14 @@ the parser holds exactly the table's flags, and each setting flag's config key i
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import inspect
 
 from imagefolder_lmdb.cli import convert_parser
 from imagefolder_lmdb.config.flags import CONVERT_FLAGS, FLAG_KEYS
 from imagefolder_lmdb.config.schema import load_schema
+from imagefolder_lmdb.convert import convert
+from imagefolder_lmdb.run.request import ConvertArguments
 from support import REPO
 
 
@@ -41,3 +45,11 @@ def test_each_setting_flag_sets_a_key_of_the_schema() -> None:
         for part in path[:-1]:
             properties = properties[part]["properties"]
         assert path[-1] in properties, f"{flag}: {path} is not a key of config/schema.yaml"
+
+
+def test_a_requests_arguments_are_named_as_convert_and_the_command_line_name_them() -> None:
+    """``ConvertArguments.from_keywords`` finds each argument by name: in ``convert()``'s parameters
+    and in the command line's namespace."""
+    names = {field.name for field in dataclasses.fields(ConvertArguments)}
+    assert names <= set(inspect.signature(convert).parameters)
+    assert names <= set(vars(convert_parser("imagefolder-lmdb convert").parse_args(["data", "out"])))
