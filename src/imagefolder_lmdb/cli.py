@@ -7,7 +7,8 @@
     imagefolder-lmdb add-locations FILE.lmdb ...          scripts/add_locations.py
 
 Each of the last three is the ``main`` of the module those scripts call, with the same options and
-exit codes; ``convert`` runs Snakemake as a child whose output it relays (src/imagefolder_lmdb/run/launch.py).
+exit codes; ``convert`` runs Snakemake as a child whose output it relays (src/imagefolder_lmdb/run/launch.py),
+its flags declared in src/imagefolder_lmdb/config/flags.py.
 """
 
 from __future__ import annotations
@@ -17,8 +18,12 @@ import importlib
 import signal
 import sys
 from importlib import metadata
+from typing import TYPE_CHECKING
 
-from imagefolder_lmdb.config.shards import RULE_WORDS
+from imagefolder_lmdb.config.flags import CONVERT_FLAGS
+
+if TYPE_CHECKING:
+    from imagefolder_lmdb.run.request import ConvertArguments
 
 PROG = "imagefolder-lmdb"
 #: subcommand: (module of the package[:its main function], one line of help)
@@ -68,7 +73,7 @@ def overview() -> argparse.ArgumentParser:
 def snakefile_main(argv: list[str], prog: str = f"{PROG} snakefile") -> int:
     """Print the packaged Snakefile's path: ``module imagefolder_lmdb: snakefile: "<it>"``."""
     argparse.ArgumentParser(prog=prog, description=snakefile_main.__doc__).parse_args(argv)
-    from imagefolder_lmdb.convert import SNAKEFILE
+    from imagefolder_lmdb.run.launch import SNAKEFILE
 
     print(SNAKEFILE)
     return 0
@@ -133,7 +138,7 @@ be deleted after success (--clean); the same command then prints the summary.
 
 def convert_parser(prog: str) -> argparse.ArgumentParser:
     """``imagefolder-lmdb convert``'s options (the parameters of imagefolder_lmdb.convert)."""
-    from imagefolder_lmdb.convert import layouts
+    from imagefolder_lmdb.run.request import layouts
 
     parser = argparse.ArgumentParser(
         prog=prog,
@@ -144,80 +149,31 @@ def convert_parser(prog: str) -> argparse.ArgumentParser:
     )
     parser.add_argument("source", nargs="?", metavar="SOURCE", help="the images: a folder, an archive or shards")
     parser.add_argument("outdir", nargs="?", metavar="OUTDIR", help="where SPLIT.lmdb goes; s3://b/prefix: uploaded")
-    parser.add_argument(
-        "--split", metavar="NAME", help="SOURCE is this one split (train); without it, SOURCE's train/, val/, test/"
-    )
-    parser.add_argument("--splits", metavar="A,B", help="the split folders of SOURCE to convert (train,val,test)")
-    parser.add_argument(
-        "--layout",
-        default="imagefolder",
-        choices=layouts(),
-        metavar="LAYOUT",
-        help=f"how SOURCE is organised: {', '.join(layouts() or ['see the schema'])} (imagefolder); "
-        "ilsvrc-val needs its labels: --set val_labels=FILE or --set devkit=FILE",
-    )
-    parser.add_argument(
-        "--shards",
-        type=int,
-        metavar="N",
-        help=f"encode jobs each split is cut into (default: {RULE_WORDS})",
-    )
-    add_setting_flags(parser)
-    parser.add_argument(
-        "--work", metavar="FOLDER", help="work folder (OUTDIR/work; a URL's: ~/.cache/imagefolder-lmdb)"
-    )
-    parser.add_argument("--cores", metavar="N", help="CPU cores to use (all; with --profile, the profile's)")
-    parser.add_argument(
-        "--profile", metavar="PROFILE", help="slurm: submit every job to SLURM (the packaged profile); or your own"
-    )
-    parser.add_argument("--configfile", metavar="FILE", help="a whole config instead of SOURCE OUTDIR (run from here)")
-    parser.add_argument(
-        "--verbose", action="store_true", help="Snakemake's own output, every job, instead of the progress board"
-    )
+    settings = parser.add_argument_group("settings (the config's keys, without a config file)")
+    for flag in CONVERT_FLAGS:  # config/flags.py: each flag's one declaration
+        (settings if flag.setting else parser).add_argument(flag.name, **flag.argparse_options(layouts()))
     return parser
 
 
-def add_setting_flags(parser: argparse.ArgumentParser) -> None:
-    """The common config keys as flags, ``--set`` for any key, and what OUTDIR may have replaced."""
-    group = parser.add_argument_group("settings (the config's keys, without a config file)")
-    group.add_argument("--quality", type=int, metavar="Q", help="JPEG quality of re-encoded images (95)")
-    group.add_argument("--short-side", type=int, metavar="PX", help="shrink images to this shorter side (none)")
-    group.add_argument("--on-error", choices=("fail", "skip"), help="a broken image: fail, or skip and list it")
-    group.add_argument("--classes", metavar="LIST", help="the classes: FILE (one per line), imagenet1k, or a,b,c")
-    group.add_argument("--root", metavar="PATH", help="the folder inside SOURCE to read (e.g. an archive's)")
-    group.add_argument("--expected-images", type=int, metavar="N", help="fail unless the split has N images")
-    group.add_argument(
-        "--extensions", metavar="EXT,EXT", help="the files to take, as DatasetFolder's extensions (ImageFolder's)"
-    )
-    group.add_argument(
-        "--allow-empty", action="store_const", const=True, help="keep class folders without images, as ImageFolder's"
-    )
-    group.add_argument(
-        "--is-valid-file", metavar="MODULE:FUNCTION", help="take the files this function accepts, as ImageFolder's"
-    )
-    group.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="any config key")
-    group.add_argument("--classes-from", metavar="FILE.lmdb", help="take the class list of this dataset")
-    group.add_argument("--overwrite", action="store_true", help="replace datasets made from another source")
-    group.add_argument("--clean", action="store_true", help="remove the work folder after success")
-    group.add_argument(
-        "--keep-parts",
-        action="store_const",
-        const=True,
-        help="keep the shards' part LMDBs (the re-encoded images) so that a changed image re-encodes only its shard",
-    )
+def command_arguments(args: argparse.Namespace) -> ConvertArguments:
+    """The command line's arguments of a SOURCE OUTDIR conversion, ``--splits a,b`` as a list."""
+    from imagefolder_lmdb.run.request import ConvertArguments
+
+    splits = [name for name in (args.splits or "").split(",") if name]
+    return ConvertArguments.from_keywords({**vars(args), "splits": splits})
 
 
 def command_settings(args: argparse.Namespace) -> list:
     """The settings the flags and ``--set`` give, in that order (a later one wins)."""
     from imagefolder_lmdb.config.schema import load_schema
-    from imagefolder_lmdb.config.settings import FLAG_KEYS, flag_setting, parse_set
-    from imagefolder_lmdb.convert import WORKFLOW
+    from imagefolder_lmdb.config.settings import flag_setting, parse_set
+    from imagefolder_lmdb.run.launch import WORKFLOW
 
     settings = []
-    for flag in FLAG_KEYS:
-        value = getattr(args, flag.lstrip("-").replace("-", "_"))
-        if value is not None:
-            settings.append(flag_setting(flag, value))
+    for flag in CONVERT_FLAGS:
+        value = getattr(args, flag.dest)
+        if flag.key is not None and value is not None:
+            settings.append(flag_setting(flag.name, value))
     if args.set:
         schema = load_schema(str(WORKFLOW / "config" / "schema.yaml"))
         split_keys, top_keys = schema["$defs"]["split"]["properties"], schema["properties"]
@@ -227,30 +183,15 @@ def command_settings(args: argparse.Namespace) -> list:
 
 def refuse_settings_with_configfile(args: argparse.Namespace) -> None:
     """A setting flag beside --configfile would be ignored: said instead, with where it goes."""
-    from imagefolder_lmdb.convert import ConvertError
+    from imagefolder_lmdb.run.launch import ConvertError
 
-    given = [flag for flag in FLAG_NAMES if getattr(args, flag.lstrip("-").replace("-", "_")) not in (None, False, [])]
+    # the flags that shape a SOURCE OUTDIR conversion, which a --configfile run takes from its file
+    shaping = [flag for flag in CONVERT_FLAGS if flag.source_outdir]
+    given = [flag.name for flag in shaping if getattr(args, flag.dest) not in (None, False, [])]
     if given:
         raise ConvertError(
             f"{', '.join(given)} with --configfile: set it in the config file (the flags are for SOURCE OUTDIR)", 2
         )
-
-
-#: The flags that shape a SOURCE OUTDIR conversion, which a --configfile run takes from its file.
-FLAG_NAMES: tuple[str, ...] = (
-    "--quality",
-    "--short-side",
-    "--on-error",
-    "--classes",
-    "--root",
-    "--expected-images",
-    "--set",
-    "--keep-parts",
-    "--extensions",
-    "--allow-empty",
-    "--is-valid-file",
-)
-FLAG_NAMES += ("--classes-from", "--overwrite", "--clean", "--splits", "--shards", "--split")
 
 
 def convert_main(argv: list[str], prog: str = f"{PROG} convert") -> int:
@@ -285,8 +226,10 @@ def convert_parsed(args: argparse.Namespace, passed: list[str], parser: argparse
 def planned_and_run(args: argparse.Namespace, passed: list[str], parser: argparse.ArgumentParser, prog: str) -> int:
     """Plan, run, and say how it ended."""
     from imagefolder_lmdb.config.settings import SettingError
-    from imagefolder_lmdb.convert import ConvertError, command_request, plan_run, run_options, run_planned, url_outdir
-    from imagefolder_lmdb.run.launch import check_snakemake
+    from imagefolder_lmdb.publish.destination import published, url_outdir
+    from imagefolder_lmdb.run.invocation import plan_run, run_planned
+    from imagefolder_lmdb.run.launch import ConvertError, check_snakemake
+    from imagefolder_lmdb.run.request import command_request, run_options
 
     try:
         # OUTDIR a URL: converted in a local folder, then uploaded (publish/upload.py)
@@ -295,20 +238,11 @@ def planned_and_run(args: argparse.Namespace, passed: list[str], parser: argpars
         options = run_options(args.cores, args.profile, passed)
         request = None
         if args.source is not None and args.outdir is not None:
-            request = command_request(
-                source=args.source, outdir=args.outdir, split=args.split, layout=args.layout,
-                splits=[name for name in (args.splits or "").split(",") if name], work=args.work,
-                settings=command_settings(args), overwrite=args.overwrite, classes_from=args.classes_from,
-                cli=True, cores=args.cores, profile=args.profile,
-            )  # fmt: skip
+            request = command_request(command_arguments(args), command_settings(args), cli=True)
         if args.configfile is not None and request is None:
             refuse_settings_with_configfile(args)
         run = plan_run(request, None if request else args.outdir, args.work, args.configfile, options)
-        outputs = run_planned(run, args.clean, bool(passed), args.verbose)
-        if destination is not None:
-            from imagefolder_lmdb.convert import after_conversion
-
-            after_conversion(outputs, destination, args.overwrite)
+        published(run_planned(run, args.clean, bool(passed), args.verbose), destination, args.overwrite)
     except SettingError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2

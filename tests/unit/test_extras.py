@@ -16,7 +16,8 @@ import pytest
 from imagefolder_lmdb.config.check import check_config
 from imagefolder_lmdb.config.problems import ConfigError
 from imagefolder_lmdb.config.schema import load_schema
-from imagefolder_lmdb.convert import ConvertError, url_outdir
+from imagefolder_lmdb.publish.destination import url_outdir
+from imagefolder_lmdb.run.launch import ConvertError
 from support import REPO
 from support.datasets import write_dataset
 from support.images import png_bytes

@@ -17,26 +17,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from imagefolder_lmdb.config.flags import FLAG_KEYS
+
 if TYPE_CHECKING:
     from imagefolder_lmdb.config.problems import Problem
 
 #: A key path in the config: ("splits", "train", "shards").
 KeyPath = tuple[str, ...]
 
-#: Each setting flag: its config key ("*": every split of the command).
-FLAG_KEYS: dict[str, KeyPath] = {
-    "--quality": ("encode", "quality"),
-    "--short-side": ("encode", "short_side"),
-    "--on-error": ("encode", "on_error"),
-    "--classes": ("classes",),
-    "--root": ("splits", "*", "root"),
-    "--expected-images": ("splits", "*", "expected_images"),
-    "--shards": ("splits", "*", "shards"),
-    "--keep-parts": ("keep_parts",),
-    "--extensions": ("splits", "*", "extensions"),
-    "--allow-empty": ("splits", "*", "allow_empty"),
-    "--is-valid-file": ("splits", "*", "is_valid_file"),
-}
 #: Keys whose value is a path: made absolute when it exists here (Snakemake runs in the work folder).
 PATH_KEYS = frozenset({"classes", "devkit", "val_labels"})
 

@@ -49,7 +49,7 @@ class PlanError(ValueError):
 @dataclass(frozen=True, kw_only=True)
 class ConvertRequest:
     """What a conversion of SOURCE into OUTDIR asks for: made once per call, by ``command_request``
-    (src/imagefolder_lmdb/convert.py) from the command line's arguments or ``convert()``'s keywords."""
+    (src/imagefolder_lmdb/run/request.py) from the command line's arguments or ``convert()``'s keywords."""
 
     source: str | list[str]
     outdir: str
