@@ -14,17 +14,22 @@ DeprecationWarning, for one release: import them from ``imagefolder_lmdb.reader`
 
 from __future__ import annotations
 
-import importlib
-import warnings
-from typing import TYPE_CHECKING, Any
+# First: a Ctrl-C while the command is still importing ends as one before any work does (run/early_interrupt.py).
+from imagefolder_lmdb.run.early_interrupt import guard_the_start
+
+guard_the_start()
+
+import importlib  # noqa: E402
+import warnings  # noqa: E402
+from typing import TYPE_CHECKING, Any  # noqa: E402
 
 # Bound after the import of its module, so ``imagefolder_lmdb.convert`` is the function (the module's
-# other names: ``from imagefolder_lmdb.convert import ...``). Imports nothing but the standard library.
-from imagefolder_lmdb.convert import SNAKEFILE as SNAKEFILE
-from imagefolder_lmdb.convert import WORKFLOW as WORKFLOW
-from imagefolder_lmdb.convert import ConvertError as ConvertError
-from imagefolder_lmdb.convert import SplitOutputs as SplitOutputs
-from imagefolder_lmdb.convert import convert as convert
+# other names: ``from imagefolder_lmdb.convert import ...``).
+from imagefolder_lmdb.convert import SNAKEFILE as SNAKEFILE  # noqa: E402
+from imagefolder_lmdb.convert import WORKFLOW as WORKFLOW  # noqa: E402
+from imagefolder_lmdb.convert import ConvertError as ConvertError  # noqa: E402
+from imagefolder_lmdb.convert import SplitOutputs as SplitOutputs  # noqa: E402
+from imagefolder_lmdb.convert import convert as convert  # noqa: E402
 
 # The module's own paths stay reachable through the name that now is the function (a host's
 # ``module ...: snakefile: imagefolder_lmdb.convert.SNAKEFILE`` keeps working).

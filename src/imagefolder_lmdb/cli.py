@@ -21,6 +21,10 @@ from importlib import metadata
 from typing import TYPE_CHECKING
 
 from imagefolder_lmdb.config.flags import CONVERT_FLAGS
+from imagefolder_lmdb.writing.hold_points import hold_point
+
+# The crash tests' moment while the command still imports (a Ctrl-C here: run/early_interrupt.py).
+hold_point("starting")
 
 if TYPE_CHECKING:
     from imagefolder_lmdb.run.request import ConvertArguments
@@ -87,6 +91,9 @@ def main(argv: list[str] | None = None) -> int:
         try:
             command = getattr(importlib.import_module(module), function or "main")
             from imagefolder_lmdb.remote.leaving import exit_code, leave_if_started, obstore_started
+            from imagefolder_lmdb.run.early_interrupt import started
+
+            started()  # from here a Ctrl-C is the command's to handle
         except KeyboardInterrupt:  # Ctrl-C while the command's modules import: still an interruption
             return stopped_while_starting()
 

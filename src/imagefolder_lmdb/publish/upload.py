@@ -256,6 +256,10 @@ def default_work() -> str:
     return os.path.join(cache, "imagefolder-lmdb", "publish")
 
 
+#: How an upload stopped by each forwarded signal is named, as the child names it (``_interrupted_line``).
+SIGNAL_WORD: dict[int, str] = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}
+
+
 def _interrupt(signum: int, frame: Any) -> None:
     raise UploadInterrupted(143)
 
@@ -326,6 +330,15 @@ def local_folder(destination: str, source: Any, work: str | None) -> str:
     return folder
 
 
+def after_forwarded_signal(signum: int, returncode: int, errors: str, url: str) -> str:
+    """What the upload child said when a forwarded signal ended it otherwise than by its own handling:
+    its error, or where the signal came before that handling was in place (the child still importing:
+    killed by it, or Python's traceback), a line of ours."""
+    if returncode > 0 and errors and "Traceback (most recent call last)" not in errors:
+        return errors
+    return f"{SIGNAL_WORD[signum]}: the upload to {url} was stopped as it started (no object)\n"
+
+
 def check_destination(destination: str) -> None:
     """PublishError naming why ``destination`` cannot take an upload (no such bucket, credentials
     refused, no answer), asked before the conversion starts: in a process of its own, as the upload."""
@@ -333,7 +346,7 @@ def check_destination(destination: str) -> None:
 
     command = [sys.executable, "-m", "imagefolder_lmdb.publish.preflight", destination]
     checked = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False)
-    if checked.returncode == 130:
+    if checked.returncode in (130, -signal.SIGINT):  # the terminal's Ctrl-C reached it (perhaps still importing)
         raise KeyboardInterrupt
     if checked.returncode != 0:
         raise PublishError(checked.stderr.strip() or f"{destination}: the check before converting failed")
@@ -353,7 +366,12 @@ def publish_splits(datasets: dict[str, str], destination: str, overwrite: bool) 
         options = ["--overwrite"] if overwrite else []
         child = subprocess.Popen([*command, *options], stderr=subprocess.PIPE, text=True, start_new_session=True)
 
-        def forward(signum: int, frame: Any, child: subprocess.Popen[str] = child) -> None:
+        forwarded: list[int] = []
+
+        def forward(
+            signum: int, frame: Any, child: subprocess.Popen[str] = child, forwarded: list[int] = forwarded
+        ) -> None:
+            forwarded.append(signum)
             child.send_signal(signum)  # the child aborts its upload, then exits 143
 
         previous = signal.signal(signal.SIGTERM, forward)
@@ -361,6 +379,7 @@ def publish_splits(datasets: dict[str, str], destination: str, overwrite: bool) 
             try:
                 _, errors = child.communicate()
             except KeyboardInterrupt:
+                forwarded.append(signal.SIGINT)
                 child.send_signal(signal.SIGINT)  # the child aborts its upload, then exits 130
                 _, errors = child.communicate()
         finally:
@@ -368,5 +387,8 @@ def publish_splits(datasets: dict[str, str], destination: str, overwrite: bool) 
         if child.returncode in (130, 143):
             sys.stderr.write(errors or "")
             raise UploadInterrupted(child.returncode)
+        if forwarded and child.returncode != 0:  # failing after the signal: an interruption all the same
+            sys.stderr.write(after_forwarded_signal(forwarded[0], child.returncode, errors or "", url))
+            raise UploadInterrupted(128 + forwarded[0])
         if child.returncode != 0:
             raise PublishError((errors or "").strip() or f"the upload of {path} to {url} failed")

@@ -13,6 +13,7 @@ HOLD_MARKER_ENV = "IMAGEFOLDER_LMDB_TEST_HOLD_MARKER"
 
 # In the order a conversion reaches them; "encode_shard" holds as "encode_shard:<shard>" (one shard's half).
 HOLD_POINTS: tuple[str, ...] = (
+    "starting",
     "plan",
     "recovered",
     "planned",

@@ -1,0 +1,68 @@
+"""A Ctrl-C while the command still imports (run/early_interrupt.py): which processes it guards, and
+that its lines are the ones a later Ctrl-C before any work prints. The signal itself lands in
+tests/workflow/test_every_moment.py, at the hold point "starting"."""
+
+from __future__ import annotations
+
+import signal
+
+import pytest
+
+from imagefolder_lmdb.publish.upload import after_forwarded_signal
+from imagefolder_lmdb.run import early_interrupt
+from imagefolder_lmdb.run.progress import interruption_lines
+
+
+@pytest.mark.parametrize(
+    ("script", "interpreter_argv", "guarded"),
+    [
+        ("/venv/bin/imagefolder-lmdb", ["/venv/bin/python", "/venv/bin/imagefolder-lmdb", "convert"], True),
+        ("/venv/Scripts/imagefolder-lmdb.exe", ["python.exe"], True),
+        ("-m", ["python", "-m", "imagefolder_lmdb.cli", "convert", "a", "b"], True),
+        ("-m", ["python", "-m", "imagefolder_lmdb.publish.upload", "f", "s3://b/k"], False),
+        ("-m", ["python", "-m", "pytest", "-m", "slow"], False),
+        ("train.py", ["python", "train.py"], False),  # a program that imports the reader
+        ("-c", ["python", "-c", "import imagefolder_lmdb"], False),
+        ("", ["python"], False),  # the interactive interpreter
+    ],
+)
+def test_only_the_command_is_guarded(script: str, interpreter_argv: list[str], guarded: bool) -> None:
+    assert early_interrupt.is_the_command(script, interpreter_argv) is guarded
+
+
+def test_its_lines_are_those_of_an_interruption_before_any_work() -> None:
+    assert list(early_interrupt.NOTHING_STARTED) == interruption_lines([])
+
+
+def test_an_ignored_sigint_stays_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A background job's command keeps ignoring SIGINT, as the rest of the command does."""
+    monkeypatch.setattr(early_interrupt, "is_the_command", lambda script, argv: True)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        early_interrupt.guard_the_start()
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        early_interrupt.guard_the_start()
+        assert signal.getsignal(signal.SIGINT) is early_interrupt.interrupted_while_starting
+        early_interrupt.started()
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+AS_IT_STARTED = "interrupted: the upload to s3://b/k was stopped as it started (no object)\n"
+REFUSED = "s3://b/k: the abort was refused (AccessDenied)\n"
+
+
+@pytest.mark.parametrize(
+    ("returncode", "errors", "said"),
+    [
+        (-signal.SIGINT, "", AS_IT_STARTED),  # killed before Python's handler
+        (1, "Traceback (most recent call last):\n  ...\nKeyboardInterrupt\n", AS_IT_STARTED),
+        (1, REFUSED, REFUSED),  # its own error after its own handling: kept
+    ],
+)
+def test_an_upload_child_ended_by_a_forwarded_signal_is_an_interruption(
+    returncode: int, errors: str, said: str
+) -> None:
+    assert after_forwarded_signal(signal.SIGINT, returncode, errors, "s3://b/k") == said
