@@ -174,6 +174,15 @@ def kill_group(process: subprocess.Popen) -> None:
     process.wait()
 
 
+def kill_tree(process: subprocess.Popen[str]) -> None:
+    """SIGKILL the command and every process under it, whichever group it runs in (a power cut)."""
+    pids = descendants(process.pid)  # the command first
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    process.communicate()
+
+
 def descendants(pid: int) -> list[int]:
     """``pid``'s children, theirs, and so on (from /proc), ``pid`` itself first."""
     children: dict[int, list[int]] = {}

@@ -35,7 +35,7 @@ from imagefolder_lmdb.reader.identity import meta_digest
 from imagefolder_lmdb.writing.hold_points import HOLD_POINTS
 from support.datasets import assert_same_dataset
 from support.images import make_images
-from support.workflow import descendants, snakemake_environment, wait_for_hold
+from support.workflow import kill_tree, snakemake_environment, wait_for_hold
 
 COMMAND = [sys.executable, "-m", "imagefolder_lmdb.cli", "convert"]
 OPTIONS = ["--shards", "1", "--cores", "1"]
@@ -106,15 +106,6 @@ def run(cwd: Path, command: list[str | Path]) -> subprocess.CompletedProcess[str
 def finished(result: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
     return result
-
-
-def kill_tree(process: subprocess.Popen[str]) -> None:
-    """SIGKILL the command and every process under it, whichever group it runs in (a power cut)."""
-    pids = descendants(process.pid)  # the command first
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    process.communicate()
 
 
 def assert_whole(outdir: Path, clean_outdir: Path, source: Path) -> None:

@@ -13,6 +13,7 @@ writes the marker file and waits there), never after a sleep.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -24,7 +25,7 @@ import pytest
 from support.datasets import assert_same_dataset
 from support.images import make_images
 from support.interrupting import StartedCommands
-from support.workflow import published, snakemake_environment, wait_for_hold
+from support.workflow import kill_tree, published, snakemake_environment, wait_for_hold
 
 COMMAND = [sys.executable, "-m", "imagefolder_lmdb.cli", "convert"]
 #: One split of 24 images in 2 shards, one job at a time: the held shard is the only one running.
@@ -222,3 +223,30 @@ def test_a_command_killed_outright_leaves_nothing_running(
         assert time.monotonic() < deadline, f"still running: {left_running(marker)}"
         time.sleep(0.1)
     assert not held_elsewhere(str(tmp_path / "out"))
+
+
+def test_a_killed_config_file_run_leaves_no_temporaries_behind(
+    commands: StartedCommands, source: Path, tmp_path: Path
+) -> None:
+    """A run from a config file owns no work folder before Snakemake starts, so its temporaries (its
+    own, Snakemake's and the jobs') are in $TMPDIR, named with its PID: after a SIGKILL of the whole
+    tree, the next run removes them, and only them ($TMPDIR is shared)."""
+    scratch = tmp_path / "tmp"
+    others = [
+        scratch / "imagefolder-lmdb-verify-x",
+        scratch / "someone-else",
+        scratch / f"imagefolder-lmdb-{os.getpid()}-x",
+    ]
+    for folder in others:  # another program's, a verify's, one whose owner (this test) is alive
+        folder.mkdir(parents=True)
+    config = {"results": "out", "work": "out/work", "splits": {"train": {"source": str(source), "shards": SHARDS}}}
+    (tmp_path / "config.yaml").write_text(json.dumps(config))
+    command: list[str | Path] = [*COMMAND, "--configfile", "config.yaml", "--cores", "1"]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TMPDIR", str(scratch))
+        process, _ = held(commands, tmp_path, command, "encode_shard:0")
+        left = [path.name for path in scratch.iterdir() if path not in others]
+        kill_tree(process)  # Snakemake too, in a process group of its own
+        assert left and all(name.startswith(f"imagefolder-lmdb-{process.pid}-") for name in left), left
+        finished(run(tmp_path, command))
+    assert sorted(scratch.iterdir()) == sorted(others), "the killed run's temporaries stayed, or another's went"

@@ -20,7 +20,15 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any, TextIO
 
-from imagefolder_lmdb.run.ownership import TEMPORARY_FOLDER, clear_temporaries, inherited_lock_fds, lock_environment
+from imagefolder_lmdb.run.ownership import (
+    SHARED_PREFIX,
+    TEMPORARY_FOLDER,
+    clear_abandoned_temporaries,
+    clear_temporaries,
+    inherited_lock_fds,
+    lock_environment,
+    shared_temporary_prefix,
+)
 from imagefolder_lmdb.run.workflow_folder import workflow_folder
 
 #: The packaged workflow: its Snakefile is what a host workflow's ``module`` may name, too.
@@ -128,7 +136,9 @@ def run_snakemake(command: list[str], verbose: bool = False, runs: Sequence[tupl
     interrupt or a ``kill`` sent it. ``runs``: (RunPaths, split names) to tell how far each split
     got where Snakemake could not (a second Ctrl-C). A dry run's output is Snakemake's, whole."""
     verbose = verbose or "--dry-run" in command or "-n" in command
-    with tempfile.TemporaryDirectory(prefix="imagefolder-lmdb-", dir=scratch_folder(runs)) as folder:
+    own = scratch_folder(runs)
+    prefix = SHARED_PREFIX if own is not None else shared_temporary_prefix()
+    with tempfile.TemporaryDirectory(prefix=prefix, dir=own) as folder:
         error_file, interrupt_file = os.path.join(folder, "error.txt"), os.path.join(folder, "interrupted.txt")
         environment = {**snakemake_environment(), ERROR_FILE_VARIABLE: error_file}
         environment[INTERRUPT_FILE_VARIABLE] = interrupt_file
@@ -168,9 +178,11 @@ def run_snakemake(command: list[str], verbose: bool = False, runs: Sequence[tupl
 def scratch_folder(runs: Sequence[tuple[Any, list[str]]]) -> str | None:
     """Where a run's temporaries go: ``{work}/.temporary`` of the run's work folder (this command holds
     OUTDIR's lock, so what a killed run left there is removed first), never another program's files in
-    the shared $TMPDIR; None (the $TMPDIR) for a run that does not own its folder (a config file's)."""
+    the shared $TMPDIR; None (the $TMPDIR, the folder named with this process's PID) for a run that
+    does not own its folder (a config file's)."""
     work = getattr(runs[0][0], "work", None) if runs else None
     if not inherited_lock_fds() or not isinstance(work, str) or not os.path.isdir(work):
+        clear_abandoned_temporaries(tempfile.gettempdir())  # named with their owner's PID: see there
         return None
     folder = os.path.join(work, TEMPORARY_FOLDER)
     clear_temporaries(work)
