@@ -233,7 +233,7 @@ def convert_parsed(args: argparse.Namespace, passed: list[str], parser: argparse
 def planned_and_run(args: argparse.Namespace, passed: list[str], parser: argparse.ArgumentParser, prog: str) -> int:
     """Plan, run, and say how it ended."""
     from imagefolder_lmdb.config.settings import SettingError
-    from imagefolder_lmdb.publish.destination import published, url_outdir
+    from imagefolder_lmdb.publish.destination import published, replaceable, url_outdir
     from imagefolder_lmdb.run.invocation import plan_run, run_planned
     from imagefolder_lmdb.run.launch import ConvertError, check_snakemake
     from imagefolder_lmdb.run.request import command_request, run_options
@@ -249,6 +249,7 @@ def planned_and_run(args: argparse.Namespace, passed: list[str], parser: argpars
         if args.configfile is not None and request is None:
             refuse_settings_with_configfile(args)
         run = plan_run(request, None if request else args.outdir, args.work, args.configfile, options)
+        run = replaceable(run, destination, args.overwrite)  # before converting, not after
         published(run_planned(run, args.clean, bool(passed), args.verbose), destination, args.overwrite)
     except SettingError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)

@@ -24,7 +24,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from imagefolder_lmdb.publish.destination import published, url_outdir
+from imagefolder_lmdb.publish.destination import published, replaceable, url_outdir
 from imagefolder_lmdb.run.invocation import plan_run, run_planned
 from imagefolder_lmdb.run.launch import PROFILES, SNAKEFILE, WORKFLOW, ConvertError, Interrupted, interruptible_call
 from imagefolder_lmdb.run.outputs import SplitOutputs
@@ -90,4 +90,5 @@ def convert(
     with interruptible_call(), owning_outdirs(), predicate_importable(config, is_valid_file, configfile):
         request = command_request(arguments, python_settings(config, shards, is_valid_file), cli=False)
         run = plan_run(request, outdir, work, configfile, run_options(cores, profile, snakemake_args))
+        run = replaceable(run, destination, overwrite)  # before converting, not after
         return published(run_planned(run, clean, bool(snakemake_args), verbose, python=True), destination, overwrite)

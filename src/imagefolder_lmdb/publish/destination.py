@@ -7,10 +7,14 @@ ConvertError (run/launch.py), which the command line and ``convert()`` already r
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from imagefolder_lmdb.run.launch import ConvertError, check_snakemake
 from imagefolder_lmdb.run.outputs import SplitOutputs
+from imagefolder_lmdb.run.paths import RunPaths
+
+if TYPE_CHECKING:
+    from imagefolder_lmdb.run.invocation import Run
 
 PathLike = str | os.PathLike[str]
 
@@ -38,6 +42,42 @@ def url_outdir(
     except (PublishError, ValueError) as exc:
         raise ConvertError(str(exc), 1) from None
     return outdir, folder, None
+
+
+def replaceable(run: Run, destination: str | None, overwrite: bool) -> Run:
+    """``run``, once the objects it will upload to ``destination`` may take what it makes: one made
+    from another source or with other settings is refused without --overwrite here, before the
+    conversion (hours, on ImageNet), by the rule the upload applies again at the end."""
+    if destination is None or overwrite or run.config is None:
+        return run
+    from imagefolder_lmdb.publish.upload import PublishError, check_destination
+
+    try:
+        check_destination(destination, planned_documents(run.config))
+    except PublishError as exc:
+        raise ConvertError(str(exc), 1) from None
+    return run
+
+
+def planned_documents(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each split's meta as far as the replace rule reads it (publish/replace_rule.py): what the
+    plan recorded it is made from (work/<split>/made_from.json), its encode settings and source."""
+    # here, not at the top: made_from imports the sources, and importing the package imports this module
+    from imagefolder_lmdb.config.schema import load_schema, section_defaults
+    from imagefolder_lmdb.run.made_from import CHANGED_GROUPS, read_json_or_none
+    from imagefolder_lmdb.run.workflow_folder import workflow_folder
+
+    schema = load_schema(str(workflow_folder() / "config" / "schema.yaml"))
+    encode = {**section_defaults(schema, "encode"), **config.get("encode", {})}  # the config names what differs
+    paths = RunPaths(config["results"], config["work"])
+    planned = {}
+    for name, split in config["splits"].items():
+        made_from = read_json_or_none(paths.made_from(name))
+        if isinstance(made_from, dict):
+            made_from.pop(CHANGED_GROUPS, None)
+            source = {"path": split["source"], "inside": split.get("root")}
+            planned[name] = {"made_from": made_from, "settings": {"encode": encode}, "source": source}
+    return planned
 
 
 def published(outputs: dict[str, SplitOutputs], destination: str | None, overwrite: bool) -> dict[str, SplitOutputs]:

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Before a conversion to a URL starts: can this bucket be written with these credentials?
 
-    python -m imagefolder_lmdb.publish.preflight s3://bucket/prefix
+    python -m imagefolder_lmdb.publish.preflight s3://bucket/prefix [--replacing PLANNED.json]
 
 A missing bucket, refused credentials or an endpoint that does not answer are named here, in a
 second, not after hours of converting. The prefix is listed (a missing bucket: S3 servers answer
@@ -11,16 +11,25 @@ only credentials allowed to write can do. Through obstore (profiles, instance ro
 ``az://``) nothing can be written without leaving it: the listing alone is checked.
 
 A process of its own, as the upload is: obstore never runs in ``convert``'s process (remote/client.py).
-Exit 0: ready; 1: the problem on stderr, one line.
+With ``--replacing``, once the conversion is planned: each split's object under the prefix is held
+to the replace rule (publish/replace_rule.py) against the meta the planned file will have (a JSON
+object: split -> that meta's ``made_from``, ``settings`` and ``source``), so that a dataset made from
+another source or with other settings is refused without --overwrite before converting, not after.
+
+Exit 0: ready; 1: the problem on stderr, one line each.
 """
 
 from __future__ import annotations
 
+import json
 import sys
+from pathlib import Path
+from typing import Any
 
 from imagefolder_lmdb.publish.s3_multipart import Credentials, S3Multipart, S3RequestError
 from imagefolder_lmdb.remote.listing import listed, store_and_prefix
 
+USAGE = "python -m imagefolder_lmdb.publish.preflight s3://bucket/prefix [--replacing PLANNED.json]"
 #: The key the write check starts (and aborts) an upload on, under the prefix.
 PROBE_NAME = ".imagefolder-lmdb-write-check"
 
@@ -44,19 +53,39 @@ def check_writable(destination: str) -> None:
         probe.abort()  # nothing of the check stays (a refused create left nothing to abort)
 
 
+def check_replaceable(destination: str, planned: dict[str, dict[str, Any]]) -> None:
+    """PublishError naming each split whose object at ``destination`` the conversion planned
+    (``planned``: split -> the meta the local file will have, as far as the replace rule reads it)
+    may not replace without --overwrite: made from another source or with other settings."""
+    from imagefolder_lmdb.publish.replace_rule import PublishError, existing, replace_problem
+
+    problems = []
+    for split, local in planned.items():
+        url = f"{destination.rstrip('/')}/{split}.lmdb"
+        found = existing(url)
+        problem = None if found is None else replace_problem(url, found, local)
+        if problem is not None:
+            problems.append(problem)
+    if problems:
+        raise PublishError("\n".join(problems))
+
+
 def main(argv: list[str] | None = None) -> int:
+    from imagefolder_lmdb.publish.replace_rule import PublishError
     from imagefolder_lmdb.remote.client import allow_in_process
 
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print("usage: python -m imagefolder_lmdb.publish.preflight s3://bucket/prefix", file=sys.stderr)
+    if len(args) not in (1, 3) or (len(args) == 3 and args[1] != "--replacing"):
+        print(f"usage: {USAGE}", file=sys.stderr)
         return 2
     allow_in_process()  # a process of its own that forks nothing
     try:
         check_writable(args[0])
+        if len(args) == 3:
+            check_replaceable(args[0], json.loads(Path(args[2]).read_text()))
     except KeyboardInterrupt:
         return 130
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, PublishError) as exc:
         print(str(exc), file=sys.stderr)
         return 1
     return 0

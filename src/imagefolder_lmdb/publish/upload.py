@@ -24,6 +24,7 @@ own so that obstore never runs in a process that may fork afterwards; remote/cli
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import sys
@@ -339,13 +340,21 @@ def after_forwarded_signal(signum: int, returncode: int, errors: str, url: str) 
     return f"{SIGNAL_WORD[signum]}: the upload to {url} was stopped as it started (no object)\n"
 
 
-def check_destination(destination: str) -> None:
+def check_destination(destination: str, planned: dict[str, dict[str, Any]] | None = None) -> None:
     """PublishError naming why ``destination`` cannot take an upload (no such bucket, credentials
-    refused, no answer), asked before the conversion starts: in a process of its own, as the upload."""
+    refused, no answer), asked before the conversion starts: in a process of its own, as the upload.
+    ``planned`` (split -> the planned file's meta, once the conversion is planned): also each object
+    there that it may not replace without --overwrite (publish/preflight.py ``check_replaceable``)."""
     import subprocess
+    import tempfile
 
     command = [sys.executable, "-m", "imagefolder_lmdb.publish.preflight", destination]
-    checked = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False)
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as listed:
+        if planned is not None:
+            json.dump(planned, listed)
+            listed.flush()
+            command += ["--replacing", listed.name]
+        checked = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False)
     if checked.returncode in (130, -signal.SIGINT):  # the terminal's Ctrl-C reached it (perhaps still importing)
         raise KeyboardInterrupt
     if checked.returncode != 0:
