@@ -1,19 +1,22 @@
 """A harness that tries every moment (issue 49): for each hold point of HOLD_POINTS a conversion
 reaches, each action in {SIGKILL of the process tree, SIGINT, a second ``convert`` into the same
-OUTDIR with another source, or with other settings}, and each scenario (a first conversion into an
-empty OUTDIR; an ``--overwrite`` of another source's dataset there), a small conversion runs to that
-point, the action lands there, everything finishes, and the invariants hold:
+OUTDIR with another source, or with other settings}, and each scenario (below), a small conversion
+runs to that point, the action lands there, everything finishes, and the invariants hold:
 
 - a command that exits 0 leaves OUTDIR holding its own source's conversion (records, meta and
   ``made_from``), with a verify report naming that file; one that did not do its work exits non-zero;
 - after an interruption the same command finishes with the records and meta of an uninterrupted run
   (``created`` aside), its verify report naming the file present, no part LMDB or temporary left.
 
-A point added to HOLD_POINTS is covered here without a new test. An --overwrite run reaches set-aside
-(and, rerun after a kill there, puts the old dataset back and replaces it again: recovered); put-back
-(after a failed --overwrite) and the upload's points are tried by their own tests (test_front_door.py,
-test_publish.py). ``make test`` runs the first scenario with the first three actions (~3.5 min on 2
-cores); ``IMAGEFOLDER_LMDB_EVERY_MOMENT=full`` (``.ci/run``, after ``make test``) runs the whole matrix.
+A point added to HOLD_POINTS is covered here without a new test. Three scenarios: a first
+conversion into an empty OUTDIR; an ``--overwrite`` of another source's dataset there (it alone
+reaches set-aside); a publish (OUTDIR a URL on the session's SeaweedFS, ``--work`` the local
+folder: it alone reaches the upload's points, and its object must be the local file, with no
+pending upload left). Two points need a first failure to be reached at all: put-back (an
+--overwrite that failed) and recovered (the rerun after a kill between set-aside and success),
+tried by test_front_door.py. ``make test`` runs a sample (a first conversion with the first three
+actions, a publish killed at each upload point: ~4 min on 2 cores); ``IMAGEFOLDER_LMDB_EVERY_MOMENT=full``
+(``.ci/run``, after ``make test``) runs the whole matrix.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ import shutil
 import signal
 import subprocess
 import sys
+import urllib.request
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -39,12 +44,14 @@ from support.workflow import kill_tree, snakemake_environment, wait_for_hold
 
 COMMAND = [sys.executable, "-m", "imagefolder_lmdb.cli", "convert"]
 OPTIONS = ["--shards", "1", "--cores", "1"]
-ELSEWHERE = {"put-back", "recovered", "upload-part", "upload-complete"}
+ELSEWHERE = {"put-back", "recovered"}
+#: The points only a publish (OUTDIR a URL) reaches; it reaches the others as a first conversion does.
+UPLOAD = {"upload-part", "upload-complete"}
 MOMENTS = [("encode_shard:0" if point == "encode_shard" else point) for point in HOLD_POINTS if point not in ELSEWHERE]
 ACTIONS = ["sigkill", "sigint", "second", "second-settings"]
-SCENARIOS = ["fresh", "overwrite"]
+SCENARIOS = ["fresh", "overwrite", "publish"]
 #: What ``make test`` runs of the matrix; the rest with IMAGEFOLDER_LMDB_EVERY_MOMENT=full (.ci/run).
-SAMPLE = {("fresh", "sigkill"), ("fresh", "sigint"), ("fresh", "second")}
+SAMPLE = {("fresh", "sigkill"), ("fresh", "sigint"), ("fresh", "second"), ("publish", "sigkill")}
 FULL = os.environ.get("IMAGEFOLDER_LMDB_EVERY_MOMENT") == "full"
 
 
@@ -126,9 +133,19 @@ def assert_whole(outdir: Path, clean_outdir: Path, source: Path) -> None:
     assert not temporaries.exists() or list(temporaries.iterdir()) == [], "a killed run's temporaries stayed"
 
 
+def reached(scenario: str, moment: str) -> bool:
+    """Whether ``scenario`` reaches ``moment`` where no other scenario tries it as well: a first
+    conversion sets nothing aside, and a publish converts as a first conversion does."""
+    if moment == "set-aside":
+        return scenario == "overwrite"
+    return (scenario == "publish") == (moment in UPLOAD)
+
+
 @pytest.mark.parametrize("action", ACTIONS)
-@pytest.mark.parametrize("moment", MOMENTS)
-@pytest.mark.parametrize("scenario", SCENARIOS)
+@pytest.mark.parametrize(
+    ("scenario", "moment"),
+    [(scenario, moment) for scenario in SCENARIOS for moment in MOMENTS if reached(scenario, moment)],
+)
 def test_every_moment(
     scenario: str,
     moment: str,
@@ -142,13 +159,16 @@ def test_every_moment(
         pytest.skip("the full matrix runs with IMAGEFOLDER_LMDB_EVERY_MOMENT=full (.ci/run, after make test)")
     if action.startswith("second") and moment in ("starting", "plan"):
         pytest.skip(f"nothing is written yet at {moment}: the second command is the owner")
-    if scenario == "fresh" and moment == "set-aside":
-        pytest.skip("a first conversion sets nothing aside")
     one, two = sources
     command = [*COMMAND, one, "out", *OPTIONS]
     if scenario == "overwrite":
         shutil.copytree(request.getfixturevalue("held_by_two"), tmp_path / "out", symlinks=True)
         command.append("--overwrite")
+    url = None
+    if scenario == "publish":  # converted in OUTDIR's place (--work), then uploaded
+        request.getfixturevalue("s3_env").put("datasets", "probe", b"")  # the bucket exists
+        url = f"s3://datasets/{uuid.uuid4().hex}"
+        command = [*COMMAND, one, url, "--work", tmp_path / "out", *OPTIONS]
     with started(tmp_path, command, moment) as (process, marker):
         wait_for_hold(marker, process, timeout=300)  # type: ignore[arg-type]
         if action == "sigkill":
@@ -158,17 +178,35 @@ def test_every_moment(
             _, stderr = process.communicate(timeout=300)
             if process.returncode != 0:  # it may have finished first: 0 and its work done
                 assert process.returncode == 130, stderr[-3000:]
-                assert "Traceback" not in stderr and "Run the same command again" in stderr
+                assert "Traceback" not in stderr and "the same command" in stderr, stderr  # how to go on
         else:
             source, settings = (two, []) if action == "second" else (one, ["--quality", "80"])
-            second = run(tmp_path, [*COMMAND, source, "out", *OPTIONS, *settings])
+            second = run(tmp_path, [*command[: len(COMMAND)], source, *command[len(COMMAND) + 1 :], *settings])
             assert second.returncode != 0, "a second command into a held OUTDIR must be refused"
             assert "another conversion is writing into" in second.stderr
             marker.unlink()  # released: the first goes on and must finish with its own work
             stdout, stderr = process.communicate(timeout=300)
             assert process.returncode == 0, (stdout + stderr)[-3000:]
             assert_whole(tmp_path / "out", clean, one)
+            assert_published(url, tmp_path / "out")
             return
     again = finished(run(tmp_path, command))
     assert "Traceback" not in again.stderr
     assert_whole(tmp_path / "out", clean, one)
+    assert_published(url, tmp_path / "out")
+
+
+def assert_published(url: str | None, outdir: Path) -> None:
+    """A publish's object is the local file of the command that exited 0, with no pending upload left."""
+    if url is None:
+        return
+    from imagefolder_lmdb.publish.s3_multipart import Credentials, S3Multipart
+
+    credentials = Credentials.from_environment()
+    assert credentials is not None
+    bucket, key = f"{url}/train.lmdb".removeprefix("s3://").split("/", 1)
+    upload = S3Multipart(bucket, key, credentials)
+    assert [found for found in upload.pending() if found.key == key] == [], "a pending upload was left"
+    endpoint = os.environ["AWS_ENDPOINT_URL"]
+    with urllib.request.urlopen(f"{endpoint}/{bucket}/{key}", timeout=30) as response:
+        assert response.read() == (outdir / "train.lmdb").read_bytes()
