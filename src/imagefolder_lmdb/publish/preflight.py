@@ -11,7 +11,7 @@ only credentials allowed to write can do. Through obstore (profiles, instance ro
 ``az://``) nothing can be written without leaving it: the listing alone is checked.
 
 A process of its own, as the upload is: obstore never runs in ``convert``'s process (remote/client.py).
-With ``--replacing``, once the conversion is planned: each split's object under the prefix is held
+With ``--replacing``, once the conversion is planned: instead, each split's object under the prefix is held
 to the replace rule (publish/replace_rule.py) against the meta the planned file will have (a JSON
 object: split -> that meta's ``made_from``, ``settings`` and ``source``), so that a dataset made from
 another source or with other settings is refused without --overwrite before converting, not after.
@@ -80,9 +80,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     allow_in_process()  # a process of its own that forks nothing
     try:
-        check_writable(args[0])
-        if len(args) == 3:
+        if len(args) == 3:  # the second call of a publish: the bucket was checked by the first
             check_replaceable(args[0], json.loads(Path(args[2]).read_text()))
+        else:
+            check_writable(args[0])
     except KeyboardInterrupt:
         return 130
     except (OSError, ValueError, PublishError) as exc:
