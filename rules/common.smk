@@ -8,7 +8,6 @@ import time
 from snakemake.utils import min_version
 
 from imagefolder_lmdb.config.check import (
-    FILE_SET_LAYOUTS,
     check_config,
     labels_member,
     shipped_devkit,
@@ -26,6 +25,7 @@ from imagefolder_lmdb.run.paths import SHARD, RunPaths
 from imagefolder_lmdb.run.progress import register as register_progress
 from imagefolder_lmdb.run.progress import stop_board
 from imagefolder_lmdb.run.rule_table import TIMED_RULES
+from imagefolder_lmdb.sources import input_files
 from imagefolder_lmdb.work.files import shard_name
 
 min_version("9.0")
@@ -121,13 +121,9 @@ def folder_stamp(wildcards) -> str | None:
 
 
 def source_files(wildcards) -> list[str]:
-    """Rule extract's input: the folder or archive, or every shard of a webdataset/parquet split."""
-    split = split_config(wildcards)
-    if split["layout"] not in FILE_SET_LAYOUTS:
-        return [split["source"]]
-    from imagefolder_lmdb.sources.source_files import source_files
-
-    return source_files(split["source"])
+    """Rule extract's input, as the split's kind of source names it (sources.input_files): the
+    folder or archive, or every file of a set of source files (webdataset, parquet)."""
+    return input_files(split_config(wildcards))
 
 
 # Each rule's params: its split's settings (src/imagefolder_lmdb/config/step_settings.py), made from
