@@ -293,7 +293,7 @@ def test_a_missing_bucket_is_named_before_anything_is_converted(
     assert not work.exists() and "Snakemake" not in refused.stdout + refused.stderr  # nothing was converted
 
 
-def test_info_of_a_prefix_lists_its_datasets(converted: Converted, s3_env: Seaweed) -> None:
+def test_info_and_verify_of_a_prefix_take_each_dataset_under_it(converted: Converted, s3_env: Seaweed) -> None:
     folder = uuid.uuid4().hex
     data = converted.lmdb.read_bytes()
     urls = [s3_env.put("datasets", f"{folder}/imagenet/{split}.lmdb", data) for split in ("train", "val")]
@@ -308,6 +308,9 @@ def test_info_of_a_prefix_lists_its_datasets(converted: Converted, s3_env: Seawe
     assert [entry["file"] for entry in json.loads(listed.stdout)["datasets"]] == urls, listed.stderr
     empty = subprocess.run([CLI, "info", f"s3://datasets/{folder}/"], capture_output=True, text=True, check=False)
     assert empty.returncode == 1 and f"s3://datasets/{folder}/: no .lmdb object under this prefix" in empty.stderr
+    checked = subprocess.run([CLI, "verify", f"s3://datasets/{folder}/imagenet"], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert all(url in checked.stdout for url in urls), checked.stdout  # each dataset, not the prefix as one
 
 
 def test_a_killed_upload_is_aborted_by_the_next_publish_and_another_is_only_named(

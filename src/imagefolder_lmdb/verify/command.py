@@ -100,7 +100,11 @@ def run(path: str, sample: int, full: bool, seed: int, report_path: str | None, 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     parser = argparse.ArgumentParser(prog=prog, description="Check an imagefolder-lmdb dataset.")
-    parser.add_argument("path", help="the .lmdb file, or its URL (s3://, gs://, az://, http(s)://; pip extra [remote])")
+    parser.add_argument(
+        "path",
+        help="the .lmdb file, a folder of them (OUTDIR), a URL (s3://, gs://, az://, http(s)://; pip extra [remote]) "
+        "or a prefix of them (s3://b/imagenet)",
+    )
     parser.add_argument("--full", action="store_true", help="decode and checksum every record")
     parser.add_argument("--sample", type=int, default=64, help="records checked without --full (default 64)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random sample")
@@ -111,8 +115,8 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         allow_in_process()  # this command forks no workers: obstore may run in it
     from imagefolder_lmdb.verify.datasets import InfoError, datasets_in
 
-    try:  # a folder (OUTDIR): each dataset in it, as ``info OUTDIR`` reads each
-        paths = [args.path] if is_url(args.path) else datasets_in(args.path)
+    try:  # a folder (OUTDIR) or a prefix (s3://b/imagenet): each dataset in it, as ``info`` reads each
+        paths = datasets_in(args.path)
     except InfoError as exc:
         print(f"{prog or 'verify'}: {exc}", file=sys.stderr)
         return 1
