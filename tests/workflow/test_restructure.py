@@ -7,13 +7,14 @@ for byte, apart from the creation time."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from imagefolder_lmdb.reader import LMDBDataset
-from support import REPO
+from support import BIN, REPO
 from support.archives import make_tar, make_zip
 from support.datasets import every_key_and_value, without_later_additions
 from support.ilsvrc import make_train_tar, make_val_split
@@ -103,7 +104,9 @@ def test_output_is_byte_identical_to_the_workflow_before_the_package(image_tree:
 #: It was itself byte-identical, by this same test, to 4437b24, where the floor plan of issue 42 started
 #: (settings one object per rule, a source kind one module), and that to 49bd12b, the last commit
 #: before the package was grouped into subpackages (issue 29).
-BEFORE_HOUSE = "e2ffe91ed2b3b00c572cd6386f06d1b68a6908c5"
+#: The last commit before sources became two axes (issue 52: where the bytes are x how labels are
+#: found). It was itself byte-identical, by this test, to e2ffe91, the commit issue 51 started from.
+BEFORE_AXES = "d783f5df2e7b4198ee8d2e076f8d94dbb329a915"
 #: Sizes kept small: every kind of source is converted twice, by the workflow then and now.
 WDS_PER_FILE, PARQUET_ROWS, PARQUET_GROUP = 15, 10, 4
 
@@ -143,14 +146,15 @@ def every_kind_of_source(tree: Path, base: Path) -> dict[str, dict[str, Any]]:
     }
 
 
-def test_every_kind_of_source_is_byte_identical_to_the_workflow_before_issue_51(
+def test_every_kind_of_source_is_byte_identical_to_the_workflow_before_the_two_axes(
     image_tree: Path, tmp_path: Path
 ) -> None:
     """Every record and meta value, byte for byte, the creation time apart; the earlier workflow
-    runs with its own package (its rules import it), not today's."""
+    runs with its own package (its rules import it), not today's. Its work folder, given to today's
+    workflow, reruns nothing."""
     splits = every_kind_of_source(image_tree, tmp_path / "sources")
     before, now = tmp_path / "before", tmp_path / "now"
-    snakefile = workflow_before(tmp_path / "repo-before", BEFORE_HOUSE)
+    snakefile = workflow_before(tmp_path / "repo-before", BEFORE_AXES)
     skip_bad = {"encode": {"on_error": "skip"}}  # Kaggle's zip holds a truncated JPEG
     convert_with(snakefile, before, splits, package=snakefile.parent / "src", **skip_bad)
     convert_with(REPO / "Snakefile", now, splits, **skip_bad)
@@ -164,3 +168,6 @@ def test_every_kind_of_source_is_byte_identical_to_the_workflow_before_issue_51(
         assert items_now.keys() == items_before.keys(), split
         assert all(items_now[key] == items_before[key] for key in items_now), f"{split}: a record or meta array differs"
         assert len(LMDBDataset(now / "results" / f"{split}.lmdb")) > 0, split
+    command = [BIN / "snakemake", "-s", REPO / "Snakefile", "-d", before, "--configfile", before / "config.yaml"]
+    dry = subprocess.run([*map(str, command), "--cores", "2", "--dry-run"], capture_output=True, text=True, check=False)
+    assert dry.returncode == 0 and "Nothing to be done" in dry.stdout + dry.stderr, (dry.stdout + dry.stderr)[-3000:]

@@ -18,12 +18,14 @@ from imagefolder_lmdb.config.problems import ConfigError, KeyPath, Problem, key_
 from imagefolder_lmdb.config.schema import schema_problems
 from imagefolder_lmdb.config.shards import shards_allowed
 from imagefolder_lmdb.config.yaml_nodes import duplicate_keys
-from imagefolder_lmdb.sources import kind_of_layout, source_file_layouts, source_file_suffixes
+from imagefolder_lmdb.sources import kind_of_layout, source_file_suffixes
+from imagefolder_lmdb.sources.labelling import LabelFile
+from imagefolder_lmdb.sources.layouts import file_set_layouts, layout_named
 from imagefolder_lmdb.sources.missing_paths import missing_path_hint, taken_from
 from imagefolder_lmdb.sources.source_files import SourceFilesError
 
-#: Layouts whose source is a set of source files (the kinds that say so: sources/__init__.py).
-FILE_SET_LAYOUTS = source_file_layouts()
+#: Layouts whose source is a set of source files (sources/layouts.py).
+FILE_SET_LAYOUTS = file_set_layouts()
 SOURCE_FILE_SUFFIXES = source_file_suffixes()
 ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".zip")
 
@@ -167,9 +169,14 @@ def label_problems(name: str, split: dict[str, Any], config: dict[str, Any]) -> 
     return [problem for check in checks for problem in check(name, split, config)]
 
 
+def labelled_by_file(split: dict[str, Any]) -> bool:
+    """Whether the split's images get their labels from a label file (ILSVRC val's devkit or CSV)."""
+    return isinstance(layout_named(split["layout"]).labelling, LabelFile)
+
+
 def shipped_devkit_problem(name: str, split: dict[str, Any], config: dict[str, Any]) -> list[Problem]:
     """``devkit: imagenet1k`` names the labels' classes; ILSVRC val labels need the ground truth."""
-    if split["layout"] != "ilsvrc-val" or not is_shipped(split["devkit"]):
+    if not labelled_by_file(split) or not is_shipped(split["devkit"]):
         return []
     from imagefolder_lmdb.sources.ilsvrc import SHIPPED_NOT_GROUND_TRUTH
 
@@ -194,7 +201,7 @@ def missing_label_files(name: str, split: dict[str, Any], config: dict[str, Any]
 
 
 def missing_labels(name: str, split: dict[str, Any], config: dict[str, Any]) -> list[Problem]:
-    if split["layout"] != "ilsvrc-val" or split["devkit"] is not None or split["val_labels"] is not None:
+    if not labelled_by_file(split) or split["devkit"] is not None or split["val_labels"] is not None:
         return []
     text = (
         "layout ilsvrc-val needs the labels: set devkit (ILSVRC2012_devkit_t12.tar.gz) or val_labels "
@@ -219,8 +226,9 @@ def extra_problems(name: str, split: dict[str, Any], config: dict[str, Any]) -> 
     import importlib.util
 
     wanted = []
-    if split["layout"] == "parquet":
-        wanted.append(("layout", EXTRAS["parquet"]))
+    kind = layout_named(split["layout"]).bytes.kind
+    if kind in EXTRAS:  # a kind of source files read with a package of an extra
+        wanted.append(("layout", EXTRAS[kind]))
     if split["devkit"] is not None and not is_shipped(split["devkit"]):
         wanted.append(("devkit", EXTRAS["devkit"]))
     return [
@@ -243,7 +251,8 @@ def listing_problems(name: str, split: dict[str, Any], config: dict[str, Any]) -
     given = [key for key in ("extensions", "allow_empty", "is_valid_file") if split[key] not in (None, False)]
     key = ("splits", name, given[0])
     source = split["source"]
-    if split["layout"] != "imagefolder" or not isinstance(source, str) or not os.path.isdir(source):
+    takes_options = layout_named(split["layout"]).listing_options
+    if not takes_options or not isinstance(source, str) or not os.path.isdir(source):
         if isinstance(source, str) and not os.path.exists(source):
             return []  # source_problems names the missing path
         return [

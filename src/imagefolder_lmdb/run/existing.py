@@ -24,6 +24,7 @@ from imagefolder_lmdb.run.made_from import KEY as MADE_FROM
 from imagefolder_lmdb.run.made_from import VERSION as MADE_FROM_VERSION
 from imagefolder_lmdb.run.made_from import Verdict, classes_in_words, recipe, recipe_differences
 from imagefolder_lmdb.run.paths import RunPaths
+from imagefolder_lmdb.sources.layouts import DEFAULT_LAYOUT, layout_named
 
 
 class OutputsError(ValueError):
@@ -166,7 +167,8 @@ def unlisted_classes(config: dict[str, Any], classes: list[str]) -> dict[str, li
     known, found = set(classes), {}
     for name, split in config["splits"].items():
         folder = split["source"]
-        if split.get("layout", "imagefolder") != "imagefolder" or not isinstance(folder, str):
+        classes_are_folders = layout_named(split.get("layout", DEFAULT_LAYOUT)).labelling.classes_are_folders
+        if not classes_are_folders or not isinstance(folder, str):
             continue
         folder = os.path.join(folder, split["root"]) if split.get("root") else folder
         if os.path.isdir(folder):

@@ -23,6 +23,7 @@ from imagefolder_lmdb.classes.lists import is_shipped, shipped_path
 from imagefolder_lmdb.classes.plan import ClassPlan, ClassSource
 from imagefolder_lmdb.run.paths import RunPaths
 from imagefolder_lmdb.sources import input_files, kind_of_layout, kind_recipe
+from imagefolder_lmdb.sources.layouts import LAYOUTS
 from imagefolder_lmdb.sources.listing_options import ListingOptions
 from imagefolder_lmdb.sources.source_files import SourceFilesError
 from imagefolder_lmdb.sources.source_record import SourceRecord, file_digest, record_files, record_folder
@@ -183,7 +184,8 @@ def same_class_names(old: Any, new: Any, now: dict[str, Any], dataset_classes: A
 
 def folder_classes(recipe: dict[str, Any]) -> list[str] | None:
     """The class folders an ImageFolder source's listing finds (None where another layout decides)."""
-    if recipe.get("layout") != "imagefolder" or not isinstance(recipe.get("source"), str):
+    known = LAYOUTS.get(str(recipe.get("layout")))  # a recipe read from a dataset: any value
+    if known is None or not known.labelling.classes_are_folders or not isinstance(recipe.get("source"), str):
         return None
     folder = os.path.join(recipe["source"], *(recipe.get("root") or "").split("/"))
     try:

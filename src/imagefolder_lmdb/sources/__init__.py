@@ -18,10 +18,10 @@ and merge.
 
 What ImageFolder would see in a tree of paths (classes, order, wrappers, macOS files) is
 sources/tree.py; ILSVRC2012 val labelling is sources/ilsvrc_val.py; naming integer labels is
-sources/labelled.py. To add a source: write a ``Source`` subclass (and its reader, unless one of
-these reads its locations) in a module of its own, add it to ``SOURCES`` (first match wins), and
-a layout that picks it to the schema's ``layout`` enum (config/schema.yaml). The rest of the
-workflow asks the kinds through the functions below, never by a kind's name.
+sources/labelled.py. A split's layout names a pair, where its bytes are (one of these kinds, or
+whichever the path is) and how its images get their labels (sources/labelling.py), in one table:
+sources/layouts.py. The rest of the workflow asks the kinds through the functions below, never by
+a kind's name; docs/architecture.md says how to add where bytes are and how labels are found.
 """
 
 from __future__ import annotations
@@ -31,13 +31,14 @@ from typing import Any
 from imagefolder_lmdb.sources.base import Request, SampleReader, Source
 from imagefolder_lmdb.sources.folder import FolderSource
 from imagefolder_lmdb.sources.indexed_archive import IndexedArchiveSource
+from imagefolder_lmdb.sources.layouts import DEFAULT_LAYOUT, LAYOUTS
 from imagefolder_lmdb.sources.parquet import ParquetSource
 from imagefolder_lmdb.sources.unpacked import UnpackedSource
 from imagefolder_lmdb.sources.webdataset import WebDatasetSource
 from imagefolder_lmdb.work.files import ManifestHeader
 
-#: Every kind of source, in the order ``claiming_source`` asks them (the first that claims a source
-#: reads it): the kinds picked by layout first (a set of source files), the others by what the path is.
+#: Every kind of source; ``claiming_source`` asks those the path decides in this order (the first
+#: that claims a source reads it).
 SOURCES: list[type[Source]] = [WebDatasetSource, ParquetSource, IndexedArchiveSource, FolderSource, UnpackedSource]
 
 
@@ -46,8 +47,10 @@ class UnknownSourceKindError(RuntimeError):
 
 
 def claiming_source(request: Request) -> Source:
-    """The kind of source that reads ``request.source`` (rule extract)."""
-    return next(kind for kind in SOURCES if kind.claims(request))()
+    """The kind of source that reads ``request.source`` (rule extract): the one its layout's bytes
+    always are (a set of source files), else the first whose ``claims`` takes the path."""
+    kind = kind_of_layout(request.layout)
+    return kind() if kind is not None else next(kind for kind in SOURCES if kind.claims(request))()
 
 
 def source_of_kind(kind: str) -> Source:
@@ -71,14 +74,11 @@ def open_sample_reader(header: ManifestHeader) -> SampleReader:
 
 
 def kind_of_layout(layout: str) -> type[Source] | None:
-    """The kind a layout picks whatever the source is (a set of source files); None for the layouts
-    whose kind the path decides (a folder, an archive)."""
-    return next((source for source in SOURCES if source.layout == layout), None)
-
-
-def source_file_layouts() -> tuple[str, ...]:
-    """The layouts whose source is a set of source files (a list, a glob, a brace pattern)."""
-    return tuple(source.layout for source in SOURCES if source.layout is not None)
+    """The kind a layout's bytes always are, whatever the source is (a set of source files); None for
+    the layouts whose kind the path decides (a folder, an archive)."""
+    known = LAYOUTS.get(layout)  # the config's checks name one that is not
+    kind = None if known is None else known.bytes.kind
+    return None if kind is None else next(source for source in SOURCES if source.kind == kind)
 
 
 def source_file_suffixes() -> tuple[str, ...]:
@@ -94,7 +94,7 @@ def input_files(split: dict[str, Any]) -> list[str]:
 
 def image_estimate(split: dict[str, Any]) -> int | None:
     """The split's images before it is listed (``Source.image_estimate``); None: no estimate."""
-    kind = kind_of_layout(split.get("layout", "imagefolder")) or Source
+    kind = kind_of_layout(split.get("layout", DEFAULT_LAYOUT)) or Source
     return kind.image_estimate(split["source"], split.get("root"))
 
 

@@ -104,10 +104,10 @@ class Source(ABC):
     rest of the workflow asks of it (the module docstring)."""
 
     kind: ClassVar[str]  # recorded in source.json and the manifest: picks the Source again later
-    #: The layout that picks this kind whatever the source is; such a source is a set of source files
-    #: (a list, a glob, a brace pattern: sources/source_files.py). None: the kind is picked by what the
-    #: path is (``claims``).
-    layout: ClassVar[str | None] = None
+    #: Whether its source is a set of source files (a list, a glob, a brace pattern:
+    #: sources/source_files.py), picked by the split's layout (sources/layouts.py) whatever the paths
+    #: are; else the kind is picked by what the path is (``claims``).
+    file_set: ClassVar[bool] = False
     #: The file name endings that only this kind's source files have (a hint for a source given
     #: without its layout; a WebDataset tar is also an archive, so none for that).
     file_suffixes: ClassVar[tuple[str, ...]] = ()
@@ -120,14 +120,15 @@ class Source(ABC):
 
     @classmethod
     def claims(cls, request: Request) -> bool:
-        """Whether this kind reads ``request.source`` (a kind with a ``layout``: whether it is asked for)."""
-        return cls.layout is not None and request.layout == cls.layout
+        """Whether this kind reads ``request.source``, judged by its path (a kind of set of source files
+        is picked by the layout instead: sources/__init__.py ``claiming_source``)."""
+        return False
 
     @classmethod
     def input_files(cls, source: str | list[str]) -> list[str]:
         """The files rule extract reads (its input, so that a changed file runs it again): the source
         itself, or each of a set of source files in record order (SourceFilesError: one missing)."""
-        if cls.layout is None:
+        if not cls.file_set:
             return [source] if isinstance(source, str) else list(source)
         from imagefolder_lmdb.sources.source_files import source_files
 
@@ -139,7 +140,7 @@ class Source(ABC):
         a folder's files counted (class folders one level down, ``root`` the folder inside it), an
         archive's size over ``ARCHIVE_BYTES_PER_IMAGE``; None where there is no cheap estimate (a set
         of source files: its kind says so) or no source."""
-        if cls.layout is not None or not isinstance(source, str):
+        if cls.file_set or not isinstance(source, str):
             return None
         if os.path.isfile(source):
             return max(1, os.path.getsize(source) // ARCHIVE_BYTES_PER_IMAGE)
@@ -160,9 +161,10 @@ class Source(ABC):
         return {}
 
     @classmethod
-    def expects(cls, layout: str) -> str:
-        """What the listing looks for in a source of ``layout``, in words, for "no images found"."""
-        return "ILSVRC2012_val_NNNNNNNN.JPEG files" if layout == "ilsvrc-val" else "images in class folders"
+    def expects(cls) -> str | None:
+        """What this kind's listing looks for, in words, for "no images found"; None: what the
+        split's labelling looks for in a tree (sources/labelling.py ``Labelling.expects``)."""
+        return None
 
     @classmethod
     def recognises(cls, ignored: list[str]) -> str | None:

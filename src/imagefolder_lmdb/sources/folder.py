@@ -13,9 +13,9 @@ import os
 
 from imagefolder_lmdb.classes.lists import ClassList
 from imagefolder_lmdb.sources.base import Labels, Listing, Request, SampleReader, Source
-from imagefolder_lmdb.sources.ilsvrc_val import label_val, val_files
+from imagefolder_lmdb.sources.layouts import layout_named
 from imagefolder_lmdb.sources.listing_options import DEFAULT_LISTING, ListingOptions
-from imagefolder_lmdb.sources.tree import check_folder_not_splits, folder_to_read, scan_folder
+from imagefolder_lmdb.sources.tree import check_folder_not_splits, folder_to_read
 from imagefolder_lmdb.work.files import ManifestHeader, SourceDescription
 from imagefolder_lmdb.work.shard_stamps import FolderOrigins, Origins
 from imagefolder_lmdb.work.source_locations import FileLocation, Location, location_as
@@ -70,10 +70,7 @@ def list_tree(
     """The images of a tree on disk (a folder, or an archive unpacked into the work folder); ImageFolder's
     listing arguments (``options``) for a folder of layout imagefolder (config/check.py refuses the rest)."""
     root = description.tree_root()
-    if description.layout == "ilsvrc-val":
-        listing = label_val(val_files(root), labels.devkit, labels.csv, wanted)
-    else:
-        listing = scan_folder(root, progress, wanted, options)
+    listing = layout_named(description.layout).labelling.list_tree(root, labels, progress, wanted, options)
     listing.root = root
     return listing
 

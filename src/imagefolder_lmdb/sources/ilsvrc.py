@@ -150,11 +150,12 @@ OFFICIAL_MD5 = {
 
 
 def train_devkit_problems(
-    layout: str, held: list[str], class_list: ClassList, own_list: bool, devkit: str | None
+    class_tars: bool, held: list[str], class_list: ClassList, own_list: bool, devkit: str | None
 ) -> list[str]:
-    """Rule count_check, for layout ilsvrc-train with a devkit: the WNIDs a full source lacks
-    (``own_list``: the split lists its own classes), or a class list names wrongly."""
-    if layout != "ilsvrc-train" or not devkit:
+    """Rule count_check, for ILSVRC2012's class tars (``class_tars``: the split's labelling) with a
+    devkit: the WNIDs a full source lacks (``own_list``: the split lists its own classes), or a class
+    list names wrongly."""
+    if not class_tars or not devkit:
         return []
     expected = devkit_classes(devkit)
     missing = sorted(set(expected) - set(held)) if own_list else []

@@ -33,13 +33,12 @@ from imagefolder_lmdb.sources.archive_members import (
     relative_name,
 )
 from imagefolder_lmdb.sources.base import DamagedSampleError, Labels, Listing, Request, SampleReader, Source
-from imagefolder_lmdb.sources.ilsvrc_val import label_val
+from imagefolder_lmdb.sources.layouts import layout_named
 from imagefolder_lmdb.sources.tree import (
     RootFilter,
     check_not_split_folders,
     folder_to_read,
     is_image,
-    order_members,
     report_set_aside,
     top_folders,
     tree_members,
@@ -61,7 +60,7 @@ class IndexedArchiveSource(Source):
     @classmethod
     def claims(cls, request: Request) -> bool:
         if os.path.isdir(request.source):
-            return request.layout == "ilsvrc-train" and bool(class_tars(folder_to_read(request)))
+            return layout_named(request.layout).labelling.class_tars and bool(class_tars(folder_to_read(request)))
         return not request.extract and (is_plain_tar(request.source) or is_zip(request.source))
 
     def prepare(self, request: Request, building: str, output: str) -> SourceDescription:
@@ -83,11 +82,9 @@ class IndexedArchiveSource(Source):
     def list(
         self, description: SourceDescription, source_dir: str, labels: Labels, progress: dict, wanted: ClassList | None
     ) -> Listing:
+        labelling = layout_named(description.layout).labelling
         entries = read_members(source_dir)
-        if description.layout == "ilsvrc-val":
-            listing = label_val(entries, labels.devkit, labels.csv, wanted)
-        else:
-            listing = order_members(entries, description.source, description.folders, wanted)
+        listing = labelling.list_members(entries, description.source, description.folders, labels, wanted)
         listing.containers = description.containers
         listing.outside.unread += description.unread_classes
         return listing
@@ -119,7 +116,7 @@ def container_members(
             name = tar_class(container)
             members.append(Member(name, None))  # the class folder, even if its tar is empty
             members.extend(Member(f"{name}/{m.path}", m.location) for m in index_tar(container, number))
-        elif layout == "ilsvrc-train":
+        elif layout_named(layout).labelling.class_tars:
             kept, unread_here = class_tars_under(container, select, wanted)
             unread += unread_here
             members.extend(select.members(index_tar_of_tars(container, kept, number, progress)))
@@ -197,7 +194,7 @@ def image_tree_files(members: list[Member], layout: str, source: str, root: str)
     files = [m for m in members if not m.is_folder]
     images = [m.path for m in files if is_image(m.path)]
     check_not_split_folders(source, root, images)
-    strip = wrapper_prefix(images) if layout != "ilsvrc-val" else ""
+    strip = wrapper_prefix(images) if layout_named(layout).labelling.strips_wrapper else ""
     beside = [f"{m.path} (beside the image tree {strip})" for m in files if not m.path.startswith(strip)]
     return [m for m in files if m.path.startswith(strip)], strip, beside
 

@@ -91,7 +91,7 @@ class ParquetSource(Source):
     """Parquet files of image bytes and labels (layout parquet), read in place."""
 
     kind = "parquet"
-    layout = "parquet"
+    file_set = True
     file_suffixes = (".parquet",)
     options = ("image_column", "label_column")
 
@@ -100,7 +100,7 @@ class ParquetSource(Source):
         return {"columns": [split["image_column"], split["label_column"]]}
 
     @classmethod
-    def expects(cls, layout: str) -> str:
+    def expects(cls) -> str:
         return "rows of image bytes and a label"
 
     def prepare(self, request: Request, building: str, output: str) -> SourceDescription:

@@ -21,6 +21,7 @@ from imagefolder_lmdb.sources.archive_members import (
 )
 from imagefolder_lmdb.sources.base import CountMismatchError, Labels, Listing, Request, SampleReader, Source
 from imagefolder_lmdb.sources.folder import FileReader, list_tree
+from imagefolder_lmdb.sources.layouts import layout_named
 from imagefolder_lmdb.sources.tree import (
     RootFilter,
     check_not_split_folders,
@@ -77,11 +78,12 @@ def unpack_archive(
     members, left_out = (extract_zip if is_zip(source) else extract_tar)(source, tree, keep=keep)
     select.check_found(source)
     inside = os.path.join(tree, *select.parts)  # the configured folder, as unpacked
-    if layout == "ilsvrc-train":
+    labelling = layout_named(layout).labelling
+    if labelling.class_tars:
         extract_nested_tars(unpacked_tree_root(inside, is_class_tar))
     images = [path for path in relative_files(inside) if is_image(path.rsplit("/", 1)[-1])]
     check_not_split_folders(source, select.root, images)
-    root = inside if layout == "ilsvrc-val" else unpacked_tree_root(inside)
+    root = unpacked_tree_root(inside) if labelling.strips_wrapper else inside
     final_root = os.path.join(output, os.path.relpath(root, building))
     log.info("extracted %d members; the image tree will be at %s", members, final_root)
     set_aside = [f"{name} (macOS metadata, not part of the tree)" for name in left_out]

@@ -74,10 +74,10 @@ class WebDatasetSource(Source):
     """Tar files (WebDataset's shards) of ``key.<image>`` + ``key.cls`` samples, read in place."""
 
     kind = "webdataset"
-    layout = "webdataset"
+    file_set = True
 
     @classmethod
-    def expects(cls, layout: str) -> str:
+    def expects(cls) -> str:
         return "samples of an image and a .cls label"
 
     @classmethod

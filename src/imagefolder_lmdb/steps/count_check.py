@@ -25,6 +25,7 @@ from imagefolder_lmdb.sources import layout_hint, source_of_kind
 from imagefolder_lmdb.sources.base import CountMismatchError, Labels, Listing
 from imagefolder_lmdb.sources.folder import FolderSource
 from imagefolder_lmdb.sources.ilsvrc import train_devkit_problems
+from imagefolder_lmdb.sources.layouts import layout_named
 from imagefolder_lmdb.sources.listing_options import FOLDER_ONLY, ListingOptions
 from imagefolder_lmdb.work.files import (
     CountsReport,
@@ -55,7 +56,7 @@ def no_images_message(description: SourceDescription, listing: Listing, class_li
             f"all its images lie outside it. Use the same classes in every split, or set "
             f"splits.<name>.share_classes: false for a split with a class list of its own."
         )
-    expected = source_of_kind(description.kind).expects(layout)
+    expected = source_of_kind(description.kind).expects() or layout_named(layout).labelling.expects
     hint = (
         layout_hint(listing.ignored)
         or "for Kaggle's zip, set splits.<name>.root: ILSVRC/Data/CLS-LOC/train (or .../val)."
@@ -232,7 +233,8 @@ def count_check(
     if not listing.samples:
         raise CountMismatchError(no_images_message(description, listing, classes))
     problems = mismatches(listing, with_images, classes, settings)
-    problems += train_devkit_problems(description.layout, held, classes, wanted is None, settings.devkit)
+    class_tars = layout_named(description.layout).labelling.class_tars
+    problems += train_devkit_problems(class_tars, held, classes, wanted is None, settings.devkit)
     if problems:
         raise CountMismatchError(
             f"{description.source}: " + "; ".join(problems) + ". Check that the source is complete "

@@ -1,0 +1,134 @@
+"""How each image of a split gets its label: one of the two axes of a layout (sources/layouts.py;
+the other is where the bytes are, a kind of source: sources/__init__.py).
+
+A kind of source that holds a tree of paths (a folder, an archive read in place or unpacked) asks
+the split's labelling to list it: ``list_tree`` for files on disk, ``list_members`` for an archive's
+members. A labelling that reads the label beside each image (WebDataset's ``.cls``, Parquet's
+column) is listed by its kind of source itself, which knows where that label lies.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable
+
+from imagefolder_lmdb.classes.lists import ClassList
+from imagefolder_lmdb.sources.base import Labels, Listing
+from imagefolder_lmdb.sources.ilsvrc_val import label_val, val_files
+from imagefolder_lmdb.sources.listing_options import ListingOptions
+from imagefolder_lmdb.sources.tree import order_members, scan_folder
+from imagefolder_lmdb.work.source_locations import Location
+
+
+class Labelling(ABC):
+    """How each image gets its label; what a listing of a tree looks for."""
+
+    #: In words, for the docs and messages: "class folders".
+    name: str
+    #: What a listing looks for, in words, for "no images found".
+    expects: str = "images in class folders"
+    #: Whether a folder that wraps every image of an archive (``train/`` in ``train/cls/x.jpg``) is
+    #: stripped: it is no class. A labelling that takes no class from a folder keeps every path whole.
+    strips_wrapper: bool = True
+    #: Whether the classes are tars (ILSVRC2012's train tar: a tar of one tar per class), each read as
+    #: a class folder of that name.
+    class_tars: bool = False
+    #: Whether a folder source's classes are its subfolders, as they stand (what a plan may read of
+    #: them before any listing: run/made_from.py, run/existing.py).
+    classes_are_folders: bool = False
+
+    @abstractmethod
+    def list_tree(
+        self, root: str, labels: Labels, progress: dict, wanted: ClassList | None, options: ListingOptions
+    ) -> Listing:
+        """The images of a tree on disk under ``root``, in ImageFolder order, within ``wanted``."""
+
+    @abstractmethod
+    def list_members(
+        self,
+        entries: list[tuple[str, Location]],
+        where: str,
+        folders: Iterable[str],
+        labels: Labels,
+        wanted: ClassList | None,
+    ) -> Listing:
+        """The images among an archive's members (``folders``: its top folders, classes even where
+        empty; ``where``: the archive, for messages), in ImageFolder order, within ``wanted``."""
+
+
+class ClassFolders(Labelling):
+    """ImageFolder's own: an image's class is the folder it lies in, one level under the root."""
+
+    name = "class folders"
+    classes_are_folders = True
+
+    def list_tree(
+        self, root: str, labels: Labels, progress: dict, wanted: ClassList | None, options: ListingOptions
+    ) -> Listing:
+        return scan_folder(root, progress, wanted, options)
+
+    def list_members(
+        self,
+        entries: list[tuple[str, Location]],
+        where: str,
+        folders: Iterable[str],
+        labels: Labels,
+        wanted: ClassList | None,
+    ) -> Listing:
+        return order_members(entries, where, folders, wanted)
+
+
+class ClassTars(ClassFolders):
+    """ILSVRC2012's train tar: one tar a class, named after it, read as that class's folder."""
+
+    name = "class tars"
+    class_tars = True
+    classes_are_folders = False
+
+
+class LabelFile(ClassFolders):
+    """Flat images whose labels a label file gives: ILSVRC2012 val, by the devkit's ground truth or
+    Kaggle's LOC_val_solution.csv (``Labels``). Listed as ImageFolder lists ``val/<wnid>/<file>``."""
+
+    name = "a label file"
+    expects = "ILSVRC2012_val_NNNNNNNN.JPEG files"
+    strips_wrapper = False
+    classes_are_folders = False
+
+    def list_tree(
+        self, root: str, labels: Labels, progress: dict, wanted: ClassList | None, options: ListingOptions
+    ) -> Listing:
+        return label_val(val_files(root), labels.devkit, labels.csv, wanted)
+
+    def list_members(
+        self,
+        entries: list[tuple[str, Location]],
+        where: str,
+        folders: Iterable[str],
+        labels: Labels,
+        wanted: ClassList | None,
+    ) -> Listing:
+        return label_val(entries, labels.devkit, labels.csv, wanted)
+
+
+class StoredLabels(Labelling):
+    """The label stored with each image (WebDataset's ``.cls``, a Parquet column): the kind of
+    source that reads those files lists them itself."""
+
+    name = "stored with the image"
+    expects = "images with their labels"
+
+    def list_tree(
+        self, root: str, labels: Labels, progress: dict, wanted: ClassList | None, options: ListingOptions
+    ) -> Listing:
+        raise TypeError("labels stored with the image are listed by their kind of source")
+
+    def list_members(
+        self,
+        entries: list[tuple[str, Location]],
+        where: str,
+        folders: Iterable[str],
+        labels: Labels,
+        wanted: ClassList | None,
+    ) -> Listing:
+        raise TypeError("labels stored with the image are listed by their kind of source")
