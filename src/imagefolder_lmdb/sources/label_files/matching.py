@@ -59,13 +59,13 @@ def row_name(place: str, written: Any, folder: str, column: str) -> RowName:
             f"{printable(place)}: the file name ({column!r}) is {written!r}: give every row the path of its image."
         )
     text = str(written)
-    path = posixpath.normpath(posixpath.join(folder, text))
-    if text.startswith("/") or path == ".." or path.startswith("../") or "://" in text:
+    inside = posixpath.normpath(text)  # "a/../b.jpg" is b.jpg; "../b.jpg" leaves the folder
+    if text.startswith("/") or inside == ".." or inside.startswith("../") or "://" in text:
         raise LabelFileError(
             f"{printable(place)}: {printable(text)!r} is not a path inside {printable(folder or '.')!r}: "
             "write each image's path relative to that folder."
         )
-    return RowName(place, path, text)
+    return RowName(place, posixpath.normpath(posixpath.join(folder, inside)), text)
 
 
 def match_rows(
