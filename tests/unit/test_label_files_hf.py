@@ -1,6 +1,6 @@
 """``labels: metadata`` against the reference implementation: for trees built as Hugging Face's own
-tests build them (datasets' tests/packaged_modules/test_imagefolder.py and
-test_folder_based_builder.py: ``image_rgb.jpg`` beside ``subdir/``, ``train/`` and ``test/`` splits, a
+tests build them (packaged_modules/test_imagefolder.py and test_folder_based_builder.py among the
+tests of huggingface/datasets: ``image_rgb.jpg`` beside ``subdir/``, ``train/`` and ``test/`` splits, a
 zipped ``archive/``), every image's label(s) and fields equal what
 ``datasets.load_dataset("imagefolder", data_dir=...)`` gives (values compared, not types), at the
 ``datasets`` release requirements-dev.txt pins, offline, with a cache of the test's own.
