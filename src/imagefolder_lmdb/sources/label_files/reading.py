@@ -12,7 +12,7 @@ import json
 import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from imagefolder_lmdb.printable import printable
 from imagefolder_lmdb.sources.label_files.problems import LabelFileError
@@ -21,8 +21,7 @@ from imagefolder_lmdb.sources.label_files.problems import LabelFileError
 SUFFIXES = (".csv", ".jsonl", ".parquet")
 
 
-@dataclass(frozen=True)
-class RawRow:
+class RawRow(NamedTuple):  # a tuple: made once per row, 100k times for a large file
     """One row: where it is (``train.csv line 3``) and its values by column."""
 
     place: str
