@@ -304,6 +304,17 @@ def test_several_images_per_row_columns_are_refused_in_metadata(tmp_path: Path) 
     )
 
 
+def test_a_metadata_file_without_file_name_gets_a_did_you_mean(tmp_path: Path) -> None:
+    write_images(tmp_path, ["a.jpg"])
+    write_files(tmp_path, {"metadata.jsonl": '{"filename": "a.jpg", "label": "x"}\n'})
+    with pytest.raises(LabelFileError) as raised:
+        metadata_folder(tmp_path)
+    assert str(raised.value) == (
+        "metadata.jsonl: no column 'file_name' (did you mean 'filename'?): a metadata file names each image, "
+        "relative to its folder, in a 'file_name' column (the file has: filename, label)."
+    )
+
+
 def test_metadata_files_must_share_a_suffix_and_columns(tmp_path: Path) -> None:
     write_images(tmp_path, ["a.jpg", "sub/b.jpg"])
     write_files(tmp_path, {"metadata.csv": "file_name,label\na.jpg,x\n", "sub/metadata.jsonl": JSONL_TWO})

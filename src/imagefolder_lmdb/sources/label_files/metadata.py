@@ -26,7 +26,7 @@ import posixpath
 from collections.abc import Callable, Sequence
 
 from imagefolder_lmdb.printable import printable
-from imagefolder_lmdb.sources.label_files.problems import LabelFileError
+from imagefolder_lmdb.sources.label_files.problems import LabelFileError, did_you_mean
 from imagefolder_lmdb.sources.label_files.reading import RawTable, read_table
 from imagefolder_lmdb.sources.label_files.settings import (
     DEFAULT_SETTINGS,
@@ -84,12 +84,23 @@ def metadata_files(tree: str, paths: Sequence[str], settings: LabelSettings) -> 
     return found
 
 
+def refuse_without_file_names(table: RawTable) -> None:
+    """A metadata file names its images in ``file_name``: no setting changes that."""
+    if METADATA_FILE_COLUMN not in table.columns:
+        raise LabelFileError(
+            f"{printable(table.name)}: no column {METADATA_FILE_COLUMN!r}"
+            f"{did_you_mean(METADATA_FILE_COLUMN, table.columns)}: a metadata file names each image, relative "
+            f"to its folder, in a {METADATA_FILE_COLUMN!r} column (the file has: {', '.join(table.columns)})."
+        )
+
+
 def shared_columns(tables: Sequence[RawTable], settings: LabelSettings) -> Columns:
     """The columns every metadata file has: one set, so every image has the same fields."""
     metadata_settings = LabelSettings(METADATA_FILE_COLUMN, settings.label_column, settings.label_separator)
     first: Columns | None = None
     for table in tables:
         refuse_more_images_per_row(table)
+        refuse_without_file_names(table)
         columns = resolve_columns(table, metadata_settings)
         if first is None:
             first = columns
