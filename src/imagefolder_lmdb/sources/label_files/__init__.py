@@ -1,0 +1,18 @@
+"""Labels from a label file instead of folder names: the parsing, with no workflow in it.
+
+- ``label_file.py``: one ``.csv``, ``.jsonl`` or ``.parquet`` for a split (``labels: PATH``);
+- ``metadata.py``: Hugging Face's ``metadata.*`` files in a tree or a zip (``labels: metadata``), and
+  where it differs from ``datasets`` on purpose;
+- ``table.py``: what both give, ``LabelTable`` (targets, fields, classes, the files' digests);
+- the steps between: ``reading.py`` (rows as written), ``settings.py`` (columns by role),
+  ``matching.py`` (rows to images), ``labels.py``, ``value_types.py`` and ``fields.py`` (typed
+  values), ``targets.py`` (labels to class indices), ``problems.py`` (one-line errors).
+"""
+
+from imagefolder_lmdb.sources.label_files.label_file import read_label_file
+from imagefolder_lmdb.sources.label_files.metadata import read_metadata_tree
+from imagefolder_lmdb.sources.label_files.problems import LabelFileError
+from imagefolder_lmdb.sources.label_files.settings import LabelSettings
+from imagefolder_lmdb.sources.label_files.table import ImageLabels, LabelTable
+
+__all__ = ["ImageLabels", "LabelFileError", "LabelSettings", "LabelTable", "read_label_file", "read_metadata_tree"]

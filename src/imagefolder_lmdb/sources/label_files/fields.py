@@ -1,0 +1,112 @@
+"""Per-image fields: every column besides the file column and the label column, typed by the rule of
+value_types.py (``int``, ``float``, ``str``, or ``list[...]`` of one of them); every row needs a value."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from imagefolder_lmdb.printable import printable
+from imagefolder_lmdb.sources.label_files.problems import LabelFileError
+from imagefolder_lmdb.sources.label_files.reading import RawRow
+from imagefolder_lmdb.sources.label_files.value_types import (
+    CONVERT,
+    MixedTypes,
+    cell_type,
+    cells_type,
+    value_type,
+    values_type,
+)
+
+#: A field's value: a scalar, or a list of scalars of one type.
+FieldValue = int | float | str | list[int] | list[float] | list[str]
+#: The name ``target_type`` and the reader use for the label: no field may take it.
+RESERVED = "label"
+
+
+@dataclass(frozen=True)
+class FieldColumn:
+    """A field's type (``int``, ``float``, ``str``, ``list[int]``, ...) and its value in each row."""
+
+    type: str
+    values: list[FieldValue]
+
+
+def field_column(column: str, rows: Sequence[RawRow], text_cells: bool) -> FieldColumn:
+    """Column ``column`` of ``rows`` typed: CSV cells by the CSV rule, other values as written."""
+    return text_field(column, rows) if text_cells else written_field(column, rows)
+
+
+def text_field(column: str, rows: Sequence[RawRow]) -> FieldColumn:
+    """A CSV column: its type from its non-empty cells; an empty cell in a numeric column is a value
+    missing (never 0, never text), an error."""
+    types_seen: dict[str, str] = {}
+    empty: str | None = None
+    for row in rows:
+        cell = row.values[column]
+        if cell == "":
+            empty = empty or row.place
+        else:
+            types_seen.setdefault(cell_type(cell), row.place)
+    kind = cells_type(types_seen)
+    if kind != "str" and empty is not None:
+        raise LabelFileError(
+            f"{printable(empty)}: column {column!r} is empty, and its other cells are {kind} numbers: "
+            "give every row a value, or drop the column."
+        )
+    convert = CONVERT[kind]
+    return FieldColumn(kind, [convert(row.values[column]) for row in rows])
+
+
+def written_field(column: str, rows: Sequence[RawRow]) -> FieldColumn:
+    """A JSONL or Parquet column: each value's own type; a column of lists or of scalars, not both."""
+    scalars: dict[str, str] = {}
+    items: dict[str, str] = {}
+    lists: str | None = None
+    for row in rows:
+        value = row.values.get(column)
+        if isinstance(value, list):
+            lists = lists or row.place
+            for item in value:
+                items.setdefault(scalar_type(column, item, row.place), row.place)
+        else:
+            scalars.setdefault(scalar_type(column, value, row.place), row.place)
+    if lists and scalars:
+        raise LabelFileError(
+            f"{printable(lists)}: column {column!r} holds a list, but {printable(next(iter(scalars.values())))} "
+            "a single value: write every row's value as a list, or every one as a single value."
+        )
+    kind = one_type(column, items if lists else scalars)
+    convert = CONVERT[kind]
+    if lists:
+        return FieldColumn(f"list[{kind}]", [[convert(item) for item in row.values[column]] for row in rows])
+    return FieldColumn(kind, [convert(row.values[column]) for row in rows])
+
+
+def scalar_type(column: str, value: Any, place: str) -> str:
+    """The type of one value of field ``column``; an error for a value no field holds."""
+    kind = value_type(value)
+    if kind is not None:
+        return kind
+    if value is None:
+        raise LabelFileError(
+            f"{printable(place)}: column {column!r} has no value: give every row a value, or drop the column."
+        )
+    written = "true/false" if isinstance(value, bool) else f"a {type(value).__name__}"
+    raise LabelFileError(
+        f"{printable(place)}: column {column!r} holds {written}: a field is an int, a float, a str or a list "
+        "of one of them; write it as one of these (1/0 for true/false), or drop the column."
+    )
+
+
+def one_type(column: str, types_seen: dict[str, str]) -> str:
+    """The one type of a column's values (or of its lists' items)."""
+    try:
+        return values_type(types_seen)
+    except MixedTypes as mixed:
+        (number, number_place), (_, text_place) = mixed.first, mixed.second
+        raise LabelFileError(
+            f"{printable(text_place)}: column {column!r} holds text, but {printable(number_place)} a number "
+            f"({number}): write the column's values as one type (numbers as text in quotes, or text as numbers)."
+        ) from None

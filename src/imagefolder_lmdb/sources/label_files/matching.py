@@ -1,0 +1,117 @@
+"""Which image each row names, in one pass over each (dicts: linear in rows and images).
+
+A row names an image by its path relative to a folder (the split's root for a label file, the
+metadata file's own folder for Hugging Face's ``metadata.*``). A name without an image extension
+(Kaggle's ``id``) names the one image whose path without its extension is that name; two such images
+make it ambiguous. Every image has exactly one row and every row one image, else an error."""
+
+from __future__ import annotations
+
+import posixpath
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+from imagefolder_lmdb.printable import printable
+from imagefolder_lmdb.sources.label_files.problems import LabelFileError, first_few
+
+
+class RowName(NamedTuple):  # a tuple: made once per row, 100k times for a large file
+    """What one row says: where it is, and the image path it names (joined to its folder)."""
+
+    place: str
+    path: str
+    written: str  # as the row writes it, for messages
+
+
+class ImageIndex:
+    """The images by path, and by path without extension (stems) for names written without one."""
+
+    def __init__(self, images: Sequence[str], is_image: Callable[[str], bool]) -> None:
+        self.paths = frozenset(images)
+        self.is_image = is_image
+        self.by_stem: dict[str, list[str]] = defaultdict(list)
+        for path in images:
+            self.by_stem[stem(path)].append(path)
+
+    def find(self, name: RowName) -> str | None:
+        """The image ``name`` names, or None."""
+        if name.path in self.paths:
+            return name.path
+        if self.is_image(name.path):  # a name with an image's extension names that file, no other
+            return None
+        candidates = self.by_stem.get(name.path, [])
+        if len(candidates) > 1:
+            both = " and ".join(repr(printable(path)) for path in sorted(candidates)[:2])
+            raise LabelFileError(
+                f"{printable(name.place)}: {printable(name.written)!r} names both {both}: write the file name "
+                "with its extension."
+            )
+        return candidates[0] if candidates else None
+
+
+def stem(path: str) -> str:
+    """``path`` without its extension (posixpath.splitext's rule, without its cost at 100k paths)."""
+    head, dot, extension = path.rpartition(".")
+    if not dot or "/" in extension or not head or head.endswith("/"):
+        return path  # no extension, or a dot in a folder's name, or a hidden file's leading dot
+    return head
+
+
+def row_name(place: str, written: Any, folder: str, column: str) -> RowName:
+    """A row's image name, joined to ``folder``; a name that leaves the folder is refused."""
+    if isinstance(written, bool) or not isinstance(written, str | int) or written == "":
+        raise LabelFileError(
+            f"{printable(place)}: the file name ({column!r}) is {written!r}: give every row the path of its image."
+        )
+    text = str(written)
+    if "/" not in text and text not in (".", "..") and not folder:  # a plain name: nothing to normalise
+        return RowName(place, text, text)
+    inside = posixpath.normpath(text)  # "a/../b.jpg" is b.jpg; "../b.jpg" leaves the folder
+    if text.startswith("/") or inside == ".." or inside.startswith("../") or "://" in text:
+        raise LabelFileError(
+            f"{printable(place)}: {printable(text)!r} is not a path inside {printable(folder or '.')!r}: "
+            "write each image's path relative to that folder."
+        )
+    return RowName(place, posixpath.normpath(posixpath.join(folder, inside)), text)
+
+
+def match_rows(
+    names: Sequence[RowName], images: Sequence[str], is_image: Callable[[str], bool], where: str
+) -> list[str]:
+    """The image each row names, in row order. ``where``: the label file(s), for messages."""
+    index = ImageIndex(images, is_image)
+    row_of: dict[str, str] = {}
+    matched: list[str] = []
+    unmatched: list[RowName] = []
+    for name in names:
+        image = index.find(name)
+        if image is None:
+            unmatched.append(name)
+        elif image in row_of:
+            raise LabelFileError(
+                f"{printable(name.place)}: the image {printable(image)!r} has a row already "
+                f"({printable(row_of[image])}): keep one row per image."
+            )
+        else:
+            row_of[image] = name.place
+            matched.append(image)
+    missing = [path for path in images if path not in row_of]
+    if unmatched or missing:
+        raise LabelFileError(unmatched_message(unmatched, missing, where))
+    return matched
+
+
+def unmatched_message(unmatched: Sequence[RowName], missing: Sequence[str], where: str) -> str:
+    """Rows without an image and images without a row, counted, with the first few of each."""
+    parts = []
+    if unmatched:
+        first = printable(unmatched[0].place)
+        written = [printable(name.written) for name in unmatched]
+        parts.append(f"{len(unmatched)} rows name no image ({first}: {first_few(written)})")
+    if missing:
+        parts.append(f"{len(missing)} images have no row ({first_few([printable(path) for path in missing])})")
+    return (
+        f"{printable(where)}: {' and '.join(parts)}: every image needs exactly one row; add the missing rows, "
+        "remove the others, or correct the file names."
+    )
