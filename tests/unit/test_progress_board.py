@@ -4,13 +4,16 @@ something changed, the same line again only as a heartbeat."""
 from __future__ import annotations
 
 import io
+import json
 import os
+from pathlib import Path
 
 import pytest
 
 from imagefolder_lmdb.run import progress
 from imagefolder_lmdb.run.launch import relay
-from imagefolder_lmdb.run.progress import HEARTBEAT_INTERVAL, Board
+from imagefolder_lmdb.run.paths import RunPaths
+from imagefolder_lmdb.run.progress import HEARTBEAT_INTERVAL, Board, SplitState
 
 
 def test_an_unchanged_line_is_printed_again_only_as_a_heartbeat(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -39,3 +42,19 @@ def test_the_relay_keeps_the_order_the_child_wrote_its_two_streams_in() -> None:
     assert shown.getvalue() == (
         "progress: train 1/2\ntrain: 2/2 images (done)\nSummary\ntrain: 2 images\nno newline at the end\n"
     )
+
+
+def test_a_split_finished_before_the_run_shows_done_not_waiting(tmp_path: Path) -> None:
+    """A rerun with nothing to do starts no job: a line the board prints meanwhile (a slow start)
+    says the split is done, as its verify report newer than its listing says; once a listing of
+    the split starts again, the job's stage replaces it."""
+    paths = RunPaths(str(tmp_path / "out"), str(tmp_path / "out" / "work"))
+    os.makedirs(os.path.dirname(paths.counts("train")))
+    Path(paths.counts("train")).write_text(json.dumps({"images": 4}))
+    state = SplitState("train", paths)
+    state.refresh()
+    assert state.line() == "train: 0/4 images, 0 bad (waiting)"  # listed, never verified: still to come
+    Path(paths.verify_report("train")).write_text("{}")
+    os.utime(paths.counts("train"), (1, 1))
+    state.refresh()
+    assert state.line() == "train: 4/4 images, 0 bad (done)"

@@ -128,6 +128,8 @@ class SplitState:
         """Read the counts report (the total) and the progress files written since it (a listing
         made again makes the shards of the earlier one stale, however many there were)."""
         counts = self.paths.counts(self.name)
+        if self.stage == "waiting" and verified_since_listing(self.paths, self.name):
+            self.stage = "done"  # finished before this run: no job of it has started (one would say)
         if self.total is None:
             try:
                 if os.path.getmtime(counts) < self.listed_after:
