@@ -9,7 +9,6 @@ column) is listed by its kind of source itself, which knows where that label lie
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from collections.abc import Iterable
 
 from imagefolder_lmdb.classes.lists import ClassList
@@ -20,11 +19,12 @@ from imagefolder_lmdb.sources.tree import order_members, scan_folder
 from imagefolder_lmdb.work.source_locations import Location
 
 
-class Labelling(ABC):
-    """How each image gets its label; what a listing of a tree looks for."""
+class Labelling:
+    """How each image gets its label; what a listing of a tree looks for. By default ImageFolder's
+    rules list a tree (class folders), which a labelling that reads labels elsewhere overrides."""
 
     #: In words, for the docs and messages: "class folders".
-    name: str
+    name: str = "class folders"
     #: What a listing looks for, in words, for "no images found".
     expects: str = "images in class folders"
     #: Whether a folder that wraps every image of an archive (``train/`` in ``train/cls/x.jpg``) is
@@ -37,34 +37,10 @@ class Labelling(ABC):
     #: them before any listing: run/made_from.py, run/existing.py).
     classes_are_folders: bool = False
 
-    @abstractmethod
     def list_tree(
         self, root: str, labels: Labels, progress: dict, wanted: ClassList | None, options: ListingOptions
     ) -> Listing:
         """The images of a tree on disk under ``root``, in ImageFolder order, within ``wanted``."""
-
-    @abstractmethod
-    def list_members(
-        self,
-        entries: list[tuple[str, Location]],
-        where: str,
-        folders: Iterable[str],
-        labels: Labels,
-        wanted: ClassList | None,
-    ) -> Listing:
-        """The images among an archive's members (``folders``: its top folders, classes even where
-        empty; ``where``: the archive, for messages), in ImageFolder order, within ``wanted``."""
-
-
-class ClassFolders(Labelling):
-    """ImageFolder's own: an image's class is the folder it lies in, one level under the root."""
-
-    name = "class folders"
-    classes_are_folders = True
-
-    def list_tree(
-        self, root: str, labels: Labels, progress: dict, wanted: ClassList | None, options: ListingOptions
-    ) -> Listing:
         return scan_folder(root, progress, wanted, options)
 
     def list_members(
@@ -75,25 +51,31 @@ class ClassFolders(Labelling):
         labels: Labels,
         wanted: ClassList | None,
     ) -> Listing:
+        """The images among an archive's members (``folders``: its top folders, classes even where
+        empty; ``where``: the archive, for messages), in ImageFolder order, within ``wanted``."""
         return order_members(entries, where, folders, wanted)
 
 
-class ClassTars(ClassFolders):
+class ClassFolders(Labelling):
+    """ImageFolder's own: an image's class is the folder it lies in, one level under the root."""
+
+    classes_are_folders = True
+
+
+class ClassTars(Labelling):
     """ILSVRC2012's train tar: one tar a class, named after it, read as that class's folder."""
 
     name = "class tars"
     class_tars = True
-    classes_are_folders = False
 
 
-class LabelFile(ClassFolders):
+class LabelFile(Labelling):
     """Flat images whose labels a label file gives: ILSVRC2012 val, by the devkit's ground truth or
     Kaggle's LOC_val_solution.csv (``Labels``). Listed as ImageFolder lists ``val/<wnid>/<file>``."""
 
     name = "a label file"
     expects = "ILSVRC2012_val_NNNNNNNN.JPEG files"
     strips_wrapper = False
-    classes_are_folders = False
 
     def list_tree(
         self, root: str, labels: Labels, progress: dict, wanted: ClassList | None, options: ListingOptions
@@ -113,22 +95,7 @@ class LabelFile(ClassFolders):
 
 class StoredLabels(Labelling):
     """The label stored with each image (WebDataset's ``.cls``, a Parquet column): the kind of
-    source that reads those files lists them itself."""
+    source that reads those files lists them itself, never through a tree's listing."""
 
     name = "stored with the image"
     expects = "images with their labels"
-
-    def list_tree(
-        self, root: str, labels: Labels, progress: dict, wanted: ClassList | None, options: ListingOptions
-    ) -> Listing:
-        raise TypeError("labels stored with the image are listed by their kind of source")
-
-    def list_members(
-        self,
-        entries: list[tuple[str, Location]],
-        where: str,
-        folders: Iterable[str],
-        labels: Labels,
-        wanted: ClassList | None,
-    ) -> Listing:
-        raise TypeError("labels stored with the image are listed by their kind of source")
