@@ -104,8 +104,9 @@ def test_output_is_byte_identical_to_the_workflow_before_the_package(image_tree:
 #: It was itself byte-identical, by this same test, to 4437b24, where the floor plan of issue 42 started
 #: (settings one object per rule, a source kind one module), and that to 49bd12b, the last commit
 #: before the package was grouped into subpackages (issue 29).
-#: The last commit before sources became two axes (issue 52: where the bytes are x how labels are
-#: found). It was itself byte-identical, by this test, to e2ffe91, the commit issue 51 started from.
+#: The commit issue 51 (the house) started from.
+BEFORE_HOUSE = "e2ffe91ed2b3b00c572cd6386f06d1b68a6908c5"
+#: The last commit before sources became two axes (issue 52: where the bytes are x how labels are found).
 BEFORE_AXES = "d783f5df2e7b4198ee8d2e076f8d94dbb329a915"
 #: Sizes kept small: every kind of source is converted twice, by the workflow then and now.
 WDS_PER_FILE, PARQUET_ROWS, PARQUET_GROUP = 15, 10, 4
@@ -146,28 +147,34 @@ def every_kind_of_source(tree: Path, base: Path) -> dict[str, dict[str, Any]]:
     }
 
 
-def test_every_kind_of_source_is_byte_identical_to_the_workflow_before_the_two_axes(
+def test_every_kind_of_source_is_byte_identical_to_the_workflows_before_the_house_and_the_two_axes(
     image_tree: Path, tmp_path: Path
 ) -> None:
-    """Every record and meta value, byte for byte, the creation time apart; the earlier workflow
-    runs with its own package (its rules import it), not today's. Its work folder, given to today's
-    workflow, reruns nothing."""
+    """Every record and meta value, byte for byte, the creation time apart, against each earlier
+    workflow, run with its own package (its rules import it), not today's. The work folder of the
+    commit before the two axes, given to today's workflow, reruns nothing."""
     splits = every_kind_of_source(image_tree, tmp_path / "sources")
-    before, now = tmp_path / "before", tmp_path / "now"
-    snakefile = workflow_before(tmp_path / "repo-before", BEFORE_AXES)
     skip_bad = {"encode": {"on_error": "skip"}}  # Kaggle's zip holds a truncated JPEG
-    convert_with(snakefile, before, splits, package=snakefile.parent / "src", **skip_bad)
+    now = tmp_path / "now"
     convert_with(REPO / "Snakefile", now, splits, **skip_bad)
-    for split in splits:
-        items_before = every_key_and_value(before / "results" / f"{split}.lmdb")
-        items_now = every_key_and_value(now / "results" / f"{split}.lmdb")
-        meta_before, meta_now = (json.loads(items.pop(b"meta/json")) for items in (items_before, items_now))
-        meta_before.pop("created")
-        meta_now.pop("created")
-        assert meta_now == meta_before, split
-        assert items_now.keys() == items_before.keys(), split
-        assert all(items_now[key] == items_before[key] for key in items_now), f"{split}: a record or meta array differs"
-        assert len(LMDBDataset(now / "results" / f"{split}.lmdb")) > 0, split
+    for commit in (BEFORE_HOUSE, BEFORE_AXES):
+        snakefile = workflow_before(tmp_path / f"repo-{commit[:7]}", commit)
+        before = tmp_path / f"before-{commit[:7]}"
+        convert_with(snakefile, before, splits, package=snakefile.parent / "src", **skip_bad)
+        for split in splits:
+            assert_same_split(before / "results" / f"{split}.lmdb", now / "results" / f"{split}.lmdb", split)
     command = [BIN / "snakemake", "-s", REPO / "Snakefile", "-d", before, "--configfile", before / "config.yaml"]
     dry = subprocess.run([*map(str, command), "--cores", "2", "--dry-run"], capture_output=True, text=True, check=False)
     assert dry.returncode == 0 and "Nothing to be done" in dry.stdout + dry.stderr, (dry.stdout + dry.stderr)[-3000:]
+
+
+def assert_same_split(before: Path, now: Path, split: str) -> None:
+    """Every key and value of the two files equal, the meta's creation time apart."""
+    items_before, items_now = every_key_and_value(before), every_key_and_value(now)
+    meta_before, meta_now = (json.loads(items.pop(b"meta/json")) for items in (items_before, items_now))
+    meta_before.pop("created")
+    meta_now.pop("created")
+    assert meta_now == meta_before, split
+    assert items_now.keys() == items_before.keys(), split
+    assert all(items_now[key] == items_before[key] for key in items_now), f"{split}: a record or meta array differs"
+    assert len(LMDBDataset(now)) > 0, split
