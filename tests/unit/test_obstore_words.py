@@ -10,6 +10,7 @@ from importlib.metadata import version
 import pytest
 
 from imagefolder_lmdb.remote import obstore_words
+from imagefolder_lmdb.remote.obstore_words import says_denied, says_no_container
 
 obstore = pytest.importorskip("obstore")
 from obstore.store import from_url  # noqa: E402
@@ -44,3 +45,18 @@ def test_obstore_still_says_each_word(monkeypatch: pytest.MonkeyPatch) -> None:
     assert obstore_words.requested_url(plain_http) == f"{CLOSED}/bucket/key"
     refused = s3_error({"allow_http": "true"})
     assert any(words in refused for words in obstore_words.NOT_SENT), refused
+
+
+@pytest.mark.parametrize(
+    ("text", "no_container", "denied"),
+    [
+        ("Client error with status 404 Not Found: <Code>NoSuchBucket</Code>", True, False),
+        ("Client error with status 404 Not Found: no body", True, False),
+        ("Client error with status 403 Forbidden: <Code>SignatureDoesNotMatch</Code>", False, True),
+        ("<Code>AccessDenied</Code>", False, True),
+        # a signature refused, its request id and time holding the digits 404 and 403: neither
+        ("status 400: SignatureDoesNotMatch <RequestId>1874040A4031B</RequestId> 14:04:03.404Z", False, False),
+    ],
+)  # fmt: skip
+def test_a_status_is_read_as_a_word_never_from_digits_inside_an_id(text: str, no_container: bool, denied: bool) -> None:
+    assert says_no_container(text) is no_container and says_denied(text) is denied

@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .engine import store_for
+from .obstore_words import says_no_container
 from .problems import explain, first_line, no_bucket_error
 from .urls import RemoteSettings, check_url
 
@@ -50,7 +51,7 @@ def listed(url: str, settings: RemoteSettings | None = None) -> list[str]:
 
 def _listing_problem(exc: BaseException, url: str, store: Any, prefix: str) -> BaseException:
     text = str(exc)
-    if "NoSuchBucket" in text or "ContainerNotFound" in text or "404" in text:
+    if says_no_container(text):
         return no_bucket_error(url)
     key = posixpath.join(prefix, "x.lmdb")  # explain() speaks of an object; a listing is of one beside it
     return explain(exc, url, store, key) or OSError(f"{url}: the listing failed: {first_line(exc)}")

@@ -23,6 +23,23 @@ BUILDER_ERROR = "builder error"
 NOT_SENT = ("error sending request", "error trying to connect", "dns error")
 
 
+#: A store's answer that the bucket or container is not there: its error code, or the status 404 on its
+#: own (never digits inside a request id or a timestamp, which come and go with each request).
+NO_CONTAINER = re.compile(r"NoSuchBucket|ContainerNotFound|(?<![\w.:-])404(?![\w.:-])")
+#: A store's answer that the credentials may not do this: its error code, or the status 403 on its own.
+DENIED = re.compile(r"AccessDenied|(?<![\w.:-])403(?![\w.:-])")
+
+
+def says_no_container(text: str) -> bool:
+    """Whether obstore's message says the bucket or container does not exist."""
+    return NO_CONTAINER.search(text) is not None
+
+
+def says_denied(text: str) -> bool:
+    """Whether obstore's message says the credentials were refused."""
+    return DENIED.search(text) is not None
+
+
 def requested_url(text: str) -> str | None:
     """The URL obstore's message says it requested, None where it names none."""
     found = REQUESTED.search(text)

@@ -17,7 +17,14 @@ import socket
 from typing import Any
 from urllib.parse import urlsplit
 
-from imagefolder_lmdb.remote.obstore_words import BUILDER_ERROR, DEBUG_SOURCE, NOT_SENT, requested_url
+from imagefolder_lmdb.remote.obstore_words import (
+    BUILDER_ERROR,
+    DEBUG_SOURCE,
+    NOT_SENT,
+    requested_url,
+    says_denied,
+    says_no_container,
+)
 
 
 class RemoteReadError(OSError):
@@ -92,9 +99,9 @@ def listing_beside(store: Any, key: str) -> tuple[str, list[str]]:
         listed = obstore.list_with_delimiter(store, folder or None)
     except Exception as exc:  # noqa: BLE001 - the probe only tells cases apart
         text = str(exc)
-        if "NoSuchBucket" in text or "ContainerNotFound" in text or "404" in text:
+        if says_no_container(text):
             return "nobucket", []
-        if "403" in text or "AccessDenied" in text:
+        if says_denied(text):
             return "denied", []
         return "failed", []
     return "ok", [entry["path"] for entry in listed["objects"] if entry["path"].endswith(".lmdb")]
