@@ -24,6 +24,7 @@ from imagefolder_lmdb.reader.drop_in import DropIn, dataset_bases, joint_transfo
 from imagefolder_lmdb.reader.file_checks import LmdbReadTxn
 from imagefolder_lmdb.reader.format import (
     META_KEYS,
+    SINGLE_LABEL,
     STORAGE_REASONS,
     DamagedRecordError,
     FormatError,
@@ -31,12 +32,14 @@ from imagefolder_lmdb.reader.format import (
     decode_meta,
     is_legacy_pickle_lmdb,
 )
+from imagefolder_lmdb.reader.format_targets import RESERVED_FIELD, FieldColumn
 from imagefolder_lmdb.reader.handles import begin_read, guarded, opened_token, shared_env
 from imagefolder_lmdb.reader.identity import FileChangedError, FileIdentity, changed_message, content_id
 from imagefolder_lmdb.reader.legacy import open_legacy
 from imagefolder_lmdb.reader.memory import keep_freed_memory_for_reuse
 from imagefolder_lmdb.reader.records import Opened, RecordSource
 from imagefolder_lmdb.reader.records_located import LocatedRecords, v1_records
+from imagefolder_lmdb.reader.targets import TargetType, carried_labels, target_column, target_names
 from imagefolder_lmdb.reader.url_openers import url_opener
 from imagefolder_lmdb.reader.urls import is_url
 
@@ -48,7 +51,7 @@ def _open_records(path: str, env: lmdb.Environment, lock: bool, allow_pickle: bo
             return open_legacy(txn, path)
         meta = decode_meta(txn, path)
         records = v1_records(path, env, meta, lock, crc_check)
-    return Opened(records, meta.document, meta.classes, meta.paths, meta.labels.tolist(), meta)
+    return Opened(records, meta.document, meta.classes, meta.paths, meta.targets(), meta)
 
 
 def _reopened(
@@ -84,6 +87,12 @@ def _open_path(
     if cache_dir is not None:
         raise ValueError(f"cache_dir is for datasets read from a URL; {ds.path} is read in place")
     return _open_records(ds.path, ds._env(), ds.lock, ds.allow_pickle, ds.crc_check)
+
+
+def _check_target_options(target_type: TargetType, target_transform: Callable[[Any], Any] | None) -> None:
+    """Refuse a ``target_transform`` with no target to take, as torchvision's CelebA does."""
+    if not isinstance(target_type, str) and not list(target_type) and target_transform is not None:
+        raise ValueError("target_transform is given but target_type is empty: there is no target to transform")
 
 
 def _check_options(decode: str, lock: bool, max_readers: int | None) -> None:
@@ -138,7 +147,8 @@ def _resized_words(short_side: int | None, max_side: int | None) -> str | None:
 class _Index(DropIn):
     """What opening the file found, as LMDBReader shows it: ImageFolder's index (``root``, ``classes``,
     ``class_to_idx``, ``samples``, ``imgs``, ``targets``), the words of each class where the file has
-    them (``class_words``), what the meta knows of each record
+    them (``class_words``), how images are labelled and their fields (``label_kind``, ``field_types``,
+    ``fields(i)``), the target each sample gives (``target_type``), what the meta knows of each record
     without decoding it (``image_sizes``, ``checksums``, ``storage_codes``; None for a legacy
     file), and which record source reads them (``is_legacy``, ``reads_by_offset``)."""
 
@@ -148,6 +158,7 @@ class _Index(DropIn):
     crc_check: bool
     decode: str
     transform: Callable[[Any], Any] | None
+    target_type: TargetType
     _records: RecordSource
     _identity: FileIdentity | None
 
@@ -156,8 +167,9 @@ class _Index(DropIn):
         self.meta_document: dict[str, Any] = opened.document
         self.classes: list[str] = opened.classes
         self.class_to_idx: dict[str, int] = {name: i for i, name in enumerate(self.classes)}
-        self.targets: list[int] = opened.targets
-        self.samples: list[tuple[str, int]] = list(zip(opened.names, self.targets, strict=True))
+        # the label(s) of each image whatever target_type says: a class index, or a list of them
+        self.targets: list[Any] = opened.targets
+        self.samples: list[tuple[str, Any]] = list(zip(opened.names, self.targets, strict=True))
         self.imgs = self.samples
         self.root: str | None = source_root(opened.document)
         # a copy prepared at a smaller size (encode.short_side, encode.max_side); None: source sizes
@@ -165,6 +177,15 @@ class _Index(DropIn):
         self.max_side: int | None = size_setting(opened.document, "max_side")
         self.class_words: list[str] | None = class_words(opened.document, self.classes)  # words of classes[k]
         meta = opened.meta
+        self.label_kind: str = SINGLE_LABEL if meta is None else meta.label_kind  # "single" or "multi"
+        self._fields: dict[str, FieldColumn] = {} if meta is None or meta.fields is None else meta.fields
+        self.field_types: dict[str, str] = {name: column.type for name, column in self._fields.items()}
+        names = target_names(self.target_type, self.field_types, self.path)
+        self._sample_targets = target_column(names, self.targets, self._fields)  # what ds[i] gives
+        if meta is None and names != [RESERVED_FIELD]:
+            raise ValueError(
+                f"target_type={self.target_type!r}: {self.path} is a legacy file, whose target is its label"
+            )
         self.image_sizes: np.ndarray | None = None if meta is None else meta.sizes  # (width, height) each
         self.checksums: np.ndarray | None = None if meta is None else meta.crc32  # CRC-32 of each value
         self.storage_codes: np.ndarray | None = None if meta is None else meta.storage  # STORAGE_REASONS
@@ -247,6 +268,12 @@ class _Index(DropIn):
                 "Convert it with scripts/convert_legacy.py (`imagefolder-lmdb convert-legacy`) to get them."
             )
 
+    def fields(self, index: int) -> dict[str, Any]:
+        """Image ``index``'s fields, ``{name: value}`` in the order ``field_types`` lists them, from the
+        meta, without reading or decoding the image; ``{}`` for a file without fields."""
+        index = self._check_index(index)
+        return {name: column.values[index] for name, column in self._fields.items()}
+
     def storage_reason(self, index: int) -> str:
         """How record ``index`` was stored: ``passthrough`` or ``reencoded:<why>``."""
         self._require_meta("storage reasons")
@@ -255,8 +282,10 @@ class _Index(DropIn):
 
     def class_counts(self) -> np.ndarray:
         """Images per class, ``int64[len(classes)]`` indexed like ``classes`` (zeros included),
-        from ``targets``: e.g. ``1 / counts[targets]`` as WeightedRandomSampler weights."""
-        return np.bincount(np.asarray(self.targets, dtype=np.int64), minlength=len(self.classes))
+        from ``targets``: e.g. ``1 / counts[targets]`` as WeightedRandomSampler weights. Multi-label:
+        the images that carry each class."""
+        labels = carried_labels(self.targets, self.label_kind)
+        return np.bincount(np.asarray(labels, dtype=np.int64), minlength=len(self.classes))
 
     def aspect_ratios(self) -> np.ndarray:
         """``width / height`` of each stored image, ``float64[len(self)]``, for aspect-ratio
@@ -297,7 +326,8 @@ class LMDBReader(_Index):
         transform (callable, optional): takes the image ``decode`` makes and returns a transformed
             version, as ImageFolder's ``transform``. One that holds imagefolder_lmdb.transforms gets
             large RGB JPEGs opened but not decoded (``lazy_jpeg``), to decode at the size it needs.
-        target_transform (callable, optional): takes the class index and transforms it.
+        target_transform (callable, optional): takes the target (see ``target_type``) and transforms
+            it, as torchvision's does.
         decode (str): what ``transform`` receives: ``"pil"`` (default), an RGB ``PIL.Image``
             exactly as ImageFolder's loader makes it; ``"tensor"``, a uint8 ``(3, H, W)`` RGB tensor
             decoded by TorchCodec (pixel-equal to ``"pil"`` with the pinned versions); ``"bytes"``,
@@ -316,10 +346,19 @@ class LMDBReader(_Index):
         cache_dir (str or os.PathLike, optional): for a URL, a local folder that keeps the records
             fetched; refused for a file read in place.
         cache_bytes (int): the most bytes ``cache_dir`` holds (default 64 GiB).
+        target_type (str or list of str): what each sample's target is, as torchvision's
+            ``CelebA(target_type=...)``: ``"label"`` (default), the class index, or for a multi-label
+            file the list of class indices; a field's name (``field_types``), its value; a list of
+            names, a tuple of their values in that order (one name: its value alone; none: None).
 
     Attributes:
         classes, class_to_idx, samples, imgs, targets: ImageFolder's; ``samples`` holds
-            ``(relative path, class index)`` pairs (legacy files: ``(key, label)``).
+            ``(relative path, class index)`` pairs (legacy files: ``(key, label)``). Whatever
+            ``target_type`` says, ``targets`` and ``samples`` hold each image's label: for a
+            multi-label file its list of class indices.
+        label_kind (str): ``"single"`` (one class each) or ``"multi"`` (a list of classes each).
+        field_types (dict[str, str]): each field's name and type (``int``, ``float``, ``str``,
+            ``list[int]``, ...), ``{}`` where the file has none; ``fields(i)`` gives image i's values.
         root (str or None): the folder converted, so ``os.path.join(root, samples[i][0])`` is
             ImageFolder's ``samples[i][0]``; None where unknown. Assign it if the source moved.
         class_words (list[str] or None): the words of each class, for ImageNet-1k WNIDs.
@@ -335,8 +374,9 @@ class LMDBReader(_Index):
             bytes fail their CRC-32 raises its subclass DamagedRecordError (file or URL, index, the
             fix); from a URL, read twice first, as remote.records.ChecksumError, an OSError too.
         ReadersFullError: ``lock=True`` and every reader slot taken.
-        ValueError: an unknown ``decode``, ``max_readers`` without ``lock=True`` or below 1, or
-            settings other than those the file is already open with in this process.
+        ValueError: an unknown ``decode``, ``max_readers`` without ``lock=True`` or below 1, a
+            ``target_type`` naming no field of the file (the message lists them), or settings other
+            than those the file is already open with in this process.
         ImportError: ``decode="tensor"`` without TorchCodec.
         OSError: for a URL, an object that cannot be read after retries (``RemoteReadError``) or
             that was replaced since it was opened (``ObjectChangedError``), from imagefolder_lmdb.remote.
@@ -346,7 +386,7 @@ class LMDBReader(_Index):
         self,
         path: str | os.PathLike[str],
         transform: Callable[[Any], Any] | None = None,
-        target_transform: Callable[[int], Any] | None = None,
+        target_transform: Callable[[Any], Any] | None = None,
         decode: Decode = "pil",
         *,
         lock: bool = False,
@@ -356,8 +396,11 @@ class LMDBReader(_Index):
         max_in_flight: int = 64,
         cache_dir: str | os.PathLike[str] | None = None,
         cache_bytes: int = 64 << 30,
+        target_type: TargetType = RESERVED_FIELD,
     ) -> None:
         _check_options(decode, lock, max_readers)
+        _check_target_options(target_type, target_transform)
+        self.target_type = target_type
         self.path = _resolved(os.fspath(path))
         self.transform = transform
         self.target_transform = target_transform
@@ -390,7 +433,7 @@ class LMDBReader(_Index):
         if len(positions) > 1:
             keep_freed_memory_for_reuse()
         wanting = lazy_jpeg_transforms(self.transform) if self.decode == "pil" else []
-        batch = self._records.read(positions, LAZY if wanting else self.decode, self._transaction, self.targets)
+        batch = self._records.read(positions, LAZY if wanting else self.decode, self._transaction, self._sample_targets)
         samples = zip(batch, positions, strict=True)
         return [_transformed(self, image, target, index, wanting) for (image, target), index in samples]
 
@@ -427,7 +470,7 @@ class LMDBReader(_Index):
         return _described(self)
 
 
-def _transformed(ds: LMDBReader, image: Any, target: int, index: int, wanting: list[Any]) -> tuple[Any, Any]:
+def _transformed(ds: LMDBReader, image: Any, target: Any, index: int, wanting: list[Any]) -> tuple[Any, Any]:
     """One sample through ``transform`` and ``target_transform``. A lazily opened JPEG (``wanting``: the
     transforms that asked for it) is decoded inside the transform: an error there is told which
     record and file it was; one too small for any reduction is decoded first, as without them."""
@@ -441,7 +484,7 @@ def _transformed(ds: LMDBReader, image: Any, target: int, index: int, wanting: l
                     "whose JPEG the transform decodes (a lazily opened image, imagefolder_lmdb.transforms)"
                 )
             raise
-    if ds.target_transform is not None:
+    if ds.target_transform is not None:  # never with no target: refused when the dataset is made
         target = ds.target_transform(target)
     return image, target
 
@@ -456,6 +499,12 @@ def _described(ds: LMDBReader) -> str:
         f"    Classes: {len(ds.classes)}",
         f"    Decode: {ds.decode}",
     ]
+    if ds.label_kind != SINGLE_LABEL:
+        lines.append(f"    Labels: {ds.label_kind} (a list of class indices per image)")
+    if ds.field_types:
+        lines.append("    Fields: " + ", ".join(f"{name} ({kind})" for name, kind in ds.field_types.items()))
+    if ds.target_type != RESERVED_FIELD:  # as CelebA's repr names it
+        lines.append(f"    Target type: {ds.target_type}")
     if ds.is_legacy:
         lines.append("    Layout: legacy folder2lmdb pickle (allow_pickle=True)")
     resized = _resized_words(ds.short_side, ds.max_side)

@@ -35,9 +35,7 @@ def verify_remote(url: str, sample: int, full: bool, seed: int) -> tuple[dict[st
     except (FormatError, OSError, RemoteURLError) as exc:
         report["problems"].append(str(exc).removeprefix(f"{url}: "))  # the summary line names the URL
         return report, None, []
-    problems = local.size_problems(ds) + local.document_problems(ds.meta_document)
-    if any(not 0 <= target < len(ds.classes) for target in ds.targets):
-        problems.append("labels outside the class range")
+    problems = local.label_range_problems(ds) + local.size_problems(ds) + local.document_problems(ds.meta_document)
     indices = local.sample_indices(len(ds), sample, False, seed)
     records = ds._records
     assert isinstance(records, RemoteRecords)
