@@ -154,6 +154,8 @@ def checked_targets(
         problems += field_problems(name, column, length)
     if labels is not None and len(labels) != length:
         problems.append(f"{len(labels)} labels for {length} records")
+    elif labels is not None and any(not 0 <= label < classes for label in labels):
+        problems.append(f"a label outside 0..{classes - 1} (its {classes} classes)")
     if problems:
         raise MetaDocumentError(
             "the label lists or fields to be written do not fit the records: " + "; ".join(problems)
