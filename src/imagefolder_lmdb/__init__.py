@@ -7,10 +7,11 @@ workflow's library (``steps``: one module per rule), the workflow itself (``work
 ``convert()`` and the ``imagefolder-lmdb`` command. ``__all__`` is the user API: the dataset and
 reader classes and the errors and warning the docs name, ``convert`` with ``ConvertError``, ``SplitOutputs``,
 ``SNAKEFILE`` and ``WORKFLOW``, ``ElasticDistributedSampler`` with ``sampler_state_from_loader``
-(imagefolder_lmdb.sampler, issue 32), and ``collate_label_lists`` with ``multi_hot`` for several labels
-per image (imagefolder_lmdb.reader.targets, issue 52). Each is imported on first use, so importing the package imports no
-torch: ``LMDBDataset`` does, as in the file itself. The reader's other names still resolve here, with a
-DeprecationWarning, for one release: import them from ``imagefolder_lmdb.reader``.
+(imagefolder_lmdb.sampler, issue 32), and ``collate_label_lists`` with ``multi_hot`` for several
+labels per image (imagefolder_lmdb.reader.targets, issue 52). Each is imported on first use, so
+importing the package imports no torch: ``LMDBDataset`` does, as in the file itself. The reader's
+other names still resolve here, with a DeprecationWarning, for one release: import them from
+``imagefolder_lmdb.reader``.
 """
 
 from __future__ import annotations
@@ -42,9 +43,9 @@ if TYPE_CHECKING:
         ReadersFullError,
         TruncatedFileError,
     )
-    from imagefolder_lmdb.sampler import ElasticDistributedSampler as ElasticDistributedSampler
     from imagefolder_lmdb.reader.targets import collate_label_lists as collate_label_lists
     from imagefolder_lmdb.reader.targets import multi_hot as multi_hot
+    from imagefolder_lmdb.sampler import ElasticDistributedSampler as ElasticDistributedSampler
     from imagefolder_lmdb.sampler import sampler_state_from_loader as sampler_state_from_loader
 
 #: The elastic sampler's names, from imagefolder_lmdb.sampler (which imports torch).
