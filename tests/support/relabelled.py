@@ -18,8 +18,10 @@ from imagefolder_lmdb.writing.lmdb_open import open_lmdb_readonly
 from imagefolder_lmdb.writing.lmdb_writer import LMDBWriter
 
 #: meta/json's entries the builder makes itself, or that the format's encoder and write_meta's store add.
-BUILT_ENTRIES = ("format", "version", "length", "classes", "class_to_idx", "settings", "source", "stats")
-BUILT_ENTRIES += ("storage_reasons", "tool", "created", "checksums", "locations", "label_kind", "fields")
+BUILT_ENTRIES = frozenset(
+    {"format", "version", "length", "classes", "class_to_idx", "settings", "source", "stats", "storage_reasons"}
+    | {"tool", "created", "checksums", "locations", "label_kind", "fields"}
+)
 
 
 def stored_meta(path: Path) -> Meta:
