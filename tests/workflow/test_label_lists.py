@@ -22,6 +22,7 @@ from imagefolder_lmdb.reader import META_KEYS, FormatError, LMDBDataset, checksu
 from imagefolder_lmdb.reader.format_targets import FieldColumn, LabelLists, pack_fields, pack_label_lists
 from support import BIN
 from support.images import TREE_CLASSES, TREE_IMAGES
+from support.readme import runnable
 from support.relabelled import meta_document_values, rebuilt_meta, relabelled_copy, stored_meta
 from support.workflow import Converted
 
@@ -196,3 +197,10 @@ def test_verify_names_each_wrong_label_list_and_field(multi: Path, tmp_path: Pat
     ]
     with pytest.raises(FormatError, match=r"field 'age' is int.*: the file is damaged\. Copy it again"):
         LMDBDataset(damaged)
+
+
+def test_the_documented_collate_example_runs() -> None:
+    (example,) = [block for block in runnable() if block.kind == "python" and "collate_label_lists" in block.code]
+    assert example.page == "docs/training.md"
+    done = subprocess.run([str(BIN / "python"), "-c", example.code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0 and "multi-hot targets torch.Size([2, 3])" in done.stdout, done.stderr
