@@ -24,7 +24,6 @@ from imagefolder_lmdb.reader.drop_in import DropIn, dataset_bases, joint_transfo
 from imagefolder_lmdb.reader.file_checks import LmdbReadTxn
 from imagefolder_lmdb.reader.format import (
     META_KEYS,
-    SINGLE_LABEL,
     STORAGE_REASONS,
     DamagedRecordError,
     FormatError,
@@ -32,14 +31,14 @@ from imagefolder_lmdb.reader.format import (
     decode_meta,
     is_legacy_pickle_lmdb,
 )
-from imagefolder_lmdb.reader.format_targets import RESERVED_FIELD, FieldColumn
+from imagefolder_lmdb.reader.format_targets import RESERVED_FIELD
 from imagefolder_lmdb.reader.handles import begin_read, guarded, opened_token, shared_env
 from imagefolder_lmdb.reader.identity import FileChangedError, FileIdentity, changed_message, content_id
 from imagefolder_lmdb.reader.legacy import open_legacy
 from imagefolder_lmdb.reader.memory import keep_freed_memory_for_reuse
 from imagefolder_lmdb.reader.records import Opened, RecordSource
 from imagefolder_lmdb.reader.records_located import LocatedRecords, v1_records
-from imagefolder_lmdb.reader.targets import TargetType, carried_labels, target_column, target_names
+from imagefolder_lmdb.reader.targets import LabelsAndFields, TargetType, check_target_options
 from imagefolder_lmdb.reader.url_openers import url_opener
 from imagefolder_lmdb.reader.urls import is_url
 
@@ -87,12 +86,6 @@ def _open_path(
     if cache_dir is not None:
         raise ValueError(f"cache_dir is for datasets read from a URL; {ds.path} is read in place")
     return _open_records(ds.path, ds._env(), ds.lock, ds.allow_pickle, ds.crc_check)
-
-
-def _check_target_options(target_type: TargetType, target_transform: Callable[[Any], Any] | None) -> None:
-    """Refuse a ``target_transform`` with no target to take, as torchvision's CelebA does."""
-    if not isinstance(target_type, str) and not list(target_type) and target_transform is not None:
-        raise ValueError("target_transform is given but target_type is empty: there is no target to transform")
 
 
 def _check_options(decode: str, lock: bool, max_readers: int | None) -> None:
@@ -144,7 +137,7 @@ def _resized_words(short_side: int | None, max_side: int | None) -> str | None:
     return ", ".join(bounds) or None
 
 
-class _Index(DropIn):
+class _Index(DropIn, LabelsAndFields):
     """What opening the file found, as LMDBReader shows it: ImageFolder's index (``root``, ``classes``,
     ``class_to_idx``, ``samples``, ``imgs``, ``targets``), the words of each class where the file has
     them (``class_words``), how images are labelled and their fields (``label_kind``, ``field_types``,
@@ -158,7 +151,6 @@ class _Index(DropIn):
     crc_check: bool
     decode: str
     transform: Callable[[Any], Any] | None
-    target_type: TargetType
     _records: RecordSource
     _identity: FileIdentity | None
 
@@ -167,25 +159,14 @@ class _Index(DropIn):
         self.meta_document: dict[str, Any] = opened.document
         self.classes: list[str] = opened.classes
         self.class_to_idx: dict[str, int] = {name: i for i, name in enumerate(self.classes)}
-        # the label(s) of each image whatever target_type says: a class index, or a list of them
-        self.targets: list[Any] = opened.targets
-        self.samples: list[tuple[str, Any]] = list(zip(opened.names, self.targets, strict=True))
-        self.imgs = self.samples
+        self.imgs = self.samples = list(zip(opened.names, opened.targets, strict=True))
         self.root: str | None = source_root(opened.document)
         # a copy prepared at a smaller size (encode.short_side, encode.max_side); None: source sizes
         self.short_side: int | None = size_setting(opened.document, "short_side")
         self.max_side: int | None = size_setting(opened.document, "max_side")
         self.class_words: list[str] | None = class_words(opened.document, self.classes)  # words of classes[k]
         meta = opened.meta
-        self.label_kind: str = SINGLE_LABEL if meta is None else meta.label_kind  # "single" or "multi"
-        self._fields: dict[str, FieldColumn] = {} if meta is None or meta.fields is None else meta.fields
-        self.field_types: dict[str, str] = {name: column.type for name, column in self._fields.items()}
-        names = target_names(self.target_type, self.field_types, self.path)
-        self._sample_targets = target_column(names, self.targets, self._fields)  # what ds[i] gives
-        if meta is None and names != [RESERVED_FIELD]:
-            raise ValueError(
-                f"target_type={self.target_type!r}: {self.path} is a legacy file, whose target is its label"
-            )
+        self._set_targets(opened)
         self.image_sizes: np.ndarray | None = None if meta is None else meta.sizes  # (width, height) each
         self.checksums: np.ndarray | None = None if meta is None else meta.crc32  # CRC-32 of each value
         self.storage_codes: np.ndarray | None = None if meta is None else meta.storage  # STORAGE_REASONS
@@ -268,24 +249,11 @@ class _Index(DropIn):
                 "Convert it with scripts/convert_legacy.py (`imagefolder-lmdb convert-legacy`) to get them."
             )
 
-    def fields(self, index: int) -> dict[str, Any]:
-        """Image ``index``'s fields, ``{name: value}`` in the order ``field_types`` lists them, from the
-        meta, without reading or decoding the image; ``{}`` for a file without fields."""
-        index = self._check_index(index)
-        return {name: column.values[index] for name, column in self._fields.items()}
-
     def storage_reason(self, index: int) -> str:
         """How record ``index`` was stored: ``passthrough`` or ``reencoded:<why>``."""
         self._require_meta("storage reasons")
         assert self.storage_codes is not None
         return STORAGE_REASONS[int(self.storage_codes[self._check_index(index)])]
-
-    def class_counts(self) -> np.ndarray:
-        """Images per class, ``int64[len(classes)]`` indexed like ``classes`` (zeros included),
-        from ``targets``: e.g. ``1 / counts[targets]`` as WeightedRandomSampler weights. Multi-label:
-        the images that carry each class."""
-        labels = carried_labels(self.targets, self.label_kind)
-        return np.bincount(np.asarray(labels, dtype=np.int64), minlength=len(self.classes))
 
     def aspect_ratios(self) -> np.ndarray:
         """``width / height`` of each stored image, ``float64[len(self)]``, for aspect-ratio
@@ -346,19 +314,15 @@ class LMDBReader(_Index):
         cache_dir (str or os.PathLike, optional): for a URL, a local folder that keeps the records
             fetched; refused for a file read in place.
         cache_bytes (int): the most bytes ``cache_dir`` holds (default 64 GiB).
-        target_type (str or list of str): what each sample's target is, as torchvision's
-            ``CelebA(target_type=...)``: ``"label"`` (default), the class index, or for a multi-label
-            file the list of class indices; a field's name (``field_types``), its value; a list of
-            names, a tuple of their values in that order (one name: its value alone; none: None).
+        target_type (str or list of str): each sample's target, as torchvision's CelebA's:
+            ``"label"`` (default: the class index; multi-label, the list of them), a field's name,
+            or a list of names (a tuple of their values; one name: its value; none: None).
 
     Attributes:
         classes, class_to_idx, samples, imgs, targets: ImageFolder's; ``samples`` holds
-            ``(relative path, class index)`` pairs (legacy files: ``(key, label)``). Whatever
-            ``target_type`` says, ``targets`` and ``samples`` hold each image's label: for a
-            multi-label file its list of class indices.
-        label_kind (str): ``"single"`` (one class each) or ``"multi"`` (a list of classes each).
-        field_types (dict[str, str]): each field's name and type (``int``, ``float``, ``str``,
-            ``list[int]``, ...), ``{}`` where the file has none; ``fields(i)`` gives image i's values.
+            ``(relative path, class index)`` pairs (legacy files: ``(key, label)``); multi-label
+            files: the lists of class indices in both, whatever ``target_type`` says.
+        label_kind, field_types: ``"single"`` or ``"multi"``; each field's type (``fields(i)``).
         root (str or None): the folder converted, so ``os.path.join(root, samples[i][0])`` is
             ImageFolder's ``samples[i][0]``; None where unknown. Assign it if the source moved.
         class_words (list[str] or None): the words of each class, for ImageNet-1k WNIDs.
@@ -399,7 +363,7 @@ class LMDBReader(_Index):
         target_type: TargetType = RESERVED_FIELD,
     ) -> None:
         _check_options(decode, lock, max_readers)
-        _check_target_options(target_type, target_transform)
+        check_target_options(target_type, target_transform)
         self.target_type = target_type
         self.path = _resolved(os.fspath(path))
         self.transform = transform
@@ -499,12 +463,7 @@ def _described(ds: LMDBReader) -> str:
         f"    Classes: {len(ds.classes)}",
         f"    Decode: {ds.decode}",
     ]
-    if ds.label_kind != SINGLE_LABEL:
-        lines.append(f"    Labels: {ds.label_kind} (a list of class indices per image)")
-    if ds.field_types:
-        lines.append("    Fields: " + ", ".join(f"{name} ({kind})" for name, kind in ds.field_types.items()))
-    if ds.target_type != RESERVED_FIELD:  # as CelebA's repr names it
-        lines.append(f"    Target type: {ds.target_type}")
+    lines += ds.target_lines()
     if ds.is_legacy:
         lines.append("    Layout: legacy folder2lmdb pickle (allow_pickle=True)")
     resized = _resized_words(ds.short_side, ds.max_side)

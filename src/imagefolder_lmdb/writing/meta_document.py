@@ -97,11 +97,8 @@ def build_meta(
     ``fields`` (name: type and one value per record, in the order a reader lists them), and the
     document :func:`build_document` makes of them, written by ``tool`` (its name; the version is
     :data:`TOOL_VERSION`). With label lists or fields the file is format version 4, else as before.
-
-    Raises:
-        MetaDocumentError: labels given both ways or neither, label lists or fields that do not fit
-            the records and classes, or a document that disagrees with itself.
-    """
+    MetaDocumentError: labels given both ways or neither, labels, label lists or fields that do not
+    fit the records and classes, or a document that disagrees with itself."""
     targets = checked_targets(len(storage), len(classes), labels, label_lists, fields)
     document = build_document(
         classes=classes,
