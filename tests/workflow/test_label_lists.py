@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import uuid
 from functools import partial
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from imagefolder_lmdb import ElasticDistributedSampler, collate_label_lists, mul
 from imagefolder_lmdb.reader import META_KEYS, FormatError, LMDBDataset, checksum, encode_document
 from imagefolder_lmdb.reader.format_targets import FieldColumn, LabelLists, pack_fields, pack_label_lists
 from support import BIN
+from support.http_range import RangeServer
 from support.images import TREE_CLASSES, TREE_IMAGES
 from support.readme import runnable
 from support.relabelled import meta_document_values, rebuilt_meta, relabelled_copy, stored_meta
@@ -204,3 +206,10 @@ def test_the_documented_collate_example_runs() -> None:
     assert example.page == "docs/training.md"
     done = subprocess.run([str(BIN / "python"), "-c", example.code], capture_output=True, text=True, check=False)
     assert done.returncode == 0 and "multi-hot targets torch.Size([2, 3])" in done.stdout, done.stderr
+
+
+def test_a_url_reads_the_label_lists_and_fields(multi: Path, range_server: RangeServer) -> None:
+    url = range_server.put(f"{uuid.uuid4().hex}.lmdb", multi.read_bytes())  # the [remote] reader's ranged reads
+    ds = LMDBDataset(url, decode="bytes", target_type=["label", "age"])
+    assert ds.targets == LISTS and ds.fields(5)["caption"] == "image 5: café, 猫"
+    assert ds[3][1] == (LISTS[3], 3 * 3 - 20) and ds[3][0] == LMDBDataset(multi, decode="bytes")[3][0]
