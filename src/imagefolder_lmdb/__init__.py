@@ -6,10 +6,12 @@ checkout, ``imagefolder_lmdb.dataset`` where it was before). The rest of the pac
 workflow's library (``steps``: one module per rule), the workflow itself (``workflow/``), run by
 ``convert()`` and the ``imagefolder-lmdb`` command. ``__all__`` is the user API: the dataset and
 reader classes and the errors and warning the docs name, ``convert`` with ``ConvertError``, ``SplitOutputs``,
-``SNAKEFILE`` and ``WORKFLOW``, and ``ElasticDistributedSampler`` with ``sampler_state_from_loader``
-(imagefolder_lmdb.sampler, issue 32). Each is imported on first use, so importing the package imports no
-torch: ``LMDBDataset`` does, as in the file itself. The reader's other names still resolve here, with a
-DeprecationWarning, for one release: import them from ``imagefolder_lmdb.reader``.
+``SNAKEFILE`` and ``WORKFLOW``, ``ElasticDistributedSampler`` with ``sampler_state_from_loader``
+(imagefolder_lmdb.sampler, issue 32), and ``collate_label_lists`` with ``multi_hot`` for several
+labels per image (imagefolder_lmdb.reader.targets, issue 52). Each is imported on first use, so
+importing the package imports no torch: ``LMDBDataset`` does, as in the file itself. The reader's
+other names still resolve here, with a DeprecationWarning, for one release: import them from
+``imagefolder_lmdb.reader``.
 """
 
 from __future__ import annotations
@@ -46,11 +48,15 @@ if TYPE_CHECKING:
         ReadersFullError,
         TruncatedFileError,
     )
+    from imagefolder_lmdb.reader.targets import collate_label_lists as collate_label_lists
+    from imagefolder_lmdb.reader.targets import multi_hot as multi_hot
     from imagefolder_lmdb.sampler import ElasticDistributedSampler as ElasticDistributedSampler
     from imagefolder_lmdb.sampler import sampler_state_from_loader as sampler_state_from_loader
 
 #: The elastic sampler's names, from imagefolder_lmdb.sampler (which imports torch).
 _SAMPLER_NAMES = ("ElasticDistributedSampler", "sampler_state_from_loader")
+#: A batch of several labels per image (imagefolder_lmdb.reader.targets, which imports torch when called).
+_TARGET_NAMES = ("collate_label_lists", "multi_hot")
 #: The reader's names that are the package's API: the dataset and reader classes, and the errors and
 #: warning the docs name (docs/training.md, docs/troubleshooting.md). The reader's other names resolve
 #: here for one release, with a DeprecationWarning: their home is imagefolder_lmdb.reader (issue 42).
@@ -80,7 +86,9 @@ __all__ = [
     "ReadersFullError",
     "SplitOutputs",
     "TruncatedFileError",
+    "collate_label_lists",
     "convert",
+    "multi_hot",
     "sampler_state_from_loader",
 ]
 
@@ -94,6 +102,9 @@ def __getattr__(name: str) -> Any:
         from imagefolder_lmdb import sampler
 
         return getattr(sampler, name)
+    if name in _TARGET_NAMES:
+        targets = importlib.import_module("imagefolder_lmdb.reader.targets")
+        return getattr(targets, name)
     if name == "__version__":  # looked up when asked for: a checkout on PYTHONPATH imports without an install
         from importlib import metadata
 

@@ -93,7 +93,9 @@ USER_API = [
     "ReadersFullError",
     "SplitOutputs",
     "TruncatedFileError",
+    "collate_label_lists",
     "convert",
+    "multi_hot",
     "sampler_state_from_loader",
 ]
 

@@ -2,9 +2,10 @@
 """``imagefolder-lmdb info FILE.lmdb`` (or ``info OUTDIR``, each of its datasets): what a dataset
 holds, read from its meta without decoding an image (a URL, ``s3://bucket/train.lmdb``: the meta by
 the ranged reads ``verify`` makes; a prefix, ``s3://bucket/imagenet``: each ``.lmdb`` object under
-it): classes with their image counts, image sizes, why records were stored as they were, the
-settings and source it was made with, its format version, file size and creation time. ``--json``:
-the meta document's own fields, and the counts.
+it): classes with their image counts, how images are labelled (one class each, or several) and
+their fields with their types, image sizes, why records were stored as they were, the settings and
+source it was made with, its format version, file size and creation time. ``--json``: the meta
+document's own fields, and the counts.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ def read_dataset(path: str) -> dict[str, Any]:
     """The meta document of ``path`` with the counts info adds: images per class, image sizes,
     the file's size and path (no checksum is checked: that is ``verify``'s work)."""
     from imagefolder_lmdb.reader import META_KEYS, FormatError
+    from imagefolder_lmdb.reader.format_targets import MULTI_LABEL, unpack_label_lists
     from imagefolder_lmdb.reader.handles import guarded, open_env_readonly
     from imagefolder_lmdb.remote import is_url
 
@@ -41,7 +43,8 @@ def read_dataset(path: str) -> dict[str, Any]:
     try:  # as the reader opens a file: a short copy or a damaged page is named, never a crash (SIGBUS)
         env = open_env_readonly(path)
         with guarded(env.begin(), path, lock=False) as txn:
-            raw = {name: txn.get(key) for name, key in META_KEYS.items() if name in ("json", "labels", "sizes")}
+            wanted = ("json", "labels", "sizes", "label_lists")
+            raw = {name: txn.get(key) for name, key in META_KEYS.items() if name in wanted}
     except (FormatError, ValueError) as exc:
         raise InfoError(str(exc)) from None
     env.close()
@@ -50,6 +53,8 @@ def read_dataset(path: str) -> dict[str, Any]:
     document = json.loads(bytes(raw["json"]))
     document.pop("checksums", None)
     labels = np.frombuffer(bytes(raw["labels"] or b""), dtype="<i4")
+    if raw["label_lists"] is not None and document.get("label_kind") == MULTI_LABEL:
+        labels = unpack_label_lists(bytes(raw["label_lists"]), document["length"]).values
     sizes = np.frombuffer(bytes(raw["sizes"] or b""), dtype="<u4").reshape(-1, 2)
     counts: np.ndarray | list[int] = np.bincount(labels, minlength=len(document["classes"])) if labels.size else []
     return {
@@ -76,7 +81,7 @@ def read_remote(url: str) -> dict[str, Any]:
         raise InfoError(str(exc)) from None
     document = dict(remote.meta.document)
     document.pop("checksums", None)
-    labels = remote.meta.labels
+    labels = remote.meta.labels if remote.meta.label_lists is None else remote.meta.label_lists.values
     counts: np.ndarray | list[int] = np.bincount(labels, minlength=len(document["classes"])) if labels.size else []
     return {
         "file": url,
@@ -113,6 +118,7 @@ def text_lines(info: dict[str, Any]) -> list[str]:
         + f", {source.get('images', 0):,} images, {stats.get('source_bytes', 0) / 1e6:.1f} MB",
         f"  stored: {storage}; skipped: {len(stats.get('skipped', []))}",
         "  settings: " + ", ".join(f"{key} {value}" for key, value in encode.items()),
+        *label_lines(info),
     ]
     if sizes:
         lines.append(
@@ -120,6 +126,15 @@ def text_lines(info: dict[str, Any]) -> list[str]:
             + ", ".join(f"{axis} {s['min']}..{s['max']} (median {s['median']})" for axis, s in sizes.items())
         )
     return lines + class_lines(info["images_per_class"])
+
+
+def label_lines(info: dict[str, Any]) -> list[str]:
+    """How images are labelled and their fields (absent from files before version 4: one class each, none)."""
+    multi = info.get("label_kind") == "multi"
+    fields = info.get("fields", [])
+    listed = ", ".join(f"{field['name']} ({field['type']})" for field in fields) if fields else "none"
+    labels = "several classes per image (a list each)" if multi else "one class per image"
+    return [f"  labels: {labels}; fields: {listed}"]
 
 
 def class_lines(counts: dict[str, int]) -> list[str]:

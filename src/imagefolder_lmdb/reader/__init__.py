@@ -8,6 +8,7 @@ Importing it imports no torch: ``LMDBDataset`` does, on first access. What lives
 
 ==================== ===================================================================================
 ``format``           the on-disk format: keys, meta layout, storage codes, ``Meta``, ``FormatError``
+``format_targets``   the format's version-4 keys: label lists and typed fields, packed, unpacked, checked
 ``lmdb_layout``      LMDB's on-disk layout (pages, nodes, meta page), shared with lmdb_pages.py
 ``lmdb_pages``       where each value lies, found by walking the B-tree with plain reads (``walk``)
 ``lmdb_check``       the whole file checked with plain reads before LMDB reads it (``check``)
@@ -27,6 +28,7 @@ Importing it imports no torch: ``LMDBDataset`` does, on first access. What lives
 ``legacy``           folder2lmdb pickles, ``allow_pickle=True`` only
 ``drop_in``          ImageFolder's ``loader``, ``extensions``, ``transforms``, ``find_classes``
 ``dataset``          ``LMDBReader`` and ``LMDBDataset``
+``targets``          a sample's target (``target_type``); ``multi_hot``, ``collate_label_lists`` (torch when called)
 ``document``         a file's meta document read on its own, None for what is not a dataset (``read_document``)
 ``urls``             which paths are URLs (``is_url``), handed to imagefolder_lmdb.remote
 ``url_openers``      who opens a URL: the opener imagefolder_lmdb.remote registers (an entry point)

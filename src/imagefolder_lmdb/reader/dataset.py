@@ -31,12 +31,14 @@ from imagefolder_lmdb.reader.format import (
     decode_meta,
     is_legacy_pickle_lmdb,
 )
+from imagefolder_lmdb.reader.format_targets import RESERVED_FIELD
 from imagefolder_lmdb.reader.handles import begin_read, guarded, opened_token, shared_env
 from imagefolder_lmdb.reader.identity import FileChangedError, FileIdentity, changed_message, content_id
 from imagefolder_lmdb.reader.legacy import open_legacy
 from imagefolder_lmdb.reader.memory import keep_freed_memory_for_reuse
 from imagefolder_lmdb.reader.records import Opened, RecordSource
 from imagefolder_lmdb.reader.records_located import LocatedRecords, v1_records
+from imagefolder_lmdb.reader.targets import LabelsAndFields, TargetType, check_target_options
 from imagefolder_lmdb.reader.url_openers import url_opener
 from imagefolder_lmdb.reader.urls import is_url
 
@@ -48,7 +50,7 @@ def _open_records(path: str, env: lmdb.Environment, lock: bool, allow_pickle: bo
             return open_legacy(txn, path)
         meta = decode_meta(txn, path)
         records = v1_records(path, env, meta, lock, crc_check)
-    return Opened(records, meta.document, meta.classes, meta.paths, meta.labels.tolist(), meta)
+    return Opened(records, meta.document, meta.classes, meta.paths, meta.targets(), meta)
 
 
 def _reopened(
@@ -135,10 +137,11 @@ def _resized_words(short_side: int | None, max_side: int | None) -> str | None:
     return ", ".join(bounds) or None
 
 
-class _Index(DropIn):
+class _Index(DropIn, LabelsAndFields):
     """What opening the file found, as LMDBReader shows it: ImageFolder's index (``root``, ``classes``,
     ``class_to_idx``, ``samples``, ``imgs``, ``targets``), the words of each class where the file has
-    them (``class_words``), what the meta knows of each record
+    them (``class_words``), how images are labelled and their fields (``label_kind``, ``field_types``,
+    ``fields(i)``), the target each sample gives (``target_type``), what the meta knows of each record
     without decoding it (``image_sizes``, ``checksums``, ``storage_codes``; None for a legacy
     file), and which record source reads them (``is_legacy``, ``reads_by_offset``)."""
 
@@ -156,15 +159,14 @@ class _Index(DropIn):
         self.meta_document: dict[str, Any] = opened.document
         self.classes: list[str] = opened.classes
         self.class_to_idx: dict[str, int] = {name: i for i, name in enumerate(self.classes)}
-        self.targets: list[int] = opened.targets
-        self.samples: list[tuple[str, int]] = list(zip(opened.names, self.targets, strict=True))
-        self.imgs = self.samples
+        self.imgs = self.samples = list(zip(opened.names, opened.targets, strict=True))
         self.root: str | None = source_root(opened.document)
         # a copy prepared at a smaller size (encode.short_side, encode.max_side); None: source sizes
         self.short_side: int | None = size_setting(opened.document, "short_side")
         self.max_side: int | None = size_setting(opened.document, "max_side")
         self.class_words: list[str] | None = class_words(opened.document, self.classes)  # words of classes[k]
         meta = opened.meta
+        self._set_targets(opened)
         self.image_sizes: np.ndarray | None = None if meta is None else meta.sizes  # (width, height) each
         self.checksums: np.ndarray | None = None if meta is None else meta.crc32  # CRC-32 of each value
         self.storage_codes: np.ndarray | None = None if meta is None else meta.storage  # STORAGE_REASONS
@@ -253,11 +255,6 @@ class _Index(DropIn):
         assert self.storage_codes is not None
         return STORAGE_REASONS[int(self.storage_codes[self._check_index(index)])]
 
-    def class_counts(self) -> np.ndarray:
-        """Images per class, ``int64[len(classes)]`` indexed like ``classes`` (zeros included),
-        from ``targets``: e.g. ``1 / counts[targets]`` as WeightedRandomSampler weights."""
-        return np.bincount(np.asarray(self.targets, dtype=np.int64), minlength=len(self.classes))
-
     def aspect_ratios(self) -> np.ndarray:
         """``width / height`` of each stored image, ``float64[len(self)]``, for aspect-ratio
         bucketing; from the meta's ``image_sizes``, no decoding."""
@@ -297,7 +294,8 @@ class LMDBReader(_Index):
         transform (callable, optional): takes the image ``decode`` makes and returns a transformed
             version, as ImageFolder's ``transform``. One that holds imagefolder_lmdb.transforms gets
             large RGB JPEGs opened but not decoded (``lazy_jpeg``), to decode at the size it needs.
-        target_transform (callable, optional): takes the class index and transforms it.
+        target_transform (callable, optional): takes the target (see ``target_type``) and transforms
+            it, as torchvision's does.
         decode (str): what ``transform`` receives: ``"pil"`` (default), an RGB ``PIL.Image``
             exactly as ImageFolder's loader makes it; ``"tensor"``, a uint8 ``(3, H, W)`` RGB tensor
             decoded by TorchCodec (pixel-equal to ``"pil"`` with the pinned versions); ``"bytes"``,
@@ -316,10 +314,15 @@ class LMDBReader(_Index):
         cache_dir (str or os.PathLike, optional): for a URL, a local folder that keeps the records
             fetched; refused for a file read in place.
         cache_bytes (int): the most bytes ``cache_dir`` holds (default 64 GiB).
+        target_type (str or list of str): each sample's target, as torchvision's CelebA's:
+            ``"label"`` (default: the class index; multi-label, the list of them), a field's name,
+            or a list of names (a tuple of their values; one name: its value; none: None).
 
     Attributes:
         classes, class_to_idx, samples, imgs, targets: ImageFolder's; ``samples`` holds
-            ``(relative path, class index)`` pairs (legacy files: ``(key, label)``).
+            ``(relative path, class index)`` pairs (legacy files: ``(key, label)``); multi-label
+            files: the lists of class indices in both, whatever ``target_type`` says.
+        label_kind, field_types: ``"single"`` or ``"multi"``; each field's type (``fields(i)``).
         root (str or None): the folder converted, so ``os.path.join(root, samples[i][0])`` is
             ImageFolder's ``samples[i][0]``; None where unknown. Assign it if the source moved.
         class_words (list[str] or None): the words of each class, for ImageNet-1k WNIDs.
@@ -335,8 +338,9 @@ class LMDBReader(_Index):
             bytes fail their CRC-32 raises its subclass DamagedRecordError (file or URL, index, the
             fix); from a URL, read twice first, as remote.records.ChecksumError, an OSError too.
         ReadersFullError: ``lock=True`` and every reader slot taken.
-        ValueError: an unknown ``decode``, ``max_readers`` without ``lock=True`` or below 1, or
-            settings other than those the file is already open with in this process.
+        ValueError: an unknown ``decode``, ``max_readers`` without ``lock=True`` or below 1, a
+            ``target_type`` naming no field of the file (the message lists them), or settings other
+            than those the file is already open with in this process.
         ImportError: ``decode="tensor"`` without TorchCodec.
         OSError: for a URL, an object that cannot be read after retries (``RemoteReadError``) or
             that was replaced since it was opened (``ObjectChangedError``), from imagefolder_lmdb.remote.
@@ -346,7 +350,7 @@ class LMDBReader(_Index):
         self,
         path: str | os.PathLike[str],
         transform: Callable[[Any], Any] | None = None,
-        target_transform: Callable[[int], Any] | None = None,
+        target_transform: Callable[[Any], Any] | None = None,
         decode: Decode = "pil",
         *,
         lock: bool = False,
@@ -356,8 +360,11 @@ class LMDBReader(_Index):
         max_in_flight: int = 64,
         cache_dir: str | os.PathLike[str] | None = None,
         cache_bytes: int = 64 << 30,
+        target_type: TargetType = RESERVED_FIELD,
     ) -> None:
         _check_options(decode, lock, max_readers)
+        check_target_options(target_type, target_transform)
+        self.target_type = target_type
         self.path = _resolved(os.fspath(path))
         self.transform = transform
         self.target_transform = target_transform
@@ -390,7 +397,7 @@ class LMDBReader(_Index):
         if len(positions) > 1:
             keep_freed_memory_for_reuse()
         wanting = lazy_jpeg_transforms(self.transform) if self.decode == "pil" else []
-        batch = self._records.read(positions, LAZY if wanting else self.decode, self._transaction, self.targets)
+        batch = self._records.read(positions, LAZY if wanting else self.decode, self._transaction, self._sample_targets)
         samples = zip(batch, positions, strict=True)
         return [_transformed(self, image, target, index, wanting) for (image, target), index in samples]
 
@@ -427,7 +434,7 @@ class LMDBReader(_Index):
         return _described(self)
 
 
-def _transformed(ds: LMDBReader, image: Any, target: int, index: int, wanting: list[Any]) -> tuple[Any, Any]:
+def _transformed(ds: LMDBReader, image: Any, target: Any, index: int, wanting: list[Any]) -> tuple[Any, Any]:
     """One sample through ``transform`` and ``target_transform``. A lazily opened JPEG (``wanting``: the
     transforms that asked for it) is decoded inside the transform: an error there is told which
     record and file it was; one too small for any reduction is decoded first, as without them."""
@@ -441,7 +448,7 @@ def _transformed(ds: LMDBReader, image: Any, target: int, index: int, wanting: l
                     "whose JPEG the transform decodes (a lazily opened image, imagefolder_lmdb.transforms)"
                 )
             raise
-    if ds.target_transform is not None:
+    if ds.target_transform is not None:  # never with no target: refused when the dataset is made
         target = ds.target_transform(target)
     return image, target
 
@@ -456,6 +463,7 @@ def _described(ds: LMDBReader) -> str:
         f"    Classes: {len(ds.classes)}",
         f"    Decode: {ds.decode}",
     ]
+    lines += ds.target_lines()
     if ds.is_legacy:
         lines.append("    Layout: legacy folder2lmdb pickle (allow_pickle=True)")
     resized = _resized_words(ds.short_side, ds.max_side)

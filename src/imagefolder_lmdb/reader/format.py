@@ -25,6 +25,23 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from imagefolder_lmdb.reader.format_targets import (
+    LABEL_KINDS,
+    MULTI_LABEL,
+    NO_SINGLE_LABEL,
+    SINGLE_LABEL,
+    FieldColumn,
+    LabelLists,
+    declared_fields,
+    field_problems,
+    fields_entry,
+    label_lists_problems,
+    pack_fields,
+    pack_label_lists,
+    unpack_fields,
+    unpack_label_lists,
+)
+
 
 class ReadTxn(Protocol):
     """What the meta is read through: LMDB's read transaction, or one whose gets check the pages on
@@ -38,12 +55,16 @@ FORMAT_ID = "imagefolder-lmdb"
 #: PNG value); a writer writes the oldest version that holds its records (format_version_of), so a
 #: file without such records stays readable by every version-1 reader, and one with them is refused
 #: by those readers (they accept version 1 only) instead of being decoded as JPEG.
-FORMAT_VERSION = 3
-READABLE_VERSIONS = (1, 2, 3)
+FORMAT_VERSION = 4
+READABLE_VERSIONS = (1, 2, 3, 4)
 #: Version 3 is version 2 whose meta/paths may hold names that are not valid UTF-8 (a latin-1
 #: ``caf\xe9.jpg``), stored as the file system gave their bytes; written only by a file that has such a
 #: name (``encode_meta``), so that an older reader refuses it instead of calling the file damaged.
 NAMES_AS_BYTES_VERSION = 3
+#: Version 4 is version 3 with several labels per image (meta/label_lists) and typed per-image fields
+#: (meta/fields); written only by a file that has either, so that an older reader refuses it instead of
+#: reading a multi-label file's meta/labels (no class: NO_SINGLE_LABEL) as its labels.
+TARGETS_VERSION = 4
 
 #: Record keys are the global index as ASCII decimal, zero-padded to this width. Every key starts
 #: with a digit, every meta key with "meta/" (sorted after all digits), so the two cannot collide
@@ -60,6 +81,8 @@ META_KEYS = {
     "source_bytes": b"meta/source_bytes",  # uint64 little-endian size of each source file
     "paths": b"meta/paths",  # UTF-8 relative paths, each followed by one NUL byte
     "locations": b"meta/locations",  # LOCATION_DTYPE per record; optional (older files lack it)
+    "label_lists": b"meta/label_lists",  # uint32 offsets[n + 1], then int32 class indices; multi-label only
+    "fields": b"meta/fields",  # UTF-8 JSON, each field's values in index order; only where fields exist
 }
 
 #: Where each record's value lies in the file: byte offset and length, so that a reader can fetch
@@ -97,6 +120,8 @@ def format_version_of(storage: Iterable[int]) -> int:
 #: The meta arrays whose CRC-32 meta/json records under "checksums" (meta/locations has its own,
 #: under "locations": the reader can do without it, so its damage only slows reads down).
 CHECKSUMMED_ARRAYS = ("labels", "sizes", "crc32", "storage", "source_bytes", "paths")
+#: The version-4 keys, checksummed under their names too where a file has them.
+CHECKSUMMED_TARGETS = ("label_lists", "fields")
 
 #: The meta/json fields whose CRC-32 it records under "checksums" too: a byte flipped inside a
 #: class name leaves the JSON valid, and would rename a class without a word.
@@ -153,6 +178,14 @@ def checksum(value: bytes | bytearray | memoryview) -> int:
     return _crc32(value)
 
 
+class TargetsFormatError(FormatError):
+    """A version-4 file whose label lists or fields disagree with its meta (``problems``: one line each)."""
+
+    def __init__(self, where: str, problems: list[str]) -> None:
+        super().__init__(f"{where}: {'; '.join(problems)}: the file is damaged. {RECOPY_ADVICE}")
+        self.problems = problems
+
+
 class DamagedRecordError(FormatError):
     """A record's stored bytes do not match the CRC-32 recorded when it was written (meta/crc32)."""
 
@@ -188,10 +221,20 @@ class Meta:
     source_bytes: np.ndarray  # uint64[n]
     paths: list[str]  # n relative paths, "class/file.ext"
     locations: np.ndarray | None = None  # LOCATION_DTYPE[n], None where the file has none
+    label_lists: LabelLists | None = None  # each record's class indices; None: one class each (labels)
+    fields: dict[str, FieldColumn] | None = None  # each field's type and values; None: no fields
 
     @property
     def length(self) -> int:
         return int(self.document["length"])
+
+    @property
+    def label_kind(self) -> str:
+        return SINGLE_LABEL if self.label_lists is None else MULTI_LABEL
+
+    def targets(self) -> list[Any]:
+        """Each record's label: its class index, or (multi-label) the list of its class indices."""
+        return self.labels.tolist() if self.label_lists is None else self.label_lists.lists()
 
     @property
     def classes(self) -> list[str]:
@@ -241,10 +284,27 @@ def encode_meta(meta: Meta) -> dict[bytes, bytes]:
     if locations.shape != (n,):
         raise ValueError(f"meta array 'locations' has shape {locations.shape}, expected ({n},)")
     values[META_KEYS["locations"]] = locations.tobytes()
+    values |= _targets_values(meta)
     # meta/json names each array's CRC-32, so a reader can tell a damaged label from a real one.
     checksums = {name: checksum(values[META_KEYS[name]]) for name in CHECKSUMMED_ARRAYS}
+    checksums |= {name: checksum(values[META_KEYS[name]]) for name in CHECKSUMMED_TARGETS if META_KEYS[name] in values}
     checksums |= {name: field_checksum(meta.document[name]) for name in CHECKSUMMED_FIELDS if name in meta.document}
     values[META_KEYS["json"]] = encode_document({**meta.document, "checksums": checksums})
+    return values
+
+
+def _targets_values(meta: Meta) -> dict[bytes, bytes]:
+    """The version-4 keys of a file with label lists or fields, its document saying so; nothing for
+    any other file, which is then written as before version 4 existed."""
+    values: dict[bytes, bytes] = {}
+    if meta.label_lists is not None:
+        values[META_KEYS["label_lists"]] = pack_label_lists(meta.label_lists)
+        meta.document["label_kind"] = MULTI_LABEL
+    if meta.fields:
+        values[META_KEYS["fields"]] = pack_fields(meta.fields)
+        meta.document["fields"] = fields_entry(meta.fields)
+    if values:
+        meta.document["version"] = max(int(meta.document.get("version", 1)), TARGETS_VERSION)
     return values
 
 
@@ -278,7 +338,8 @@ def _locations(txn: ReadTxn) -> np.ndarray | None:
 
 def _names_errors(document: dict[str, Any]) -> str:
     """How meta/paths is decoded: names that are not UTF-8 kept as their bytes from version 3 on."""
-    return "surrogateescape" if document.get("version") == NAMES_AS_BYTES_VERSION else "strict"
+    version = document.get("version")
+    return "surrogateescape" if isinstance(version, int) and version >= NAMES_AS_BYTES_VERSION else "strict"
 
 
 def decode_meta(txn: ReadTxn, where: str) -> Meta:
@@ -314,10 +375,38 @@ def decode_meta(txn: ReadTxn, where: str) -> Meta:
             paths=_array_bytes(txn, "paths", sums).decode("utf-8", _names_errors(document)).split("\0")[:-1],
             locations=_locations(txn),
         )
+        if document["version"] >= TARGETS_VERSION:  # earlier versions: read exactly as before it existed
+            meta.label_lists, meta.fields = _label_lists(txn, document, sums), _fields(txn, document, sums)
     except (FormatError, ValueError) as exc:  # ValueError: an array of a broken size, paths not UTF-8
         raise FormatError(f"{where}: {exc}: the file is damaged. {RECOPY_ADVICE}") from exc
     _check_meta(meta, where)
     return meta
+
+
+def _label_lists(txn: ReadTxn, document: dict[str, Any], checksums: dict[str, Any]) -> LabelLists | None:
+    """meta/label_lists of a multi-label file (meta/json ``label_kind``); None for one class per image."""
+    kind = document.get("label_kind", SINGLE_LABEL)
+    if kind not in LABEL_KINDS:
+        raise ValueError(f"meta/json's label_kind is {kind!r}, not one of {', '.join(LABEL_KINDS)}")
+    if kind == SINGLE_LABEL:
+        return None
+    return unpack_label_lists(_array_bytes(txn, "label_lists", checksums), document["length"])
+
+
+def _fields(txn: ReadTxn, document: dict[str, Any], checksums: dict[str, Any]) -> dict[str, FieldColumn] | None:
+    """meta/fields, typed as meta/json lists them; None where it lists none."""
+    types = declared_fields(document)
+    return unpack_fields(_array_bytes(txn, "fields", checksums), types) if types else None
+
+
+def targets_problems(meta: Meta) -> list[str]:
+    """What is wrong with a meta's label lists and fields, one line each (verify lists them)."""
+    problems = (
+        [] if meta.label_lists is None else label_lists_problems(meta.label_lists, meta.length, len(meta.classes))
+    )
+    for name, column in (meta.fields or {}).items():
+        problems += field_problems(name, column, meta.length)
+    return problems
 
 
 def _check_fields(document: dict[str, Any], checksums: dict[str, Any], where: str) -> None:
@@ -360,7 +449,16 @@ def _check_meta(meta: Meta, where: str) -> None:
     for name in ("labels", "sizes", "crc32", "storage", "source_bytes", "paths"):
         if len(getattr(meta, name)) != n:
             raise FormatError(f"{where}: meta {name} has {len(getattr(meta, name))} entries, expected {n}")
-    if n and not 0 <= int(meta.labels.min()) <= int(meta.labels.max()) < len(meta.classes):
+    problems = targets_problems(meta)
+    if problems:
+        raise TargetsFormatError(where, problems)
+    if meta.label_lists is not None:
+        if (meta.labels != NO_SINGLE_LABEL).any():
+            raise FormatError(
+                f"{where}: a multi-label file's meta/labels names a class (it holds {NO_SINGLE_LABEL} for every "
+                f"image): the file is damaged. {RECOPY_ADVICE}"
+            )
+    elif n and not 0 <= int(meta.labels.min()) <= int(meta.labels.max()) < len(meta.classes):
         raise FormatError(
             f"{where}: meta/labels holds labels outside 0..{len(meta.classes) - 1} (its {len(meta.classes)} "
             f"classes): the file is damaged. {RECOPY_ADVICE}"

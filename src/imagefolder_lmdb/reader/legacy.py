@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import operator
 import pickle
+from collections.abc import Sequence
 from typing import Any
 
 from imagefolder_lmdb.reader.decoding import decode_stored
@@ -106,7 +107,7 @@ class _LegacyRecords:
         key = self.keys[index]
         return legacy_record(txn.get(key), f"{self.path}: legacy record {key.decode('utf-8', 'backslashreplace')!r}")
 
-    def read(self, positions: list[int], decode: str, begin: Begin, targets: list[int]) -> list[tuple[Any, int]]:
+    def read(self, positions: list[int], decode: str, begin: Begin, targets: Sequence[Any]) -> list[tuple[Any, Any]]:
         with begin() as txn:
             batch = []
             for index in positions:

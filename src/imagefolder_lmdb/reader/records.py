@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -34,7 +34,7 @@ class RecordSource(Protocol):
         """Records are read with one os.pread each at their recorded offsets (reads_by_offset)."""
         ...
 
-    def read(self, positions: list[int], decode: str, begin: Begin, targets: list[int]) -> list[tuple[Any, int]]:
+    def read(self, positions: list[int], decode: str, begin: Begin, targets: Sequence[Any]) -> list[tuple[Any, Any]]:
         """Decoded images (see DECODE_CHOICES) and labels of ``positions`` (valid indices), in order.
         ``targets``: the dataset's labels, which v1 records use (legacy records carry their own)."""
         ...
@@ -52,5 +52,5 @@ class Opened:
     document: dict[str, Any]  # the meta JSON document (legacy: a stand-in naming the layout)
     classes: list[str]
     names: list[str]  # each record's name in ``samples``: its relative path (legacy: its key)
-    targets: list[int]
+    targets: list[Any]  # each record's class index, or (multi-label) list of class indices
     meta: Meta | None  # None for a legacy file, which has no meta arrays

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -31,7 +32,7 @@ class LmdbRecords:
         (NOT_JPEG_CODES), which Pillow decodes."""
         return self.storage.item(index) not in NOT_JPEG_CODES
 
-    def read(self, positions: list[int], decode: str, begin: Begin, targets: list[int]) -> list[tuple[Any, int]]:
+    def read(self, positions: list[int], decode: str, begin: Begin, targets: Sequence[Any]) -> list[tuple[Any, Any]]:
         """Decoded images and labels of ``positions``, all from one LMDB transaction.
 
         Decoding happens while the transaction is alive, straight from LMDB's buffers, so each

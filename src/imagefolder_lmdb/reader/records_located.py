@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import time
 import warnings
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import lmdb
@@ -140,7 +141,7 @@ class LocatedRecords:
         check_record(self.lmdb.path, index, data, self.lmdb.crc32)
         return data
 
-    def read(self, positions: list[int], decode: str, begin: Begin, targets: list[int]) -> list[tuple[Any, int]]:
+    def read(self, positions: list[int], decode: str, begin: Begin, targets: Sequence[Any]) -> list[tuple[Any, Any]]:
         """Decoded images and labels of ``positions``: one pread each where the records are located
         (see _read_located), the rest in one LMDB transaction."""
         fd = self._fd() if self.offsets is not None else None
@@ -157,7 +158,7 @@ class LocatedRecords:
         return self._read_located(fd, positions, decode, begin, targets)
 
     def _read_located(
-        self, fd: int, positions: list[int], decode: str, begin: Begin, targets: list[int]
+        self, fd: int, positions: list[int], decode: str, begin: Begin, targets: Sequence[Any]
     ) -> list[tuple[Any, int]]:
         """A batch, read by offset where located.
 

@@ -42,7 +42,7 @@ def open_remote_records(
     cache = RecordCache(os.fspath(cache_dir), url, remote.etag, cache_bytes) if cache_dir is not None else None
     records = RemoteRecords(url, remote.etag, remote.offsets, remote.lengths, meta.crc32, jpeg, settings, cache)
     records.size = remote.size
-    return Opened(records, meta.document, meta.classes, meta.paths, meta.labels.tolist(), meta)
+    return Opened(records, meta.document, meta.classes, meta.paths, meta.targets(), meta)
 
 
 _warned: set[str] = set()

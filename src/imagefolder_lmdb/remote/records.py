@@ -12,6 +12,7 @@ and an OSError, as the other failures of a remote read are): never a wrong image
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -137,7 +138,7 @@ class RemoteRecords:
             how = f"record {index} no longer matches its CRC-32; ETag {now.etag}, {now.size:,} bytes now"
             raise ObjectChangedError(changed_message(self.url, self.etag, how))
 
-    def read(self, positions: list[int], decode: str, begin: Any, targets: list[int]) -> list[tuple[Any, int]]:
+    def read(self, positions: list[int], decode: str, begin: Any, targets: Sequence[Any]) -> list[tuple[Any, Any]]:
         """Decoded images and labels of ``positions``, in order (``begin``, LMDB's transaction, is unused)."""
         from imagefolder_lmdb.reader.decoding import decode_stored
 

@@ -128,10 +128,15 @@ def build_meta(
         sizes=np.stack([column(reports, "width"), column(reports, "height")], axis=1),
         crc32=column(reports, "crc32"),
         paths=[labels_by_index[i][1] for i in kept],
-        class_list=class_list_entry(counts),
-        **words_entry(header.classes),
-        **({MADE_FROM_KEY: made_from} if made_from is not None else {}),
+        **document_entries(counts, header.classes, made_from),
     )
+
+
+def document_entries(counts: CountsReport, classes: list[str], made_from: dict[str, Any] | None) -> dict[str, Any]:
+    """meta/json's entries beyond the builder's own: the class list's origin, the words of the
+    classes, what the split was made from."""
+    made_from_entry = {MADE_FROM_KEY: made_from} if made_from is not None else {}
+    return {"class_list": class_list_entry(counts), **words_entry(classes), **made_from_entry}
 
 
 #: LMDB's page size, and the pages a meta transaction copies besides its values (the path to each

@@ -13,7 +13,6 @@ import os
 import random
 import sys
 import warnings
-from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,7 +38,9 @@ from imagefolder_lmdb.reader import (
     shared_env,
     shared_fd,
 )
+from imagefolder_lmdb.reader.format import TargetsFormatError
 from imagefolder_lmdb.reader.identity import meta_digest
+from imagefolder_lmdb.reader.targets import carried_labels
 from imagefolder_lmdb.writing.meta_document import document_problems, storage_counts
 from imagefolder_lmdb.writing.record_locations import locations_finding
 
@@ -58,9 +59,14 @@ def structure_problems(ds: LMDBReader) -> list[str]:
             problems.append(f"{entries - meta_keys} records stored, the meta describes {n}")
         if n and (txn.get(record_key(0)) is None or txn.get(record_key(n - 1)) is None):
             problems.append(f"records 0 or {n - 1} missing: keys are not 0..{n - 1}")
-    if any(not 0 <= t < len(ds.classes) for t in ds.targets):
-        problems.append("labels outside the class range")
-    return problems + size_problems(ds) + document_problems(document)
+    return problems + label_range_problems(ds) + size_problems(ds) + document_problems(document)
+
+
+def label_range_problems(ds: LMDBReader) -> list[str]:
+    """Labels that name no class (each of a multi-label file's lists too)."""
+    if any(not 0 <= label < len(ds.classes) for label in carried_labels(ds.targets, ds.label_kind)):
+        return ["labels outside the class range"]
+    return []
 
 
 def size_problems(ds: LMDBReader) -> list[str]:
@@ -285,8 +291,8 @@ def dataset_facts(ds: LMDBReader, path: str, warnings_found: list[str]) -> dict[
 
 
 def class_counts(ds: LMDBReader) -> dict[str, int]:
-    counts = Counter(ds.targets)
-    return {name: counts.get(label, 0) for label, name in enumerate(ds.classes)}
+    """Images per class (multi-label: the images that carry it)."""
+    return dict(zip(ds.classes, ds.class_counts().tolist(), strict=True))
 
 
 def empty_class_warnings(ds: LMDBReader) -> list[str]:
@@ -315,6 +321,9 @@ def verify_file(
         return report, None, []
     try:
         ds, opening_warnings = open_reader(path)
+    except TargetsFormatError as exc:  # each wrong label list or field on a line of its own
+        report["problems"].extend(exc.problems)
+        return report, None, []
     except (FormatError, FileNotFoundError) as exc:
         report["problems"].append(str(exc))
         return report, None, []

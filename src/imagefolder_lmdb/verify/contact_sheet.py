@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import random
+from typing import Any
 
 from PIL import Image, ImageDraw, ImageFont
 
@@ -44,6 +45,13 @@ def fitted(text: str, draw: ImageDraw.ImageDraw, font: ImageFont.ImageFont | Ima
     return text.rstrip(" ,") + "..."
 
 
+def caption(ds: LMDBReader, index: int, target: Any, words: list[str] | None) -> list[str]:
+    """``index: class`` and the class's words; for several labels, ``index: class, class`` alone."""
+    if isinstance(target, list):
+        return [f"{index}: " + (", ".join(ds.classes[label] for label in target) or "(no label)")]
+    return [f"{index}: {ds.classes[target]}", *([words[target]] if words else [])]
+
+
 def contact_sheet(ds: LMDBReader | None, indices: list[int], output: str) -> None:
     """A grid of the sampled images, each labelled ``index: class`` and, where the file has them,
     the class's words below (``tench, Tinca tinca``)."""
@@ -62,7 +70,7 @@ def contact_sheet(ds: LMDBReader | None, indices: list[int], output: str) -> Non
             target = ds.targets[index]
             thumb = thumbnail(ds.get_bytes(index))
             sheet.paste(thumb, (x + (CELL - thumb.width) // 2, y + (CELL - thumb.height) // 2))
-            lines = [f"{index}: {ds.classes[target]}", *([words[target]] if words else [])]
+            lines = caption(ds, index, target, words)
         except Exception:  # noqa: BLE001 - a broken record is reported; show the gap
             lines = [f"{index}: UNREADABLE"]
         for number, line in enumerate(lines):

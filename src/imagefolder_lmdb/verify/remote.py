@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from imagefolder_lmdb.reader import FormatError, LMDBReader
+from imagefolder_lmdb.reader.format import TargetsFormatError
 from imagefolder_lmdb.remote import client
 from imagefolder_lmdb.remote.records import RemoteRecords
 from imagefolder_lmdb.remote.urls import RemoteSettings, RemoteURLError
@@ -32,12 +33,13 @@ def verify_remote(url: str, sample: int, full: bool, seed: int) -> tuple[dict[st
     report: dict[str, Any] = {"path": url, "ok": False, "problems": []}
     try:
         ds = LMDBReader(url)
+    except TargetsFormatError as exc:  # each wrong label list or field on a line of its own
+        report["problems"].extend(exc.problems)
+        return report, None, []
     except (FormatError, OSError, RemoteURLError) as exc:
         report["problems"].append(str(exc).removeprefix(f"{url}: "))  # the summary line names the URL
         return report, None, []
-    problems = local.size_problems(ds) + local.document_problems(ds.meta_document)
-    if any(not 0 <= target < len(ds.classes) for target in ds.targets):
-        problems.append("labels outside the class range")
+    problems = local.label_range_problems(ds) + local.size_problems(ds) + local.document_problems(ds.meta_document)
     indices = local.sample_indices(len(ds), sample, False, seed)
     records = ds._records
     assert isinstance(records, RemoteRecords)

@@ -10,12 +10,20 @@ from __future__ import annotations
 
 import datetime
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from imagefolder_lmdb.reader import FORMAT_ID, STORAGE_REASONS, Meta, format_version_of
+from imagefolder_lmdb.reader.format_targets import (
+    NO_SINGLE_LABEL,
+    FieldColumn,
+    LabelLists,
+    field_problems,
+    label_lists_problems,
+)
 
 #: The version meta/json's ``tool`` records beside the writer's name (write_meta's, convert_legacy's).
 TOOL_VERSION = "1.0.0"
@@ -75,16 +83,23 @@ def build_meta(
     source_bytes: Sequence[int],
     stored_bytes: Sequence[int],
     skipped: list[dict[str, Any]],
-    labels: Sequence[int],
     sizes: np.ndarray,
     crc32: Sequence[int],
     paths: list[str],
+    labels: Sequence[int] | None = None,
+    label_lists: Sequence[Sequence[int]] | None = None,
+    fields: Mapping[str, FieldColumn] | None = None,
     **extra: Any,
 ) -> Meta:
-    """The meta of ``len(storage)`` records, its document checked: the per-record columns (``labels``,
-    ``sizes`` as (width, height) rows, ``crc32``, ``storage``, ``source_bytes``, ``paths``) and the
+    """The meta of ``len(storage)`` records, its document checked: the per-record columns (``sizes``
+    as (width, height) rows, ``crc32``, ``storage``, ``source_bytes``, ``paths``), each record's
+    class index (``labels``) or list of class indices (``label_lists``: a multi-label dataset), its
+    ``fields`` (name: type and one value per record, in the order a reader lists them), and the
     document :func:`build_document` makes of them, written by ``tool`` (its name; the version is
-    :data:`TOOL_VERSION`)."""
+    :data:`TOOL_VERSION`). With label lists or fields the file is format version 4, else as before.
+    MetaDocumentError: labels given both ways or neither, labels, label lists or fields that do not
+    fit the records and classes, or a document that disagrees with itself."""
+    targets = checked_targets(len(storage), len(classes), labels, label_lists, fields)
     document = build_document(
         classes=classes,
         storage=storage,
@@ -98,13 +113,52 @@ def build_meta(
     )
     return Meta(
         document=checked(document),
-        labels=np.array(labels, dtype=np.int32),
+        labels=targets.labels,
         sizes=sizes.reshape(-1, 2),
         crc32=np.array(crc32, dtype=np.uint32),
         storage=np.array(storage, dtype=np.uint8),
         source_bytes=np.array(source_bytes, dtype=np.uint64),
         paths=paths,
+        label_lists=targets.label_lists,
+        fields=targets.fields,
     )
+
+
+@dataclass
+class Targets:
+    """What a meta stores of each record's labels and fields (reader/format.py's Meta columns)."""
+
+    labels: np.ndarray
+    label_lists: LabelLists | None
+    fields: dict[str, FieldColumn] | None
+
+
+def checked_targets(
+    length: int,
+    classes: int,
+    labels: Sequence[int] | None,
+    label_lists: Sequence[Sequence[int]] | None,
+    fields: Mapping[str, FieldColumn] | None,
+) -> Targets:
+    """The labels (a multi-label file's meta/labels names no class), label lists and fields of
+    ``length`` records of ``classes`` classes, checked as a reader checks them."""
+    if (labels is None) == (label_lists is None):
+        raise MetaDocumentError("the meta needs each record's labels, either one class index each or a list each")
+    lists = None if label_lists is None else LabelLists.from_lists(label_lists)
+    columns = dict(fields) if fields else None
+    problems = [] if lists is None else label_lists_problems(lists, length, classes)
+    for name, column in (columns or {}).items():
+        problems += field_problems(name, column, length)
+    if labels is not None and len(labels) != length:
+        problems.append(f"{len(labels)} labels for {length} records")
+    elif labels is not None and any(not 0 <= label < classes for label in labels):
+        problems.append(f"a label outside 0..{classes - 1} (its {classes} classes)")
+    if problems:
+        raise MetaDocumentError(
+            "the label lists or fields to be written do not fit the records: " + "; ".join(problems)
+        )
+    single = np.full(length, NO_SINGLE_LABEL, dtype=np.int32) if labels is None else np.array(labels, dtype=np.int32)
+    return Targets(single, lists, columns)
 
 
 def document_problems(document: dict[str, Any]) -> list[str]:

@@ -1,0 +1,136 @@
+"""What a sample's target is: ``target_type`` (torchvision's ``CelebA(target_type=...)`` idiom) over
+the label and the fields a file stores (``LabelsAndFields``, the dataset's part that knows them),
+and, for several labels per image, the batch a model takes: ``multi_hot`` and
+``collate_label_lists``. torch is imported only by those two, when called.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from imagefolder_lmdb.reader.format_targets import RESERVED_FIELD, SINGLE_LABEL, FieldColumn
+from imagefolder_lmdb.reader.records import Opened
+
+if TYPE_CHECKING:
+    import torch
+
+#: What ``target_type`` takes: the label, a field's name, or a list of them.
+TargetType = str | Sequence[str]
+
+
+def check_target_options(target_type: TargetType, target_transform: Any) -> None:
+    """Refuse a ``target_transform`` with no target to take, as torchvision's CelebA does."""
+    if not isinstance(target_type, str) and not list(target_type) and target_transform is not None:
+        raise ValueError("target_transform is given but target_type is empty: there is no target to transform")
+
+
+def target_names(target_type: TargetType, fields: dict[str, str], path: str) -> list[str]:
+    """The names ``target_type`` asks for, in order; ValueError naming the file's fields for any other."""
+    names = [target_type] if isinstance(target_type, str) else list(target_type)
+    known = [RESERVED_FIELD, *fields]
+    unknown = [name for name in names if name not in known]
+    if unknown or not all(isinstance(name, str) for name in names):
+        raise ValueError(
+            f"target_type={target_type!r}: {path} has no target {unknown[0] if unknown else target_type!r}; "
+            f"choose from {', '.join(map(repr, known))} (a name, or a list of them)"
+        )
+    return names
+
+
+def target_column(names: list[str], labels: list[Any], fields: dict[str, FieldColumn]) -> list[Any]:
+    """Each record's target for ``names``: as torchvision's CelebA makes it, a tuple of one value per
+    name in that order, one name's value alone, and None for no name."""
+    columns = [labels if name == RESERVED_FIELD else fields[name].values for name in names]
+    if not columns:
+        return [None] * len(labels)
+    if len(columns) == 1:
+        return columns[0]
+    return list(zip(*columns, strict=True))
+
+
+class LabelsAndFields:
+    """A dataset's labels and fields (mixed into the dataset classes): ``targets``, ``samples``'
+    second items, ``label_kind``, ``field_types``, ``fields(i)``, ``class_counts()``, and the target
+    each sample gives for ``target_type``."""
+
+    path: str
+    target_type: TargetType
+    classes: list[str]
+
+    def _check_index(self, index: Any) -> int:  # the dataset's
+        raise NotImplementedError
+
+    def _set_targets(self, opened: Opened) -> None:
+        meta = opened.meta
+        # the label(s) of each image whatever target_type says: a class index, or a list of them
+        self.targets: list[Any] = opened.targets
+        self.label_kind: str = SINGLE_LABEL if meta is None else meta.label_kind  # "single" or "multi"
+        self._fields: dict[str, FieldColumn] = {} if meta is None or meta.fields is None else meta.fields
+        self.field_types: dict[str, str] = {name: column.type for name, column in self._fields.items()}
+        names = target_names(self.target_type, self.field_types, self.path)
+        if meta is None and names != [RESERVED_FIELD]:
+            raise ValueError(f"target_type={self.target_type!r}: {self.path} is a legacy file; its target is its label")
+        self._sample_targets = target_column(names, self.targets, self._fields)  # what ds[i] gives
+
+    def fields(self, index: int) -> dict[str, Any]:
+        """Image ``index``'s fields, ``{name: value}`` in the order ``field_types`` lists them, from the
+        meta, without reading or decoding the image; ``{}`` for a file without fields."""
+        index = self._check_index(index)
+        return {name: column.values[index] for name, column in self._fields.items()}
+
+    def class_counts(self) -> np.ndarray:
+        """Images per class, ``int64[len(classes)]`` indexed like ``classes`` (zeros included),
+        from ``targets``: e.g. ``1 / counts[targets]`` as WeightedRandomSampler weights. Multi-label:
+        the images that carry each class."""
+        labels = carried_labels(self.targets, self.label_kind)
+        return np.bincount(np.asarray(labels, dtype=np.int64), minlength=len(self.classes))
+
+    def target_lines(self) -> list[str]:
+        """``repr``'s lines of the labels, fields and target type, where not the defaults."""
+        lines = []
+        if self.label_kind != SINGLE_LABEL:
+            lines.append(f"    Labels: {self.label_kind} (a list of class indices per image)")
+        if self.field_types:
+            lines.append("    Fields: " + ", ".join(f"{name} ({kind})" for name, kind in self.field_types.items()))
+        if self.target_type != RESERVED_FIELD:  # as CelebA's repr names it
+            lines.append(f"    Target type: {self.target_type}")
+        return lines
+
+
+def carried_labels(targets: list[Any], label_kind: str) -> list[int]:
+    """Every class index the images carry: one per image, or (multi-label) each of each image's list."""
+    return targets if label_kind == SINGLE_LABEL else [label for labels in targets for label in labels]
+
+
+def multi_hot(label_lists: Sequence[Sequence[int]], num_classes: int) -> torch.Tensor:
+    """``float32[len(label_lists), num_classes]``: 1 at each listed class of each row, else 0 (the
+    target of ``BCEWithLogitsLoss``); an empty list is a row of zeros.
+
+    Raises:
+        ValueError: a class index outside ``0..num_classes - 1``.
+    """
+    import torch
+
+    rows = [index for index, labels in enumerate(label_lists) for _ in labels]
+    columns = [label for labels in label_lists for label in labels]
+    if columns and not 0 <= min(columns) <= max(columns) < num_classes:
+        raise ValueError(f"a label outside 0..{num_classes - 1} (num_classes={num_classes}): {columns}")
+    hot = torch.zeros(len(label_lists), num_classes, dtype=torch.float32)
+    hot[torch.tensor(rows, dtype=torch.long), torch.tensor(columns, dtype=torch.long)] = 1.0
+    return hot
+
+
+def collate_label_lists(batch: Sequence[tuple[Any, Sequence[int]]], num_classes: int | None = None) -> tuple[Any, Any]:
+    """DataLoader's ``collate_fn`` for samples ``(image, list of class indices)`` of a multi-label
+    dataset: the images collated as torch's ``default_collate`` does, the label lists kept as a list
+    of lists (they differ in length, which ``default_collate`` refuses), or, given ``num_classes``,
+    :func:`multi_hot` of them. ``functools.partial(collate_label_lists, num_classes=n)`` pickles, so it
+    works with worker processes."""
+    from torch.utils.data import default_collate
+
+    images = default_collate([image for image, _ in batch])
+    label_lists = [list(labels) for _, labels in batch]
+    return images, label_lists if num_classes is None else multi_hot(label_lists, num_classes)
