@@ -48,6 +48,7 @@ CHECKED = check_config(
     load_schema(str(workflow.source_path("../config/schema.yaml"))),
     workflow.configfiles,
     paths_may_be_missing="--lint" in sys.argv,
+    read_labels=workflow.is_main_process and "--lint" not in sys.argv,
 )
 #: Which class list each split uses (src/imagefolder_lmdb/classes/plan.py).
 CLASS_PLAN = CHECKED.classes
@@ -202,6 +203,14 @@ def label_files(wildcards) -> list[str]:
     split = split_config(wildcards)
     devkit = shipped_devkit(split) or split["devkit"]
     return [path for path in (devkit, label_file(wildcards)) if path]
+
+
+def listing_label_files(wildcards) -> list[str]:
+    """Rule count_check's label files: extract's, and a label file of layout label-file (metadata
+    files lie in the source, which extract reads)."""
+    labels = split_config(wildcards)["labels"]
+    own = [labels] if labels and labels != "metadata" else []
+    return label_files(wildcards) + own
 
 
 def label_file(wildcards) -> str | None:

@@ -4,7 +4,7 @@ checkpoint count_check:
     """Scan the source as torchvision's ImageFolder does; write the manifest and each shard's stamp; check the counts."""
     input:
         source=PATHS.source(),
-        labels=label_files,
+        labels=listing_label_files,
         shared_classes=shared_class_manifest,
         made_from=made_from_file,
     output:

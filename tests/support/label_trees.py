@@ -9,7 +9,7 @@ from pathlib import Path
 
 from imagefolder_lmdb.sources.label_files import LabelSettings, LabelTable, read_label_file, read_metadata_tree
 from imagefolder_lmdb.sources.label_files.settings import DEFAULT_SETTINGS
-from imagefolder_lmdb.sources.tree import is_image
+from imagefolder_lmdb.sources.listing_options import is_image
 
 from .images import jpeg_bytes, png_bytes
 

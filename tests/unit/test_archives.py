@@ -16,11 +16,13 @@ def test_archive_listing_accepts_what_imagefolder_accepts() -> None:
     # torchvision costs seconds per job): the copy must stay the original.
     from torchvision.datasets.folder import IMG_EXTENSIONS, has_file_allowed_extension
 
-    from imagefolder_lmdb.sources import tree
+    from imagefolder_lmdb.sources import listing_options, tree
 
     assert tree.IMAGE_EXTENSIONS == IMG_EXTENSIONS
     names = ["a.JPEG", "b.jpg", "c.Png", "d.webp", "e.TIFF", "f.txt", "g.jpeg.bak", "h", ".jpg", "i.gif"]
-    assert [tree.is_image(n) for n in names] == [has_file_allowed_extension(n, IMG_EXTENSIONS) for n in names]
+    assert [listing_options.is_image(n) for n in names] == [
+        has_file_allowed_extension(n, IMG_EXTENSIONS) for n in names
+    ]
 
 
 def odd_tree(root: Path) -> Path:
@@ -41,18 +43,18 @@ def test_folder_listing_is_torchvisions(tmp_path: Path) -> None:
     give what torchvision's give, error messages included."""
     from torchvision.datasets import folder as torchvision
 
-    from imagefolder_lmdb.sources import tree
+    from imagefolder_lmdb.sources import listing_options, tree
 
     root = str(odd_tree(tmp_path / "tree"))
     assert tree.find_classes(root) == torchvision.find_classes(root)
     classes = tree.find_classes(root)[1]
     wanted = {name: index for name, index in classes.items() if name != "e"}
-    ours = tree.make_dataset(root, wanted, is_valid_file=tree.is_image)
-    assert ours == torchvision.make_dataset(root, wanted, is_valid_file=tree.is_image)
+    ours = tree.make_dataset(root, wanted, is_valid_file=listing_options.is_image)
+    assert ours == torchvision.make_dataset(root, wanted, is_valid_file=listing_options.is_image)
     assert len(ours) == 13
     for function in (tree.make_dataset, torchvision.make_dataset):
         with pytest.raises(FileNotFoundError) as empty:
-            function(root, classes, is_valid_file=tree.is_image)
+            function(root, classes, is_valid_file=listing_options.is_image)
         assert str(empty.value) == "Found no valid file for the classes e. "
     (tmp_path / "flat").mkdir()
     with pytest.raises(FileNotFoundError) as ours_error:

@@ -15,8 +15,6 @@ cell in a numeric column is refused, where pandas gives NaN)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,66 +24,19 @@ import pyarrow.parquet as pq
 import pytest
 
 from imagefolder_lmdb.sources.label_files import LabelFileError, LabelTable
-from support import REPO
+from support.hf_reference import Rows, by_path, imagefolder_loader
 from support.label_trees import metadata_folder, metadata_zip, write_files, write_images, zip_folder
 
 #: What datasets' tests name their images: two beside the metadata file, one in a subfolder.
 HF_IMAGES = ["image_rgb.jpg", "image_rgb2.jpg", "subdir/image_rgb3.jpg"]
-
-#: A split's rows as datasets gives them: each image's path (relative to the split's tree) -> its other columns.
-Rows = dict[str, dict[str, Any]]
-
-
-#: The reference venv ``make test`` installs (requirements-hf.txt), apart from the project's.
-HF_PYTHON = REPO / ".venv" / "hf" / "bin" / "python"
 
 
 @pytest.fixture(scope="module")
 def load_imagefolder(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Callable[[Path], dict[str, list[tuple[str, dict[str, Any]]]]]:
-    """``datasets.load_dataset("imagefolder", data_dir=...)`` offline, with a cache of its own, in the
-    reference venv's Python (tests/support/hf_imagefolder.py), as each split's rows by image path."""
-    if not HF_PYTHON.exists():
-        pytest.skip(f"no reference venv at {HF_PYTHON}: make test installs it (requirements-hf.txt)")
-    home = tmp_path_factory.mktemp("hf_home")
-    environment = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "HF_HOME": str(home)}
-
-    def load(data_dir: Path) -> dict[str, list[tuple[str, dict[str, Any]]]]:
-        script = REPO / "tests" / "support" / "hf_imagefolder.py"
-        loaded = subprocess.run(
-            [str(HF_PYTHON), "-I", str(script), str(data_dir)],
-            capture_output=True,
-            text=True,
-            env=environment,
-            check=False,
-        )
-        assert loaded.returncode == 0, loaded.stderr[-3000:]
-        return {split: split_rows(rows, data_dir, split) for split, rows in json.loads(loaded.stdout).items()}
-
-    return load
-
-
-def split_rows(part: list[dict[str, Any]], data_dir: Path, split: str) -> list[tuple[str, dict[str, Any]]]:
-    """A split's rows in order, each with its image's path: a member's name in a zip, or the path
-    under the split's folder."""
-    rows = []
-    for row in part:
-        path = row.pop("image_path")
-        if path.startswith("zip://"):
-            key = path.removeprefix("zip://").split("::")[0]
-        else:
-            split_root = data_dir / split if (data_dir / split).is_dir() else data_dir
-            key = Path(path).relative_to(split_root).as_posix()
-        rows.append((key, row))
-    return rows
-
-
-def by_path(rows: list[tuple[str, dict[str, Any]]]) -> Rows:
-    """The rows by image path; each image once."""
-    paths = [path for path, _ in rows]
-    assert len(set(paths)) == len(paths), paths
-    return dict(rows)
+    """``datasets.load_dataset("imagefolder", data_dir=...)``, as each split's rows by image path."""
+    return imagefolder_loader(tmp_path_factory.mktemp("hf_home"))
 
 
 def ours(table: LabelTable) -> Rows:
@@ -112,7 +63,6 @@ def csv_of(rows: list[dict[str, Any]]) -> str:
 
 
 def jsonl_of(rows: list[dict[str, Any]]) -> str:
-    import json
 
     return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
 

@@ -19,8 +19,11 @@ from imagefolder_lmdb.config.schema import schema_problems
 from imagefolder_lmdb.config.shards import shards_allowed
 from imagefolder_lmdb.config.yaml_nodes import duplicate_keys
 from imagefolder_lmdb.sources import kind_of_layout, source_file_suffixes
+from imagefolder_lmdb.sources.label_files.problems import LabelFileError
+from imagefolder_lmdb.sources.label_files.reading import SUFFIXES as LABEL_FILE_SUFFIXES
+from imagefolder_lmdb.sources.label_files.settings import METADATA
 from imagefolder_lmdb.sources.labelling import LabelFile
-from imagefolder_lmdb.sources.layouts import file_set_layouts, layout_named
+from imagefolder_lmdb.sources.layouts import DEFAULT_LAYOUT, LABEL_FILE_LAYOUT, file_set_layouts, layout_named
 from imagefolder_lmdb.sources.missing_paths import missing_path_hint, taken_from
 from imagefolder_lmdb.sources.source_files import SourceFilesError
 
@@ -28,6 +31,12 @@ from imagefolder_lmdb.sources.source_files import SourceFilesError
 FILE_SET_LAYOUTS = file_set_layouts()
 SOURCE_FILE_SUFFIXES = source_file_suffixes()
 ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".zip")
+
+#: What ``labels`` takes, in words.
+LABELS_WANTED = (
+    f"set labels to {METADATA} (Hugging Face's metadata.csv/.jsonl/.parquet files beside the images) or to the "
+    "path of one .csv, .jsonl or .parquet file naming each image and its label"
+)
 
 #: For a source that looks like a set of source files given without its layout (their publishers call
 #: them shards: WebDataset's tars, the Hugging Face hub's Parquet files).
@@ -45,15 +54,25 @@ class CheckedConfig:
 
 
 def check_config(
-    config: dict[str, Any], schema: dict[str, Any], config_files: Sequence[str] = (), paths_may_be_missing: bool = False
+    config: dict[str, Any],
+    schema: dict[str, Any],
+    config_files: Sequence[str] = (),
+    paths_may_be_missing: bool = False,
+    read_labels: bool = True,
 ) -> CheckedConfig:
     """Fill in the schema's defaults (in place) and check everything; ConfigError names every problem.
     ``paths_may_be_missing``: sources and label files that do not exist are no problem (a lint reads
-    the rules, not the data)."""
+    the rules, not the data). ``read_labels``: a folder's label files are read against its images
+    (the main process; a cluster job parsing the workflow again need not walk the folder again)."""
     problems = [duplicate.problem for path in config_files for duplicate in duplicate_keys(str(path))]
     found = schema_problems(config, schema)
+    label_file_layouts(config)
     usable = Usable({problem.path for problem in found})
     problems += found + content_problems(config, usable) + class_list_problems(config, usable)
+    if read_labels and not problems:
+        problems += [
+            problem for name, split in config["splits"].items() for problem in folder_label_problems(name, split)
+        ]
     problems = [problem for problem in problems if not (paths_may_be_missing and problem.missing_path)]
     if problems:
         raise ConfigError(in_config_order(problems, config))
@@ -269,6 +288,79 @@ def listing_problems(name: str, split: dict[str, Any], config: dict[str, Any]) -
     return []
 
 
+def label_file_layouts(config: dict[str, Any]) -> None:
+    """A split that gives ``labels`` with the default layout reads them: its layout becomes label-file
+    (in place, as the schema's defaults are filled in), folder names no longer labels."""
+    splits = config.get("splits")
+    for split in splits.values() if isinstance(splits, dict) else ():
+        if isinstance(split, dict) and split.get("labels") is not None and split.get("layout") == DEFAULT_LAYOUT:
+            split["layout"] = LABEL_FILE_LAYOUT
+
+
+def label_file_problems(name: str, split: dict[str, Any], config: dict[str, Any]) -> list[Problem]:
+    """``labels``: with a folder or an archive (layout label-file), ``metadata`` or a label file that
+    exists, ends in a label file's suffix and has the columns the settings name (read here, before any
+    job); the columns' settings only with ``labels``."""
+    labels, key = split["labels"], ("splits", name, "labels")
+    if split["layout"] == LABEL_FILE_LAYOUT and labels is None:
+        return [key_problem(key, f"layout {LABEL_FILE_LAYOUT} reads the labels from files: {LABELS_WANTED}")]
+    if labels is None:
+        given = [setting for setting in ("file_column", "label_separator") if split[setting] is not None]
+        return [
+            key_problem(("splits", name, setting), f"{setting} is set, but no labels: {LABELS_WANTED}")
+            for setting in given
+        ]
+    if split["layout"] != LABEL_FILE_LAYOUT:
+        text = (
+            f"labels set for layout {split['layout']}, which finds each image's label itself: remove labels, "
+            f"or remove layout for a folder or an archive of images labelled by the file"
+        )
+        return [key_problem(key, text)]
+    return [] if labels == METADATA else label_file_read_problems(key, labels, split)
+
+
+def folder_label_problems(name: str, split: dict[str, Any]) -> list[Problem]:
+    """A folder source's labels read against its images here, before any job: an image without a
+    row, a row without an image, costs a second, not a run (an archive's are read by its listing)."""
+    from imagefolder_lmdb.sources.base import CountMismatchError
+    from imagefolder_lmdb.sources.label_files.settings import LabelsFrom
+    from imagefolder_lmdb.sources.table_listing import folder_labels
+    from imagefolder_lmdb.sources.tree import folder_inside
+
+    source, labels, key = split["source"], LabelsFrom.from_split(split), ("splits", name, "labels")
+    folder = folder_inside(source, split["root"]) if isinstance(source, str) else ""
+    if labels is None or not os.path.isdir(folder):
+        return []  # source_problems and extract name a missing folder
+    try:
+        folder_labels(labels, folder, None)
+    except CountMismatchError as exc:
+        return [key_problem(key, str(exc))]
+    return []
+
+
+def label_file_read_problems(key: KeyPath, labels: str, split: dict[str, Any]) -> list[Problem]:
+    """A label file that is not there, not of a known kind, or lacks a column the settings name."""
+    if not labels.lower().endswith(LABEL_FILE_SUFFIXES):
+        text = f"{labels!r} is not a label file: give a .csv, .jsonl or .parquet file, or {METADATA} ({LABELS_WANTED})"
+        return [key_problem(key, text)]
+    if not os.path.isfile(labels):
+        text = f"{labels!r} is not a file{taken_from(labels)}."
+        return [key_problem(key, text, missing_path=not os.path.exists(labels))]
+    from imagefolder_lmdb.sources.label_files.reading import read_table
+    from imagefolder_lmdb.sources.label_files.settings import LabelsFrom, resolve_columns
+
+    settings = LabelsFrom.from_split(split)
+    assert settings is not None
+    try:
+        with open(labels, "rb") as stream:
+            resolve_columns(read_table(labels, stream.read()), settings.settings)
+    except LabelFileError as exc:
+        return [key_problem(key, str(exc))]
+    except OSError as exc:
+        return [key_problem(key, f"{labels!r} cannot be read: {exc.strerror}")]
+    return []
+
+
 def shards_problems(name: str, split: dict[str, Any], config: dict[str, Any]) -> list[Problem]:
     """More shards than the split is expected to hold images: jobs with nothing to do (rule
     count_check refuses the same once it has counted the images, where expected_images is null)."""
@@ -286,6 +378,7 @@ SPLIT_CHECKS: list[tuple[tuple[str, ...], SplitCheck]] = [
     (("source", "layout"), source_problems),
     (("root", "layout"), root_problems),
     (("layout", "devkit", "val_labels", "source"), label_problems),
+    (("layout", "labels", "file_column", "label_column", "label_separator"), label_file_problems),
     (("shards", "expected_images"), shards_problems),
     (("source", "layout", "extensions", "allow_empty", "is_valid_file"), listing_problems),
     (("layout", "devkit"), extra_problems),

@@ -130,6 +130,31 @@ CONVERT_FLAGS: tuple[Flag, ...] = (
         metavar="MODULE:FUNCTION",
         key=("splits", "*", "is_valid_file"),
     ),
+    setting_flag(
+        "--labels",
+        "each image's label(s) from FILE (.csv/.jsonl/.parquet), or metadata: Hugging Face's metadata "
+        "files in SOURCE; folder names are then no labels",
+        metavar="FILE|metadata",
+        key=("splits", "*", "labels"),
+    ),
+    setting_flag(
+        "--file-column",
+        "the label file's column naming each image (file_name, else id)",
+        metavar="NAME",
+        key=("splits", "*", "file_column"),
+    ),
+    setting_flag(
+        "--label-column",
+        "the label file's column of labels (label)",
+        metavar="NAME",
+        key=("splits", "*", "label_column"),
+    ),
+    setting_flag(
+        "--label-separator",
+        "cuts a CSV label cell into several labels per image (none: one label)",
+        metavar="TEXT",
+        key=("splits", "*", "label_separator"),
+    ),
     setting_flag("--set", "any config key", action="append", metavar="KEY=VALUE"),
     setting_flag("--classes-from", "take the class list of this dataset", metavar="FILE.lmdb"),
     setting_flag("--overwrite", "replace datasets made from another source", action="store_true"),

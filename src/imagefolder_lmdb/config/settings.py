@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 KeyPath = tuple[str, ...]
 
 #: Keys whose value is a path: made absolute when it exists here (Snakemake runs in the work folder).
-PATH_KEYS = frozenset({"classes", "devkit", "val_labels"})
+PATH_KEYS = frozenset({"classes", "devkit", "val_labels", "labels"})
 
 
 class SettingError(ValueError):

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from imagefolder_lmdb.sources import kind_options
 from imagefolder_lmdb.sources.base import Request
+from imagefolder_lmdb.sources.label_files.settings import LabelsFrom
 from imagefolder_lmdb.sources.listing_options import ListingOptions
 
 if TYPE_CHECKING:  # imported where used: rules/common.smk imports this module in every job, Pillow needs not
@@ -101,13 +102,16 @@ class CountSettings(StepSettings):
     class_list: dict[str, Any]  # the split's ClassSource (classes/plan.py) as data
     #: ImageFolder's listing arguments not at their defaults (sources/listing_options.py); None: all are
     listing: dict[str, Any] | None = None
+    #: Layout label-file's label file or metadata files, and its columns (label_files/settings.py LabelsFrom)
+    labels: dict[str, Any] | None = None
 
     def as_param(self) -> dict[str, Any]:
-        """As StepSettings', without ``listing`` at its defaults: a work folder left by a version
-        without it runs nothing again."""
+        """As StepSettings', without ``listing`` and ``labels`` when not used: a work folder left by a
+        version without them runs nothing again."""
         found = asdict(self)
-        if found["listing"] is None:
-            del found["listing"]
+        for key in ("listing", "labels"):
+            if found[key] is None:
+                del found[key]
         return found
 
 
@@ -175,7 +179,11 @@ def count_settings(name: str, split: dict[str, Any], **derived: Any) -> CountSet
     """Rule count_check's settings of split ``name``; ``derived``: val_labels and class_list."""
     keys = ("expected_images", "expected_classes", "shards", "devkit")
     listing = ListingOptions.from_split(split).as_param()
-    return CountSettings(split=name, **{key: split[key] for key in keys}, listing=listing, **derived)
+    labels = LabelsFrom.from_split(split)
+    labels_param = None if labels is None else labels.as_data()
+    return CountSettings(
+        split=name, **{key: split[key] for key in keys}, listing=listing, labels=labels_param, **derived
+    )
 
 
 def merge_settings(name: str, split: dict[str, Any]) -> MergeSettings:

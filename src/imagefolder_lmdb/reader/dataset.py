@@ -32,7 +32,7 @@ from imagefolder_lmdb.reader.format import (
     is_legacy_pickle_lmdb,
 )
 from imagefolder_lmdb.reader.format_targets import RESERVED_FIELD
-from imagefolder_lmdb.reader.handles import begin_read, guarded, opened_token, shared_env
+from imagefolder_lmdb.reader.handles import begin_read, forget_if_replaced, guarded, opened_token, shared_env
 from imagefolder_lmdb.reader.identity import FileChangedError, FileIdentity, changed_message, content_id
 from imagefolder_lmdb.reader.legacy import open_legacy
 from imagefolder_lmdb.reader.memory import keep_freed_memory_for_reuse
@@ -85,6 +85,7 @@ def _open_path(
         return url_opener(ds.path)(ds.path, max_in_flight, cache_dir, cache_bytes)
     if cache_dir is not None:
         raise ValueError(f"cache_dir is for datasets read from a URL; {ds.path} is read in place")
+    forget_if_replaced(ds.path)
     return _open_records(ds.path, ds._env(), ds.lock, ds.allow_pickle, ds.crc_check)
 
 

@@ -262,6 +262,25 @@ def guarded(txn: lmdb.Transaction, path: str, lock: bool) -> LmdbReadTxn:
     return txn if lock else GuardedTxn(txn, shared_guard(path))
 
 
+def forget_if_replaced(path: str) -> None:
+    """Before a dataset opens ``path``: if this process has the file open and another file now lies
+    at that path (converted again, ``--overwrite``), forget the old one's handles, so the new dataset
+    reads the new file; a dataset still holding the old one finds the change at its next read
+    (``FileChangedError``). Forgotten, not closed: another thread may be reading through them."""
+    key = _env_key(path)
+    with _ENVS_LOCK:
+        opened = _TOKENS.get(key)
+        if opened is None:
+            return
+        try:
+            replaced = local_token(path) != opened
+        except OSError:  # gone: opening it names that
+            replaced = True
+        if replaced:
+            for table in (_ENVS, _TOKENS, _FDS, _GUARDS):
+                table.pop(key, None)
+
+
 def close_all_envs() -> None:
     """Close every dataset file this process has open (environments, descriptors, page guards);
     datasets reopen them when next read. Runs by itself before each fork; call it after replacing

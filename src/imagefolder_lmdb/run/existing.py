@@ -24,6 +24,7 @@ from imagefolder_lmdb.run.made_from import KEY as MADE_FROM
 from imagefolder_lmdb.run.made_from import VERSION as MADE_FROM_VERSION
 from imagefolder_lmdb.run.made_from import Verdict, classes_in_words, recipe, recipe_differences
 from imagefolder_lmdb.run.paths import RunPaths
+from imagefolder_lmdb.sources.label_files.settings import LabelSettings
 from imagefolder_lmdb.sources.layouts import DEFAULT_LAYOUT, layout_named
 
 
@@ -75,9 +76,43 @@ def differences(
     a class list the config names)."""
     recorded = existing.document.get(MADE_FROM)
     if isinstance(recorded, dict) and recorded.get("version") == MADE_FROM_VERSION and classes is not None:
-        found = recipe_differences(recorded["recipe"], recipe(split, encode, classes), existing.classes)
-        return found + on_error_difference(existing, encode)
+        now = recipe(split, encode, classes)
+        found = recipe_differences(recorded["recipe"], now, existing.classes)
+        return (
+            found
+            + label_file_difference(existing, recorded["recipe"], now, split)
+            + on_error_difference(existing, encode)
+        )
     return legacy_differences(existing, split, encode) + class_list_difference(existing, classes)
+
+
+def label_file_difference(
+    existing: Existing, recorded: dict[str, Any], now: dict[str, Any], split: dict[str, Any]
+) -> list[str]:
+    """A label file (``labels: PATH``) edited at the same path: its labels are the dataset's, so a
+    change replaces it only with --overwrite, named by the first image whose label differs."""
+    before, after = (recorded.get("labels") or {}).get("labels"), (now.get("labels") or {}).get("labels")
+    if not before or not after or before[0] != after[0] or before[1] == after[1]:
+        return []
+    from imagefolder_lmdb.reader import LMDBReader  # the reader (numpy) only when asked
+    from imagefolder_lmdb.sources.label_files.changes import label_file_change
+    from imagefolder_lmdb.sources.label_files.settings import LabelsFrom
+
+    settings = LabelsFrom.from_split(split)
+    reader = LMDBReader(existing.path)
+    named = [
+        [reader.classes[label] for label in target] if isinstance(target, list) else reader.classes[target]
+        for target in reader.targets
+    ]
+    with open(after[0], "rb") as stream:
+        change = label_file_change(
+            after[0],
+            stream.read(),
+            settings.settings if settings else LabelSettings(),
+            [path for path, _ in reader.samples],
+            named,
+        )
+    return [f"with other labels: {change}"]
 
 
 def on_error_difference(existing: Existing, encode: dict[str, Any]) -> list[str]:

@@ -23,6 +23,7 @@ from imagefolder_lmdb.classes.lists import is_shipped, shipped_path
 from imagefolder_lmdb.classes.plan import ClassPlan, ClassSource
 from imagefolder_lmdb.run.paths import RunPaths
 from imagefolder_lmdb.sources import input_files, kind_of_layout, kind_recipe
+from imagefolder_lmdb.sources.label_files.settings import METADATA, LabelsFrom
 from imagefolder_lmdb.sources.layouts import LAYOUTS
 from imagefolder_lmdb.sources.listing_options import ListingOptions
 from imagefolder_lmdb.sources.source_files import SourceFilesError
@@ -37,7 +38,7 @@ VERSION = 1
 #: made_from files it has just written (the walk of the source is not made twice).
 RECORDED_VARIABLE = "IMAGEFOLDER_LMDB_SOURCES_RECORDED"
 #: The order differences are named in: where the images come from first.
-RECIPE_ORDER = ("source", "root", "layout", "listing", "classes", "labels", "columns", "encode")
+RECIPE_ORDER = ("source", "root", "layout", "listing", "classes", "labels", "label_columns", "columns", "encode")
 #: The made_from file's entry that only this run needs (not recorded in the dataset).
 CHANGED_GROUPS = "changed_groups"
 #: Encode settings that change no record by themselves (run/existing.py judges on_error by what was set aside).
@@ -79,6 +80,7 @@ def recipe(split: dict[str, Any], encode: dict[str, Any], classes: ClassSource) 
         "encode": {key: value for key, value in sorted(encode.items()) if key not in NOT_RECORDED},
     }
     found.update(kind_recipe(split))  # the kind's own options (a Parquet split's columns)
+    found.update(label_columns(split))  # a label file's columns, unless at their defaults
     found.update(ListingOptions.from_split(split).recipe())  # ImageFolder's listing arguments, unless defaults
     return found
 
@@ -93,9 +95,23 @@ def class_recipe(classes: ClassSource) -> dict[str, Any]:
     return {"from": "source"}  # its own listing, shared with others or not: the same labels here
 
 
+def label_columns(split: dict[str, Any]) -> dict[str, Any]:
+    """A label file's column settings not at their defaults (``label_columns``; none: no entry)."""
+    labels = LabelsFrom.from_split(split)
+    settings = {} if labels is None else labels.as_data()
+    settings.pop("from", None)
+    return {"label_columns": settings} if settings else {}
+
+
 def label_files(split: dict[str, Any]) -> dict[str, list[str]]:
-    """The devkit and val_labels files a split reads, each by path and content."""
+    """The devkit, val_labels and label files a split reads, each by path and content (Hugging
+    Face's metadata files by the source they lie in: its record holds their content)."""
     files = {}
+    labels = split.get("labels")
+    if labels == METADATA:
+        return {"metadata": [METADATA, "in the source"]}
+    if labels:
+        files["labels"] = labels
     devkit = split.get("devkit")
     if devkit:
         files["devkit"] = shipped_path(devkit) if is_shipped(devkit) else devkit

@@ -19,12 +19,15 @@ import os
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from imagefolder_lmdb.classes.lists import ClassList, OutsideClasses
 from imagefolder_lmdb.work.files import ManifestHeader, Sample, SourceDescription
 from imagefolder_lmdb.work.shard_stamps import FileOrigins, Origins
 from imagefolder_lmdb.work.source_locations import Location
+
+if TYPE_CHECKING:  # label_files/ reads paths with sources/tree.py, which needs this module
+    from imagefolder_lmdb.sources.label_files.settings import LabelsFrom
 
 #: An archive's images, estimated from its size before it is listed: ImageNet's mean JPEG.
 ARCHIVE_BYTES_PER_IMAGE = 110_000
@@ -50,6 +53,8 @@ class Listing:
     containers: list[str] = field(default_factory=list)  # the files Location numbers (archives, source files)
     outside: OutsideClasses = field(default_factory=OutsideClasses)  # classes not in the class list
     image_column: str | None = None  # parquet: the column the reader takes image bytes from
+    label_kind: str | None = None  # a label file's: "multi" where each image has a list of labels
+    field_types: dict[str, str] | None = None  # a label file's: each per-image field's type
 
 
 @dataclass(frozen=True)
@@ -68,10 +73,12 @@ class Request:
 
 @dataclass(frozen=True)
 class Labels:
-    """Where ILSVRC2012 val labels come from (one of them, for layout ilsvrc-val)."""
+    """Where labels come from: ILSVRC2012 val's (one of ``devkit``, ``csv``, for layout ilsvrc-val),
+    or a label file or metadata files (``table``, for layout label-file)."""
 
     devkit: str | None = None
     csv: str | None = None
+    table: LabelsFrom | None = None
 
 
 class SampleReader(ABC):

@@ -7,7 +7,8 @@ from __future__ import annotations
 from imagefolder_lmdb.classes.lists import ClassList, OutsideClasses
 from imagefolder_lmdb.sources.base import Listing
 from imagefolder_lmdb.sources.ilsvrc import val_labels
-from imagefolder_lmdb.sources.tree import is_image, relative_files
+from imagefolder_lmdb.sources.listing_options import is_image
+from imagefolder_lmdb.sources.tree import relative_files
 from imagefolder_lmdb.work.files import Sample
 from imagefolder_lmdb.work.source_locations import FileLocation, Location
 

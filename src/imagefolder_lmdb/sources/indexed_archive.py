@@ -84,13 +84,24 @@ class IndexedArchiveSource(Source):
     ) -> Listing:
         labelling = layout_named(description.layout).labelling
         entries = read_members(source_dir)
-        listing = labelling.list_members(entries, description.source, description.folders, labels, wanted)
+        reader = self.reader(ManifestHeader("", [], 0, description.containers, self.kind))
+        try:
+            read = member_bytes(reader, entries)
+            listing = labelling.list_members(entries, description.source, description.folders, labels, wanted, read)
+        finally:
+            reader.close()
         listing.containers = description.containers
         listing.outside.unread += description.unread_classes
         return listing
 
     def reader(self, header: ManifestHeader) -> SampleReader:
         return ZipReader(header.containers) if is_zip(header.containers[0]) else TarReader(header.containers)
+
+
+def member_bytes(reader: SampleReader, entries: list[tuple[str, Location]]) -> Callable[[str], bytes]:
+    """A listing's way to read a member by its path (Hugging Face's metadata files inside a zip)."""
+    located = dict(entries)
+    return lambda path: reader.read(path, located[path])
 
 
 def within_class_list(items: list[T], class_of: Callable[[T], str], wanted: Collection[str] | None) -> list[T]:

@@ -9,12 +9,13 @@ column) is listed by its kind of source itself, which knows where that label lie
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from imagefolder_lmdb.classes.lists import ClassList
 from imagefolder_lmdb.sources.base import Labels, Listing
 from imagefolder_lmdb.sources.ilsvrc_val import label_val, val_files
 from imagefolder_lmdb.sources.listing_options import ListingOptions
+from imagefolder_lmdb.sources.table_listing import folder_labels, read_labels, table_listing
 from imagefolder_lmdb.sources.tree import order_members, scan_folder
 from imagefolder_lmdb.work.source_locations import Location
 
@@ -50,9 +51,11 @@ class Labelling:
         folders: Iterable[str],
         labels: Labels,
         wanted: ClassList | None,
+        read: Callable[[str], bytes] | None = None,
     ) -> Listing:
         """The images among an archive's members (``folders``: its top folders, classes even where
-        empty; ``where``: the archive, for messages), in ImageFolder order, within ``wanted``."""
+        empty; ``where``: the archive, for messages; ``read(path)``: a member's bytes), in
+        ImageFolder order, within ``wanted``."""
         return order_members(entries, where, folders, wanted)
 
 
@@ -89,8 +92,38 @@ class LabelFile(Labelling):
         folders: Iterable[str],
         labels: Labels,
         wanted: ClassList | None,
+        read: Callable[[str], bytes] | None = None,
     ) -> Listing:
         return label_val(entries, labels.devkit, labels.csv, wanted)
+
+
+class TableLabels(Labelling):
+    """Images at any depth under the split's root, labelled by one label file (``labels: PATH``) or
+    by Hugging Face's metadata files in the tree (``labels: metadata``): sources/table_listing.py."""
+
+    name = "a label file"
+    expects = "images that the label file names"
+    strips_wrapper = False
+
+    def list_tree(
+        self, root: str, labels: Labels, progress: dict, wanted: ClassList | None, options: ListingOptions
+    ) -> Listing:
+        assert labels.table is not None, "layout label-file is given its labels (config/check.py)"
+        table, paths = folder_labels(labels.table, root, wanted)
+        return table_listing(table, [(path, None) for path in paths])
+
+    def list_members(
+        self,
+        entries: list[tuple[str, Location]],
+        where: str,
+        folders: Iterable[str],
+        labels: Labels,
+        wanted: ClassList | None,
+        read: Callable[[str], bytes] | None = None,
+    ) -> Listing:
+        assert labels.table is not None and read is not None, "an archive's listing reads its members"
+        table = read_labels(labels.table, where, [path for path, _ in entries], read, wanted)
+        return table_listing(table, entries)
 
 
 class StoredLabels(Labelling):

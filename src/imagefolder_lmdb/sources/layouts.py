@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from imagefolder_lmdb.sources.labelling import ClassFolders, ClassTars, LabelFile, Labelling, StoredLabels
+from imagefolder_lmdb.sources.labelling import ClassFolders, ClassTars, LabelFile, Labelling, StoredLabels, TableLabels
 
 
 @dataclass(frozen=True)
@@ -53,12 +53,16 @@ LAYOUTS: dict[str, Layout] = {
         Layout("imagefolder", FOLDER_OR_ARCHIVE, ClassFolders(), listing_options=True),
         Layout("ilsvrc-train", FOLDER_OR_ARCHIVE, ClassTars()),
         Layout("ilsvrc-val", FOLDER_OR_ARCHIVE, LabelFile()),
+        Layout("label-file", FOLDER_OR_ARCHIVE, TableLabels()),
         Layout("webdataset", WEBDATASET_SHARDS, StoredLabels()),
         Layout("parquet", PARQUET_FILES, StoredLabels()),
     )
 }
 #: The layout of a split that names none.
 DEFAULT_LAYOUT = "imagefolder"
+#: The layout of a split that gives ``labels`` (a label file, or Hugging Face's metadata files):
+#: a folder or an archive whose folder names are no labels.
+LABEL_FILE_LAYOUT = "label-file"
 
 
 def layout_named(name: str) -> Layout:

@@ -27,6 +27,13 @@ from typing import Any
 
 #: torchvision's IMG_EXTENSIONS (kept equal by tests/unit/test_archives.py, through tree.py).
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
+
+
+def is_image(path: str) -> bool:
+    """torchvision's ``has_file_allowed_extension(path, IMG_EXTENSIONS)``."""
+    return path.lower().endswith(IMAGE_EXTENSIONS)
+
+
 #: The split keys, as config/schema.yaml names them.
 KEYS = ("extensions", "allow_empty", "is_valid_file")
 #: How a name that cannot be imported is fixed.

@@ -19,7 +19,7 @@ import zipfile
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from imagefolder_lmdb.sources.tree import is_image
+from imagefolder_lmdb.sources.listing_options import is_image
 
 #: The split folders looked for, in the order converted (train first: the others take its classes).
 SPLIT_NAMES = ("train", "val", "test")

@@ -23,7 +23,7 @@ from imagefolder_lmdb.classes.lists import ClassList, OutsideClasses
 from imagefolder_lmdb.printable import printable
 from imagefolder_lmdb.sources.archive_members import is_macos_metadata, relative_name
 from imagefolder_lmdb.sources.base import CountMismatchError, Listing, Request
-from imagefolder_lmdb.sources.listing_options import DEFAULT_LISTING, ListingOptions
+from imagefolder_lmdb.sources.listing_options import DEFAULT_LISTING, ListingOptions, is_image
 from imagefolder_lmdb.sources.listing_options import IMAGE_EXTENSIONS as DEFAULT_EXTENSIONS
 from imagefolder_lmdb.work.files import Member, Sample
 from imagefolder_lmdb.work.source_locations import Location
@@ -35,17 +35,14 @@ log = logging.getLogger("imagefolder_lmdb.sources")
 IMAGE_EXTENSIONS = DEFAULT_EXTENSIONS
 
 
-def is_image(path: str) -> bool:
-    """torchvision's ``has_file_allowed_extension(path, IMG_EXTENSIONS)``."""
-    return path.lower().endswith(IMAGE_EXTENSIONS)
-
-
 def relative_files(root: str) -> Iterator[str]:
     """Every file under ``root`` (links followed, as ImageFolder's scan does), as a "/"-separated
     path relative to it."""
+    start = len(os.path.join(root, ""))  # os.walk's folders begin with root: cut it, no relpath per file
     for folder, _, names in os.walk(root, followlinks=True):
+        prefix = "" if folder == root else folder[start:].replace(os.sep, "/") + "/"
         for name in names:
-            yield os.path.relpath(os.path.join(folder, name), root).replace(os.sep, "/")
+            yield prefix + name
 
 
 def find_classes(root: str) -> tuple[list[str], dict[str, int]]:

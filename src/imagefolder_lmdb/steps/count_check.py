@@ -25,6 +25,7 @@ from imagefolder_lmdb.sources import layout_hint, source_of_kind
 from imagefolder_lmdb.sources.base import CountMismatchError, Labels, Listing
 from imagefolder_lmdb.sources.folder import FolderSource
 from imagefolder_lmdb.sources.ilsvrc import train_devkit_problems
+from imagefolder_lmdb.sources.label_files.settings import LabelsFrom
 from imagefolder_lmdb.sources.layouts import layout_named
 from imagefolder_lmdb.sources.listing_options import FOLDER_ONLY, ListingOptions
 from imagefolder_lmdb.work.files import (
@@ -66,10 +67,19 @@ def no_images_message(description: SourceDescription, listing: Listing, class_li
     )
 
 
+def sample_labels(sample: Sample) -> list[int]:
+    """The class indices of an image: its label, or a multi-label image's list."""
+    if sample.annotations is not None and "labels" in sample.annotations:
+        return sample.annotations["labels"]
+    return [sample.label]
+
+
 def per_class_counts(listing: Listing) -> dict[str, int]:
+    """Each class's images (a multi-label image counts in each of its classes)."""
     counts = dict.fromkeys(listing.classes, 0)
     for sample in listing.samples:
-        counts[listing.classes[sample.label]] += 1
+        for label in sample_labels(sample):
+            counts[listing.classes[label]] += 1
     return counts
 
 
@@ -79,14 +89,23 @@ def onto_class_list(listing: Listing, class_list: ClassList) -> Listing:
     relabel = [class_list.index[name] for name in listing.classes]
     samples = listing.samples
     if relabel != list(range(len(relabel))):  # the usual case (the list is the split's own) keeps every label
-        samples = [Sample(s.index, relabel[s.label], s.path, s.location) for s in samples]
+        samples = [relabelled(sample, relabel) for sample in samples]
     return replace(listing, classes=list(class_list.names), samples=samples)
+
+
+def relabelled(sample: Sample, relabel: list[int]) -> Sample:
+    """``sample`` with its class indices mapped through ``relabel``."""
+    annotations = sample.annotations
+    if annotations is not None and "labels" in annotations:
+        annotations = {**annotations, "labels": [relabel[label] for label in annotations["labels"]]}
+    label = relabel[sample.label] if sample.label >= 0 else sample.label
+    return Sample(sample.index, label, sample.path, sample.location, annotations)
 
 
 def classes_with_images(listing: Listing) -> list[str]:
     """The listing's classes that hold at least one image (a class folder always does; a class that
     labels can name, as ILSVRC val's or a shard's, may not)."""
-    labels = {sample.label for sample in listing.samples}
+    labels = {label for sample in listing.samples for label in sample_labels(sample)}
     return [name for label, name in enumerate(listing.classes) if label in labels]
 
 
@@ -179,6 +198,8 @@ def write_listing(
         containers=listing.containers,
         kind=description.kind,
         image_column=listing.image_column,
+        label_kind=listing.label_kind,
+        field_types=listing.field_types,
     )
     write_manifest(files.manifest, header, listing.samples)
     if files.stamps is not None:
@@ -218,7 +239,8 @@ def count_check(
     log.info("listing %s (%s, layout %s)", description.source, description.kind, description.layout)
     wanted = class_list_of(source, files.shared_manifest)
     # extract's copy of a CSV inside the archive, else the split's own
-    labels = Labels(settings.devkit, description.labels or settings.val_labels)
+    table = None if settings.labels is None else LabelsFrom.from_data(settings.labels)
+    labels = Labels(settings.devkit, description.labels or settings.val_labels, table)
     options = ListingOptions.from_param(settings.listing)
     listing = listed(description, files.source, labels, progress, wanted, options)
     listing.ignored = sorted([*listing.ignored, *description.set_aside])

@@ -24,6 +24,7 @@ import numpy as np
 from imagefolder_lmdb.classes.lists import wordnet_words
 from imagefolder_lmdb.config.step_settings import WriteMetaSettings
 from imagefolder_lmdb.reader import LOCATION_DTYPE, META_KEYS, Meta, encode_meta
+from imagefolder_lmdb.reader.format_targets import FieldColumn
 from imagefolder_lmdb.run.made_from import CHANGED_GROUPS
 from imagefolder_lmdb.run.made_from import KEY as MADE_FROM_KEY
 from imagefolder_lmdb.run.rule_runner import run_rule
@@ -102,12 +103,13 @@ def build_meta(
     can tell whether the dataset still matches its source and settings."""
     header = read_manifest_header(manifest_path)
     kept = kept_indices(reports)
-    labels_by_index: dict[int, tuple[int, str]] = {}
+    samples: dict[int, Sample] = {}
     elsewhere: set[int] = set()
     for sample in read_manifest(manifest_path):
-        labels_by_index[sample.index] = (sample.label, sample.path)
+        samples[sample.index] = sample
         if not at_own_path(sample):
             elsewhere.add(sample.index)
+    stored = [samples[i] for i in kept]
     return meta_document.build_meta(
         tool=TOOL,
         classes=header.classes,
@@ -124,12 +126,31 @@ def build_meta(
         source_bytes=column(reports, "source_bytes"),
         stored_bytes=column(reports, "stored_bytes"),
         skipped=column(reports, "skipped"),
-        labels=[labels_by_index[i][0] for i in kept],
         sizes=np.stack([column(reports, "width"), column(reports, "height")], axis=1),
         crc32=column(reports, "crc32"),
-        paths=[labels_by_index[i][1] for i in kept],
+        paths=[sample.path for sample in stored],
+        **stored_targets(header, stored),
         **document_entries(counts, header.classes, made_from),
     )
+
+
+def stored_targets(header: ManifestHeader, stored: list[Sample]) -> dict[str, Any]:
+    """The builder's ``labels`` (or a multi-label split's ``label_lists``) and ``fields`` of the
+    stored images, from the manifest (a label file's annotations: sources/table_listing.py)."""
+    if header.label_kind == "multi":
+        targets: dict[str, Any] = {"label_lists": [annotated(sample, "labels", []) for sample in stored]}
+    else:
+        targets = {"labels": [sample.label for sample in stored]}
+    if header.field_types:
+        targets["fields"] = {
+            name: FieldColumn(kind, [annotated(sample, "fields", {})[name] for sample in stored])
+            for name, kind in header.field_types.items()
+        }
+    return targets
+
+
+def annotated(sample: Sample, key: str, default: Any) -> Any:
+    return default if sample.annotations is None else sample.annotations.get(key, default)
 
 
 def document_entries(counts: CountsReport, classes: list[str], made_from: dict[str, Any] | None) -> dict[str, Any]:

@@ -152,26 +152,47 @@ class ManifestHeader:
     containers: list[str] = field(default_factory=list)  # archives that tar/zip/parquet locations name
     kind: str = ""  # the kind of source (src/imagefolder_lmdb/sources/) whose reader reads the samples
     image_column: str | None = None  # parquet: the column the image bytes are in
+    #: A label file's: "multi" where each image has a list of class indices (Sample.annotations)
+    label_kind: str | None = None
+    #: A label file's: each per-image field's type (reader/format_targets.py FIELD_TYPES), in order
+    field_types: dict[str, str] | None = None
+
+    def as_data(self) -> dict[str, Any]:
+        """The header line's object: the label file's entries only where used, so that a manifest
+        without them keeps the bytes earlier versions wrote (Snakemake judges it by checksum)."""
+        data = dict(self.__dict__)
+        for key in ("label_kind", "field_types"):
+            if data[key] is None:
+                del data[key]
+        return data
+
+
+#: What a label file says of an image beyond its one class index (sources/labelling.py TableLabels):
+#: ``labels``, its list of class indices (a multi-label split), and ``fields``, name: value.
+Annotations = dict[str, Any]
 
 
 @dataclass
 class Sample:
     index: int
-    label: int
+    label: int  # its class index; a multi-label split's: -1 (its list is in annotations)
     path: str  # the ImageFolder relative path "class/file.ext", "/"-separated
     location: Location = None  # where the bytes are when not at root/path
+    annotations: Annotations | None = None  # a label file's label list and fields
 
 
 def write_manifest(path: str, header: ManifestHeader, samples: Iterable[Sample]) -> None:
-    """First line: the header object; then ``[index, label, path(, location)]`` per image (JSON,
-    so any character a file name can hold survives)."""
+    """First line: the header object; then ``[index, label, path(, location(, annotations))]`` per
+    image (JSON, so any character a file name can hold survives)."""
     with atomic_file(path, encoding="utf-8", errors="surrogateescape") as stream:
-        json.dump(header.__dict__, stream, ensure_ascii=False)
+        json.dump(header.as_data(), stream, ensure_ascii=False)
         stream.write("\n")
         for sample in samples:
             row: list[Any] = [sample.index, sample.label, sample.path]
-            if sample.location is not None:
+            if sample.location is not None or sample.annotations is not None:
                 row.append(location_to_json(sample.location))
+            if sample.annotations is not None:
+                row.append(sample.annotations)
             stream.write(json.dumps(row, ensure_ascii=False))
             stream.write("\n")
 
@@ -200,8 +221,9 @@ def read_manifest(path: str, start: int = 0, stop: int | None = None) -> Iterato
                 continue
             if stop is not None and line_number >= stop:
                 break
-            index, label, sample_path, *location = json.loads(line)
-            yield Sample(index, label, sample_path, location_from_json(location[0] if location else None))
+            index, label, sample_path, *rest = json.loads(line)
+            location = location_from_json(rest[0]) if rest else None
+            yield Sample(index, label, sample_path, location, rest[1] if len(rest) > 1 else None)
 
 
 @dataclass

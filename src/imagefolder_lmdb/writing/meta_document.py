@@ -125,7 +125,7 @@ def build_meta(
 
 
 @dataclass
-class Targets:
+class StoredTargets:
     """What a meta stores of each record's labels and fields (reader/format.py's Meta columns)."""
 
     labels: np.ndarray
@@ -139,7 +139,7 @@ def checked_targets(
     labels: Sequence[int] | None,
     label_lists: Sequence[Sequence[int]] | None,
     fields: Mapping[str, FieldColumn] | None,
-) -> Targets:
+) -> StoredTargets:
     """The labels (a multi-label file's meta/labels names no class), label lists and fields of
     ``length`` records of ``classes`` classes, checked as a reader checks them."""
     if (labels is None) == (label_lists is None):
@@ -158,7 +158,7 @@ def checked_targets(
             "the label lists or fields to be written do not fit the records: " + "; ".join(problems)
         )
     single = np.full(length, NO_SINGLE_LABEL, dtype=np.int32) if labels is None else np.array(labels, dtype=np.int32)
-    return Targets(single, lists, columns)
+    return StoredTargets(single, lists, columns)
 
 
 def document_problems(document: dict[str, Any]) -> list[str]:

@@ -26,19 +26,19 @@ RESERVED = "label"
 
 
 @dataclass(frozen=True)
-class FieldColumn:
+class TypedColumn:
     """A field's type (``int``, ``float``, ``str``, ``list[int]``, ...) and its value in each row."""
 
     type: str
     values: list[FieldValue]
 
 
-def field_column(column: str, rows: Sequence[RawRow], text_cells: bool) -> FieldColumn:
+def field_column(column: str, rows: Sequence[RawRow], text_cells: bool) -> TypedColumn:
     """Column ``column`` of ``rows`` typed: CSV cells by the CSV rule, other values as written."""
     return text_field(column, rows) if text_cells else written_field(column, rows)
 
 
-def text_field(column: str, rows: Sequence[RawRow]) -> FieldColumn:
+def text_field(column: str, rows: Sequence[RawRow]) -> TypedColumn:
     """A CSV column: its type from its non-empty cells; an empty cell in a numeric column is a value
     missing (never 0, never text), an error."""
     types_seen: dict[str, str] = {}
@@ -56,10 +56,10 @@ def text_field(column: str, rows: Sequence[RawRow]) -> FieldColumn:
             "give every row a value, or drop the column."
         )
     convert = CONVERT[kind]
-    return FieldColumn(kind, [convert(row.values[column]) for row in rows])
+    return TypedColumn(kind, [convert(row.values[column]) for row in rows])
 
 
-def written_field(column: str, rows: Sequence[RawRow]) -> FieldColumn:
+def written_field(column: str, rows: Sequence[RawRow]) -> TypedColumn:
     """A JSONL or Parquet column: each value's own type; a column of lists or of scalars, not both."""
     scalars: dict[str, str] = {}
     items: dict[str, str] = {}
@@ -80,8 +80,8 @@ def written_field(column: str, rows: Sequence[RawRow]) -> FieldColumn:
     kind = one_type(column, items if lists else scalars)
     convert = CONVERT[kind]
     if lists:
-        return FieldColumn(f"list[{kind}]", [[convert(item) for item in row.values[column]] for row in rows])
-    return FieldColumn(kind, [convert(row.values[column]) for row in rows])
+        return TypedColumn(f"list[{kind}]", [[convert(item) for item in row.values[column]] for row in rows])
+    return TypedColumn(kind, [convert(row.values[column]) for row in rows])
 
 
 def scalar_type(column: str, value: Any, place: str) -> str:

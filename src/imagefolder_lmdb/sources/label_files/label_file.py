@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from imagefolder_lmdb.sources.label_files.reading import read_table
 from imagefolder_lmdb.sources.label_files.settings import DEFAULT_SETTINGS, LabelSettings, resolve_columns
 from imagefolder_lmdb.sources.label_files.table import LabelTable, build_table
-from imagefolder_lmdb.sources.tree import is_image as imagefolder_image
+from imagefolder_lmdb.sources.listing_options import is_image as imagefolder_image
 
 
 def read_label_file(

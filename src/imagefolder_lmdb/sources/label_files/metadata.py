@@ -37,7 +37,7 @@ from imagefolder_lmdb.sources.label_files.settings import (
     resolve_columns,
 )
 from imagefolder_lmdb.sources.label_files.table import LabelTable, build_table
-from imagefolder_lmdb.sources.tree import is_image as imagefolder_image
+from imagefolder_lmdb.sources.listing_options import is_image as imagefolder_image
 
 #: The metadata files' names (``datasets``' FolderBasedBuilder.METADATA_FILENAMES).
 METADATA_NAMES = ("metadata.csv", "metadata.jsonl", "metadata.parquet")

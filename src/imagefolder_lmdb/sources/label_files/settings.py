@@ -9,7 +9,10 @@ is ``label`` (both conventions). Every other column is a field; a field named ``
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from imagefolder_lmdb.printable import printable
 from imagefolder_lmdb.sources.label_files.fields import RESERVED
@@ -80,3 +83,43 @@ def refuse_more_images_per_row(table: RawTable) -> None:
                 f"{printable(table.name)}: column {name!r} names more images per row (Hugging Face's "
                 f"*_file_name(s)): one image a row is converted; drop the column, or rename it if it is text."
             )
+
+
+#: ``labels: metadata``: Hugging Face's metadata files in the tree, not one label file.
+METADATA = "metadata"
+
+
+@dataclass(frozen=True)
+class LabelsFrom:
+    """Where a split's labels are read from (the config's ``labels``): Hugging Face's metadata files
+    in the tree (``METADATA``), or one label file (its absolute path), with the columns' settings."""
+
+    labels: str
+    settings: LabelSettings = DEFAULT_SETTINGS
+
+    @property
+    def metadata(self) -> bool:
+        return self.labels == METADATA
+
+    def as_data(self) -> dict[str, str]:
+        """As plain data (a rule's param, a recipe entry): the settings only where not at their default."""
+        data = {"from": self.labels}
+        for key, value in self.settings.__dict__.items():
+            if value != getattr(DEFAULT_SETTINGS, key):
+                data[key] = value
+        return data
+
+    @classmethod
+    def from_data(cls, data: dict[str, str]) -> LabelsFrom:
+        return cls(data["from"], LabelSettings(**{key: value for key, value in data.items() if key != "from"}))
+
+    @classmethod
+    def from_split(cls, split: Mapping[str, Any]) -> LabelsFrom | None:
+        """A checked split config's (None: the split gives no ``labels``); a label file's path made absolute."""
+        labels = split.get("labels")
+        if labels is None:
+            return None
+        settings = LabelSettings(
+            split.get("file_column"), split.get("label_column") or "label", split.get("label_separator")
+        )
+        return cls(labels if labels == METADATA else os.path.abspath(labels), settings)

@@ -1,0 +1,76 @@
+"""A split listed by its label file (``labels: PATH``) or Hugging Face's metadata files (``labels:
+metadata``): every image under the split's root, at any depth, named by a row; the class list and
+each image's target and fields from the rows (sources/label_files/). The images are in the order of
+their sorted paths, as ImageFolder orders the files of a folder; folder names are no labels.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from collections.abc import Callable, Sequence
+
+from imagefolder_lmdb.classes.lists import ClassList
+from imagefolder_lmdb.sources.base import CountMismatchError, Listing
+from imagefolder_lmdb.sources.label_files import LabelFileError, LabelTable, read_label_file, read_metadata_tree
+from imagefolder_lmdb.sources.label_files.metadata import METADATA_NAMES
+from imagefolder_lmdb.sources.label_files.settings import LabelsFrom
+from imagefolder_lmdb.sources.listing_options import is_image
+from imagefolder_lmdb.sources.tree import relative_files
+from imagefolder_lmdb.work.files import Annotations, Sample
+from imagefolder_lmdb.work.source_locations import Location
+
+
+def read_labels(
+    labels: LabelsFrom, where: str, paths: Sequence[str], read: Callable[[str], bytes], wanted: ClassList | None
+) -> LabelTable:
+    """The table the split's label file or metadata files make of ``paths`` (every file of the
+    split's tree ``where``, relative to it); ``read(path)``: a file of the tree's bytes."""
+    classes = None if wanted is None else wanted.names
+    try:
+        if labels.metadata:
+            return read_metadata_tree(where, paths, read, labels.settings, classes)
+        with open(labels.labels, "rb") as stream:
+            data = stream.read()
+        return read_label_file(
+            labels.labels, data, [path for path in paths if is_image(path)], labels.settings, classes
+        )
+    except LabelFileError as exc:
+        raise CountMismatchError(str(exc)) from None
+
+
+def folder_labels(labels: LabelsFrom, root: str, wanted: ClassList | None) -> tuple[LabelTable, list[str]]:
+    """The table the labels make of folder ``root``'s files, and those files (relative, sorted)."""
+    paths = sorted(relative_files(root))
+
+    def read(path: str) -> bytes:
+        with open(os.path.join(root, path), "rb") as stream:
+            return stream.read()
+
+    return read_labels(labels, root, paths, read, wanted), paths
+
+
+def table_listing(table: LabelTable, entries: Sequence[tuple[str, Location]]) -> Listing:
+    """The listing of the tree's files ``entries`` (path, location) that ``table`` labels: images in
+    sorted path order, each with its class index (-1 in a multi-label table, whose lists are the
+    annotations) and fields; the other files ignored (metadata files are the labels, not ignored)."""
+    located = dict(entries)
+    samples = [sample(index, path, located[path], table) for index, path in enumerate(sorted(table.images))]
+    ignored = sorted(
+        path for path, _ in entries if not is_image(path) and posixpath.basename(path) not in METADATA_NAMES
+    )
+    listing = Listing(list(table.classes), samples, ignored, outside=table.outside)
+    listing.label_kind = "multi" if table.label_kind == "multi" else None
+    listing.field_types = dict(table.field_types) or None
+    return listing
+
+
+def sample(index: int, path: str, location: Location, table: LabelTable) -> Sample:
+    labels = table.images[path]
+    annotations: Annotations = {}
+    if isinstance(labels.target, tuple):
+        annotations["labels"] = list(labels.target)
+    if labels.fields:
+        annotations["fields"] = dict(labels.fields)
+    label = -1 if isinstance(labels.target, tuple) else labels.target
+    return Sample(index, label, path, location, annotations or None)
