@@ -99,3 +99,19 @@ def test_one_file_under_two_names_is_named_as_such(tmp_path: Path) -> None:
     LMDBDataset(tmp_path / "train.lmdb")
     with pytest.raises(ValueError, match=r"same.lmdb is a file this process already has open under another name"):
         LMDBDataset(tmp_path / "same.lmdb")
+
+
+def test_a_dataset_opened_after_its_file_was_replaced_reads_the_new_file(tmp_path: Path) -> None:
+    """In one process (a notebook converting again with --overwrite): a new dataset at the path reads
+    the new file, never the handles of the one replaced; the dataset of the old file refuses to read on."""
+    path = tmp_path / "train.lmdb"
+    old, new = random_values(SIZES, seed=1), random_values(SIZES, seed=2)
+    write_dataset(path, old)
+    before = LMDBDataset(path, decode="bytes")
+    assert before.get_bytes(0) == old[0]
+    write_dataset(tmp_path / "train.lmdb.new", new)
+    os.replace(tmp_path / "train.lmdb.new", path)
+    after = LMDBDataset(path, decode="bytes")
+    assert [after.get_bytes(i) for i in range(len(new))] == new
+    with pytest.raises(FileChangedError):
+        before.get_bytes(0)

@@ -156,3 +156,29 @@ def test_a_multi_label_dataset_trains_as_multi_hot_batches(tmp_path: Path) -> No
     assert [tuple(batch.shape) for batch in batches] == [(4, 3), (2, 3)]
     hot = torch.cat(batches)
     assert [torch.nonzero(row).flatten().tolist() for row in hot] == [sorted(labels) for labels in expected]
+
+
+def test_splits_share_one_class_list_and_a_label_outside_it_is_counted(tmp_path: Path) -> None:
+    """val labelled by a file of its own takes train's classes; its image of a class train lacks is
+    left out and counted, as an image of an outside class folder is."""
+    write_images(tmp_path / "train", ["a.jpg", "b.jpg", "c.jpg"])
+    write_images(tmp_path / "val", ["d.jpg", "e.jpg", "f.jpg"])
+    write_files(
+        tmp_path,
+        {
+            "train.jsonl": "".join(json.dumps({"file_name": n, "label": c}) + "\n" for n, c in ["ad", "bc", "cd"]),
+            "val.csv": "file_name,label\nd.jpg,c\ne.jpg,zebra\nf.jpg,d\n",
+        },
+    )
+    splits = {
+        "train": {"source": str(tmp_path / "train"), "labels": str(tmp_path / "train.jsonl"), "shards": 1},
+        "val": {"source": str(tmp_path / "val"), "labels": str(tmp_path / "val.csv"), "shards": 1},
+    }
+    write_config(tmp_path, splits)
+    run_snakemake(tmp_path, "--configfile", str(tmp_path / "config.yaml")).check()
+    train = LMDBDataset(str(tmp_path / "results" / "train.lmdb"))
+    val = LMDBDataset(str(tmp_path / "results" / "val.lmdb"))
+    assert train.classes == val.classes == ["c", "d"] and train.targets == [1, 0, 1]
+    assert val.samples == [("d.jpg", 0), ("f.jpg", 1)]
+    counts = json.loads((tmp_path / "work" / "val" / "counts.json").read_text())
+    assert counts["outside_class_list"]["images"] == 1 and counts["outside_class_list"]["per_class"] == {"zebra": 1}

@@ -152,7 +152,8 @@ def test_every_kind_of_source_is_byte_identical_to_the_workflows_before_the_hous
 ) -> None:
     """Every record and meta value, byte for byte, the creation time apart, against each earlier
     workflow, run with its own package (its rules import it), not today's. The work folder of the
-    commit before the two axes, given to today's workflow, reruns nothing."""
+    commit before the two axes, given to today's workflow, reruns nothing; the datasets of both, given to
+    today's command, have nothing to convert."""
     splits = every_kind_of_source(image_tree, tmp_path / "sources")
     skip_bad = {"encode": {"on_error": "skip"}}  # Kaggle's zip holds a truncated JPEG
     now = tmp_path / "now"
@@ -163,6 +164,10 @@ def test_every_kind_of_source_is_byte_identical_to_the_workflows_before_the_hous
         convert_with(snakefile, before, splits, package=snakefile.parent / "src", **skip_bad)
         for split in splits:
             assert_same_split(before / "results" / f"{split}.lmdb", now / "results" / f"{split}.lmdb", split)
+        # its datasets, made before label files were recorded in made_from, read as made from the same
+        upgraded = [BIN / "imagefolder-lmdb", "convert", "--configfile", "config.yaml"]
+        rerun = subprocess.run(list(map(str, upgraded)), capture_output=True, text=True, check=False, cwd=before)
+        assert rerun.returncode == 0 and "Nothing to convert" in rerun.stdout + rerun.stderr, commit
     command = [BIN / "snakemake", "-s", REPO / "Snakefile", "-d", before, "--configfile", before / "config.yaml"]
     dry = subprocess.run([*map(str, command), "--cores", "2", "--dry-run"], capture_output=True, text=True, check=False)
     assert dry.returncode == 0 and "Nothing to be done" in dry.stdout + dry.stderr, (dry.stdout + dry.stderr)[-3000:]
