@@ -3,11 +3,23 @@ gets its label; the config schema's ``layout`` enum names the same layouts."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from imagefolder_lmdb.config.schema import load_schema
+from imagefolder_lmdb.config.step_settings import ExtractSettings, extract_settings
 from imagefolder_lmdb.run.workflow_folder import workflow_folder
-from imagefolder_lmdb.sources import SOURCES, kind_of_layout
+from imagefolder_lmdb.sources import SOURCES, kind_of_layout, work_file_options
 from imagefolder_lmdb.sources.labelling import ClassFolders, LabelFile, StoredLabels, TableLabels
 from imagefolder_lmdb.sources.layouts import DEFAULT_LAYOUT, LABEL_FILE_LAYOUT, LAYOUTS, file_set_layouts
+from imagefolder_lmdb.work.files import (
+    ManifestHeader,
+    SourceDescription,
+    read_manifest_header,
+    read_source_description,
+    write_manifest,
+    write_source_description,
+)
 
 
 def test_the_schema_names_the_table_s_layouts() -> None:
@@ -38,3 +50,27 @@ def test_only_class_folders_are_classes_a_plan_can_read_and_only_a_label_file_ke
         assert layout.labelling.strips_wrapper is not labelled_by_file or isinstance(layout.labelling, StoredLabels)
     assert isinstance(LAYOUTS[LABEL_FILE_LAYOUT].labelling, TableLabels)
     assert isinstance(LAYOUTS[DEFAULT_LAYOUT].labelling, ClassFolders) and LAYOUTS[DEFAULT_LAYOUT].listing_options
+
+
+def test_a_kinds_options_travel_as_one_mapping_and_keep_the_work_files_bytes(tmp_path: Path) -> None:
+    """``options`` in memory; in source.json, the manifest's header and rule extract's param, each
+    option a key of its own where image_column stood, as earlier versions wrote them (Snakemake
+    reruns a job whose small input or param changed)."""
+    options = work_file_options({"image_column": "img"})
+    assert options == {"image_column": "img"} and work_file_options({}) == {"image_column": None}
+    header = ManifestHeader("/r", ["a"], 1, ["x.parquet"], "parquet", options)
+    write_manifest(str(tmp_path / "manifest.jsonl"), header, [])
+    first = (tmp_path / "manifest.jsonl").read_text().splitlines()[0]
+    before = '"root": "/r", "classes": ["a"], "count": 1, "containers": ["x.parquet"], "kind": "parquet"'
+    assert first == "{" + before + ', "image_column": "img"}'
+    assert read_manifest_header(str(tmp_path / "manifest.jsonl")) == header
+    description = SourceDescription("folder", "/x", "imagefolder", root="/x", options=work_file_options({}))
+    write_source_description(str(tmp_path), description)
+    assert json.loads((tmp_path / "source.json").read_text())["image_column"] is None
+    assert read_source_description(str(tmp_path)) == description
+    split = {"source": "/s", "layout": "parquet", "extract": False, "md5": False, "root": None}
+    param = extract_settings({**split, "image_column": "image", "label_column": "label"}).as_param()
+    assert list(param) == [*split, "image_column", "label_column", "wanted", "labels_member", "folder_stamp"]
+    settings = ExtractSettings.from_param(param)
+    assert settings.options == {"image_column": "image", "label_column": "label"}
+    assert settings.request(["/s"], {}).options == {"image_column": "image", "label_column": "label"}

@@ -23,7 +23,7 @@ from support.kaggle import DATA as KAGGLE_DATA
 from support.kaggle import make_kaggle_zip
 from support.parquet import Row, write_hf_parquet
 from support.wds_shards import make_shards, make_wds_devkit, tree_samples
-from support.workflow import convert_with, workflow_at
+from support.workflow import convert_with, executed_jobs, workflow_at
 
 pytestmark = pytest.mark.slow  # earlier workflows run again: make test runs it, -m "not slow" leaves it out
 
@@ -167,10 +167,17 @@ def test_every_kind_of_source_is_byte_identical_to_the_workflows_before_the_hous
         # its datasets, made before label files were recorded in made_from, read as made from the same
         upgraded = [BIN / "imagefolder-lmdb", "convert", "--configfile", "config.yaml"]
         rerun = subprocess.run(list(map(str, upgraded)), capture_output=True, text=True, check=False, cwd=before)
-        assert rerun.returncode == 0 and "Nothing to convert" in rerun.stdout + rerun.stderr, commit
+        assert rerun.returncode == 0 and "every output is up to date" in rerun.stdout + rerun.stderr, commit
     command = [BIN / "snakemake", "-s", REPO / "Snakefile", "-d", before, "--configfile", before / "config.yaml"]
     dry = subprocess.run([*map(str, command), "--cores", "2", "--dry-run"], capture_output=True, text=True, check=False)
     assert dry.returncode == 0 and "Nothing to be done" in dry.stdout + dry.stderr, (dry.stdout + dry.stderr)[-3000:]
+    # listed again by today's count_check, each split's manifest keeps its bytes: no merge or encode runs
+    relisted = subprocess.run(
+        [*map(str, command), "--cores", "2", "--forcerun", "count_check"], capture_output=True, text=True, check=False
+    )
+    jobs = executed_jobs(relisted.stdout + relisted.stderr)
+    assert relisted.returncode == 0 and "count_check" in jobs, (relisted.stdout + relisted.stderr)[-3000:]
+    assert not [job for job in jobs if job.startswith(("encode_shard", "merge"))], jobs
 
 
 def assert_same_split(before: Path, now: Path, split: str) -> None:

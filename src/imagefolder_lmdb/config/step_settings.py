@@ -19,10 +19,11 @@ from collections.abc import Collection, Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
-from imagefolder_lmdb.sources import kind_options
+from imagefolder_lmdb.sources import all_kind_options, kind_options
 from imagefolder_lmdb.sources.base import Request
 from imagefolder_lmdb.sources.label_files.settings import LabelsFrom
 from imagefolder_lmdb.sources.listing_options import ListingOptions
+from imagefolder_lmdb.work.files import options_gathered, options_spread
 
 if TYPE_CHECKING:  # imported where used: rules/common.smk imports this module in every job, Pillow needs not
     from imagefolder_lmdb.writing.reencode import EncodeSettings
@@ -67,11 +68,20 @@ class ExtractSettings(StepSettings):
     extract: bool  # unpack archives even where they could be read in place
     md5: bool  # check the official ILSVRC2012 archives against their md5 first
     root: str | None  # the folder inside the source to read
-    image_column: str  # layout parquet
-    label_column: str
+    #: every kind's own keys (sources.all_kind_options: Parquet's columns), the split's kind's among them
+    options: dict[str, Any]
     wanted: list[str] | None = None  # the shared class list: other class tars stay unread
     labels_member: str | None = None  # val_labels, a member of the source archive
     folder_stamp: str | None = None  # changes when a folder source's class folders do (work/folder_listing.py)
+
+    def as_param(self) -> dict[str, Any]:
+        """The options spread as keys of their own, where they stand: the param earlier versions gave,
+        when each was a field (a changed param would make Snakemake run extract again)."""
+        return options_spread(asdict(self))
+
+    @classmethod
+    def from_param(cls, param: Mapping[str, Any]) -> Self:
+        return cls(**options_gathered(cls, dict(param)))
 
     def request(self, files: list[str], progress: dict[str, Any]) -> Request:
         """What the sources are asked to make readable: ``files`` are the source's files as
@@ -84,7 +94,7 @@ class ExtractSettings(StepSettings):
             wanted,
             progress,
             files=files,
-            options=kind_options(asdict(self)),
+            options=kind_options({"layout": self.layout, **self.options}),
             root=(self.root or "").strip("/"),
         )
 
@@ -171,8 +181,9 @@ class VerifySettings(StepSettings):
 def extract_settings(split: dict[str, Any], **derived: Any) -> ExtractSettings:
     """Rule extract's settings of the checked split config ``split``; ``derived``: what
     rules/common.smk works out for it (wanted, labels_member, folder_stamp)."""
-    keys = ("source", "layout", "extract", "md5", "root", "image_column", "label_column")
-    return ExtractSettings(**{key: split[key] for key in keys}, **derived)
+    keys = ("source", "layout", "extract", "md5", "root")
+    options = {key: split[key] for key in all_kind_options()}
+    return ExtractSettings(**{key: split[key] for key in keys}, options=options, **derived)
 
 
 def count_settings(name: str, split: dict[str, Any], **derived: Any) -> CountSettings:

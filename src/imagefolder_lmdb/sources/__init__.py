@@ -26,6 +26,7 @@ a kind's name; docs/architecture.md says how to add where bytes are and how labe
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from imagefolder_lmdb.sources.base import Request, SampleReader, Source
@@ -102,6 +103,18 @@ def kind_recipe(split: dict[str, Any]) -> dict[str, Any]:
     """What the split's own kind options are, as run/made_from.py records them (``Source.recipe``)."""
     kind = kind_of_layout(split["layout"])
     return {} if kind is None else kind.recipe(split)
+
+
+def work_file_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """A kind's reading options as source.json and the manifest carry them: every kind's
+    (``Source.reading_options``), None where not given, as earlier versions wrote them when each was
+    a field of every file (their bytes, and so their checksums, stay the same)."""
+    return {key: options.get(key) for source in SOURCES for key in source.reading_options}
+
+
+def all_kind_options() -> tuple[str, ...]:
+    """The split config's keys that some kind takes as its own (``Source.options``), in SOURCES' order."""
+    return tuple(dict.fromkeys(key for source in SOURCES for key in source.options))
 
 
 def kind_options(split: dict[str, Any]) -> dict[str, Any]:

@@ -52,7 +52,7 @@ class Listing:
     root: str = ""
     containers: list[str] = field(default_factory=list)  # the files Location numbers (archives, source files)
     outside: OutsideClasses = field(default_factory=OutsideClasses)  # classes not in the class list
-    image_column: str | None = None  # parquet: the column the reader takes image bytes from
+    options: dict[str, Any] = field(default_factory=dict)  # the kind's options its reader reads by
     label_kind: str | None = None  # a label file's: "multi" where each image has a list of labels
     field_types: dict[str, str] | None = None  # a label file's: each per-image field's type
 
@@ -121,6 +121,8 @@ class Source(ABC):
     #: The split's config keys that are this kind's own (config/schema.yaml), handed to ``prepare`` as
     #: ``Request.options``.
     options: ClassVar[tuple[str, ...]] = ()
+    #: Those of ``options`` its later rules read the source by (carried in source.json and the manifest).
+    reading_options: ClassVar[tuple[str, ...]] = ()
     #: Whether its samples are files under the manifest's root that stay there after the run
     #: (meta/json then records that root, as ImageFolder's ``samples`` are relative to it).
     files_in_place: ClassVar[bool] = False

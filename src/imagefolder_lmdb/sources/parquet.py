@@ -94,6 +94,7 @@ class ParquetSource(Source):
     file_set = True
     file_suffixes = (".parquet",)
     options = ("image_column", "label_column")
+    reading_options = ("image_column",)
 
     @classmethod
     def recipe(cls, split: dict[str, Any]) -> dict[str, Any]:
@@ -118,7 +119,7 @@ class ParquetSource(Source):
             containers=files,
             members=count,
             label_names=names,
-            image_column=columns.image,
+            options={"image_column": columns.image},
         )
 
     def list(
@@ -129,11 +130,11 @@ class ParquetSource(Source):
         listing = labelled_listing(read_labelled_members(source_dir), names, wanted, RowNamer(description.containers))
         listing.root = description.source
         listing.containers = description.containers
-        listing.image_column = description.image_column
+        listing.options = description.options
         return listing
 
     def reader(self, header: ManifestHeader) -> SampleReader:
-        return ParquetReader(header.containers, header.image_column or ParquetColumns().image)
+        return ParquetReader(header.containers, header.options.get("image_column") or ParquetColumns().image)
 
 
 # --------------------------------------------------------------------------------------------------

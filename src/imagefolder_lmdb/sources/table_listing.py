@@ -12,7 +12,13 @@ from collections.abc import Callable, Sequence
 
 from imagefolder_lmdb.classes.lists import ClassList
 from imagefolder_lmdb.sources.base import CountMismatchError, Listing
-from imagefolder_lmdb.sources.label_files import LabelFileError, LabelTable, read_label_file, read_metadata_tree
+from imagefolder_lmdb.sources.label_files import (
+    ImageLabels,
+    LabelFileError,
+    LabelTable,
+    read_label_file,
+    read_metadata_tree,
+)
 from imagefolder_lmdb.sources.label_files.metadata import METADATA_NAMES
 from imagefolder_lmdb.sources.label_files.settings import LabelsFrom
 from imagefolder_lmdb.sources.listing_options import is_image
@@ -55,7 +61,9 @@ def table_listing(table: LabelTable, entries: Sequence[tuple[str, Location]]) ->
     sorted path order, each with its class index (-1 in a multi-label table, whose lists are the
     annotations) and fields; the other files ignored (metadata files are the labels, not ignored)."""
     located = dict(entries)
-    samples = [sample(index, path, located[path], table) for index, path in enumerate(sorted(table.images))]
+    samples = [
+        sample(index, path, located[path], table.images[path]) for index, path in enumerate(sorted(table.images))
+    ]
     ignored = sorted(
         path for path, _ in entries if not is_image(path) and posixpath.basename(path) not in METADATA_NAMES
     )
@@ -65,12 +73,10 @@ def table_listing(table: LabelTable, entries: Sequence[tuple[str, Location]]) ->
     return listing
 
 
-def sample(index: int, path: str, location: Location, table: LabelTable) -> Sample:
-    labels = table.images[path]
-    annotations: Annotations = {}
-    if isinstance(labels.target, tuple):
-        annotations["labels"] = list(labels.target)
-    if labels.fields:
-        annotations["fields"] = dict(labels.fields)
-    label = -1 if isinstance(labels.target, tuple) else labels.target
-    return Sample(index, label, path, location, annotations or None)
+def sample(index: int, path: str, location: Location, labels: ImageLabels) -> Sample:
+    """The manifest's sample of image ``path``: its class index, or -1 and its list; its fields."""
+    target = labels.target
+    if isinstance(target, tuple):
+        annotations: Annotations | None = {"labels": list(target), "fields": labels.fields}
+        return Sample(index, -1, path, location, annotations if labels.fields else {"labels": list(target)})
+    return Sample(index, target, path, location, {"fields": labels.fields} if labels.fields else None)

@@ -21,7 +21,7 @@ from imagefolder_lmdb.config.shards import too_many_shards
 from imagefolder_lmdb.config.step_settings import CountSettings
 from imagefolder_lmdb.run.made_from import CHANGED_GROUPS
 from imagefolder_lmdb.run.rule_runner import progress_kwargs, run_rule
-from imagefolder_lmdb.sources import layout_hint, source_of_kind
+from imagefolder_lmdb.sources import layout_hint, source_of_kind, work_file_options
 from imagefolder_lmdb.sources.base import CountMismatchError, Labels, Listing
 from imagefolder_lmdb.sources.folder import FolderSource
 from imagefolder_lmdb.sources.ilsvrc import train_devkit_problems
@@ -197,7 +197,7 @@ def write_listing(
         count=len(listing.samples),
         containers=listing.containers,
         kind=description.kind,
-        image_column=listing.image_column,
+        options=work_file_options(listing.options),
         label_kind=listing.label_kind,
         field_types=listing.field_types,
     )

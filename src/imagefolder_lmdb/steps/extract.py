@@ -16,7 +16,7 @@ from typing import Any, TextIO
 
 from imagefolder_lmdb.config.step_settings import ExtractSettings
 from imagefolder_lmdb.run.rule_runner import progress_kwargs, run_rule
-from imagefolder_lmdb.sources import claiming_source
+from imagefolder_lmdb.sources import claiming_source, work_file_options
 from imagefolder_lmdb.sources.archive_members import copy_member
 from imagefolder_lmdb.sources.base import Request
 from imagefolder_lmdb.sources.ilsvrc import check_official_md5
@@ -44,6 +44,7 @@ def make_source_readable(request: Request, output: str, labels_member: str | Non
         log.info("copying %s from %s (val_labels)", labels_member, source)
         copy_member(source, labels_member, os.path.join(building, LABELS_COPY))
         description.labels = os.path.abspath(os.path.join(output, LABELS_COPY))
+    description.options = work_file_options(description.options)
     write_source_description(building, description)
     hold_point("extract")
     remove_path(output)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from imagefolder_lmdb.work.source_locations import (
@@ -73,7 +73,9 @@ class SourceDescription:
     set_aside: list[str] = field(default_factory=list)  # members not part of the tree, with why
     unread_classes: list[str] = field(default_factory=list)  # class tars outside the class list
     label_names: list[str] | None = None  # parquet: the class names its files' metadata gives
-    image_column: str | None = None  # parquet: the column the image bytes are in
+    #: the kind's options its later rules read by (sources.work_file_options: every kind's, None where
+    #: not its own), one mapping here, keys of their own in the file (``options_spread``)
+    options: dict[str, Any] = field(default_factory=dict)
 
     def tree_root(self) -> str:
         """The image tree's root of a folder or an unpacked archive (a work file without one is damaged)."""
@@ -86,11 +88,31 @@ class SourceDescription:
 
 
 def write_source_description(folder: str, description: SourceDescription) -> None:
-    write_json_atomic(os.path.join(folder, DESCRIPTION), asdict(description))
+    write_json_atomic(os.path.join(folder, DESCRIPTION), options_spread(asdict(description)))
 
 
 def read_source_description(folder: str) -> SourceDescription:
-    return SourceDescription(**read_json(os.path.join(folder, DESCRIPTION)))
+    return SourceDescription(**options_gathered(SourceDescription, read_json(os.path.join(folder, DESCRIPTION))))
+
+
+def options_spread(document: dict[str, Any]) -> dict[str, Any]:
+    """A work file's fields with the kind's ``options`` as keys of their own, where ``options`` stands:
+    the bytes earlier versions wrote when each option was a field (Snakemake skips a job only while
+    its small inputs keep their checksum, so a work folder they left runs nothing again)."""
+    spread: dict[str, Any] = {}
+    for key, value in document.items():
+        if key == "options":
+            spread.update(value)
+        else:
+            spread[key] = value
+    return spread
+
+
+def options_gathered(kind: type, document: dict[str, Any]) -> dict[str, Any]:
+    """``options_spread`` undone: the keys that ``kind``'s fields do not name are the kind's options."""
+    names = {spec.name for spec in fields(kind)}
+    options = {key: value for key, value in document.items() if key not in names}
+    return {**{key: value for key, value in document.items() if key in names}, "options": options}
 
 
 @dataclass(frozen=True, slots=True)  # slots: an index holds ~1.4M of these (Kaggle's zip)
@@ -151,20 +173,26 @@ class ManifestHeader:
     count: int
     containers: list[str] = field(default_factory=list)  # archives that tar/zip/parquet locations name
     kind: str = ""  # the kind of source (src/imagefolder_lmdb/sources/) whose reader reads the samples
-    image_column: str | None = None  # parquet: the column the image bytes are in
+    options: dict[str, Any] = field(default_factory=dict)  # as SourceDescription.options: its reader's
     #: A label file's: "multi" where each image has a list of class indices (Sample.annotations)
     label_kind: str | None = None
     #: A label file's: each per-image field's type (reader/format_targets.py FIELD_TYPES), in order
     field_types: dict[str, str] | None = None
 
     def as_data(self) -> dict[str, Any]:
-        """The header line's object: the label file's entries only where used, so that a manifest
-        without them keeps the bytes earlier versions wrote (Snakemake judges it by checksum)."""
-        data = dict(self.__dict__)
+        """The header line's object: the options spread, the label file's entries only where used,
+        so that a manifest without them keeps the bytes earlier versions wrote (Snakemake judges it
+        by checksum)."""
+        data = options_spread(asdict(self))
         for key in ("label_kind", "field_types"):
             if data[key] is None:
                 del data[key]
         return data
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> ManifestHeader:
+        """The header of a manifest's first line (``as_data``'s object)."""
+        return cls(**options_gathered(cls, data))
 
 
 #: What a label file says of an image beyond its one class index (sources/labelling.py TableLabels):
@@ -199,7 +227,7 @@ def write_manifest(path: str, header: ManifestHeader, samples: Iterable[Sample])
 
 def read_manifest_header(path: str) -> ManifestHeader:
     with open(path, encoding="utf-8", errors="surrogateescape") as stream:
-        return ManifestHeader(**json.loads(stream.readline()))
+        return ManifestHeader.from_data(json.loads(stream.readline()))
 
 
 def shard_name(number: int) -> str:

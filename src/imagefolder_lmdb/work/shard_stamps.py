@@ -81,13 +81,15 @@ def checked_range(stamp_path: str, manifest_path: str, shard: int, shards: int) 
 
 def read_header(manifest: BinaryIO) -> ManifestHeader:
     """The manifest's first line (its paths may hold names that are not UTF-8: write_manifest)."""
-    return ManifestHeader(**json.loads(manifest.readline().decode("utf-8", "surrogateescape")))
+    return ManifestHeader.from_data(json.loads(manifest.readline().decode("utf-8", "surrogateescape")))
 
 
 def digest_lines(manifest: BinaryIO, count: int, header: ManifestHeader) -> str:
     """A digest of the next ``count`` lines of ``manifest`` (binary), and of the header fields that
     say how they are read."""
-    digest = hashlib.sha256(json.dumps([header.root, header.kind, header.containers, header.image_column]).encode())
+    # the kind's options by their values alone, as when Parquet's image_column was the one field
+    read_by = [header.root, header.kind, header.containers, *header.options.values()]
+    digest = hashlib.sha256(json.dumps(read_by).encode())
     for _ in range(count):
         digest.update(manifest.readline())
     return digest.hexdigest()

@@ -16,12 +16,13 @@ from imagefolder_lmdb.printable import printable
 from imagefolder_lmdb.sources.label_files.problems import LabelFileError, first_few
 
 
-class RowName(NamedTuple):  # a tuple: made once per row, 100k times for a large file
-    """What one row says: where it is, and the image path it names (joined to its folder)."""
+class RowNames(NamedTuple):
+    """What the rows say, one list entry per row: the image path each names (joined to its folder),
+    as written (for messages), and where the row is. Lists, not an object per row: made for 100k rows."""
 
-    place: str
-    path: str
-    written: str  # as the row writes it, for messages
+    paths: list[str]
+    written: list[str]
+    places: Sequence[str]
 
 
 class ImageIndex:
@@ -34,18 +35,17 @@ class ImageIndex:
         for path in images:
             self.by_stem[stem(path)].append(path)
 
-    def find(self, name: RowName) -> str | None:
-        """The image ``name`` names, or None."""
-        if name.path in self.paths:
-            return name.path
-        if self.is_image(name.path):  # a name with an image's extension names that file, no other
+    def find(self, path: str, written: str, place: str) -> str | None:
+        """The image the row at ``place`` names (``path``, ``written`` so), or None."""
+        if path in self.paths:
+            return path
+        if self.is_image(path):  # a name with an image's extension names that file, no other
             return None
-        candidates = self.by_stem.get(name.path, [])
+        candidates = self.by_stem.get(path, [])
         if len(candidates) > 1:
-            both = " and ".join(repr(printable(path)) for path in sorted(candidates)[:2])
+            both = " and ".join(repr(printable(image)) for image in sorted(candidates)[:2])
             raise LabelFileError(
-                f"{printable(name.place)}: {printable(name.written)!r} names both {both}: write the file name "
-                "with its extension."
+                f"{printable(place)}: {printable(written)!r} names both {both}: write the file name with its extension."
             )
         return candidates[0] if candidates else None
 
@@ -58,56 +58,54 @@ def stem(path: str) -> str:
     return head
 
 
-def row_name(place: str, written: Any, folder: str, column: str) -> RowName:
-    """A row's image name, joined to ``folder``; a name that leaves the folder is refused."""
+def row_path(place: str, written: Any, folder: str, column: str) -> str:
+    """A row's image path, joined to ``folder``; a name that leaves the folder is refused."""
     if isinstance(written, bool) or not isinstance(written, str | int) or written == "":
         raise LabelFileError(
             f"{printable(place)}: the file name ({column!r}) is {written!r}: give every row the path of its image."
         )
     text = str(written)
     if "/" not in text and text not in (".", "..") and not folder:  # a plain name: nothing to normalise
-        return RowName(place, text, text)
+        return text
     inside = posixpath.normpath(text)  # "a/../b.jpg" is b.jpg; "../b.jpg" leaves the folder
     if text.startswith("/") or inside == ".." or inside.startswith("../") or "://" in text:
         raise LabelFileError(
             f"{printable(place)}: {printable(text)!r} is not a path inside {printable(folder or '.')!r}: "
             "write each image's path relative to that folder."
         )
-    return RowName(place, posixpath.normpath(posixpath.join(folder, inside)), text)
+    return posixpath.normpath(posixpath.join(folder, inside))
 
 
-def match_rows(
-    names: Sequence[RowName], images: Sequence[str], is_image: Callable[[str], bool], where: str
-) -> list[str]:
+def match_rows(names: RowNames, images: Sequence[str], is_image: Callable[[str], bool], where: str) -> list[str]:
     """The image each row names, in row order. ``where``: the label file(s), for messages."""
     index = ImageIndex(images, is_image)
-    row_of: dict[str, str] = {}
+    row_of: dict[str, int] = {}
     matched: list[str] = []
-    unmatched: list[RowName] = []
-    for name in names:
-        image = index.find(name)
+    unmatched: list[int] = []
+    for number, path in enumerate(names.paths):
+        image = path if path in index.paths else index.find(path, names.written[number], names.places[number])
         if image is None:
-            unmatched.append(name)
+            unmatched.append(number)
         elif image in row_of:
             raise LabelFileError(
-                f"{printable(name.place)}: the image {printable(image)!r} has a row already "
-                f"({printable(row_of[image])}): keep one row per image."
+                f"{printable(names.places[number])}: the image {printable(image)!r} has a row already "
+                f"({printable(names.places[row_of[image]])}): keep one row per image."
             )
         else:
-            row_of[image] = name.place
+            row_of[image] = number
             matched.append(image)
-    missing = [path for path in images if path not in row_of]
+    missing = [path for path in images if path not in row_of] if len(row_of) < len(images) else []
     if unmatched or missing:
-        raise LabelFileError(unmatched_message(unmatched, missing, where))
+        raise LabelFileError(unmatched_message(names, unmatched, missing, where))
     return matched
 
 
-def unmatched_message(unmatched: Sequence[RowName], missing: Sequence[str], where: str) -> str:
+def unmatched_message(names: RowNames, unmatched: Sequence[int], missing: Sequence[str], where: str) -> str:
     """Rows without an image and images without a row, counted, with the first few of each."""
     parts = []
     if unmatched:
-        first = printable(unmatched[0].place)
-        written = [printable(name.written) for name in unmatched]
+        first = printable(names.places[unmatched[0]])
+        written = [printable(names.written[number]) for number in unmatched]
         parts.append(f"{len(unmatched)} rows name no image ({first}: {first_few(written)})")
     if missing:
         parts.append(f"{len(missing)} images have no row ({first_few([printable(path) for path in missing])})")

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from imagefolder_lmdb.classes.lists import OutsideClasses
-from imagefolder_lmdb.sources.label_files.fields import FieldValue, field_column
+from imagefolder_lmdb.sources.label_files.fields import FieldValue, TypedColumn, field_column
 from imagefolder_lmdb.sources.label_files.labels import RowLabels, label_column
-from imagefolder_lmdb.sources.label_files.matching import match_rows, row_name
+from imagefolder_lmdb.sources.label_files.matching import RowNames, match_rows, row_path
 from imagefolder_lmdb.sources.label_files.reading import RawTable
 from imagefolder_lmdb.sources.label_files.settings import Columns, LabelSettings
 from imagefolder_lmdb.sources.label_files.targets import Target, class_targets
@@ -25,8 +25,7 @@ class LabelFileDigest:
     sha256: str
 
 
-@dataclass(frozen=True)
-class ImageLabels:
+class ImageLabels(NamedTuple):  # a tuple: made once per image, 100k times for a large file
     """One image's target (a class index, or a tuple of them) and its fields by name."""
 
     target: Target
@@ -78,28 +77,43 @@ def build_table(
     """The table of ``images`` from the rows of ``tables`` (their columns: ``columns``), each naming
     images relative to its folder in ``folders``; ``classes``: a class list to keep to."""
     rows = [row for table in tables for row in table.rows]
-    names = [
-        row_name(row.place, row.values.get(columns.file), folder, columns.file)
-        for table, folder in zip(tables, folders, strict=True)
-        for row in table.rows
+    places = [row.place for row in rows]
+    written = [row.values.get(columns.file) for row in rows]
+    folder_of = [folder for table, folder in zip(tables, folders, strict=True) for _ in table.rows]
+    paths = [
+        row_path(place, name, folder, columns.file)
+        for place, name, folder in zip(places, written, folder_of, strict=True)
     ]
+    names = RowNames(paths, [str(name) for name in written], places)
     where = " and ".join(table.name for table in tables) if len(tables) < 3 else f"{len(tables)} label files"
     matched = match_rows(names, images, is_image, where)
     text_cells = all(table.text_cells for table in tables)
     labels = label_column(columns.label, rows, text_cells, settings.label_separator)
     fields = {name: field_column(name, rows, text_cells) for name in columns.fields}
-    targets = class_targets(labels, [row.place for row in rows], classes)
-    entries = {}
-    for row_index, path in sorted(enumerate(matched), key=lambda pair: pair[1]):
-        target = targets.targets[row_index]
-        if target is not None:
-            entries[path] = ImageLabels(target, {name: column.values[row_index] for name, column in fields.items()})
+    targets = class_targets(labels, places, classes)
     return LabelTable(
         "multi" if labels.multi else "single",
         labels.type,
         targets.classes,
-        entries,
+        image_entries(matched, targets.targets, fields),
         {name: column.type for name, column in fields.items()},
         targets.outside,
         tuple(LabelFileDigest(table.name, table.sha256) for table in tables),
     )
+
+
+def image_entries(
+    matched: Sequence[str], targets: Sequence[Target | None], fields: Mapping[str, TypedColumn]
+) -> dict[str, ImageLabels]:
+    """Each image's target and fields, by sorted path; an image whose label lies outside the class
+    list (target None) is left out."""
+    names = list(fields)
+    columns = [fields[name].values for name in names]
+    entries = {}
+    for row in sorted(range(len(matched)), key=matched.__getitem__):
+        target = targets[row]
+        if target is not None:
+            entries[matched[row]] = ImageLabels(
+                target, dict(zip(names, [column[row] for column in columns], strict=True))
+            )
+    return entries

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -37,19 +38,19 @@ class Targets:
 
 def class_targets(labels: LabelColumn, places: Sequence[str], given: Sequence[str] | None) -> Targets:
     """Each row's target; ``places``: each row's place, for messages; ``given``: a class list to keep to."""
-    written = [list(value) if isinstance(value, tuple) else [value] for value in labels.values]
+    written = [value if isinstance(value, tuple) else (value,) for value in labels.values]
     if labels.type == "int":
         check_indices(written, places)
     classes = tuple(given) if given is not None else own_classes(labels.type, written)
     index_of = class_indices(labels.type, classes)
     outside = OutsideClasses()
-    targets: list[Target | None] = []
-    for row in written:
-        kept = [index_of[label] for label in row if label in index_of]
-        for label in row:
-            if label not in index_of:
-                outside.add(str(label), 1)
-        targets.append(tuple(kept) if labels.multi else (kept[0] if kept else None))
+    for label, count in Counter(label for row in written for label in row if label not in index_of).items():
+        outside.add(str(label), count)
+    targets: list[Target | None]
+    if labels.multi:
+        targets = [tuple(index_of[label] for label in row if label in index_of) for row in written]
+    else:
+        targets = [index_of.get(row[0]) for row in written]
     return Targets(classes, targets, outside)
 
 
