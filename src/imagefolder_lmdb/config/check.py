@@ -22,7 +22,7 @@ from imagefolder_lmdb.sources import kind_of_layout, source_file_suffixes
 from imagefolder_lmdb.sources.label_files.problems import LabelFileError
 from imagefolder_lmdb.sources.label_files.reading import SUFFIXES as LABEL_FILE_SUFFIXES
 from imagefolder_lmdb.sources.label_files.settings import METADATA
-from imagefolder_lmdb.sources.labelling import LabelFile
+from imagefolder_lmdb.sources.labelling import IlsvrcValLabels
 from imagefolder_lmdb.sources.layouts import DEFAULT_LAYOUT, LABEL_FILE_LAYOUT, file_set_layouts, layout_named
 from imagefolder_lmdb.sources.missing_paths import missing_path_hint, taken_from
 from imagefolder_lmdb.sources.source_files import SourceFilesError
@@ -190,7 +190,7 @@ def label_problems(name: str, split: dict[str, Any], config: dict[str, Any]) -> 
 
 def labelled_by_file(split: dict[str, Any]) -> bool:
     """Whether the split's images get their labels from a label file (ILSVRC val's devkit or CSV)."""
-    return isinstance(layout_named(split["layout"]).labelling, LabelFile)
+    return isinstance(layout_named(split["layout"]).labelling, IlsvrcValLabels)
 
 
 def shipped_devkit_problem(name: str, split: dict[str, Any], config: dict[str, Any]) -> list[Problem]:

@@ -73,12 +73,20 @@ class ClassTars(Labelling):
 
 
 class LabelFile(Labelling):
-    """Flat images whose labels a label file gives: ILSVRC2012 val, by the devkit's ground truth or
-    Kaggle's LOC_val_solution.csv (``Labels``). Listed as ImageFolder lists ``val/<wnid>/<file>``."""
+    """Images whose labels a file gives, not the folders they lie in: every path is kept whole. Its
+    cases: ILSVRC2012 val's devkit or CSV (``IlsvrcValLabels``), and a label file or Hugging Face's
+    metadata files (``TableLabels``); the dataset's ``made_from`` records each file by path and content
+    (run/made_from.py ``label_files``)."""
 
     name = "a label file"
-    expects = "ILSVRC2012_val_NNNNNNNN.JPEG files"
     strips_wrapper = False
+
+
+class IlsvrcValLabels(LabelFile):
+    """Flat images labelled by their ILSVRC2012_IDs: ILSVRC2012 val, by the devkit's ground truth or
+    Kaggle's LOC_val_solution.csv (``Labels``). Listed as ImageFolder lists ``val/<wnid>/<file>``."""
+
+    expects = "ILSVRC2012_val_NNNNNNNN.JPEG files"
 
     def list_tree(
         self, root: str, labels: Labels, progress: dict, wanted: ClassList | None, options: ListingOptions
@@ -97,13 +105,11 @@ class LabelFile(Labelling):
         return label_val(entries, labels.devkit, labels.csv, wanted)
 
 
-class TableLabels(Labelling):
+class TableLabels(LabelFile):
     """Images at any depth under the split's root, labelled by one label file (``labels: PATH``) or
     by Hugging Face's metadata files in the tree (``labels: metadata``): sources/table_listing.py."""
 
-    name = "a label file"
     expects = "images that the label file names"
-    strips_wrapper = False
 
     def list_tree(
         self, root: str, labels: Labels, progress: dict, wanted: ClassList | None, options: ListingOptions

@@ -13,7 +13,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from imagefolder_lmdb.sources.labelling import ClassFolders, ClassTars, LabelFile, Labelling, StoredLabels, TableLabels
+from imagefolder_lmdb.sources.labelling import (
+    ClassFolders,
+    ClassTars,
+    IlsvrcValLabels,
+    Labelling,
+    StoredLabels,
+    TableLabels,
+)
 
 
 @dataclass(frozen=True)
@@ -52,7 +59,7 @@ LAYOUTS: dict[str, Layout] = {
     for layout in (
         Layout("imagefolder", FOLDER_OR_ARCHIVE, ClassFolders(), listing_options=True),
         Layout("ilsvrc-train", FOLDER_OR_ARCHIVE, ClassTars()),
-        Layout("ilsvrc-val", FOLDER_OR_ARCHIVE, LabelFile()),
+        Layout("ilsvrc-val", FOLDER_OR_ARCHIVE, IlsvrcValLabels()),
         Layout("label-file", FOLDER_OR_ARCHIVE, TableLabels()),
         Layout("webdataset", WEBDATASET_SHARDS, StoredLabels()),
         Layout("parquet", PARQUET_FILES, StoredLabels()),
