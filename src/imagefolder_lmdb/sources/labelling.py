@@ -15,7 +15,7 @@ from imagefolder_lmdb.classes.lists import ClassList
 from imagefolder_lmdb.sources.base import Labels, Listing
 from imagefolder_lmdb.sources.ilsvrc_val import label_val, val_files
 from imagefolder_lmdb.sources.listing_options import ListingOptions
-from imagefolder_lmdb.sources.table_listing import folder_labels, read_labels, table_listing
+from imagefolder_lmdb.sources.table_listing import collector_paused, folder_labels, read_labels, table_listing
 from imagefolder_lmdb.sources.tree import order_members, scan_folder
 from imagefolder_lmdb.work.source_locations import Location
 
@@ -115,8 +115,9 @@ class TableLabels(LabelFile):
         self, root: str, labels: Labels, progress: dict, wanted: ClassList | None, options: ListingOptions
     ) -> Listing:
         assert labels.table is not None, "layout label-file is given its labels (config/check.py)"
-        table, paths = folder_labels(labels.table, root, wanted)
-        return table_listing(table, [(path, None) for path in paths])
+        with collector_paused():
+            table, paths = folder_labels(labels.table, root, wanted)
+            return table_listing(table, paths)
 
     def list_members(
         self,
@@ -128,8 +129,10 @@ class TableLabels(LabelFile):
         read: Callable[[str], bytes] | None = None,
     ) -> Listing:
         assert labels.table is not None and read is not None, "an archive's listing reads its members"
-        table = read_labels(labels.table, where, [path for path, _ in entries], read, wanted)
-        return table_listing(table, entries)
+        with collector_paused():
+            paths = [path for path, _ in entries]
+            table = read_labels(labels.table, where, paths, read, wanted)
+            return table_listing(table, paths, dict(entries))
 
 
 class StoredLabels(Labelling):

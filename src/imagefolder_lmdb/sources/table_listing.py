@@ -6,9 +6,11 @@ their sorted paths, as ImageFolder orders the files of a folder; folder names ar
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import posixpath
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from imagefolder_lmdb.classes.lists import ClassList
 from imagefolder_lmdb.sources.base import CountMismatchError, Listing
@@ -45,6 +47,20 @@ def read_labels(
         raise CountMismatchError(str(exc)) from None
 
 
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector paused while a table is read and listed: ~10 objects an
+    image are made there, none in a cycle, and its passes over the growing heap took a third of the
+    listing's time (BENCHMARKS.md §18). Restored as it was, whatever ends the block."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def folder_labels(labels: LabelsFrom, root: str, wanted: ClassList | None) -> tuple[LabelTable, list[str]]:
     """The table the labels make of folder ``root``'s files, and those files (relative, sorted)."""
     paths = sorted(relative_files(root))
@@ -56,17 +72,17 @@ def folder_labels(labels: LabelsFrom, root: str, wanted: ClassList | None) -> tu
     return read_labels(labels, root, paths, read, wanted), paths
 
 
-def table_listing(table: LabelTable, entries: Sequence[tuple[str, Location]]) -> Listing:
-    """The listing of the tree's files ``entries`` (path, location) that ``table`` labels: images in
-    sorted path order, each with its class index (-1 in a multi-label table, whose lists are the
+def table_listing(table: LabelTable, paths: Sequence[str], locations: Mapping[str, Location] | None = None) -> Listing:
+    """The listing of the tree's files ``paths`` that ``table`` labels (``locations``: where each lies,
+    an archive's members; None: files under the root): images in sorted path order (as the table
+    holds them), each with its class index (-1 in a multi-label table, whose lists are the
     annotations) and fields; the other files ignored (metadata files are the labels, not ignored)."""
-    located = dict(entries)
-    samples = [
-        sample(index, path, located[path], table.images[path]) for index, path in enumerate(sorted(table.images))
-    ]
-    ignored = sorted(
-        path for path, _ in entries if not is_image(path) and posixpath.basename(path) not in METADATA_NAMES
-    )
+    images = table.images.items()
+    if locations is None:
+        samples = [sample(index, path, None, labels) for index, (path, labels) in enumerate(images)]
+    else:
+        samples = [sample(index, path, locations[path], labels) for index, (path, labels) in enumerate(images)]
+    ignored = sorted(path for path in paths if not is_image(path) and posixpath.basename(path) not in METADATA_NAMES)
     listing = Listing(list(table.classes), samples, ignored, outside=table.outside)
     listing.label_kind = "multi" if table.label_kind == "multi" else None
     listing.field_types = dict(table.field_types) or None

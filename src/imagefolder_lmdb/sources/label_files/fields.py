@@ -13,8 +13,7 @@ from imagefolder_lmdb.sources.label_files.reading import RawRow
 from imagefolder_lmdb.sources.label_files.value_types import (
     CONVERT,
     MixedTypes,
-    cell_type,
-    cells_type,
+    column_type,
     value_type,
     values_type,
 )
@@ -41,22 +40,16 @@ def field_column(column: str, rows: Sequence[RawRow], text_cells: bool) -> Typed
 def text_field(column: str, rows: Sequence[RawRow]) -> TypedColumn:
     """A CSV column: its type from its non-empty cells; an empty cell in a numeric column is a value
     missing (never 0, never text), an error."""
-    types_seen: dict[str, str] = {}
-    empty: str | None = None
-    for row in rows:
-        cell = row.values[column]
-        if cell == "":
-            empty = empty or row.place
-        else:
-            types_seen.setdefault(cell_type(cell), row.place)
-    kind = cells_type(types_seen)
-    if kind != "str" and empty is not None:
+    cells = [row.values[column] for row in rows]
+    kind = column_type([cell for cell in cells if cell != ""])
+    if kind != "str" and "" in cells:
+        empty = rows[cells.index("")].place
         raise LabelFileError(
             f"{printable(empty)}: column {column!r} is empty, and its other cells are {kind} numbers: "
             "give every row a value, or drop the column."
         )
     convert = CONVERT[kind]
-    return TypedColumn(kind, [convert(row.values[column]) for row in rows])
+    return TypedColumn(kind, [convert(cell) for cell in cells])
 
 
 def written_field(column: str, rows: Sequence[RawRow]) -> TypedColumn:

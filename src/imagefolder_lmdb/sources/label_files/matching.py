@@ -33,7 +33,12 @@ class ImageIndex:
         self.is_image = is_image
         self.by_stem: dict[str, list[str]] = defaultdict(list)
         for path in images:
-            self.by_stem[stem(path)].append(path)
+            # without its extension, posixpath.splitext's rule without its cost at 100k paths: the
+            # whole path where it has none, a dot in a folder's name, or a hidden file's leading dot
+            head, dot, extension = path.rpartition(".")
+            if not dot or "/" in extension or not head or head.endswith("/"):
+                head = path
+            self.by_stem[head].append(path)
 
     def find(self, path: str, written: str, place: str) -> str | None:
         """The image the row at ``place`` names (``path``, ``written`` so), or None."""
@@ -48,14 +53,6 @@ class ImageIndex:
                 f"{printable(place)}: {printable(written)!r} names both {both}: write the file name with its extension."
             )
         return candidates[0] if candidates else None
-
-
-def stem(path: str) -> str:
-    """``path`` without its extension (posixpath.splitext's rule, without its cost at 100k paths)."""
-    head, dot, extension = path.rpartition(".")
-    if not dot or "/" in extension or not head or head.endswith("/"):
-        return path  # no extension, or a dot in a folder's name, or a hidden file's leading dot
-    return head
 
 
 def row_path(place: str, written: Any, folder: str, column: str) -> str:

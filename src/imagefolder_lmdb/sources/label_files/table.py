@@ -81,7 +81,9 @@ def build_table(
     written = [row.values.get(columns.file) for row in rows]
     folder_of = [folder for table, folder in zip(tables, folders, strict=True) for _ in table.rows]
     paths = [
-        row_path(place, name, folder, columns.file)
+        name  # a plain name in a label file at the root: nothing to check or join (row_path's first case)
+        if not folder and type(name) is str and name and "/" not in name and name not in (".", "..")
+        else row_path(place, name, folder, columns.file)
         for place, name, folder in zip(places, written, folder_of, strict=True)
     ]
     names = RowNames(paths, [str(name) for name in written], places)

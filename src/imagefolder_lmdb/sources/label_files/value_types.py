@@ -31,11 +31,14 @@ class MixedTypes(ValueError):
         self.first, self.second = first, second
 
 
-def cell_type(cell: str) -> str:
-    """The narrowest type a CSV cell's text is a literal of."""
-    if INT_LITERAL.match(cell):
+def column_type(cells: list[str]) -> str:
+    """The type of a CSV column of these (non-empty) cells: the narrowest that is every cell's
+    (one pass a type: the int test stops at the first cell that is not one)."""
+    if not cells:
+        return "str"
+    if all(INT_LITERAL.match(cell) for cell in cells):
         return "int"
-    if FLOAT_LITERAL.match(cell):
+    if all(FLOAT_LITERAL.match(cell) for cell in cells):
         return "float"
     return "str"
 
