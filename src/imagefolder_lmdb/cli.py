@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import signal
 import sys
 from importlib import metadata
@@ -83,6 +84,14 @@ def snakefile_main(argv: list[str], prog: str = f"{PROG} snakefile") -> int:
     return 0
 
 
+def output_closed() -> int:
+    """The command's output was closed by its reader (``| head``): no traceback, the shell's code for
+    SIGPIPE; stdout pointed at /dev/null, so that Python's own flush at exit finds nothing to fail."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 128 + signal.SIGPIPE
+
+
 def main(argv: list[str] | None = None) -> int:
     """The console script: run a subcommand, or show the overview (and exit 2 on a bad command)."""
     argv = sys.argv[1:] if argv is None else argv
@@ -99,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
 
         try:
             code = int(command(argv[1:], prog=f"{PROG} {argv[0]}"))
+        except BrokenPipeError:  # `info ... | head` closed the pipe: what it wanted is printed
+            return output_closed()
         except BaseException as exc:
             if not obstore_started():
                 raise

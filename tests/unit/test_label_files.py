@@ -344,3 +344,16 @@ def test_a_label_file_of_another_suffix_is_refused(tmp_path: Path) -> None:
     assert refused(tmp_path, ["a.jpg"], "labels.txt", "a cat\n") == (
         "labels.txt: a label file must end in .csv, .jsonl, .parquet: rename it, or convert it to one."
     )
+
+
+def test_images_wrapped_in_one_folder_name_it_as_the_root_to_set(tmp_path: Path) -> None:
+    """A competition's zip holds ``train/<id>.jpg``; its CSV names ``<id>``: the error says to set root."""
+    from imagefolder_lmdb.sources.label_files import read_label_file
+
+    with pytest.raises(LabelFileError) as caught:
+        read_label_file("train.csv", b"id,label\n0,cat\n1,dog\n", ["train/0.jpg", "train/1.jpg"])
+    message = str(caught.value)
+    assert "2 images have no row" in message and "set the split's root to 'train' (--root train)" in message
+    with pytest.raises(LabelFileError) as elsewhere:  # names that no folder would find: no such hint
+        read_label_file("train.csv", b"id,label\n7,cat\n8,dog\n", ["train/0.jpg", "train/1.jpg"])
+    assert "--root" not in str(elsewhere.value)

@@ -93,8 +93,26 @@ def match_rows(names: RowNames, images: Sequence[str], is_image: Callable[[str],
             matched.append(image)
     missing = [path for path in images if path not in row_of] if len(row_of) < len(images) else []
     if unmatched or missing:
-        raise LabelFileError(unmatched_message(names, unmatched, missing, where))
+        raise LabelFileError(
+            unmatched_message(names, unmatched, missing, where) + wrapper_hint(names, unmatched, index)
+        )
     return matched
+
+
+def wrapper_hint(names: RowNames, unmatched: Sequence[int], index: ImageIndex) -> str:
+    """Where every image lies in one folder (``train/`` of a competition's zip) under which the rows'
+    names would find their images: that folder is the split's root."""
+    tops = {path.partition("/")[0] for path in index.paths}
+    if len(tops) != 1 or not unmatched or not all("/" in path for path in index.paths):
+        return ""
+    top = tops.pop()
+    first = names.paths[unmatched[0]]
+    if index.find(f"{top}/{first}", first, names.places[unmatched[0]]) is None:
+        return ""
+    return (
+        f" Every image lies in {printable(top)!r}, and the names are relative to the split's root: set the split's "
+        f"root to {printable(top)!r} (--root {printable(top)})."
+    )
 
 
 def unmatched_message(names: RowNames, unmatched: Sequence[int], missing: Sequence[str], where: str) -> str:
