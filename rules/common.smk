@@ -48,7 +48,11 @@ CHECKED = check_config(
     load_schema(str(workflow.source_path("../config/schema.yaml"))),
     workflow.configfiles,
     paths_may_be_missing="--lint" in sys.argv,
-    read_labels=workflow.is_main_process and "--lint" not in sys.argv,
+    # a folder's label files, read against its images once: not by a cluster job parsing this file
+    # again, nor after the command line conversion that started this run read them
+    read_labels=workflow.is_main_process
+    and "--lint" not in sys.argv
+    and not recorded_by_caller(config),
 )
 #: Which class list each split uses (src/imagefolder_lmdb/classes/plan.py).
 CLASS_PLAN = CHECKED.classes

@@ -307,5 +307,7 @@ def changed_lines(verdicts: dict[str, Verdict]) -> list[str]:
 
 
 def recorded_by_caller(config: dict[str, Any]) -> bool:
-    """Whether the command-line conversion that started this Snakemake already wrote the files."""
-    return os.environ.get(RECORDED_VARIABLE) == os.path.abspath(config["work"])
+    """Whether the command-line conversion that started this Snakemake already wrote the files (and
+    checked the config, label files read: a config not yet checked may lack ``work``)."""
+    work = config.get("work")
+    return isinstance(work, str) and os.environ.get(RECORDED_VARIABLE) == os.path.abspath(work)
