@@ -84,12 +84,11 @@ class IndexedArchiveSource(Source):
     ) -> Listing:
         labelling = layout_named(description.layout).labelling
         entries = read_members(source_dir)
-        reader = self.reader(ManifestHeader("", [], 0, description.containers, self.kind))
+        read = MemberBytes(self, description.containers, entries)
         try:
-            read = member_bytes(reader, entries)
             listing = labelling.list_members(entries, description.source, description.folders, labels, wanted, read)
         finally:
-            reader.close()
+            read.close()
         listing.containers = description.containers
         listing.outside.unread += description.unread_classes
         return listing
@@ -98,10 +97,25 @@ class IndexedArchiveSource(Source):
         return ZipReader(header.containers) if is_zip(header.containers[0]) else TarReader(header.containers)
 
 
-def member_bytes(reader: SampleReader, entries: list[tuple[str, Location]]) -> Callable[[str], bytes]:
-    """A listing's way to read a member by its path (Hugging Face's metadata files inside a zip)."""
-    located = dict(entries)
-    return lambda path: reader.read(path, located[path])
+class MemberBytes:
+    """A listing's way to read a member by its path (Hugging Face's metadata files inside a zip): the
+    archive opened, and its members looked up by path, only once a labelling reads one (most never do,
+    and Kaggle's zip has 1.4M members)."""
+
+    def __init__(self, source: Source, containers: list[str], entries: list[tuple[str, Location]]) -> None:
+        self.source, self.containers, self.entries = source, containers, entries
+        self.opened: tuple[SampleReader, dict[str, Location]] | None = None
+
+    def __call__(self, path: str) -> bytes:
+        if self.opened is None:
+            reader = self.source.reader(ManifestHeader("", [], 0, self.containers, self.source.kind))
+            self.opened = reader, dict(self.entries)
+        reader, located = self.opened
+        return reader.read(path, located[path])
+
+    def close(self) -> None:
+        if self.opened is not None:
+            self.opened[0].close()
 
 
 def within_class_list(items: list[T], class_of: Callable[[T], str], wanted: Collection[str] | None) -> list[T]:

@@ -18,11 +18,13 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib
+import importlib.machinery
+import importlib.util
 import inspect
 import os
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 #: torchvision's IMG_EXTENSIONS (kept equal by tests/unit/test_archives.py, through tree.py).
@@ -121,7 +123,7 @@ def load_predicate(name: str) -> Callable[[str], bool]:
             f"is_valid_file {name!r}: write it as module:function (e.g. my_filters:keep); {IMPORT_HINT}"
         )
     try:
-        found: Any = importlib.import_module(module_name)
+        found: Any = imported(module_name)
         for part in qualname.split("."):
             found = getattr(found, part)
     except ImportError as exc:
@@ -131,6 +133,34 @@ def load_predicate(name: str) -> Callable[[str], bool]:
     if not callable(found):
         raise PredicateError(f"is_valid_file {name!r} is a {type(found).__name__}, not a function")
     return found
+
+
+def imported(module_name: str) -> ModuleType:
+    """The module of that name: imported, or, where only the jobs' PYTHONPATH holds it (the folder a
+    command-line conversion was started from: ``caller_folder_importable``), loaded from there for a
+    look, this process's ``sys.path`` and ``sys.modules`` untouched."""
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name != module_name.partition(".")[0]:
+            raise
+        found = loaded_from(module_name, [path for path in os.environ.get("PYTHONPATH", "").split(os.pathsep) if path])
+        if found is None:
+            raise
+        return found
+
+
+def loaded_from(module_name: str, folders: list[str]) -> ModuleType | None:
+    """Module ``module_name`` found in ``folders`` and run, registered nowhere (None: not there)."""
+    module, search = None, folders
+    for part in module_name.split("."):
+        spec = importlib.machinery.PathFinder.find_spec(part, search)
+        if spec is None or spec.loader is None:
+            return None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        search = list(spec.submodule_search_locations or [])
+    return module
 
 
 def source_digest(name: str) -> str:
@@ -162,16 +192,13 @@ def importable_name(predicate: Callable[[str], bool]) -> str:
 @contextlib.contextmanager
 def caller_folder_importable(wanted: bool) -> Iterator[None]:
     """While a conversion that names a predicate (``wanted``) plans and runs: the folder it was started
-    from on ``sys.path`` (the plan imports the predicate to check it) and on the jobs' PYTHONPATH.
+    from on the jobs' PYTHONPATH (the plan loads the predicate from there to check it: ``imported``).
     Only then, so that no file of that folder shadows a module of the workflow's otherwise."""
     if not wanted:
         yield
         return
     folder, previous = os.getcwd(), os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join([folder, *([previous] if previous else [])])
-    added = folder not in sys.path
-    if added:
-        sys.path.insert(0, folder)
     try:
         yield
     finally:
@@ -179,8 +206,6 @@ def caller_folder_importable(wanted: bool) -> Iterator[None]:
             os.environ.pop("PYTHONPATH", None)
         else:
             os.environ["PYTHONPATH"] = previous
-        if added and folder in sys.path:
-            sys.path.remove(folder)
 
 
 def names_a_predicate(*given: Any) -> bool:

@@ -92,7 +92,8 @@ def table_listing(table: LabelTable, paths: Sequence[str], locations: Mapping[st
 def sample(index: int, path: str, location: Location, labels: ImageLabels) -> Sample:
     """The manifest's sample of image ``path``: its class index, or -1 and its list; its fields."""
     target = labels.target
-    if isinstance(target, tuple):
-        annotations: Annotations | None = {"labels": list(target), "fields": labels.fields}
-        return Sample(index, -1, path, location, annotations if labels.fields else {"labels": list(target)})
-    return Sample(index, target, path, location, {"fields": labels.fields} if labels.fields else None)
+    annotations: Annotations = {"labels": list(target)} if isinstance(target, tuple) else {}
+    if labels.fields:
+        annotations["fields"] = labels.fields
+    label = -1 if isinstance(target, tuple) else target
+    return Sample(index, label, path, location, annotations or None)
