@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from imagefolder_lmdb.run import shared_temporaries
 from support.datasets import assert_same_dataset
 from support.images import make_images
 from support.interrupting import StartedCommands
@@ -55,8 +56,9 @@ def run(cwd: Path, command: list[str | Path]) -> subprocess.CompletedProcess[str
     )
 
 
-def finished(result: subprocess.CompletedProcess[str]) -> None:
+def finished(result: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+    return result
 
 
 def held(
@@ -229,24 +231,51 @@ def test_a_killed_config_file_run_leaves_no_temporaries_behind(
     commands: StartedCommands, source: Path, tmp_path: Path
 ) -> None:
     """A run from a config file owns no work folder before Snakemake starts, so its temporaries (its
-    own, Snakemake's and the jobs') are in $TMPDIR, named with its PID: after a SIGKILL of the whole
-    tree, the next run removes them, and only them ($TMPDIR is shared)."""
+    own, Snakemake's and the jobs') are in $TMPDIR, named with its host and PID and marked: after a
+    SIGKILL of the whole tree, the next run removes them, and only them ($TMPDIR is shared: a user's
+    folders of any look-alike name, another host's run, an earlier release's folder stay; issue 57)."""
     scratch = tmp_path / "tmp"
-    others = [
-        scratch / "imagefolder-lmdb-verify-x",
-        scratch / "someone-else",
-        scratch / f"imagefolder-lmdb-{os.getpid()}-x",
-    ]
-    for folder in others:  # another program's, a verify's, one whose owner (this test) is alive
-        folder.mkdir(parents=True)
+    others = look_alike_folders(scratch)
     config = {"results": "out", "work": "out/work", "splits": {"train": {"source": str(source), "shards": SHARDS}}}
     (tmp_path / "config.yaml").write_text(json.dumps(config))
     command: list[str | Path] = [*COMMAND, "--configfile", "config.yaml", "--cores", "1"]
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("TMPDIR", str(scratch))
+        patch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
         process, _ = held(commands, tmp_path, command, "encode_shard:0")
         left = [path.name for path in scratch.iterdir() if path not in others]
         kill_tree(process)  # Snakemake too, in a process group of its own
-        assert left and all(name.startswith(f"imagefolder-lmdb-{process.pid}-") for name in left), left
-        finished(run(tmp_path, command))
+        _, killed_stderr = process.communicate()
+        own = f"{shared_temporaries.own_prefix().rsplit('.', 2)[0]}.{process.pid}."
+        assert left and all(name.startswith(own) for name in left), left
+        assert killed_stderr.count(str(scratch / "imagefolder-lmdb-4194301-abcd1234")) == 2, killed_stderr
+        assert "imagefolder-lmdb-77777" not in killed_stderr  # not of an earlier release's shape
+        assert "earlier release" not in finished(run(tmp_path, command)).stderr  # named once
     assert sorted(scratch.iterdir()) == sorted(others), "the killed run's temporaries stayed, or another's went"
+    assert all(any(folder.iterdir()) for folder in others), "a folder's contents went"
+
+
+def look_alike_folders(scratch: Path) -> list[Path]:
+    """Folders in $TMPDIR that the clean-up must leave, each holding a file: a user's named like ours,
+    an earlier release's shape (a dead PID), a verify's, one of this shape from another host or
+    without its marker, and one whose owner (this test) is alive."""
+    dead = 4194301  # above the kernel's largest PID (2**22): no such process
+    own_prefix = shared_temporaries.own_prefix().rsplit(".", 2)[0]
+    other_host = f"{shared_temporaries.PREFIX}{shared_temporaries.host_label('node-17')}.{dead}.abcd1234"
+    folders = {
+        "imagefolder-lmdb-2024-12-01": None,
+        "imagefolder-lmdb-99999-notes": None,
+        "imagefolder-lmdb-77777": None,
+        f"imagefolder-lmdb-{dead}-abcd1234": None,
+        "imagefolder-lmdb-verify-x": None,
+        "someone-else": None,
+        other_host: {"host": "node-17", "pid": dead, "started": 1},
+        f"{own_prefix}.{dead}.nomarker": None,
+        f"{own_prefix}.{os.getpid()}.alive___": shared_temporaries.owner_record(os.getpid()),
+    }
+    for name, owner in folders.items():
+        (scratch / name).mkdir(parents=True)
+        (scratch / name / "data.txt").write_text("a user's data")
+        if owner is not None:
+            (scratch / name / shared_temporaries.MARKER).write_text(json.dumps(owner))
+    return [scratch / name for name in folders]

@@ -20,15 +20,8 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any, TextIO
 
-from imagefolder_lmdb.run.ownership import (
-    SHARED_PREFIX,
-    TEMPORARY_FOLDER,
-    clear_abandoned_temporaries,
-    clear_temporaries,
-    inherited_lock_fds,
-    lock_environment,
-    shared_temporary_prefix,
-)
+from imagefolder_lmdb.run.ownership import TEMPORARY_FOLDER, clear_temporaries, inherited_lock_fds, lock_environment
+from imagefolder_lmdb.run.shared_temporaries import shared_temporary_folder
 from imagefolder_lmdb.run.workflow_folder import workflow_folder
 
 #: The packaged workflow: its Snakefile is what a host workflow's ``module`` may name, too.
@@ -50,6 +43,8 @@ PARENT_VARIABLE = "IMAGEFOLDER_LMDB_PARENT"
 TERMINAL_VARIABLE = "IMAGEFOLDER_LMDB_TERMINAL"
 #: Lines Snakemake prints before its logger exists, shown only with ``verbose``.
 CHATTER = (b"Using workflow specific profile ", b"Using profiles ", b"Using profile ")
+#: A run's temporary folder inside the work folder's ``.temporary`` (which only its owner clears).
+RUN_FOLDER_PREFIX = "imagefolder-lmdb-"
 
 
 class ConvertError(RuntimeError):
@@ -136,9 +131,7 @@ def run_snakemake(command: list[str], verbose: bool = False, runs: Sequence[tupl
     interrupt or a ``kill`` sent it. ``runs``: (RunPaths, split names) to tell how far each split
     got where Snakemake could not (a second Ctrl-C). A dry run's output is Snakemake's, whole."""
     verbose = verbose or "--dry-run" in command or "-n" in command
-    own = scratch_folder(runs)
-    prefix = SHARED_PREFIX if own is not None else shared_temporary_prefix()
-    with tempfile.TemporaryDirectory(prefix=prefix, dir=own) as folder:
+    with temporary_folder(runs) as folder:
         error_file, interrupt_file = os.path.join(folder, "error.txt"), os.path.join(folder, "interrupted.txt")
         environment = {**snakemake_environment(), ERROR_FILE_VARIABLE: error_file}
         environment[INTERRUPT_FILE_VARIABLE] = interrupt_file
@@ -175,19 +168,22 @@ def run_snakemake(command: list[str], verbose: bool = False, runs: Sequence[tupl
         raise ConvertError("\n".join(lines) or fallback, returncode, lines)
 
 
-def scratch_folder(runs: Sequence[tuple[Any, list[str]]]) -> str | None:
-    """Where a run's temporaries go: ``{work}/.temporary`` of the run's work folder (this command holds
-    OUTDIR's lock, so what a killed run left there is removed first), never another program's files in
-    the shared $TMPDIR; None (the $TMPDIR, the folder named with this process's PID) for a run that
-    does not own its folder (a config file's)."""
+@contextlib.contextmanager
+def temporary_folder(runs: Sequence[tuple[Any, list[str]]]) -> Iterator[str]:
+    """Where a run's temporaries go, removed when the run ends: in ``{work}/.temporary`` of the run's
+    work folder (this command holds OUTDIR's lock, so what a killed run left there is removed first);
+    for a run that owns no folder (a config file's), in $TMPDIR, named and marked with its owner
+    (run/shared_temporaries.py), never touching another program's or another host's folders."""
     work = getattr(runs[0][0], "work", None) if runs else None
     if not inherited_lock_fds() or not isinstance(work, str) or not os.path.isdir(work):
-        clear_abandoned_temporaries(tempfile.gettempdir())  # named with their owner's PID: see there
-        return None
-    folder = os.path.join(work, TEMPORARY_FOLDER)
+        with shared_temporary_folder() as folder:
+            yield folder
+        return
+    own = os.path.join(work, TEMPORARY_FOLDER)
     clear_temporaries(work)
-    os.makedirs(folder)
-    return folder
+    os.makedirs(own)
+    with tempfile.TemporaryDirectory(prefix=RUN_FOLDER_PREFIX, dir=own) as folder:
+        yield folder
 
 
 def read_lines(path: str) -> list[str]:

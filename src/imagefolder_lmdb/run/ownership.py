@@ -42,39 +42,6 @@ def clear_temporaries(work: str) -> None:
     shutil.rmtree(os.path.join(work, TEMPORARY_FOLDER), ignore_errors=True)
 
 
-#: A run's temporaries in the shared $TMPDIR (a run that owns no work folder: a config file's) are
-#: named with this and the owner's PID, so that a later run removes only what a dead owner left.
-SHARED_PREFIX = "imagefolder-lmdb-"
-
-
-def shared_temporary_prefix() -> str:
-    """The name's start of this process's temporary folder in $TMPDIR: ``imagefolder-lmdb-<pid>-``."""
-    return f"{SHARED_PREFIX}{os.getpid()}-"
-
-
-def clear_abandoned_temporaries(folder: str) -> None:
-    """Remove the temporary folders in ``folder`` ($TMPDIR) that a run of ours left when it was killed:
-    ``imagefolder-lmdb-<pid>-*`` whose process is gone. Nothing else: $TMPDIR is shared, and a PID in
-    use (its owner alive, or the number reused) keeps its folder."""
-    with contextlib.suppress(OSError), os.scandir(folder) as entries:
-        for entry in entries:
-            owner = entry.name.removeprefix(SHARED_PREFIX).split("-", 1)[0]
-            ours = entry.name.startswith(SHARED_PREFIX) and owner.isdigit() and entry.is_dir(follow_symlinks=False)
-            if ours and not alive(int(owner)):
-                shutil.rmtree(entry.path, ignore_errors=True)
-
-
-def alive(pid: int) -> bool:
-    """Whether a process of that number exists (another user's included)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def inherited_lock_fds() -> tuple[int, ...]:
     """The descriptors a child Snakemake inherits (``pass_fds``)."""
     return tuple(handle.fileno() for handle in _OWNED.values())
