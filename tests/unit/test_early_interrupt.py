@@ -32,22 +32,55 @@ def test_only_the_command_is_guarded(script: str, interpreter_argv: list[str], g
 
 def test_its_lines_are_those_of_an_interruption_before_any_work() -> None:
     assert list(early_interrupt.NOTHING_STARTED) == interruption_lines([])
+    assert early_interrupt.BEFORE_WORK["convert"] == early_interrupt.NOTHING_STARTED
 
 
-def test_an_ignored_sigint_stays_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A background job's command keeps ignoring SIGINT, as the rest of the command does."""
-    monkeypatch.setattr(early_interrupt, "is_the_command", lambda script, argv: True)
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        early_interrupt.guard_the_start()
-        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        early_interrupt.guard_the_start()
-        assert signal.getsignal(signal.SIGINT) is early_interrupt.interrupted_while_starting
-        early_interrupt.started()
-        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
-    finally:
-        signal.signal(signal.SIGINT, previous)
+@pytest.mark.parametrize(
+    ("argv", "command"),
+    [
+        (["/venv/bin/imagefolder-lmdb", "verify", "x.lmdb", "--full"], "verify"),
+        (["-m", "info", "x.lmdb"], "info"),  # python -m imagefolder_lmdb.cli, while the package imports
+        (["/venv/bin/imagefolder-lmdb", "add-locations", "x.lmdb"], "add-locations"),
+        (["imagefolder-lmdb", "convert-legacy", "a", "b"], "convert-legacy"),
+        (["imagefolder-lmdb", "convert", "--configfile", "c.yaml"], "convert"),
+    ],
+)
+def test_the_words_are_those_of_the_command_being_run(argv: list[str], command: str) -> None:
+    """Issue 57: it answered verify, info, ... with convert's words ("nothing started ... goes on")."""
+    assert early_interrupt.words_of(argv) == early_interrupt.BEFORE_WORK[command]
+
+
+@pytest.mark.parametrize("argv", [["imagefolder-lmdb"], ["imagefolder-lmdb", "--help"], ["imagefolder-lmdb", "vrify"]])
+def test_no_command_named_is_just_interrupted(argv: list[str]) -> None:
+    assert early_interrupt.words_of(argv) == ("interrupted.",)
+
+
+def test_every_command_has_its_words() -> None:
+    from imagefolder_lmdb.cli import COMMANDS
+
+    assert set(early_interrupt.BEFORE_WORK) == set(COMMANDS)
+    for command, lines in early_interrupt.BEFORE_WORK.items():
+        assert lines[0].startswith("interrupted: "), command
+        if command != "convert":  # only a conversion goes on from where it stopped
+            assert "goes on from there" not in " ".join(lines), command
+
+
+def test_a_second_ctrl_c_while_the_words_are_written_is_ignored(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """say_interrupted ignores SIGINT while it writes, then gives back the handler there was."""
+    during = []
+
+    def text(lines: list[str], terminal: bool) -> str:
+        during.append(signal.getsignal(signal.SIGINT))  # the handler while it writes
+        return "\n".join(lines) + "\n"
+
+    monkeypatch.setattr(early_interrupt, "interruption_text", text)
+    before = signal.getsignal(signal.SIGINT)
+    assert early_interrupt.say_interrupted(["interrupted: x."]) == 130
+    assert during == [signal.SIG_IGN]
+    assert signal.getsignal(signal.SIGINT) is before
+    assert capsys.readouterr().err == "interrupted: x.\n"
 
 
 AS_IT_STARTED = "interrupted: the upload to s3://b/k was stopped as it started (no object)\n"
