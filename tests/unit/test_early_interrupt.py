@@ -5,6 +5,7 @@ tests/workflow/test_every_moment.py, at the hold point "starting"."""
 from __future__ import annotations
 
 import signal
+from pathlib import Path
 
 import pytest
 
@@ -81,6 +82,33 @@ def test_a_second_ctrl_c_while_the_words_are_written_is_ignored(
     assert during == [signal.SIG_IGN]
     assert signal.getsignal(signal.SIGINT) is before
     assert capsys.readouterr().err == "interrupted: x.\n"
+
+
+def test_convert_legacy_interrupted_after_its_output_was_complete(tmp_path: Path) -> None:
+    """OUT renamed into place, then Ctrl-C: it is whole, not "not written"; one there before is not its."""
+    from imagefolder_lmdb.commands.convert_legacy import interrupted_line
+
+    out = tmp_path / "new.lmdb"
+    assert interrupted_line(str(out), existed=False).startswith(f"interrupted: {out} not written")
+    out.write_bytes(b"")
+    assert interrupted_line(str(out), existed=False).startswith(f"interrupted after {out} was complete: it is whole")
+    assert interrupted_line(str(out), existed=True).startswith(f"interrupted: {out} not written")
+
+
+def test_an_ignored_sigint_stays_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A background job's command keeps ignoring SIGINT, as the rest of the command does."""
+    monkeypatch.setattr(early_interrupt, "is_the_command", lambda script, argv: True)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        early_interrupt.guard_the_start()
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        early_interrupt.guard_the_start()
+        assert signal.getsignal(signal.SIGINT) is early_interrupt.interrupted_while_starting
+        early_interrupt.started()
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 AS_IT_STARTED = "interrupted: the upload to s3://b/k was stopped as it started (no object)\n"
