@@ -96,36 +96,32 @@ def main(argv: list[str] | None = None) -> int:
     """The console script: run a subcommand, or show the overview (and exit 2 on a bad command)."""
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in COMMANDS:
-        module, _, function = COMMANDS[argv[0]][0].partition(":")
-        try:
-            command = getattr(importlib.import_module(module), function or "main")
-            from imagefolder_lmdb.remote.leaving import exit_code, leave_if_started, obstore_started
-            from imagefolder_lmdb.run.early_interrupt import started
-
-            started()  # from here a Ctrl-C is the command's to handle
-        except KeyboardInterrupt:  # Ctrl-C while the command's modules import: still an interruption
-            return stopped_while_starting()
-
-        try:
-            code = int(command(argv[1:], prog=f"{PROG} {argv[0]}"))
-        except BrokenPipeError:  # `info ... | head` closed the pipe: what it wanted is printed
-            return output_closed()
-        except BaseException as exc:
-            if not obstore_started():
-                raise
-            code = exit_code(exc)
-        return leave_if_started(code)  # a command that used obstore: never through its runtime's teardown
+        return run_command(argv[0], argv[1:])
     overview().parse_args(argv)  # --help, --version, or an error naming the commands: exits
     return 2
 
 
-def stopped_while_starting() -> int:
-    """A Ctrl-C before the command set its own handlers: the interruption's closing lines, 130."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C does not cut the lines short
-    from imagefolder_lmdb.run.launch import Interrupted, show_interruption
+def run_command(name: str, argv: list[str]) -> int:
+    """Import and run the command ``name``. A Ctrl-C it does not answer itself (while its modules
+    import, before its work, or at any moment of a command that changes nothing, as info) ends with
+    its own words (run/early_interrupt.py's ``BEFORE_WORK``) and 130, never a traceback."""
+    from imagefolder_lmdb.remote.leaving import exit_code, leave_if_started, obstore_started
+    from imagefolder_lmdb.run.early_interrupt import BEFORE_WORK, say_interrupted, started
 
-    show_interruption(Interrupted(signal.SIGINT))
-    return 128 + signal.SIGINT
+    module, _, function = COMMANDS[name][0].partition(":")
+    try:
+        command = getattr(importlib.import_module(module), function or "main")
+        started()  # from here a Ctrl-C is the command's to handle
+        code = int(command(argv, prog=f"{PROG} {name}"))
+    except KeyboardInterrupt:
+        code = say_interrupted(BEFORE_WORK[name])
+    except BrokenPipeError:  # `info ... | head` closed the pipe: what it wanted is printed
+        return output_closed()
+    except BaseException as exc:
+        if not obstore_started():
+            raise
+        code = exit_code(exc)
+    return leave_if_started(code)  # a command that used obstore: never through its runtime's teardown
 
 
 CONVERT_DESCRIPTION = """\
@@ -225,8 +221,12 @@ def convert_main(argv: list[str], prog: str = f"{PROG} convert") -> int:
         with stopping_on_signals():  # SOURCE is listed before Snakemake starts: a signal stops that too
             return convert_parsed(args, passed, parser, prog)
     except KeyboardInterrupt as exc:  # Interrupted, or Python's own before the handlers were set
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C does not cut the lines short
         stopped = exc if isinstance(exc, Interrupted) else Interrupted(signal.SIGINT)
-        show_interruption(stopped)
+        try:
+            show_interruption(stopped)
+        finally:
+            signal.signal(signal.SIGINT, previous)
         return 128 + stopped.signum
 
 

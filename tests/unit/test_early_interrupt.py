@@ -5,6 +5,7 @@ tests/workflow/test_every_moment.py, at the hold point "starting"."""
 from __future__ import annotations
 
 import signal
+from pathlib import Path
 
 import pytest
 
@@ -32,6 +33,66 @@ def test_only_the_command_is_guarded(script: str, interpreter_argv: list[str], g
 
 def test_its_lines_are_those_of_an_interruption_before_any_work() -> None:
     assert list(early_interrupt.NOTHING_STARTED) == interruption_lines([])
+    assert early_interrupt.BEFORE_WORK["convert"] == early_interrupt.NOTHING_STARTED
+
+
+@pytest.mark.parametrize(
+    ("argv", "command"),
+    [
+        (["/venv/bin/imagefolder-lmdb", "verify", "x.lmdb", "--full"], "verify"),
+        (["-m", "info", "x.lmdb"], "info"),  # python -m imagefolder_lmdb.cli, while the package imports
+        (["/venv/bin/imagefolder-lmdb", "add-locations", "x.lmdb"], "add-locations"),
+        (["imagefolder-lmdb", "convert-legacy", "a", "b"], "convert-legacy"),
+        (["imagefolder-lmdb", "convert", "--configfile", "c.yaml"], "convert"),
+    ],
+)
+def test_the_words_are_those_of_the_command_being_run(argv: list[str], command: str) -> None:
+    """Issue 57: it answered verify, info, ... with convert's words ("nothing started ... goes on")."""
+    assert early_interrupt.words_of(argv) == early_interrupt.BEFORE_WORK[command]
+
+
+@pytest.mark.parametrize("argv", [["imagefolder-lmdb"], ["imagefolder-lmdb", "--help"], ["imagefolder-lmdb", "vrify"]])
+def test_no_command_named_is_just_interrupted(argv: list[str]) -> None:
+    assert early_interrupt.words_of(argv) == ("interrupted.",)
+
+
+def test_every_command_has_its_words() -> None:
+    from imagefolder_lmdb.cli import COMMANDS
+
+    assert set(early_interrupt.BEFORE_WORK) == set(COMMANDS)
+    for command, lines in early_interrupt.BEFORE_WORK.items():
+        assert lines[0].startswith("interrupted: "), command
+        if command != "convert":  # only a conversion goes on from where it stopped
+            assert "goes on from there" not in " ".join(lines), command
+
+
+def test_a_second_ctrl_c_while_the_words_are_written_is_ignored(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """say_interrupted ignores SIGINT while it writes, then gives back the handler there was."""
+    during = []
+
+    def text(lines: list[str], terminal: bool) -> str:
+        during.append(signal.getsignal(signal.SIGINT))  # the handler while it writes
+        return "\n".join(lines) + "\n"
+
+    monkeypatch.setattr(early_interrupt, "interruption_text", text)
+    before = signal.getsignal(signal.SIGINT)
+    assert early_interrupt.say_interrupted(["interrupted: x."]) == 130
+    assert during == [signal.SIG_IGN]
+    assert signal.getsignal(signal.SIGINT) is before
+    assert capsys.readouterr().err == "interrupted: x.\n"
+
+
+def test_convert_legacy_interrupted_after_its_output_was_complete(tmp_path: Path) -> None:
+    """OUT renamed into place, then Ctrl-C: it is whole, not "not written"; one there before is not its."""
+    from imagefolder_lmdb.commands.convert_legacy import interrupted_line
+
+    out = tmp_path / "new.lmdb"
+    assert interrupted_line(str(out), existed=False).startswith(f"interrupted: {out} not written")
+    out.write_bytes(b"")
+    assert interrupted_line(str(out), existed=False).startswith(f"interrupted after {out} was complete: it is whole")
+    assert interrupted_line(str(out), existed=True).startswith(f"interrupted: {out} not written")
 
 
 def test_an_ignored_sigint_stays_ignored(monkeypatch: pytest.MonkeyPatch) -> None:

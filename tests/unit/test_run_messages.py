@@ -5,6 +5,7 @@ of an interrupted run."""
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from PIL import Image
 
 from imagefolder_lmdb.run.logger_plugin import closing_lines
 from imagefolder_lmdb.run.paths import RunPaths
-from imagefolder_lmdb.run.progress import SplitState, interruption_lines
+from imagefolder_lmdb.run.progress import Board, SplitState, how_far, interruption_lines
 from imagefolder_lmdb.run.summary import kept_bytes_line, ratio_words, speed_line
 from imagefolder_lmdb.steps.report_split import HEIGHT, LABEL_BAND, MARGIN, NAMED_BARS, WIDTH, class_histogram
 
@@ -112,17 +113,52 @@ def test_init_config_without_a_name_lists_the_five() -> None:
     assert [line.split()[0] for line in listed] == ["folder", "imagenet", "kaggle", "wds", "parquet"]
 
 
+def finished_shard(paths: RunPaths, shard: str, images: int) -> None:
+    """A shard whose encode job finished: its progress file at its total, its report written last."""
+    progress_file(paths, shard, images, 1000.0, 1001.0)
+    Path(paths.part_report("train", shard)).write_text("{}")
+
+
 def test_an_interrupted_run_says_how_far_each_split_got(tmp_path: Path) -> None:
+    """Each split's images in finished shards: what a rerun does not encode again (issue 57)."""
     paths, train = listed_split(tmp_path, 200)
-    progress_file(paths, "00000", 58, 1000.0, 1001.0)
+    finished_shard(paths, "00000", 58)
+    progress_file(paths, "00001", 40, 1000.0, 1001.0)  # running when interrupted: encoded again
     train.refresh()
     val = SplitState("val", paths)  # never listed
     merging = SplitState("test", paths, stage="merging", total=40)
     assert interruption_lines([train, val, merging], "SIGTERM") == [
-        "interrupted by SIGTERM: train 58/200 images encoded; val not started; "
+        "interrupted by SIGTERM: train 58/200 images encoded and kept; val not started; "
         "test 40/40 images encoded, stopped while merging.",
         "Run the same command again: it goes on from there.",
     ]
+
+
+def test_an_interrupted_shard_counts_for_nothing(tmp_path: Path) -> None:
+    """Shards running, none finished: 0 kept, however far each got (it said 1,049/1,170 when no shard
+    had finished, and the rerun started at 0); the board's last line says the same."""
+    paths, train = listed_split(tmp_path, 200)
+    progress_file(paths, "00000", 90, 1000.0, 1001.0)
+    progress_file(paths, "00001", 95, 1000.0, 1001.0)
+    train.refresh()
+    assert interruption_lines([train])[0] == "interrupted: train 0/200 images encoded and kept."
+    train.stage = "interrupted while encoding"
+    assert train.line().startswith("train: 0/200 images")
+
+
+def test_a_shard_snakemake_has_not_seen_finish_is_not_kept(tmp_path: Path) -> None:
+    """Its report written, its job not yet recorded as finished (Snakemake's mark of an incomplete
+    job goes only then, and a rerun redoes a job so marked): not kept until the board hears the end."""
+    paths, train = listed_split(tmp_path, 200)
+    board = Board(io.StringIO(), terminal=False)
+    board.splits["train"] = train
+    board.job("encode_shard", "train", shard="00000")
+    finished_shard(paths, "00000", 100)  # the job wrote its report, and is still running for Snakemake
+    train.refresh()
+    assert how_far(train) == "train 0/200 images encoded and kept"
+    board.job("encode_shard", "train", finished=True, shard="00000")
+    train.refresh()
+    assert how_far(train) == "train 100/200 images encoded and kept"
 
 
 def test_the_summary_rate_counts_encoding_time_only(tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from imagefolder_lmdb.run import shared_temporaries
+from imagefolder_lmdb.run.progress import PROGRESS_SUFFIX, Progress, read_progress
 from support.datasets import assert_same_dataset
 from support.images import make_images
 from support.interrupting import StartedCommands
@@ -104,9 +105,16 @@ def assert_only_the_message(stderr: str, first_line: str) -> None:
         assert word not in stderr, stderr
 
 
-def encoded_before_the_hold(out: Path) -> int:
-    """Images encoded when shard 1 parks halfway: its first half, and shard 0 if it ran first."""
-    return IMAGES // SHARDS // 2 + (IMAGES // SHARDS if (out / "work/train/parts/00000.json").exists() else 0)
+def kept_before_the_hold(out: Path, shard: int = 1) -> int:
+    """Images a rerun does not encode again when shard ``shard`` parks halfway: the other shard's, if it
+    ran first (one job at a time: it had finished for Snakemake too); none of the held one's."""
+    return IMAGES // SHARDS if (out / f"work/train/parts/{1 - shard:05d}.json").exists() else 0
+
+
+def shard_progress(out: Path) -> dict[int, Progress]:
+    """Each shard's progress file (its encode job's count and start), where a job has written one."""
+    files = {shard: out / f"work/train/parts/{shard:05d}{PROGRESS_SUFFIX}" for shard in range(SHARDS)}
+    return {shard: read_progress(str(path)) for shard, path in files.items() if path.exists()}
 
 
 def test_ctrl_c_to_the_command_alone_while_encoding(
@@ -117,12 +125,37 @@ def test_ctrl_c_to_the_command_alone_while_encoding(
     process, marker = held(commands, tmp_path, [*COMMAND, source, "out", *OPTIONS], "encode_shard:1")
     status, _, stderr = stopped_by(process, signal.SIGINT, group=False)
     assert status == 130
-    done = encoded_before_the_hold(tmp_path / "out")
-    assert_only_the_message(stderr, f"interrupted: train {done}/{IMAGES} images encoded.")
+    kept = kept_before_the_hold(tmp_path / "out")
+    assert_only_the_message(stderr, f"interrupted: train {kept}/{IMAGES} images encoded and kept.")
     assert left_running(marker) == []
     finished(run(tmp_path, [*COMMAND, source, "out", *OPTIONS]))  # the lock is free, nothing is lost
     assert published(tmp_path / "out") == published(clean)
     assert_same_dataset(tmp_path / "out" / "train.lmdb", clean / "train.lmdb")
+
+
+@pytest.mark.parametrize("shard", [0, 1])
+def test_ctrl_c_counts_only_what_a_rerun_keeps(
+    commands: StartedCommands, shard: int, source: Path, clean: Path, tmp_path: Path
+) -> None:
+    """Ctrl-C while a shard runs: the line counts the images of finished shards only, which the rerun
+    leaves alone, and none of the interrupted shard's, which it encodes again from its first (the line
+    said "1,049/1,170 images encoded" when no shard had finished, and the rerun started at 0; issue 57).
+    One job at a time: whichever shard Snakemake runs first, one of the two holds finds the other
+    finished and the other finds none."""
+    out = tmp_path / "out"
+    process, _ = held(commands, tmp_path, [*COMMAND, source, "out", *OPTIONS], f"encode_shard:{shard}")
+    status, _, stderr = stopped_by(process, signal.SIGINT, group=True)
+    assert status == 130
+    kept = kept_before_the_hold(out, shard)
+    assert_only_the_message(stderr, f"interrupted: train {kept}/{IMAGES} images encoded and kept.")
+    before = shard_progress(out)
+    assert 0 < before[shard].done < IMAGES // SHARDS  # encoded in part: what the line left out
+    finished(run(tmp_path, [*COMMAND, source, "out", *OPTIONS]))
+    after = shard_progress(out)
+    assert after[shard].started > before[shard].started and after[shard].done == IMAGES // SHARDS  # all again
+    other = 1 - shard
+    assert (after[other] == before.get(other)) == bool(kept)  # a kept shard is not encoded again
+    assert_same_dataset(out / "train.lmdb", clean / "train.lmdb")
 
 
 def test_sigterm_while_merging(commands: StartedCommands, source: Path, tmp_path: Path) -> None:
@@ -182,8 +215,8 @@ def test_plain_snakemake_with_the_logger_ends_with_the_same_lines(
     process, _ = held(commands, tmp_path, [*command, "--logger", "imagefolder-lmdb"], "encode_shard:1")
     status, _, stderr = stopped_by(process, signal.SIGINT, group=True)
     assert status != 0  # Snakemake's own
-    done = encoded_before_the_hold(tmp_path / "out")
-    assert stderr.splitlines()[-2:] == [f"interrupted: train {done}/{IMAGES} images encoded.", CLOSING]
+    kept = kept_before_the_hold(tmp_path / "out")
+    assert stderr.splitlines()[-2:] == [f"interrupted: train {kept}/{IMAGES} images encoded and kept.", CLOSING]
     assert "failed" not in stderr
 
 

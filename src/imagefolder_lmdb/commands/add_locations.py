@@ -28,6 +28,8 @@ import sys
 import lmdb
 
 from imagefolder_lmdb.reader import FormatError
+from imagefolder_lmdb.run.early_interrupt import say_interrupted
+from imagefolder_lmdb.writing.hold_points import hold_point
 
 # The library: writing/record_locations.py (issue 42); this module is the command.
 from imagefolder_lmdb.writing.record_locations import Outcome, add_locations_to_file
@@ -49,15 +51,27 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     )
     args = parser.parse_args(argv)
     status = 0
-    for path in args.files:
+    for number, path in enumerate(args.files):
         try:
+            hold_point("add-locations-file", number)  # the Ctrl-C tests' moment: the files before it done
             outcome = add_locations_to_file(path, force=args.force)
         except (FormatError, ValueError, OSError, lmdb.Error) as exc:
             print(f"FAIL {path}: {exc}", file=sys.stderr, flush=True)
             status = 1
             continue
+        except KeyboardInterrupt:
+            return say_interrupted([interrupted_line(path)])
         print(outcome_lines(path, outcome), flush=True)
     return status
+
+
+def interrupted_line(path: str) -> str:
+    """Ctrl-C while ``path`` is walked or written: its locations are one LMDB transaction, in whole or
+    not at all, and the files before it are done (a rerun finds them recorded and writes nothing)."""
+    return (
+        f"interrupted while recording the locations of {path}: they are written whole or not at all "
+        "(one LMDB transaction). Run the same command again: files already done are left as they are."
+    )
 
 
 def outcome_lines(path: str, outcome: Outcome) -> str:

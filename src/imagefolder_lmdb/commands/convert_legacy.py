@@ -49,7 +49,9 @@ from imagefolder_lmdb.reader import (
     open_env_readonly,
     record_key,
 )
+from imagefolder_lmdb.run.early_interrupt import say_interrupted
 from imagefolder_lmdb.writing import meta_document
+from imagefolder_lmdb.writing.hold_points import hold_point
 from imagefolder_lmdb.writing.lmdb_writer import atomic_lmdb
 from imagefolder_lmdb.writing.record_locations import add_locations
 from imagefolder_lmdb.writing.reencode import UNUSABLE_IMAGE, Encoded, EncodeSettings, encode_image
@@ -129,6 +131,8 @@ def convert_records(
     columns = RecordColumns()
     with guarded(env.begin(), path, lock=False) as txn:
         for position, key in enumerate(keys):
+            if position == len(keys) // 2:
+                hold_point("convert-legacy-record")  # the Ctrl-C tests' moment: OUT half written
             name = key.decode("utf-8", "backslashreplace")
             what = f"{path}: legacy record {position} (key {name!r})"
             image, label = legacy_record(txn.get(key), what)
@@ -229,13 +233,24 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     args = parser.parse_args(argv)
     given = {"reencode": args.reencode, "quality": args.quality, "on_error": args.on_error}
     settings = EncodeSettings.from_config({**defaults, **given})
+    existed = os.path.exists(args.output)  # then convert refuses it: an OUT there later is not this run's
     try:
         meta = convert(args.input, args.output, settings, args.classes)
     except (LegacyConvertError, FormatError, FileNotFoundError, lmdb.Error) as exc:
         print(f"FAIL {args.input}: {exc}", file=sys.stderr, flush=True)
         return 1
+    except KeyboardInterrupt:
+        return say_interrupted([interrupted_line(args.output, existed)])
     print(summary_line(args.output, meta), flush=True)
     return 0
+
+
+def interrupted_line(output: str, existed: bool) -> str:
+    """Ctrl-C while converting: OUT appears only when complete (atomic_lmdb removes the partial file),
+    so this run wrote none, unless the interruption came after it was complete."""
+    if not existed and os.path.exists(output):
+        return f"interrupted after {output} was complete: it is whole (imagefolder-lmdb verify {output} checks it)."
+    return f"interrupted: {output} not written (it appears only when complete). Run the same command again."
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from imagefolder_lmdb.reader.urls import is_url
 
 # Beside verify, which takes the same paths (issue 42: the steps import nothing of this command).
 from imagefolder_lmdb.verify.datasets import InfoError, datasets_in
+from imagefolder_lmdb.writing.hold_points import hold_point
 
 #: Classes listed one per line up to this many; beyond, the first and last few (``--json``: all).
 LISTED_CLASSES = 30
@@ -166,6 +167,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "imagefolder-lmdb info")
     except InfoError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 1
+    hold_point("info-read")  # the Ctrl-C tests' moment (a Ctrl-C here, as anywhere: cli.py's dispatch)
     if args.json:
         several = len(infos) > 1 or any(files != [path] for path, files in named.items())  # a folder, a prefix
         print(json.dumps({"datasets": infos} if several else infos[0], indent=1))

@@ -77,6 +77,7 @@ class LogHandler(LogHandlerBase):
     def __post_init__(self) -> None:
         self.logs: list[str] = []
         self.jobs: dict[object, str | None] = {}  # job id: its split
+        self.job_shards: dict[object, str | None] = {}  # job id: its shard (an encode job's)
         self.messages: list[str] = []
         self.closed = False
         self.nothing_to_do = False  # Snakemake found every output up to date
@@ -105,9 +106,11 @@ class LogHandler(LogHandlerBase):
             return
         event = event_of(record)
         if event == "job_info":
-            split = dict(getattr(record, "wildcards", None) or {}).get("split")
-            self.jobs[getattr(record, "jobid", None)] = split
-            self.board.job(str(record.rule_name), split)  # type: ignore[attr-defined]  # Snakemake's extra
+            wildcards = dict(getattr(record, "wildcards", None) or {})
+            split, shard, job = wildcards.get("split"), wildcards.get("shard"), getattr(record, "jobid", None)
+            self.jobs[job], self.job_shards[job] = split, shard
+            rule = str(record.rule_name)  # type: ignore[attr-defined]  # Snakemake's extra
+            self.board.job(rule, split, shard=shard)
         elif event == "job_finished":
             self.finished(record)
         elif event == "job_error":
@@ -126,7 +129,7 @@ class LogHandler(LogHandlerBase):
         rule = finished_rule(record.getMessage())
         job = getattr(record, "job_id", None)
         if rule and job in self.jobs:
-            self.board.job(rule, self.jobs[job], finished=True)
+            self.board.job(rule, self.jobs[job], finished=True, shard=self.job_shards.get(job))
 
     def job_failed(self, record: logging.LogRecord) -> None:
         rule = str(getattr(record, "rule_name", "a job"))

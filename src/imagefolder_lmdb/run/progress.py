@@ -119,7 +119,11 @@ class SplitState:
     total: int | None = None
     done: int = 0
     bad: int = 0
+    kept: int = 0  # the images of shards whose part is complete: what a rerun does not encode again
     shards: set[str] = field(default_factory=set)
+    # encode jobs started in this run that Snakemake has not seen finish: it redoes them on a rerun
+    # even where the job wrote its report (Snakemake's own "incomplete" mark goes only then)
+    unfinished: set[str] = field(default_factory=set)
     seconds: float = 0.0  # encoding time, from the progress files (encoding_seconds)
     listed: float = 0.0  # when the counts report that gave ``total`` was written
     listed_after: float = 0.0  # a listing job started at this time: counts older than it are stale
@@ -141,16 +145,20 @@ class SplitState:
                 return
         folder = os.path.dirname(self.paths.part_report(self.name, "x"))
         files = [os.path.join(folder, name) for name in listing(folder) if name.endswith(PROGRESS_SUFFIX)]
-        states = [read_progress(path) for path in files if modified(path) >= self.listed]
+        current = {path: read_progress(path) for path in files if modified(path) >= self.listed}
+        states = list(current.values())
         self.done, self.bad = sum(state.done for state in states), sum(state.bad for state in states)
+        kept = [state for path, state in current.items() if shard_finished(path, self.unfinished)]
+        self.kept = sum(state.done for state in kept)
         self.seconds = encoding_seconds(states)
 
     def line(self, width: int = 0) -> str:
         """``train  1,234/12,000 images  850 img/s  ETA 0:13  0 bad  encoding``."""
         if self.total is None:
             return f"{self.name}: {self.stage}"
-        counting = self.stage in ("encoding", "waiting", "listing") or self.stage.startswith("interrupted")
-        done = min(self.done, self.total) if counting else self.total
+        interrupted = self.stage.startswith("interrupted")  # its last line: what a rerun keeps, as how_far
+        counting = self.stage in ("encoding", "waiting", "listing") or interrupted
+        done = min(self.kept if interrupted else self.done, self.total) if counting else self.total
         parts = [f"{self.name}: {done:,}/{self.total:,} images"]
         rate = self.rate()
         if rate and self.stage == "encoding" and done < self.total:
@@ -164,6 +172,14 @@ class SplitState:
     def rate(self) -> float | None:
         """Images per second of encoding time (encoding_seconds), None before there is any."""
         return self.done / self.seconds if self.seconds > 0 and self.done else None
+
+
+def shard_finished(progress_file: str, unfinished: set[str]) -> bool:
+    """Whether the encode job of ``progress_file`` finished: its shard report, written last, is there
+    (an interrupted job leaves neither it nor its part, and its images are encoded again), and it is
+    not among the ``unfinished`` shards (started in this run, its end not yet recorded by Snakemake)."""
+    report = os.path.splitext(progress_file)[0] + ".json"
+    return os.path.basename(os.path.splitext(report)[0]) not in unfinished and os.path.exists(report)
 
 
 def modified(path: str) -> float:
@@ -220,12 +236,20 @@ class Board:
                 self.splits.setdefault(name, SplitState(name, paths))
         return self.splits
 
-    def job(self, rule: str, split: str | None, finished: bool = False, failed: bool = False) -> None:
-        """A job of ``rule`` for ``split`` started (or finished, or failed): the split's step."""
+    def job(
+        self, rule: str, split: str | None, finished: bool = False, failed: bool = False, shard: str | None = None
+    ) -> None:
+        """A job of ``rule`` for ``split`` (and ``shard``) started (or finished, or failed): the split's
+        step, and which of its encode jobs are running."""
         state = self.known().get(split or "")
         if state is None or rule not in STAGES:
             return
         with self.lock:
+            if rule == "encode_shard" and shard is not None:
+                if finished:
+                    state.unfinished.discard(shard)
+                else:
+                    state.unfinished.add(shard)
             if failed:
                 state.stage = f"{STAGES[rule]} failed"
             elif not finished:
@@ -318,8 +342,9 @@ SIGNAL_WORDS = {"SIGINT": "interrupted", "SIGTERM": "interrupted by SIGTERM", "S
 
 
 def how_far(state: SplitState) -> str:
-    """``train 58/350 images encoded``: the true count (the encode jobs write theirs when
-    interrupted), or the step the split had reached."""
+    """``train 58/350 images encoded and kept``: the images of the shards that finished, which a rerun
+    does not encode again (an interrupted shard's images are encoded again from its first), or the
+    step the split had reached."""
     stage = state.stage.removesuffix(" failed")
     if stage == "done" or (stage == "waiting" and verified_since_listing(state.paths, state.name)):
         return f"{state.name} done"
@@ -327,7 +352,7 @@ def how_far(state: SplitState) -> str:
         return f"{state.name} {'listing' if stage in ('reading the source', 'listing') else 'not started'}"
     if stage in AFTER_ENCODING:
         return f"{state.name} {state.total:,}/{state.total:,} images encoded, stopped while {stage}"
-    return f"{state.name} {min(state.done, state.total):,}/{state.total:,} images encoded"
+    return f"{state.name} {min(state.kept, state.total):,}/{state.total:,} images encoded and kept"
 
 
 def verified_since_listing(paths: RunPaths, name: str) -> bool:

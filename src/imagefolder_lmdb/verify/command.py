@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from typing import Any
 
@@ -34,6 +35,7 @@ from imagefolder_lmdb.remote.client import allow_in_process
 from imagefolder_lmdb.verify.checks import verify_file
 from imagefolder_lmdb.verify.contact_sheet import contact_sheet
 from imagefolder_lmdb.writing.atomic import atomic_file, json_text
+from imagefolder_lmdb.writing.hold_points import hold_point
 
 
 def verify(
@@ -122,8 +124,28 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         return 1
     if len(paths) > 1 and (args.report or args.contact):
         parser.error(f"--report and --contact are one file's: give one .lmdb file of {args.path}")
-    results = [run(path, args.sample, args.full, args.seed, args.report, args.contact) for path in paths]
+    results = []
+    for number, path in enumerate(paths):
+        try:
+            hold_point("verify-file", number)  # the Ctrl-C tests' moment: the files before it checked
+            results.append(run(path, args.sample, args.full, args.seed, args.report, args.contact))
+        except KeyboardInterrupt:
+            return interrupted_while_checking(path)
     return 0 if all(results) else 1
+
+
+def interrupted_while_checking(path: str) -> int:
+    """Ctrl-C while ``path`` is checked: one line (no verdict on it; verify changes no dataset, and its
+    report appears whole or not at all), a second Ctrl-C meanwhile ignored; exit status 130. Before
+    any file, cli.py's dispatch says run/early_interrupt.py's words for verify."""
+    line = f"interrupted while checking {path}: no verdict on it (verify changes no dataset). "
+    line += "Run the same command again to check."
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        print(("\n" if sys.stderr.isatty() else "") + line, file=sys.stderr, flush=True)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    return 128 + signal.SIGINT
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """The crash tests' hook: a step reaching the point named in HOLD_ENV creates the file named in
 HOLD_MARKER_ENV and waits there until the marker is removed (the test releases it) or the process is
 killed, so that a signal or a second command lands at a known moment. Unset, as in every real run, it
-does nothing. Every point is one entry of HOLD_POINTS, so that a harness can try them all."""
+does nothing. Every point is one entry of HOLD_POINTS (a conversion's) or COMMAND_POINTS (the other
+commands', mid-work), so that a harness can try them all."""
 
 from __future__ import annotations
 
@@ -31,13 +32,17 @@ HOLD_POINTS: tuple[str, ...] = (
     "upload-part",
     "upload-complete",
 )
+#: The other commands' moments mid-work, each reached by that command alone (tests/workflow/test_ctrl_c.py):
+#: verify and add-locations at each file (":<n>", n from 0), info with every dataset read, convert-legacy
+#: halfway through the records.
+COMMAND_POINTS: tuple[str, ...] = ("verify-file", "info-read", "add-locations-file", "convert-legacy-record")
 
 
 def hold_point(name: str, part: int | None = None) -> None:
     """Wait here until released (the marker removed) if the test running this asked to hold at ``name``
     (or at ``name:part`` where the point has parts)."""
-    if name not in HOLD_POINTS:
-        raise ValueError(f"hold point {name!r} is not in HOLD_POINTS")
+    if name not in HOLD_POINTS and name not in COMMAND_POINTS:
+        raise ValueError(f"hold point {name!r} is not in HOLD_POINTS or COMMAND_POINTS")
     wanted = os.environ.get(HOLD_ENV)
     if wanted is None or wanted not in (name, f"{name}:{part}"):
         return
