@@ -20,7 +20,7 @@ import numpy as np
 
 from imagefolder_lmdb.reader.format_targets import LABEL_KINDS
 
-#: How deep meta/json's values nest in any file the writers make (``made_from``'s are the deepest, 5).
+#: How deep meta/json's values may nest: the writers' nest a few levels (``made_from``'s are the deepest).
 #: Deeper is damage, refused before anything walks it by recursion (json.dumps, a digest).
 MAX_DEPTH = 32
 #: The most characters of a value an error quotes: a damaged value may be megabytes.
