@@ -18,6 +18,7 @@ from imagefolder_lmdb.commands import info
 from imagefolder_lmdb.reader import FormatError, LMDBReader, close_all_envs
 from support import BIN
 from support.crafted_meta import LENGTH, READ_BY_ALL, REFUSED, Shape, craft, write_base
+from support.http_range import RangeServer
 
 pytestmark = pytest.mark.usefixtures("fresh_envs")
 SHAPES = REFUSED + READ_BY_ALL
@@ -131,3 +132,21 @@ def test_the_info_command_refuses_in_one_line(corpus: dict[str, Path], name: str
     )
     assert done.returncode == 1 and done.stdout == "" and done.stderr.count("\n") == 1, done.stderr[-2000:]
     assert "the file is damaged" in done.stderr and "imagefolder-lmdb verify ORIGINAL --full" in done.stderr
+
+
+@pytest.mark.parametrize("name", ["labels-out-of-range", "version-true", "stats-missing"])
+def test_a_damaged_meta_at_a_url_is_named_in_one_line(corpus: dict[str, Path], name: str) -> None:
+    # verify URL reported a meta without stats as "KeyError: 'stats'"
+    shape = next(shape for shape in SHAPES if shape.name == name)
+    server = RangeServer().start()
+    try:
+        url = server.put(f"{name}.lmdb", corpus[name].read_bytes())
+        commands = ["verify"] if shape in READ_BY_ALL else ["verify", "info"]
+        for command in commands:
+            done = subprocess.run(
+                [str(BIN / "imagefolder-lmdb"), command, url], capture_output=True, text=True, timeout=120, check=False
+            )
+            output = done.stdout + done.stderr
+            assert done.returncode == 1 and output.count("\n") == 1 and shape.says in output, (command, output)
+    finally:
+        server.stop()

@@ -58,15 +58,21 @@ WRITTEN_ENTRIES = (
 )
 
 
-def missing_entries(document: dict[str, Any]) -> list[str]:
-    """The WRITTEN_ENTRIES ``document`` lacks (its entries' types: checked by the reader)."""
+def missing_entries_problem(document: dict[str, Any]) -> str | None:
+    """The WRITTEN_ENTRIES ``document`` lacks, in words (its entries' types: checked by the reader);
+    None where it has them all."""
     missing = []
     for name in WRITTEN_ENTRIES:
         parent, _, child = name.rpartition(".")
         holder = document.get(parent) if parent else document
         if isinstance(holder, dict) and child not in holder:
             missing.append(name)
-    return missing
+    if not missing:
+        return None
+    return (
+        f"meta/json lacks {', '.join(missing)}, which every file the workflow writes holds: the file is "
+        f"damaged. {RECOPY_ADVICE}"
+    )
 
 
 def structure_problems(ds: LMDBReader) -> list[str]:
@@ -349,12 +355,9 @@ def verify_file(
     except (FormatError, FileNotFoundError) as exc:
         report["problems"].append(str(exc))
         return report, None, []
-    missing = missing_entries(ds.meta_document)
-    if missing:
-        report["problems"].append(
-            f"{path}: meta/json lacks {', '.join(missing)}, which every file the workflow writes holds: "
-            f"the file is damaged. {RECOPY_ADVICE}"
-        )
+    missing = missing_entries_problem(ds.meta_document)
+    if missing is not None:  # the report is made of them
+        report["problems"].append(f"{path}: {missing}")
         return report, None, []
     problems, located, warnings_found = meta_problems(ds, walk)
     indices = sample_indices(len(ds), sample, full, seed)
