@@ -16,6 +16,7 @@ import pytest
 
 from imagefolder_lmdb.commands import info
 from imagefolder_lmdb.reader import FormatError, LMDBReader, close_all_envs
+from imagefolder_lmdb.reader.document import read_document
 from support import BIN
 from support.crafted_meta import LENGTH, READ_BY_ALL, REFUSED, Shape, craft, write_base
 from support.http_range import RangeServer
@@ -150,3 +151,10 @@ def test_a_damaged_meta_at_a_url_is_named_in_one_line(corpus: dict[str, Path], n
             assert done.returncode == 1 and output.count("\n") == 1 and shape.says in output, (command, output)
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("name", ["json-nesting-bomb", "json-list", "json-not-utf8", "json-deep-entry"])
+def test_the_meta_document_alone_of_a_damaged_meta_is_none(corpus: dict[str, Path], name: str) -> None:
+    # what OUTDIR holds, `classes: FILE.lmdb`, the summary and the upload read it: a nesting bomb was a
+    # RecursionError, a JSON list a document without .get
+    assert read_document(str(corpus[name])) is None
