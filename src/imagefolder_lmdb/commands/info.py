@@ -15,7 +15,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,15 +25,19 @@ from imagefolder_lmdb.reader.urls import is_url
 from imagefolder_lmdb.verify.datasets import InfoError, datasets_in
 from imagefolder_lmdb.writing.hold_points import hold_point
 
+if TYPE_CHECKING:
+    from imagefolder_lmdb.reader.format import Meta
+
 #: Classes listed one per line up to this many; beyond, the first and last few (``--json``: all).
 LISTED_CLASSES = 30
 
 
 def read_dataset(path: str) -> dict[str, Any]:
-    """The meta document of ``path`` with the counts info adds: images per class, image sizes,
-    the file's size and path (no checksum is checked: that is ``verify``'s work)."""
-    from imagefolder_lmdb.reader import META_KEYS, FormatError
-    from imagefolder_lmdb.reader.format_targets import MULTI_LABEL, unpack_label_lists
+    """The meta document of ``path`` with the counts info adds: images per class, image sizes, the
+    file's size and path. The meta is checked as the reader checks it (its arrays against their
+    checksums, every label a class): a damaged one is refused in a line naming the damage, never
+    counted (issue 57); the records are ``verify``'s."""
+    from imagefolder_lmdb.reader import FormatError, decode_meta
     from imagefolder_lmdb.reader.handles import guarded, open_env_readonly
     from imagefolder_lmdb.remote import is_url
 
@@ -43,28 +47,14 @@ def read_dataset(path: str) -> dict[str, Any]:
         raise InfoError(f"{path}: no such file")
     try:  # as the reader opens a file: a short copy or a damaged page is named, never a crash (SIGBUS)
         env = open_env_readonly(path)
-        with guarded(env.begin(), path, lock=False) as txn:
-            wanted = ("json", "labels", "sizes", "label_lists")
-            raw = {name: txn.get(key) for name, key in META_KEYS.items() if name in wanted}
+        try:
+            with guarded(env.begin(), path, lock=False) as txn:
+                meta = decode_meta(txn, path)
+        finally:
+            env.close()
     except (FormatError, ValueError) as exc:
         raise InfoError(str(exc)) from None
-    env.close()
-    if raw["json"] is None:
-        raise InfoError(f"{path}: an LMDB file without imagefolder-lmdb's meta (no meta/json)")
-    document = json.loads(bytes(raw["json"]))
-    document.pop("checksums", None)
-    labels = np.frombuffer(bytes(raw["labels"] or b""), dtype="<i4")
-    if raw["label_lists"] is not None and document.get("label_kind") == MULTI_LABEL:
-        labels = unpack_label_lists(bytes(raw["label_lists"]), document["length"]).values
-    sizes = np.frombuffer(bytes(raw["sizes"] or b""), dtype="<u4").reshape(-1, 2)
-    counts: np.ndarray | list[int] = np.bincount(labels, minlength=len(document["classes"])) if labels.size else []
-    return {
-        "file": os.path.abspath(path),
-        "file_bytes": os.path.getsize(path),
-        "images_per_class": {name: int(n) for name, n in zip(document["classes"], counts, strict=False)},
-        "image_sizes": size_summary(sizes),
-        **document,
-    }
+    return {"file": os.path.abspath(path), "file_bytes": os.path.getsize(path), **counted(meta)}
 
 
 def read_remote(url: str) -> dict[str, Any]:
@@ -80,16 +70,19 @@ def read_remote(url: str) -> dict[str, Any]:
         remote = open_remote(url, RemoteSettings())
     except (FormatError, OSError, RemoteURLError) as exc:
         raise InfoError(str(exc)) from None
-    document = dict(remote.meta.document)
+    return {"file": url, "file_bytes": remote.size, "etag": remote.etag, **counted(remote.meta)}
+
+
+def counted(meta: Meta) -> dict[str, Any]:
+    """What info shows of a checked meta: images per class (multi-label: the images that carry it),
+    image sizes, and the document's own fields (its checksums left out)."""
+    document = dict(meta.document)
     document.pop("checksums", None)
-    labels = remote.meta.labels if remote.meta.label_lists is None else remote.meta.label_lists.values
-    counts: np.ndarray | list[int] = np.bincount(labels, minlength=len(document["classes"])) if labels.size else []
+    labels = meta.labels if meta.label_lists is None else meta.label_lists.values
+    counts = np.bincount(labels, minlength=len(meta.classes))  # every label a class: decode_meta checked
     return {
-        "file": url,
-        "file_bytes": remote.size,
-        "etag": remote.etag,
-        "images_per_class": {name: int(n) for name, n in zip(document["classes"], counts, strict=False)},
-        "image_sizes": size_summary(remote.meta.sizes),
+        "images_per_class": {name: int(n) for name, n in zip(meta.classes, counts.tolist(), strict=True)},
+        "image_sizes": size_summary(meta.sizes),
         **document,
     }
 

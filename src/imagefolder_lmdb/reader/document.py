@@ -8,7 +8,6 @@ dataset" here, never a crash (SIGBUS). Nothing is kept open: the file may be rep
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
@@ -17,6 +16,7 @@ import lmdb
 from imagefolder_lmdb.reader.file_checks import PageGuard, read_lmdb_header
 from imagefolder_lmdb.reader.format import META_KEYS, FormatError
 from imagefolder_lmdb.reader.handles import open_env_readonly
+from imagefolder_lmdb.reader.meta_checks import parse_document
 
 #: What a file that is not a readable dataset raises on the way to its document.
 _NOT_A_DATASET = (OSError, FormatError, ValueError, lmdb.Error)
@@ -24,7 +24,8 @@ _NOT_A_DATASET = (OSError, FormatError, ValueError, lmdb.Error)
 
 def read_document(path: str) -> dict[str, Any] | None:
     """The meta document of the dataset file ``path``; None for anything that is not one (a folder,
-    a missing, short or damaged file, an LMDB file without imagefolder-lmdb's meta)."""
+    a missing, short or damaged file, an LMDB file without imagefolder-lmdb's meta, a meta/json that
+    is no JSON object: reader/meta_checks.py's parse, its entries' types left to the reader)."""
     if not os.path.isfile(path):
         return None
     try:
@@ -35,7 +36,7 @@ def read_document(path: str) -> dict[str, Any] | None:
         _check_way_to(path, META_KEYS["json"])
         with env.begin() as txn:
             raw = txn.get(META_KEYS["json"])
-        return None if raw is None else json.loads(bytes(raw))
+        return None if raw is None else parse_document(raw)  # a nesting bomb, a JSON list: None, not a crash
     except _NOT_A_DATASET:
         return None
     finally:

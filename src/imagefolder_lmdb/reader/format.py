@@ -25,8 +25,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from imagefolder_lmdb.reader import meta_checks
 from imagefolder_lmdb.reader.format_targets import (
-    LABEL_KINDS,
     MULTI_LABEL,
     NO_SINGLE_LABEL,
     SINGLE_LABEL,
@@ -325,7 +325,7 @@ def _array_bytes(txn: ReadTxn, name: str, checksums: dict[str, Any]) -> bytes:
 
 
 def _array(txn: ReadTxn, name: str, checksums: dict[str, Any]) -> np.ndarray:
-    return np.frombuffer(_array_bytes(txn, name, checksums), dtype=_ARRAY_DTYPES[name])
+    return meta_checks.typed_array(_array_bytes(txn, name, checksums), name, _ARRAY_DTYPES[name])
 
 
 def _locations(txn: ReadTxn) -> np.ndarray | None:
@@ -338,8 +338,7 @@ def _locations(txn: ReadTxn) -> np.ndarray | None:
 
 def _names_errors(document: dict[str, Any]) -> str:
     """How meta/paths is decoded: names that are not UTF-8 kept as their bytes from version 3 on."""
-    version = document.get("version")
-    return "surrogateescape" if isinstance(version, int) and version >= NAMES_AS_BYTES_VERSION else "strict"
+    return "surrogateescape" if document["version"] >= NAMES_AS_BYTES_VERSION else "strict"
 
 
 def decode_meta(txn: ReadTxn, where: str) -> Meta:
@@ -368,27 +367,24 @@ def decode_meta(txn: ReadTxn, where: str) -> Meta:
         meta = Meta(
             document=document,
             labels=_array(txn, "labels", sums),
-            sizes=_array(txn, "sizes", sums).reshape(-1, 2),
+            sizes=meta_checks.size_pairs(_array(txn, "sizes", sums)),
             crc32=_array(txn, "crc32", sums),
             storage=_array(txn, "storage", sums),
             source_bytes=_array(txn, "source_bytes", sums),
-            paths=_array_bytes(txn, "paths", sums).decode("utf-8", _names_errors(document)).split("\0")[:-1],
+            paths=meta_checks.path_names(_array_bytes(txn, "paths", sums), _names_errors(document)),
             locations=_locations(txn),
         )
         if document["version"] >= TARGETS_VERSION:  # earlier versions: read exactly as before it existed
             meta.label_lists, meta.fields = _label_lists(txn, document, sums), _fields(txn, document, sums)
     except (FormatError, ValueError) as exc:  # ValueError: an array of a broken size, paths not UTF-8
-        raise FormatError(f"{where}: {exc}: the file is damaged. {RECOPY_ADVICE}") from exc
+        raise _damaged(where, str(exc)) from exc
     _check_meta(meta, where)
     return meta
 
 
 def _label_lists(txn: ReadTxn, document: dict[str, Any], checksums: dict[str, Any]) -> LabelLists | None:
     """meta/label_lists of a multi-label file (meta/json ``label_kind``); None for one class per image."""
-    kind = document.get("label_kind", SINGLE_LABEL)
-    if kind not in LABEL_KINDS:
-        raise ValueError(f"meta/json's label_kind is {kind!r}, not one of {', '.join(LABEL_KINDS)}")
-    if kind == SINGLE_LABEL:
+    if document.get("label_kind", SINGLE_LABEL) == SINGLE_LABEL:  # its type: checked with the document's
         return None
     return unpack_label_lists(_array_bytes(txn, "label_lists", checksums), document["length"])
 
@@ -413,21 +409,21 @@ def _check_fields(document: dict[str, Any], checksums: dict[str, Any], where: st
     """meta/json's class names against their checksums (files written before them: none)."""
     for name in CHECKSUMMED_FIELDS:
         if name in checksums and checksums[name] != field_checksum(document.get(name)):
-            raise FormatError(
-                f"{where}: meta/json's {name} do not match their checksum: the file is damaged. {RECOPY_ADVICE}"
-            )
+            raise _damaged(where, f"meta/json's {name} do not match their checksum")
 
 
 def _decode_document(raw: bytes | memoryview, where: str) -> dict[str, Any]:
-    """The meta JSON document, checked for what every reader relies on."""
+    """The meta JSON document, checked for what every reader relies on (reader/meta_checks.py: each
+    documented entry's type); damage raises FormatError naming it and ``verify``."""
     try:
-        document = json.loads(bytes(raw))
+        document = meta_checks.parse_document(raw)
     except ValueError as exc:
-        raise FormatError(f"{where}: meta/json is not valid JSON ({exc}); the file is damaged") from exc
-    if not isinstance(document, dict) or document.get("format") != FORMAT_ID:
-        found = document.get("format") if isinstance(document, dict) else document
-        raise FormatError(f"{where}: format is {found!r}, expected {FORMAT_ID!r}")
+        raise _damaged(where, f"meta/json {exc}") from None
+    if document.get("format") != FORMAT_ID:
+        raise FormatError(f"{where}: format is {meta_checks.quoted(document.get('format'))}, expected {FORMAT_ID!r}")
     version = document.get("version")
+    if type(version) is not int or version < 1:  # true, 4.0 and "4" are no version (true read as 1: issue 57)
+        raise _damaged(where, f"meta/json's version is {meta_checks.quoted(version)}, not a format version")
     if version not in READABLE_VERSIONS:
         raise FormatError(
             f"{where}: {FORMAT_ID} version {version!r}, but this reader knows "
@@ -436,10 +432,18 @@ def _decode_document(raw: bytes | memoryview, where: str) -> dict[str, Any]:
         )
     length, classes = document.get("length"), document.get("classes")
     if type(length) is not int or not 0 <= length <= MAX_RECORDS:
-        raise FormatError(f"{where}: meta/json has no valid record count (length {length!r}); the file is damaged")
+        raise _damaged(where, f"meta/json has no valid record count (length {meta_checks.quoted(length)})")
     if not isinstance(classes, list) or not all(isinstance(name, str) for name in classes):
-        raise FormatError(f"{where}: meta/json has no valid list of classes; the file is damaged")
+        raise _damaged(where, "meta/json has no valid list of classes")
+    problems = meta_checks.entry_problems(document, targets=version >= TARGETS_VERSION)
+    if problems:
+        raise _damaged(where, "; ".join(problems))
     return document
+
+
+def _damaged(where: str, what: str) -> FormatError:
+    """The error of a damaged meta: what is wrong, then what to do."""
+    return FormatError(f"{where}: {what}: the file is damaged. {RECOPY_ADVICE}")
 
 
 def _check_meta(meta: Meta, where: str) -> None:
@@ -448,21 +452,17 @@ def _check_meta(meta: Meta, where: str) -> None:
     n = meta.length
     for name in ("labels", "sizes", "crc32", "storage", "source_bytes", "paths"):
         if len(getattr(meta, name)) != n:
-            raise FormatError(f"{where}: meta {name} has {len(getattr(meta, name))} entries, expected {n}")
+            raise _damaged(where, f"meta/{name} has {len(getattr(meta, name))} entries, expected {n}")
     problems = targets_problems(meta)
     if problems:
         raise TargetsFormatError(where, problems)
-    if meta.label_lists is not None:
-        if (meta.labels != NO_SINGLE_LABEL).any():
-            raise FormatError(
-                f"{where}: a multi-label file's meta/labels names a class (it holds {NO_SINGLE_LABEL} for every "
-                f"image): the file is damaged. {RECOPY_ADVICE}"
-            )
-    elif n and not 0 <= int(meta.labels.min()) <= int(meta.labels.max()) < len(meta.classes):
-        raise FormatError(
-            f"{where}: meta/labels holds labels outside 0..{len(meta.classes) - 1} (its {len(meta.classes)} "
-            f"classes): the file is damaged. {RECOPY_ADVICE}"
+    if meta.label_lists is not None and (meta.labels != NO_SINGLE_LABEL).any():
+        raise _damaged(
+            where, f"a multi-label file's meta/labels names a class (it holds {NO_SINGLE_LABEL} for every image)"
         )
+    if meta.label_lists is None and n and not 0 <= int(meta.labels.min()) <= int(meta.labels.max()) < len(meta.classes):
+        classes = len(meta.classes)
+        raise _damaged(where, f"meta/labels holds labels outside 0..{classes - 1} (its {classes} classes)")
 
 
 def _missing_meta_message(txn: ReadTxn, where: str) -> str:

@@ -152,7 +152,10 @@ def declared_fields(document: dict[str, Any]) -> dict[str, str]:
 def unpack_fields(raw: bytes, types: dict[str, str]) -> dict[str, FieldColumn]:
     """meta/fields, each column under the type meta/json gives it (``types``, in its order);
     ValueError where it is no JSON object of lists or holds other names than ``types``."""
-    values = json.loads(raw.decode("utf-8"))
+    try:
+        values = json.loads(raw.decode("utf-8"))
+    except RecursionError:  # a nesting bomb: json's scanner recurses once per level
+        raise ValueError("meta/fields nests deeper than one list of values per field") from None
     if not isinstance(values, dict) or not all(isinstance(column, list) for column in values.values()):
         raise ValueError("meta/fields is not a JSON object of one list per field")
     if set(values) != set(types):

@@ -38,13 +38,41 @@ from imagefolder_lmdb.reader import (
     shared_env,
     shared_fd,
 )
-from imagefolder_lmdb.reader.format import TargetsFormatError
+from imagefolder_lmdb.reader.format import RECOPY_ADVICE, TargetsFormatError
 from imagefolder_lmdb.reader.identity import meta_digest
 from imagefolder_lmdb.reader.targets import carried_labels
 from imagefolder_lmdb.writing.meta_document import document_problems, storage_counts
 from imagefolder_lmdb.writing.record_locations import locations_finding
 
 LISTED_FAILURES = 20
+#: meta/json's entries every file the workflow (or convert-legacy) writes holds beside what the reader
+#: needs: the report is made of them, so a file without them is named, not a KeyError (issue 57).
+STATS_ENTRIES = ("source_bytes", "stored_bytes", "storage", "skipped")
+WRITTEN_ENTRIES = (
+    "settings",
+    "source",
+    "source.images",
+    "stats",
+    *(f"stats.{name}" for name in STATS_ENTRIES),
+    "created",
+)
+
+
+def missing_entries_problem(document: dict[str, Any]) -> str | None:
+    """The WRITTEN_ENTRIES ``document`` lacks, in words (its entries' types: checked by the reader);
+    None where it has them all."""
+    missing = []
+    for name in WRITTEN_ENTRIES:
+        parent, _, child = name.rpartition(".")
+        holder = document.get(parent) if parent else document
+        if isinstance(holder, dict) and child not in holder:
+            missing.append(name)
+    if not missing:
+        return None
+    return (
+        f"meta/json lacks {', '.join(missing)}, which every file the workflow writes holds: the file is "
+        f"damaged. {RECOPY_ADVICE}"
+    )
 
 
 def structure_problems(ds: LMDBReader) -> list[str]:
@@ -326,6 +354,10 @@ def verify_file(
         return report, None, []
     except (FormatError, FileNotFoundError) as exc:
         report["problems"].append(str(exc))
+        return report, None, []
+    missing = missing_entries_problem(ds.meta_document)
+    if missing is not None:  # the report is made of them
+        report["problems"].append(f"{path}: {missing}")
         return report, None, []
     problems, located, warnings_found = meta_problems(ds, walk)
     indices = sample_indices(len(ds), sample, full, seed)

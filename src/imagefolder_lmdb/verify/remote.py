@@ -39,6 +39,10 @@ def verify_remote(url: str, sample: int, full: bool, seed: int) -> tuple[dict[st
     except (FormatError, OSError, RemoteURLError) as exc:
         report["problems"].append(str(exc).removeprefix(f"{url}: "))  # the summary line names the URL
         return report, None, []
+    missing = local.missing_entries_problem(ds.meta_document)
+    if missing is not None:  # the report is made of them
+        report["problems"].append(missing)
+        return report, None, []
     problems = local.label_range_problems(ds) + local.size_problems(ds) + local.document_problems(ds.meta_document)
     indices = local.sample_indices(len(ds), sample, False, seed)
     records = ds._records
