@@ -20,6 +20,7 @@ from imagefolder_lmdb.reader.decoding import (
     torchcodec_jpeg_decoder,
     wants_lazy_jpeg,
 )
+from imagefolder_lmdb.reader.document_entries import class_words, resized_words, size_setting, source_root
 from imagefolder_lmdb.reader.drop_in import DropIn, dataset_bases, joint_transforms
 from imagefolder_lmdb.reader.file_checks import LmdbReadTxn
 from imagefolder_lmdb.reader.format import (
@@ -41,6 +42,8 @@ from imagefolder_lmdb.reader.records_located import LocatedRecords, v1_records
 from imagefolder_lmdb.reader.targets import LabelsAndFields, TargetType, check_target_options
 from imagefolder_lmdb.reader.url_openers import url_opener
 from imagefolder_lmdb.reader.urls import is_url
+from imagefolder_lmdb.reader.view_records import DatasetState
+from imagefolder_lmdb.reader.views import ClassNames, DatasetPaths, open_view, view_request
 
 
 def _open_records(path: str, env: lmdb.Environment, lock: bool, allow_pickle: bool, crc_check: bool) -> Opened:
@@ -104,41 +107,7 @@ def _check_options(decode: str, lock: bool, max_readers: int | None) -> None:
         torchcodec_jpeg_decoder()  # fail here, not in a worker, when TorchCodec is missing
 
 
-def class_words(document: dict[str, Any], classes: list[str]) -> list[str] | None:
-    """meta/json's ``class_words``: the words of each class (``"tench, Tinca tinca"`` for
-    ``n01440764``), written when every class is an ImageNet-1k WNID; None where the file has none
-    (other classes, legacy files, files written before it existed) or they do not fit the classes."""
-    words = document.get("class_words")
-    if not isinstance(words, list) or len(words) != len(classes) or not all(isinstance(w, str) for w in words):
-        return None
-    return list(words)
-
-
-def source_root(document: dict[str, Any]) -> str | None:
-    """The folder the records' relative paths lie under, as meta/json's ``source.root`` records
-    it; None where unknown: not a folder of the files themselves (archives, trees unpacked into the
-    work folder, val images outside ``<wnid>/`` folders), or a file written before it was recorded."""
-    source = document.get("source")
-    root = source.get("root") if isinstance(source, dict) else None
-    return root if isinstance(root, str) else None
-
-
-def size_setting(document: dict[str, Any], key: str) -> int | None:
-    """``short_side`` or ``max_side`` of meta/json's ``settings.encode``: the size the images were
-    shrunk to at conversion; None where it was not set, or the file predates the setting."""
-    settings = document.get("settings")
-    encode = settings.get("encode") if isinstance(settings, dict) else None
-    value = encode.get(key) if isinstance(encode, dict) else None
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _resized_words(short_side: int | None, max_side: int | None) -> str | None:
-    """How a file's images were shrunk, for ``repr``; None when they keep the source's sizes."""
-    bounds = [f"{side} side <= {n}" for side, n in (("shorter", short_side), ("longer", max_side)) if n is not None]
-    return ", ".join(bounds) or None
-
-
-class _Index(DropIn, LabelsAndFields):
+class _Index(DropIn, LabelsAndFields, DatasetState):
     """What opening the file found, as LMDBReader shows it: ImageFolder's index (``root``, ``classes``,
     ``class_to_idx``, ``samples``, ``imgs``, ``targets``), the words of each class where the file has
     them (``class_words``), how images are labelled and their fields (``label_kind``, ``field_types``,
@@ -235,6 +204,15 @@ class _Index(DropIn, LabelsAndFields):
     def __len__(self) -> int:
         return len(self.targets)
 
+    def __iter__(self) -> Iterator[tuple[Any, Any]]:
+        for index in range(len(self)):
+            yield self[index]  # type: ignore[index]  # LMDBReader's
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Nothing process-specific lives on the instance or its record source: environments and
+        # descriptors are in the module's per-process table.
+        return self.__dict__.copy()
+
     def _check_index(self, index: Any) -> int:
         given = operator.index(index)  # ints, numpy integers, 0-d integer tensors
         n = len(self.targets)
@@ -291,7 +269,8 @@ class LMDBReader(_Index):
     docs/training.md.
 
     Args:
-        path (str or os.PathLike): ``results/<split>.lmdb`` (kept as ``ds.path``: its realpath), or its URL.
+        path (str or os.PathLike): ``results/<split>.lmdb`` (kept as ``ds.path``: its realpath), or its URL;
+            a list of them: one dataset, ImageFolder over the union of their trees (reader/views.py).
         transform (callable, optional): takes the image ``decode`` makes and returns a transformed
             version, as ImageFolder's ``transform``. One that holds imagefolder_lmdb.transforms gets
             large RGB JPEGs opened but not decoded (``lazy_jpeg``), to decode at the size it needs.
@@ -318,6 +297,9 @@ class LMDBReader(_Index):
         target_type (str or list of str): each sample's target, as torchvision's CelebA's:
             ``"label"`` (default: the class index; multi-label, the list of them), a field's name,
             or a list of names (a tuple of their values; one name: its value; none: None).
+        classes (list of str, or a file, ``imagenet1k``, ``FILE.lmdb``): only these classes, numbered
+            from 0 as ImageFolder over their folders (a view, reader/views.py). allow_mixed (bool): a
+            union may mix label kinds, sizes, fields and orders (default False: refused, named).
 
     Attributes:
         classes, class_to_idx, samples, imgs, targets: ImageFolder's; ``samples`` holds
@@ -349,7 +331,7 @@ class LMDBReader(_Index):
 
     def __init__(
         self,
-        path: str | os.PathLike[str],
+        path: DatasetPaths,
         transform: Callable[[Any], Any] | None = None,
         target_transform: Callable[[Any], Any] | None = None,
         decode: Decode = "pil",
@@ -362,11 +344,14 @@ class LMDBReader(_Index):
         cache_dir: str | os.PathLike[str] | None = None,
         cache_bytes: int = 64 << 30,
         target_type: TargetType = RESERVED_FIELD,
+        classes: ClassNames | None = None,
+        allow_mixed: bool = False,
     ) -> None:
         _check_options(decode, lock, max_readers)
         check_target_options(target_type, target_transform)
         self.target_type = target_type
-        self.path = _resolved(os.fspath(path))
+        view = view_request(path, classes, allow_mixed)  # a str: one file read whole (else reader/views.py)
+        self.path = _resolved(view) if isinstance(view, str) else view.path
         self.transform = transform
         self.target_transform = target_transform
         self.transforms = joint_transforms(transform, target_transform)
@@ -375,6 +360,8 @@ class LMDBReader(_Index):
         self.max_readers = max_readers
         self.allow_pickle = allow_pickle
         self.crc_check = crc_check
+        if not isinstance(view, str):
+            return open_view(self, view, LMDBReader, max_in_flight, cache_dir, cache_bytes)
         self._set_index(_open_path(self, max_in_flight, cache_dir, cache_bytes))
 
     def _env(self) -> lmdb.Environment:
@@ -405,10 +392,6 @@ class LMDBReader(_Index):
     def __getitem__(self, index: int) -> tuple[Any, Any]:
         return self.__getitems__([index])[0]
 
-    def __iter__(self) -> Iterator[tuple[Any, Any]]:
-        for index in range(len(self)):
-            yield self[index]
-
     def get_bytes(self, index: int) -> bytes:
         """The stored image bytes of record ``index``.
 
@@ -425,11 +408,6 @@ class LMDBReader(_Index):
                 remote.records.ChecksumError, a DamagedRecordError and an OSError).
         """
         return self._records.get_bytes(self._checked(index), self._transaction)
-
-    def __getstate__(self) -> dict[str, Any]:
-        # Nothing process-specific lives on the instance or its record source: environments and
-        # descriptors are in the module's per-process table.
-        return self.__dict__.copy()
 
     def __repr__(self) -> str:
         return _described(self)
@@ -467,7 +445,7 @@ def _described(ds: LMDBReader) -> str:
     lines += ds.target_lines()
     if ds.is_legacy:
         lines.append("    Layout: legacy folder2lmdb pickle (allow_pickle=True)")
-    resized = _resized_words(ds.short_side, ds.max_side)
+    resized = resized_words(ds.short_side, ds.max_side)
     if resized:
         lines.append(f"    Resized at conversion: {resized}")
     if ds.transforms is not None:  # as VisionDataset's repr: only the first line indented

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from imagefolder_lmdb.reader.format_targets import RESERVED_FIELD, SINGLE_LABEL, FieldColumn
+from imagefolder_lmdb.reader.format_targets import RESERVED_FIELD, SINGLE_LABEL, FieldColumn, LabelLists
 from imagefolder_lmdb.reader.records import Opened
 
 if TYPE_CHECKING:
@@ -67,6 +67,10 @@ class LabelsAndFields:
         meta = opened.meta
         # the label(s) of each image whatever target_type says: a class index, or a list of them
         self.targets: list[Any] = opened.targets
+        # the same as the meta holds them, arrays: what a view of the file selects from (reader/views.py)
+        self._label_arrays: tuple[np.ndarray, LabelLists | None] | None = (
+            None if meta is None else (meta.labels, meta.label_lists)
+        )
         self.label_kind: str = SINGLE_LABEL if meta is None else meta.label_kind  # "single" or "multi"
         self._fields: dict[str, FieldColumn] = {} if meta is None or meta.fields is None else meta.fields
         self.field_types: dict[str, str] = {name: column.type for name, column in self._fields.items()}
