@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from .images import jpeg_bytes, png_bytes
 from .label_trees import write_files, write_images
 from .workflow import run_snakemake, write_config
 
@@ -23,9 +24,12 @@ LABELS_B = {"b/j0.jpg": "gray blue", "d/j1.jpg": "red", "f/j2.jpg": "violet"}
 LABEL_SUBSET = ["blue", "red"]
 
 
-def folder_tree(root: Path, paths: list[str]) -> Path:
-    """Real JPEGs at ``paths`` under ``root``."""
-    write_images(root, paths)
+def folder_tree(root: Path, paths: list[str], first_seed: int = 0) -> Path:
+    """Real JPEGs (PNGs by suffix) at ``paths`` under ``root``, each of its own pixels from ``first_seed``
+    on (two trees with other seeds share no image: a test may tell images by their bytes)."""
+    for seed, path in enumerate(paths, first_seed):
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_bytes(png_bytes(seed) if path.endswith(".png") else jpeg_bytes(seed, (24, 16)))
     return root
 
 
@@ -56,7 +60,7 @@ def label_tree(root: Path, labels: dict[str, str], images: list[Path] | None = N
 def build(folder: Path) -> dict[str, Path]:
     """Every tree, converted in one run under ``folder``; returns each split's file."""
     a = folder_tree(folder / "a", FOLDER_A)
-    b = folder_tree(folder / "b", [path.replace(".jpg", ".png") if "zebra" in path else path for path in FOLDER_B])
+    b = folder_tree(folder / "b", [path.replace(".jpg", ".png") if "zebra" in path else path for path in FOLDER_B], 50)
     ab = union_tree(folder / "ab", [a, b])
     m_a, labels_a = label_tree(folder / "m_a", LABELS_A)
     m_b, labels_b = label_tree(folder / "m_b", LABELS_B)

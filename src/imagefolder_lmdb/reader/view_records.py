@@ -95,7 +95,7 @@ def dataset_state(ds: Described) -> dict[str, Any]:
     contents = [getattr(part, "_identity", None) for part in parts]
     classes = hashlib.sha256("\0".join(ds.classes).encode("utf-8", "surrogateescape")).hexdigest()[:16]
     return {
-        "files": [None if identity is None else identity.content for identity in contents],
+        "files": sorted("" if identity is None else identity.content for identity in contents),  # in any order
         "classes": classes,
         "length": len(ds.targets),
     }

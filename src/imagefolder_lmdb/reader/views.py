@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from imagefolder_lmdb.reader.class_names import ClassListError, class_names
+from imagefolder_lmdb.reader.class_names import ClassListError, class_names, is_dataset
 from imagefolder_lmdb.reader.format import FormatError, Meta
 from imagefolder_lmdb.reader.format_targets import MULTI_LABEL, FieldColumn
 from imagefolder_lmdb.reader.records import Opened
@@ -92,7 +92,10 @@ def open_view(
             raise FormatError(f"{part.path} is a legacy folder2lmdb file: a view reads imagefolder-lmdb files only")
     where = " + ".join(part.path for part in parts)
     multi, order = check_mixing(parts, request.allow_mixed)
-    classes = view_classes(parts, request.classes, where)
+    wanted = request.classes
+    if isinstance(wanted, str | os.PathLike) and is_dataset(os.fspath(wanted)):  # opened as a dataset: it may be
+        wanted = open_part(os.fspath(wanted), decode="bytes", **options, **remote).classes  # open here already
+    classes = view_classes(parts, wanted, where)
     data = [part_data(part, multi) for part in parts]
     index = build_index(data, classes, multi, order)
     ds.path = where
@@ -164,7 +167,8 @@ def check_mixing(parts: Sequence[LMDBReader], allow_mixed: bool) -> tuple[bool, 
         if differ is not None and not allow_mixed:
             raise ValueError(
                 f"{parts[0].path} and {parts[differ].path} differ in {what} ({values[0]}; {values[differ]}): "
-                f'{MIXING[what]} Pass allow_mixed=True to read them as one anyway (docs/training.md, "Views").'
+                f"{MIXING[what]} Pass allow_mixed=True (info: --allow-mixed) to read them as one anyway "
+                '(docs/training.md, "Views").'
             )
     multi = any(part.label_kind == MULTI_LABEL for part in parts)
     return multi, orders[0] if len(set(orders)) == 1 else RECORDS
