@@ -67,9 +67,9 @@ class LabelsAndFields:
         meta = opened.meta
         # the label(s) of each image whatever target_type says: a class index, or a list of them
         self.targets: list[Any] = opened.targets
-        # the same as the meta holds them, arrays: what a view of the file selects from (reader/views.py)
-        self._label_arrays: tuple[np.ndarray, LabelLists | None] | None = (
-            None if meta is None else (meta.labels, meta.label_lists)
+        # the labels as the meta holds them, and the names: what a view of the file selects from (reader/views.py)
+        self._index_arrays: tuple[np.ndarray, LabelLists | None, list[str]] | None = (
+            None if meta is None else (meta.labels, meta.label_lists, opened.names)
         )
         self.label_kind: str = SINGLE_LABEL if meta is None else meta.label_kind  # "single" or "multi"
         self._fields: dict[str, FieldColumn] = {} if meta is None or meta.fields is None else meta.fields
