@@ -129,7 +129,7 @@ class _Index(DropIn, LabelsAndFields, DatasetState):
         self.meta_document: dict[str, Any] = opened.document
         self.classes: list[str] = opened.classes
         self.class_to_idx: dict[str, int] = {name: i for i, name in enumerate(self.classes)}
-        self.imgs = self.samples = list(zip(opened.names, opened.targets, strict=True))
+        self.imgs = self.samples = opened.samples or list(zip(opened.names, opened.targets, strict=True))
         self.root: str | None = source_root(opened.document)
         # a copy prepared at a smaller size (encode.short_side, encode.max_side); None: source sizes
         self.short_side: int | None = size_setting(opened.document, "short_side")

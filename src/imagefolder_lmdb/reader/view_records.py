@@ -81,6 +81,8 @@ class ViewRecords:
 class Described(Protocol):
     """What a loader's state records of a dataset."""
 
+    def state_dict(self) -> dict[str, Any]: ...
+
     path: str
     classes: list[str]
     targets: list[Any]
@@ -103,7 +105,7 @@ def dataset_state(ds: Described) -> dict[str, Any]:
 
 def check_state(ds: Described, saved: dict[str, Any]) -> None:
     """ValueError where a saved state is of another dataset than ``ds``: its indices name other images."""
-    mine = dataset_state(ds)
+    mine = ds.state_dict()["dataset"]
     if saved.get("dataset") is None:
         return  # a state saved before it recorded the dataset
     differ = [name for name in ("files", "classes", "length") if saved["dataset"].get(name) != mine[name]]
@@ -145,7 +147,11 @@ class DatasetState:
         return self.path, index
 
     def state_dict(self) -> dict[str, Any]:
-        return {"dataset": dataset_state(self)}
+        # asked at every snapshot, in every worker (torchdata): described once, kept
+        described = self.__dict__.get("_described_state")
+        if described is None:
+            described = self.__dict__["_described_state"] = dataset_state(self)
+        return {"dataset": described}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         check_state(self, state)

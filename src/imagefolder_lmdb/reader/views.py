@@ -184,8 +184,10 @@ def view_opened(parts: Sequence[LMDBReader], index: ViewIndex, request: ViewRequ
         label_lists=index.label_lists,
         fields=_common_fields(parts, index) or None,
     )
-    targets = meta.targets()
-    return Opened(ViewRecords(parts, index.files, index.records), meta.document, index.classes, names, targets, meta)
+    records = ViewRecords(parts, index.files, index.records)
+    if names is parts[0]._index_arrays[2] and index.classes == parts[0].classes:  # the whole file: its own lists
+        return Opened(records, meta.document, index.classes, names, parts[0].targets, meta, parts[0].samples)
+    return Opened(records, meta.document, index.classes, names, meta.targets(), meta)
 
 
 def _gathered_names(parts: Sequence[LMDBReader], index: ViewIndex) -> list[str]:
