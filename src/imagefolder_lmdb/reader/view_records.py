@@ -56,11 +56,12 @@ class ViewRecords:
 
     def read(self, positions: list[int], decode: str, begin: Begin, targets: Sequence[Any]) -> list[tuple[Any, Any]]:
         """The samples of ``positions`` (the view's indices), each with the view's target."""
-        if len(positions) == 1:  # ds[i]: one lookup, one read
-            part, record = self.source(positions[0])
+        if len(positions) == 1:  # ds[i]: one lookup, one read (source() inlined: the view's whole cost)
+            index = positions[0]
+            part = self.parts[0] if self.files is None else self.parts[self.files.item(index)]
             part._check_file()
-            image = part._records.read([record], decode, part._transaction, part._sample_targets)[0][0]
-            return [(image, targets[positions[0]])]
+            read = part._records.read([self.records.item(index)], decode, part._transaction, part._sample_targets)
+            return [(read[0][0], targets[index])]
         records = self.records[positions].tolist()
         files = [0] * len(positions) if self.files is None else self.files[positions].tolist()
         images: list[Any] = [None] * len(positions)
