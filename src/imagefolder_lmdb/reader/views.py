@@ -97,18 +97,19 @@ def open_view(
     if isinstance(wanted, str | os.PathLike) and is_dataset(os.fspath(wanted)):  # opened as a dataset: it may be
         wanted = open_part(os.fspath(wanted), decode="bytes", **options, **remote).classes  # open here already
     classes = view_classes(parts, wanted, where)
-    data = [part_data(part, multi) for part in parts]
+    data = [part_data(part, multi, len(parts) > 1) for part in parts]
     index = build_index(data, classes, multi, order)
     ds.path = where
     ds._set_index(view_opened(parts, index, request, multi))
     ds._identity = None  # each file's dataset checks its own file before each read (ViewRecords)
 
 
-def part_data(part: LMDBReader, multi: bool) -> Part:
-    """What the index of a view needs of one file's dataset."""
+def part_data(part: LMDBReader, multi: bool, union: bool) -> Part:
+    """What the index of a view needs of one file's dataset (its order: for a union only)."""
     assert part._index_arrays is not None  # no legacy file: refused above
     labels, lists, names = part._index_arrays
-    return Part(part.path, part.classes, names, labels, lists, order_of(part.meta_document, labels, multi))
+    order = order_of(part.meta_document, labels, multi) if union else RECORDS
+    return Part(part.path, part.classes, names, labels, lists, order)
 
 
 def view_classes(parts: Sequence[LMDBReader], wanted: ClassNames | None, where: str) -> list[str]:
@@ -141,6 +142,8 @@ def _closest(name: str, known: list[str]) -> str:
 def check_mixing(parts: Sequence[LMDBReader], allow_mixed: bool) -> tuple[bool, str]:
     """Whether the view is multi-label, and its order; ValueError naming what the files disagree on
     (label kind, sizes, fields, how their records are ordered) unless ``allow_mixed``."""
+    if len(parts) == 1:  # a subset: nothing to mix, no order to choose (its file's order is kept)
+        return parts[0].label_kind == MULTI_LABEL, RECORDS
     orders = [order_of(part.meta_document, part._index_arrays[0], part.label_kind == MULTI_LABEL) for part in parts]
     facts = {
         "labels": [f"{part.label_kind}-label" for part in parts],
