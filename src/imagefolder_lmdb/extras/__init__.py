@@ -13,6 +13,7 @@ import importlib.util
 #: The package that code imports by name -> the extra that installs it (pyproject.toml).
 EXTRA_OF = {
     "snakemake": "convert",
+    "snakemake_executor_plugin_slurm": "slurm",
     "pyarrow": "parquet",
     "scipy": "ilsvrc",
     "obstore": "remote",
