@@ -85,12 +85,11 @@ def config_error_class() -> type[BaseConfigError]:
     """ConfigError: made once, in a process that has Snakemake, as a WorkflowError that Snakemake's
     printer shows as ``ConfigError in file "<rules file>", line <n>:`` and the problem lines; without
     Snakemake (a reader's install) nothing prints it so, and the base says the same lines."""
-    try:
-        from snakemake.exceptions import WorkflowError
-    except ModuleNotFoundError as exc:
-        if exc.name != "snakemake":
-            raise  # Snakemake installed, and broken: its own error says what
+    from imagefolder_lmdb.extras import installed
+
+    if not installed("snakemake"):
         return BaseConfigError
+    from snakemake.exceptions import WorkflowError
 
     class ConfigError(BaseConfigError, WorkflowError):
         """Every problem of a config, one per line, in Snakemake's error printer."""

@@ -18,6 +18,7 @@ EXTRA_OF = {
     "scipy": "ilsvrc",
     "obstore": "remote",
     "torch": "torch",
+    "torchvision": "torch",
     "torchcodec": "tensor",
 }
 
@@ -33,6 +34,7 @@ def install_line(extras: str) -> str:
 
 
 def missing_extra(needs: str, module: str, extras: str | None = None) -> str:
-    """One line: ``needs`` (what the user asked for) needs ``module``, which is not installed here,
-    and the install of its extra (or of ``extras``, where more than that one is wanted)."""
-    return f"{needs} needs {module}, which is not installed here: {install_line(extras or EXTRA_OF[module])}"
+    """One line: ``needs`` (what the user asked for) needs ``module`` (named as pip names its package),
+    which is not installed here, and the install of its extra (or of ``extras``, where more is wanted)."""
+    package = module.replace("_", "-")
+    return f"{needs} needs {package}, which is not installed here: {install_line(extras or EXTRA_OF[module])}"
