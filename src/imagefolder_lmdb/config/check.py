@@ -14,7 +14,7 @@ from typing import Any
 
 from imagefolder_lmdb.classes.lists import ClassListError, configured_names, is_shipped, shipped_path
 from imagefolder_lmdb.classes.plan import ClassPlan, plan_classes
-from imagefolder_lmdb.config.problems import ConfigError, KeyPath, Problem, key_problem
+from imagefolder_lmdb.config.problems import KeyPath, Problem, config_error, key_problem
 from imagefolder_lmdb.config.schema import schema_problems
 from imagefolder_lmdb.config.shards import shards_allowed
 from imagefolder_lmdb.config.yaml_nodes import duplicate_keys
@@ -75,7 +75,7 @@ def check_config(
         ]
     problems = [problem for problem in problems if not (paths_may_be_missing and problem.missing_path)]
     if problems:
-        raise ConfigError(in_config_order(problems, config))
+        raise config_error(in_config_order(problems, config))
     return CheckedConfig(plan_classes(config))
 
 
@@ -242,7 +242,7 @@ def ground_truth_hint(classes: object) -> str:
 def extra_problems(name: str, split: dict[str, Any], config: dict[str, Any]) -> list[Problem]:
     """A split whose layout or devkit needs a package of an extra that is not installed, named with the
     extra to install (before any job, rather than a job's ImportError)."""
-    import importlib.util
+    from imagefolder_lmdb.extras import installed, missing_extra
 
     wanted = []
     kind = layout_named(split["layout"]).bytes.kind
@@ -251,11 +251,9 @@ def extra_problems(name: str, split: dict[str, Any], config: dict[str, Any]) -> 
     if split["devkit"] is not None and not is_shipped(split["devkit"]):
         wanted.append(("devkit", EXTRAS["devkit"]))
     return [
-        key_problem(
-            ("splits", name, key), f"{why}, which is not installed here: pip install 'imagefolder-lmdb[{extra}]'"
-        )
-        for key, (module, extra, why) in wanted
-        if importlib.util.find_spec(module) is None
+        key_problem(("splits", name, key), missing_extra(needs, module))
+        for key, (module, needs) in wanted
+        if not installed(module)
     ]
 
 
@@ -384,10 +382,10 @@ SPLIT_CHECKS: list[tuple[tuple[str, ...], SplitCheck]] = [
     (("layout", "devkit"), extra_problems),
 ]
 
-#: What a split needs beyond the `convert` extra: (the module, the extra that installs it, what needs it).
+#: What a split needs beyond the `convert` extra: (the module, what needs it); extras.py names the extra.
 EXTRAS = {
-    "parquet": ("pyarrow", "parquet", "layout parquet reads Parquet files with pyarrow"),
-    "devkit": ("scipy", "ilsvrc", "the ILSVRC2012 devkit's meta.mat is read with scipy"),
+    "parquet": ("pyarrow", "layout parquet (its Parquet files)"),
+    "devkit": ("scipy", "the ILSVRC2012 devkit (its meta.mat)"),
 }
 
 

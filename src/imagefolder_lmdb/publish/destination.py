@@ -30,10 +30,10 @@ def url_outdir(
     check_snakemake()
     if not isinstance(outdir, str) or source is None or not is_url(outdir):
         return None, outdir, work
-    import importlib.util
+    from imagefolder_lmdb.extras import installed, missing_extra
 
-    if importlib.util.find_spec("obstore") is None:
-        raise ConvertError(f"publishing to {outdir} needs obstore: pip install 'imagefolder-lmdb[convert,remote]'", 1)
+    if not installed("obstore"):
+        raise ConvertError(missing_extra(f"publishing to {outdir}", "obstore", "convert,remote"), 1)
     from imagefolder_lmdb.publish.upload import PublishError, check_destination, local_folder
 
     try:

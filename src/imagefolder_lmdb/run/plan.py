@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from imagefolder_lmdb.classes.plan import plan_classes
-from imagefolder_lmdb.config.problems import ConfigError
+from imagefolder_lmdb.config.problems import BaseConfigError
 from imagefolder_lmdb.config.settings import Setting, apply, in_users_words
 from imagefolder_lmdb.config.shards import choose_shards
 from imagefolder_lmdb.run.existing import (
@@ -105,7 +105,7 @@ def plan(request: ConvertRequest) -> Plan:
     config = apply({"results": results, "work": work, "splits": splits}, request.settings)
     try:  # before the first write under OUTDIR or --work: ours from here to the command's end
         own_outdir(results)
-    except ConfigError:
+    except BaseConfigError:
         raise PlanError(
             f"another conversion is writing into {results}: wait until it ends, or name another OUTDIR"
         ) from None
@@ -304,14 +304,13 @@ def checked(config: dict[str, Any], settings: Sequence[Setting]) -> dict[str, An
     """``config`` with the schema's defaults filled in (a copy), after the workflow's own checks;
     PlanError with one line per problem, each naming the setting as the user gave it."""
     from imagefolder_lmdb.config.check import check_config
-    from imagefolder_lmdb.config.problems import ConfigError
     from imagefolder_lmdb.config.schema import load_schema
     from imagefolder_lmdb.run.launch import WORKFLOW
 
     filled = copy.deepcopy(config)
     try:
         check_config(filled, load_schema(str(WORKFLOW / "config" / "schema.yaml")))
-    except ConfigError as exc:
+    except BaseConfigError as exc:
         lines = [in_users_words(problem, settings) for problem in exc.problems]
         raise PlanError("\n".join(lines)) from None
     return filled

@@ -108,6 +108,10 @@ def predicate_importable(
     return caller_folder_importable(is_valid_file is not None or names_a_predicate(config, configfile))
 
 
+#: The executor plugin the shipped slurm profile names (profiles/slurm/config.yaml).
+SLURM_PLUGIN = "snakemake_executor_plugin_slurm"
+
+
 def run_options(cores: int | str | None, profile: str | None, snakemake_args: Sequence[str]) -> tuple[str, ...]:
     """--cores (all by default, left to the profile when one is given), --profile, the rest."""
     options: list[str] = []
@@ -119,7 +123,13 @@ def run_options(cores: int | str | None, profile: str | None, snakemake_args: Se
 
 
 def profile_folder(profile: str) -> str:
-    """A profile shipped with the workflow by its name (``slurm``), anything else as given."""
+    """A profile shipped with the workflow by its name (``slurm``), anything else as given. The
+    shipped slurm profile's executor is a plugin of the ``slurm`` extra: named here when missing,
+    rather than Snakemake's usage and "invalid choice: 'slurm'"."""
+    from imagefolder_lmdb.extras import installed, missing_extra
+
+    if profile == "slurm" and not installed(SLURM_PLUGIN):
+        raise ConvertError(missing_extra("--profile slurm", SLURM_PLUGIN), 1)
     shipped = PROFILES / profile
     return str(shipped) if profile != "default" and "/" not in profile and shipped.is_dir() else profile
 

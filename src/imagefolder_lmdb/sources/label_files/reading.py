@@ -138,7 +138,11 @@ def json_object(name: str, number: int, line: str) -> dict[str, Any]:
 
 def read_parquet(name: str, data: bytes) -> tuple[tuple[str, ...], tuple[RawRow, ...]]:
     """The file's columns and rows (pyarrow: the layout parquet source's reader too)."""
-    import pyarrow as pa  # the [parquet] extra: only a Parquet label file needs it
+    from imagefolder_lmdb.extras import installed, missing_extra
+
+    if not installed("pyarrow"):  # the [parquet] extra: only a Parquet label file needs it
+        raise LabelFileError(missing_extra(f"{printable(name)}: a Parquet label file", "pyarrow"))
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
