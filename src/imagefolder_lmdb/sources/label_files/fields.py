@@ -1,8 +1,12 @@
 """Per-image fields: every column besides the file column and the label column, typed by the rule of
-value_types.py (``int``, ``float``, ``str``, or ``list[...]`` of one of them); every row needs a value."""
+value_types.py (``int``, ``float``, ``str``, or ``list[...]`` of one of them); every row needs a value.
+A value is bounded by what a dataset can store and a reader give back: an int within 64 bits (torch
+batches ints as int64), a finite float (meta/fields is JSON, which has no NaN or infinity); a CSV
+cell is checked before an int is made of it."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +26,9 @@ from imagefolder_lmdb.sources.label_files.value_types import (
 FieldValue = int | float | str | list[int] | list[float] | list[str]
 #: The name ``target_type`` and the reader use for the label: no field may take it.
 RESERVED = "label"
+#: The ints a field holds: 64-bit, as torch batches them; a CSV cell longer than this is none.
+INT_RANGE = (-(2**63), 2**63 - 1)
+LONGEST_INT_CELL = len(str(INT_RANGE[0]))
 
 
 @dataclass(frozen=True)
@@ -48,8 +55,12 @@ def text_field(column: str, rows: Sequence[RawRow]) -> TypedColumn:
             f"{printable(empty)}: column {column!r} is empty, and its other cells are {kind} numbers: "
             "give every row a value, or drop the column."
         )
+    if kind == "int":
+        too_long = next((index for index, cell in enumerate(cells) if len(cell) > LONGEST_INT_CELL), None)
+        if too_long is not None:
+            raise LabelFileError(unstorable(column, cells[too_long], rows[too_long].place))
     convert = CONVERT[kind]
-    return TypedColumn(kind, [convert(cell) for cell in cells])
+    return checked_column(column, TypedColumn(kind, [convert(cell) for cell in cells]), rows)
 
 
 def written_field(column: str, rows: Sequence[RawRow]) -> TypedColumn:
@@ -73,8 +84,40 @@ def written_field(column: str, rows: Sequence[RawRow]) -> TypedColumn:
     kind = one_type(column, items if lists else scalars)
     convert = CONVERT[kind]
     if lists:
-        return TypedColumn(f"list[{kind}]", [[convert(item) for item in row.values[column]] for row in rows])
-    return TypedColumn(kind, [convert(row.values[column]) for row in rows])
+        values: list[FieldValue] = [[convert(item) for item in row.values[column]] for row in rows]
+        return checked_column(column, TypedColumn(f"list[{kind}]", values), rows)
+    return checked_column(column, TypedColumn(kind, [convert(row.values[column]) for row in rows]), rows)
+
+
+def checked_column(column: str, typed: TypedColumn, rows: Sequence[RawRow]) -> TypedColumn:
+    """``typed``, once every int is within 64 bits and every float finite (str: nothing to check)."""
+    if typed.type.endswith("str]") or typed.type == "str":
+        return typed
+    for value, row in zip(typed.values, rows, strict=True):
+        for item in value if isinstance(value, list) else [value]:
+            if not storable(item):
+                raise LabelFileError(unstorable(column, item, row.place))
+    return typed
+
+
+def storable(value: object) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return isinstance(value, int) and INT_RANGE[0] <= value <= INT_RANGE[1]
+
+
+def unstorable(column: str, value: object, place: str) -> str:
+    """The line for a field value no dataset stores: an int beyond 64 bits, NaN or an infinity."""
+    text = str(value)
+    shown = text if len(text) <= 24 else f"{text[:24]}... ({len(text)} characters)"
+    if isinstance(value, float):
+        why = "not a finite number (a dataset stores a field's floats as JSON, which has no NaN or infinity)"
+    else:
+        why = "beyond a 64-bit integer (a reader gives a field's ints as int64)"
+    return (
+        f"{printable(place)}: column {column!r} holds {shown}, {why}: write a value that fits, give it as text "
+        "in a column of text, or drop the column."
+    )
 
 
 def scalar_type(column: str, value: Any, place: str) -> str:

@@ -128,6 +128,11 @@ def json_object(name: str, number: int, line: str) -> dict[str, Any]:
             f"{printable(name)} line {number}: not JSON ({exc.msg} at column {exc.colno}): "
             "write one JSON object per line."
         ) from None
+    except ValueError:  # an integer of more digits than Python converts (4,300): no label or field holds one
+        raise LabelFileError(
+            f"{printable(name)} line {number}: a number of thousands of digits, which no label or field holds: "
+            "fix the line (a number as text in quotes, or one that fits 64 bits)."
+        ) from None
     if not isinstance(value, dict):
         raise LabelFileError(
             f"{printable(name)} line {number}: a JSON {type(value).__name__}, not an object: write one object "
