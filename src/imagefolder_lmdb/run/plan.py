@@ -274,18 +274,27 @@ def take_classes(
     others = sorted(existing[name].path for name in existing if name not in config["splits"])
     extra = unlisted_classes(config, classes)
     if extra:
-        raise PlanError(unlisted_message(extra, others, sorted(set(existing) - set(config["splits"])), given, replaced))
+        names = sorted(set(existing) - set(config["splits"]))
+        label_file = config["splits"][next(iter(extra))].get("labels")
+        raise PlanError(unlisted_message(extra, others, names, given, replaced, label_file))
     config["classes"] = others[0]
     return [f"classes: the {len(classes)} of {others[0]} (one numbering for every split in {config['results']})"]
 
 
 def unlisted_message(
-    extra: dict[str, list[str]], others: list[str], names: list[str], given: str, replaced: Sequence[str]
+    extra: dict[str, list[str]],
+    others: list[str],
+    names: list[str],
+    given: str,
+    replaced: Sequence[str],
+    label_file: str | None = None,
 ) -> str:
-    """The line for class folders the other splits in OUTDIR lack: what to do, so that no two splits
-    number their classes differently."""
+    """The line for class folders (or a label file's labels) the other splits in OUTDIR lack: what
+    to do, so that no two splits number their classes differently."""
     name, folders = next(iter(extra.items()))
     shown = ", ".join(folders[:5]) + (" ..." if len(folders) > 5 else "")
+    if label_file is not None:
+        return unlisted_labels_message(name, shown, len(folders), label_file, others, given, name in replaced)
     what = f"class folder {shown} is not a class" if len(folders) == 1 else f"class folders {shown} are not classes"
     start = f"{name}: {what} of {', '.join(others)}, whose numbering this split must share"
     if name in replaced:  # --overwrite: the new dataset would not number its classes as the old ones there
@@ -297,6 +306,24 @@ def unlisted_message(
     return (
         f"{start}: convert every split in one command (SOURCE holding {holding}), "
         f"or give {given} FILE.lmdb to use its list (other images set aside)"
+    )
+
+
+def unlisted_labels_message(
+    name: str, shown: str, count: int, label_file: str, others: list[str], given: str, replacing: bool
+) -> str:
+    """unlisted_message's line for a split labelled by a label file: as for class folders, the
+    images of those labels would be set aside in silence; stop, unless the list is asked for."""
+    what = f"label {shown} is not a class" if count == 1 else f"labels {shown} are not classes"
+    start = f"{name}: {what} of {', '.join(others)} (in {label_file}), whose numbering this split must share"
+    if replacing:
+        return (
+            f"{start}: {'they are' if len(others) > 1 else 'it is'} not replaced by this command; remove "
+            f"{' and '.join(others)} to replace the whole dataset, or convert into another OUTDIR"
+        )
+    return (
+        f"{start}: convert every split in one command (a config giving each split its labels), "
+        f"or give {given} FILE.lmdb to use its list (the images of other labels set aside)"
     )
 
 

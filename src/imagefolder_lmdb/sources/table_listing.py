@@ -21,8 +21,10 @@ from imagefolder_lmdb.sources.label_files import (
     read_label_file,
     read_metadata_tree,
 )
+from imagefolder_lmdb.sources.label_files.labels import label_column
 from imagefolder_lmdb.sources.label_files.metadata import METADATA_NAMES
-from imagefolder_lmdb.sources.label_files.settings import LabelsFrom
+from imagefolder_lmdb.sources.label_files.reading import read_table
+from imagefolder_lmdb.sources.label_files.settings import LabelsFrom, resolve_columns
 from imagefolder_lmdb.sources.listing_options import is_image
 from imagefolder_lmdb.sources.tree import relative_files
 from imagefolder_lmdb.work.files import Annotations, Sample
@@ -45,6 +47,28 @@ def read_labels(
         )
     except LabelFileError as exc:
         raise CountMismatchError(str(exc)) from None
+
+
+def labels_outside(split: Mapping[str, object], classes: Sequence[str]) -> list[str]:
+    """The labels of a split's label file (``labels: PATH``) that ``classes`` lacks, as text: the
+    images with them would be set aside, as those of a class folder the list lacks. Read from the
+    label column alone (no walk of the images); a file that cannot be read gives none here: the
+    config check words its problem. Hugging Face's metadata files (inside the source) give none."""
+    labels = LabelsFrom.from_split(split)
+    if labels is None or labels.metadata or not os.path.isfile(labels.labels):
+        return []
+    try:
+        with open(labels.labels, "rb") as stream:
+            table = read_table(labels.labels, stream.read())
+        columns = resolve_columns(table, labels.settings)
+        column = label_column(columns.label, table.rows, table.text_cells, labels.settings.label_separator)
+    except LabelFileError:
+        return []
+    written = {label for row in column.values for label in (row if isinstance(row, tuple) else (row,))}
+    if column.type == "int":
+        return [str(index) for index in sorted(written) if int(index) >= len(classes)]
+    known = set(classes)
+    return sorted(str(name) for name in written if name not in known)
 
 
 @contextlib.contextmanager
