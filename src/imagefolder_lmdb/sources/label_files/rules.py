@@ -37,7 +37,7 @@ def read_differently(name: str, data: bytes, settings: LabelSettings) -> str | N
         return None
     separator = settings.label_separator
     cells = (row.values.get(column, "") for row in table.rows)
-    labels = [label for cell in cells for label in (cell.split(separator) if separator and cell else [cell])]
+    labels = [label for cell in cells for label in ((cell.split(separator) if cell else []) if separator else [cell])]
     return numbers_as_names(labels, f"the labels of {name}")
 
 
