@@ -425,11 +425,10 @@ def test_integer_labels_make_at_most_a_million_classes_unless_classes_are_given(
     ("name", "content", "shown"),
     [
         ("f.csv", "id,label,n\na,x,1\nb,x," + "9" * 5000 + "\n", "999999999999999999999999... (5000 characters)"),
-        ("f.csv", "id,label,n\na,x,1\nb,x,9223372036854775808\n", "9223372036854775808"),
         ("f.csv", "id,label,n\na,x,1.5\nb,x,1e999\n", "inf"),
         ("f.jsonl", '{"id": "a", "label": "x", "n": [1.5]}\n{"id": "b", "label": "x", "n": [NaN]}\n', "nan"),
     ],
-    ids=["5000-digits", "beyond-int64", "infinite", "nan-in-a-list"],
+    ids=["5000-digits", "infinite", "nan-in-a-list"],
 )
 def test_a_field_value_no_dataset_stores_is_refused_naming_the_row(
     tmp_path: Path, name: str, content: str, shown: str

@@ -1,12 +1,14 @@
 """Per-image fields: every column besides the file column and the label column, typed by the rule of
 value_types.py (``int``, ``float``, ``str``, or ``list[...]`` of one of them); every row needs a value.
-A value is bounded by what a dataset can store and a reader give back: an int within 64 bits (torch
-batches ints as int64), a finite float (meta/fields is JSON, which has no NaN or infinity); a CSV
-cell is checked before an int is made of it."""
+A value is bounded by what a dataset can store and read back: a float is finite (meta/fields is
+JSON, which has no NaN or infinity: such a value failed once the images were encoded), an int has
+at most the 4,300 digits Python reads (a longer CSV cell was a ValueError traceback), checked on the
+cell before an int is made of it. A large int within that is kept exactly, as before."""
 
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,9 +28,8 @@ from imagefolder_lmdb.sources.label_files.value_types import (
 FieldValue = int | float | str | list[int] | list[float] | list[str]
 #: The name ``target_type`` and the reader use for the label: no field may take it.
 RESERVED = "label"
-#: The ints a field holds: 64-bit, as torch batches them; a CSV cell longer than this is none.
-INT_RANGE = (-(2**63), 2**63 - 1)
-LONGEST_INT_CELL = len(str(INT_RANGE[0]))
+#: The most digits of an int cell a field holds: those Python converts (sys.int_info).
+MAX_INT_DIGITS = sys.int_info.default_max_str_digits
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,7 @@ def text_field(column: str, rows: Sequence[RawRow]) -> TypedColumn:
             "give every row a value, or drop the column."
         )
     if kind == "int":
-        too_long = next((index for index, cell in enumerate(cells) if len(cell) > LONGEST_INT_CELL), None)
+        too_long = next((index for index, cell in enumerate(cells) if too_many_digits(cell)), None)
         if too_long is not None:
             raise LabelFileError(unstorable(column, cells[too_long], rows[too_long].place))
     convert = CONVERT[kind]
@@ -90,8 +91,8 @@ def written_field(column: str, rows: Sequence[RawRow]) -> TypedColumn:
 
 
 def checked_column(column: str, typed: TypedColumn, rows: Sequence[RawRow]) -> TypedColumn:
-    """``typed``, once every int is within 64 bits and every float finite (str: nothing to check)."""
-    if typed.type.endswith("str]") or typed.type == "str":
+    """``typed``, once every float is finite (ints and text: nothing to check here)."""
+    if "float" not in typed.type:
         return typed
     for value, row in zip(typed.values, rows, strict=True):
         for item in value if isinstance(value, list) else [value]:
@@ -100,20 +101,23 @@ def checked_column(column: str, typed: TypedColumn, rows: Sequence[RawRow]) -> T
     return typed
 
 
+def too_many_digits(cell: str) -> bool:
+    """Whether an integer literal has more digits than Python converts (its sign is no digit)."""
+    return len(cell) > MAX_INT_DIGITS and len(cell.lstrip("+-")) > MAX_INT_DIGITS
+
+
 def storable(value: object) -> bool:
-    if isinstance(value, float):
-        return math.isfinite(value)
-    return isinstance(value, int) and INT_RANGE[0] <= value <= INT_RANGE[1]
+    return not isinstance(value, float) or math.isfinite(value)
 
 
 def unstorable(column: str, value: object, place: str) -> str:
-    """The line for a field value no dataset stores: an int beyond 64 bits, NaN or an infinity."""
+    """The line for a field value no dataset stores: an int of thousands of digits, NaN or an infinity."""
     text = str(value)
     shown = text if len(text) <= 24 else f"{text[:24]}... ({len(text)} characters)"
     if isinstance(value, float):
         why = "not a finite number (a dataset stores a field's floats as JSON, which has no NaN or infinity)"
     else:
-        why = "beyond a 64-bit integer (a reader gives a field's ints as int64)"
+        why = f"an int of more than the {MAX_INT_DIGITS:,} digits Python reads"
     return (
         f"{printable(place)}: column {column!r} holds {shown}, {why}: write a value that fits, give it as text "
         "in a column of text, or drop the column."
