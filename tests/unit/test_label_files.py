@@ -451,3 +451,22 @@ def test_the_label_rule_tells_which_files_rule_1_read_otherwise() -> None:
     several = LabelSettings(file_column="id", label_separator="|")
     assert read_differently("t.csv", b"id,label\na,1|2.0\nb,\n", several) is not None
     assert classes_read_differently(["10.0", "2.0"]) is not None and classes_read_differently(["0", "1"]) is None
+
+
+def test_the_config_check_takes_the_bound_from_classes_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check before any job reads a label file with the config's class list, as the listing does:
+    without it, the cap names classes: as the way past; with it, the list is the bound."""
+    from imagefolder_lmdb.config.check import check_config
+    from imagefolder_lmdb.config.problems import ConfigError
+    from imagefolder_lmdb.config.schema import load_schema
+    from support import REPO
+
+    write_images(tmp_path / "train", ["a.jpg", "b.jpg"])
+    write_files(tmp_path, {"train.csv": "file_name,label\na.jpg,0\nb.jpg,1000000\n"})
+    write_files(tmp_path, {"names.txt": "".join(f"c{index:07d}\n" for index in range(1_000_001))})
+    monkeypatch.chdir(tmp_path)
+    schema = load_schema(str(REPO / "config" / "schema.yaml"))
+    split = {"source": "train", "labels": "train.csv"}
+    with pytest.raises(ConfigError, match=r"train.csv line 3: the label 1000000 \('label'\) would make 1,000,001"):
+        check_config({"splits": {"train": dict(split)}}, schema)
+    assert check_config({"classes": "names.txt", "splits": {"train": dict(split)}}, schema).classes.names is not None

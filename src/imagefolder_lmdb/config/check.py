@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from imagefolder_lmdb.classes.lists import ClassListError, configured_names, is_shipped, shipped_path
+from imagefolder_lmdb.classes.lists import ClassList, ClassListError, configured_names, is_shipped, shipped_path
 from imagefolder_lmdb.classes.plan import ClassPlan, plan_classes
 from imagefolder_lmdb.config.problems import KeyPath, Problem, config_error, key_problem
 from imagefolder_lmdb.config.schema import schema_problems
@@ -70,8 +70,11 @@ def check_config(
     usable = Usable({problem.path for problem in found})
     problems += found + content_problems(config, usable) + class_list_problems(config, usable)
     if read_labels and not problems:
+        wanted = plan_classes(config).wanted  # classes: given bounds a label file's indices (issue 57)
         problems += [
-            problem for name, split in config["splits"].items() for problem in folder_label_problems(name, split)
+            problem
+            for name, split in config["splits"].items()
+            for problem in folder_label_problems(name, split, wanted(name))
         ]
     problems = [problem for problem in problems if not (paths_may_be_missing and problem.missing_path)]
     if problems:
@@ -317,9 +320,10 @@ def label_file_problems(name: str, split: dict[str, Any], config: dict[str, Any]
     return [] if labels == METADATA else label_file_read_problems(key, labels, split)
 
 
-def folder_label_problems(name: str, split: dict[str, Any]) -> list[Problem]:
+def folder_label_problems(name: str, split: dict[str, Any], wanted: list[str] | None = None) -> list[Problem]:
     """A folder source's labels read against its images here, before any job: an image without a
-    row, a row without an image, costs a second, not a run (an archive's are read by its listing)."""
+    row, a row without an image, costs a second, not a run (an archive's are read by its listing).
+    ``wanted``: the config's class list for the split, which sets the bound on its indices."""
     from imagefolder_lmdb.sources.base import CountMismatchError
     from imagefolder_lmdb.sources.label_files.settings import LabelsFrom
     from imagefolder_lmdb.sources.table_listing import folder_labels
@@ -330,7 +334,7 @@ def folder_label_problems(name: str, split: dict[str, Any]) -> list[Problem]:
     if labels is None or not os.path.isdir(folder):
         return []  # source_problems and extract name a missing folder
     try:
-        folder_labels(labels, folder, None)
+        folder_labels(labels, folder, None if wanted is None else ClassList(wanted, "config", True))
     except CountMismatchError as exc:
         return [key_problem(key, str(exc))]
     return []
