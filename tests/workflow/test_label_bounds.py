@@ -119,6 +119,12 @@ def test_a_label_file_split_alone_stops_where_outdirs_class_list_lacks_its_label
         "its labels), or give --classes-from FILE.lmdb to use its list (the images of other labels set aside)"
     )
     assert not (out / "val.lmdb").exists()
+    write_images(tmp_path / "hf", ["0.jpg", "1.jpg"])  # Hugging Face's metadata files: the same rule
+    write_files(tmp_path / "hf", {"metadata.csv": "file_name,label\n0.jpg,cat\n1.jpg,zebra\n"})
+    line = one_line(convert(tmp_path / "hf", out, "val", "--labels", "metadata"))
+    assert line.startswith(
+        f"imagefolder-lmdb convert: val: label zebra is not a class of {out / 'train.lmdb'} (in its metadata files)"
+    )
     asked = ["--labels", str(tmp_path / "val.csv"), "--classes-from", str(out / "train.lmdb")]
     assert convert(tmp_path / "val", out, "val", *asked).returncode == 0
     val = LMDBDataset(str(out / "val.lmdb"))

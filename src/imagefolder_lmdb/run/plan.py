@@ -34,6 +34,7 @@ from imagefolder_lmdb.run.made_from import changed_lines, split_verdicts, write_
 from imagefolder_lmdb.run.ownership import clear_temporaries, own_outdir
 from imagefolder_lmdb.run.paths import RunPaths
 from imagefolder_lmdb.run.places import mixed_places
+from imagefolder_lmdb.sources.label_files.settings import METADATA
 from imagefolder_lmdb.sources.missing_paths import missing_path_hint, taken_from
 from imagefolder_lmdb.sources.splits import SPLIT_NAMES, SplitsError, find_splits
 from imagefolder_lmdb.writing.hold_points import hold_point
@@ -315,7 +316,8 @@ def unlisted_labels_message(
     """unlisted_message's line for a split labelled by a label file: as for class folders, the
     images of those labels would be set aside in silence; stop, unless the list is asked for."""
     what = f"label {shown} is not a class" if count == 1 else f"labels {shown} are not classes"
-    start = f"{name}: {what} of {', '.join(others)} (in {label_file}), whose numbering this split must share"
+    where = "its metadata files" if label_file == METADATA else label_file
+    start = f"{name}: {what} of {', '.join(others)} (in {where}), whose numbering this split must share"
     if replacing:
         return (
             f"{start}: {'they are' if len(others) > 1 else 'it is'} not replaced by this command; remove "

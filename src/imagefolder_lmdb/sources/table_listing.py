@@ -52,10 +52,13 @@ def read_labels(
 def labels_outside(split: Mapping[str, object], classes: Sequence[str]) -> list[str]:
     """The labels of a split's label file (``labels: PATH``) that ``classes`` lacks, as text: the
     images with them would be set aside, as those of a class folder the list lacks. Read from the
-    label column alone (no walk of the images); a file that cannot be read gives none here: the
-    config check words its problem. Hugging Face's metadata files (inside the source) give none."""
+    label column alone (no walk of the images); Hugging Face's metadata files in a folder by the
+    table they make of it (a walk); in an archive, none here (its listing sets them aside). A file
+    that cannot be read gives none here: the config check words its problem."""
     labels = LabelsFrom.from_split(split)
-    if labels is None or labels.metadata or not os.path.isfile(labels.labels):
+    if labels is not None and labels.metadata:
+        return metadata_outside(labels, split, classes)
+    if labels is None or not os.path.isfile(labels.labels):
         return []
     try:
         with open(labels.labels, "rb") as stream:
@@ -69,6 +72,22 @@ def labels_outside(split: Mapping[str, object], classes: Sequence[str]) -> list[
         return [str(index) for index in sorted(written) if int(index) >= len(classes)]
     known = set(classes)
     return sorted(str(name) for name in written if name not in known)
+
+
+def metadata_outside(labels: LabelsFrom, split: Mapping[str, object], classes: Sequence[str]) -> list[str]:
+    """labels_outside for Hugging Face's metadata files in a folder source: the labels its table of
+    the folder leaves outside ``classes``."""
+    source, root = split.get("source"), split.get("root")
+    if not isinstance(source, str):
+        return []
+    folder = os.path.join(source, root.strip("/")) if isinstance(root, str) and root.strip("/") else source
+    if not os.path.isdir(folder):
+        return []
+    try:
+        table, _ = folder_labels(labels, folder, ClassList(list(classes), "OUTDIR", True))
+    except CountMismatchError:
+        return []
+    return sorted(table.outside.images)
 
 
 @contextlib.contextmanager
