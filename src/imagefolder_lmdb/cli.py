@@ -260,7 +260,7 @@ def planned_and_run(args: argparse.Namespace, passed: list[str], parser: argpars
         if args.configfile is not None and request is None:
             refuse_settings_with_configfile(args)
         run = plan_run(request, None if request else args.outdir, args.work, args.configfile, options)
-        run = replaceable(run, destination, args.overwrite)  # before converting, not after
+        run, destination = replaceable(run, destination, args.overwrite)  # before converting, not after
         published(run_planned(run, args.clean, bool(passed), args.verbose), destination, args.overwrite)
     except SettingError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)

@@ -90,5 +90,5 @@ def convert(
     with interruptible_call(), owning_outdirs(), predicate_importable(config, is_valid_file, configfile):
         request = command_request(arguments, python_settings(config, shards, is_valid_file), cli=False)
         run = plan_run(request, outdir, work, configfile, run_options(cores, profile, snakemake_args))
-        run = replaceable(run, destination, overwrite)  # before converting, not after
+        run, destination = replaceable(run, destination, overwrite)  # before converting, not after
         return published(run_planned(run, clean, bool(snakemake_args), verbose, python=True), destination, overwrite)
