@@ -159,7 +159,8 @@ def convert_parser(prog: str) -> argparse.ArgumentParser:
         usage=f"{prog} [options] SOURCE OUTDIR [-- SNAKEMAKE_OPTION ...]\n       {prog} [options] --configfile FILE",
         description=CONVERT_DESCRIPTION % {"prog": prog},
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="Options after -- go to Snakemake as they are, e.g. -- --dry-run, or -- --keep-going.",
+        epilog="Options after -- go to Snakemake, their paths taken from this folder, e.g. -- --keep-going, "
+        "-- --report r.html, or -- --dry-run (which writes nothing).",
     )
     parser.add_argument("source", nargs="?", metavar="SOURCE", help="the images: a folder, an archive or shards")
     parser.add_argument("outdir", nargs="?", metavar="OUTDIR", help="where SPLIT.lmdb goes; s3://b/prefix: uploaded")
