@@ -21,6 +21,7 @@ from imagefolder_lmdb.classes.plan import plan_classes
 from imagefolder_lmdb.config.problems import BaseConfigError
 from imagefolder_lmdb.config.settings import Setting, apply, in_users_words
 from imagefolder_lmdb.config.shards import choose_shards
+from imagefolder_lmdb.run.dry_run import takes_lock
 from imagefolder_lmdb.run.existing import (
     Existing,
     OutputsError,
@@ -63,6 +64,7 @@ class ConvertRequest:
     classes_from: str | None = None
     cli: bool = True  # messages name flags (--overwrite) rather than convert()'s parameters
     cores: int | str | None = None  # --cores, which the shard count follows (None: all; PROFILE_CORES)
+    dry_run: bool = False  # -- --dry-run: planned, nothing written (run/dry_run.py)
 
 
 @dataclass
@@ -105,13 +107,16 @@ def plan(request: ConvertRequest) -> Plan:
     splits = splits_of(request)
     config = apply({"results": results, "work": work, "splits": splits}, request.settings)
     try:  # before the first write under OUTDIR or --work: ours from here to the command's end
-        own_outdir(results)
+        if takes_lock(results, request.dry_run):
+            own_outdir(results)
     except BaseConfigError:
         raise PlanError(
             f"another conversion is writing into {results}: wait until it ends, or name another OUTDIR"
         ) from None
-    clear_temporaries(work)
-    notes, superseded = recovered_from_interrupted_overwrite(results, list(splits) if request.overwrite else [])
+    if not request.dry_run:  # a dry run writes nothing, here or below
+        clear_temporaries(work)
+    overwriting = list(splits) if request.overwrite else []
+    notes, superseded = ([], []) if request.dry_run else recovered_from_interrupted_overwrite(results, overwriting)
     existing = existing_splits(results)
     replaced = replacing(config, existing, request)  # before the class list: --overwrite is the fix to hear first
     notes += [*split_note(request, splits), *take_classes(config, existing, request, replaced)]
@@ -120,7 +125,8 @@ def plan(request: ConvertRequest) -> Plan:
     verdicts = split_verdicts(filled, plan_classes(filled))  # the walk of every source, made once
     nothing_to_do = not replaced and up_to_date(filled, existing, verdicts)
     if not nothing_to_do:
-        write_made_from(filled, verdicts)  # Snakemake is told not to walk the sources again
+        if not request.dry_run:
+            write_made_from(filled, verdicts)  # Snakemake is told not to walk the sources again
         hold_point("planned")  # made_from written, Snakemake not started
         notes += changed_lines({name: v for name, v in verdicts.items() if name not in replaced})
     notes += [] if nothing_to_do else shards  # the shard counts of a run that does not happen: noise

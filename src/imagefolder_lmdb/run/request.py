@@ -112,14 +112,19 @@ def predicate_importable(
 SLURM_PLUGIN = "snakemake_executor_plugin_slurm"
 
 
-def run_options(cores: int | str | None, profile: str | None, snakemake_args: Sequence[str]) -> tuple[str, ...]:
-    """--cores (all by default, left to the profile when one is given), --profile, the rest."""
+def run_options(
+    cores: int | str | None, profile: str | None, snakemake_args: Sequence[str], cli: bool = True
+) -> tuple[str, ...]:
+    """--cores (all by default, left to the profile when one is given), --profile, the rest (their
+    paths taken from the caller's folder, run/snakemake_options.py; ``cli``: messages name flags)."""
+    from imagefolder_lmdb.run.snakemake_options import caller_options
+
     options: list[str] = []
     if profile is not None:
         options += ["--profile", profile_folder(profile)]
     if cores is not None or profile is None:
         options += ["--cores", str(cores if cores is not None else "all")]
-    return (*options, *snakemake_args)
+    return (*options, *caller_options(snakemake_args, cli))
 
 
 def profile_folder(profile: str) -> str:
