@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import lmdb
 import numpy as np
 
+from imagefolder_lmdb.reader.dataset_document import _resized_words, class_words, size_setting, source_root
 from imagefolder_lmdb.reader.decoding import (
     DECODE_CHOICES,
     LAZY,
@@ -38,6 +39,7 @@ from imagefolder_lmdb.reader.legacy import open_legacy
 from imagefolder_lmdb.reader.memory import keep_freed_memory_for_reuse
 from imagefolder_lmdb.reader.records import Opened, RecordSource
 from imagefolder_lmdb.reader.records_located import LocatedRecords, v1_records
+from imagefolder_lmdb.reader.revisions import open_if_revisions
 from imagefolder_lmdb.reader.targets import LabelsAndFields, TargetType, check_target_options
 from imagefolder_lmdb.reader.url_openers import url_opener
 from imagefolder_lmdb.reader.urls import is_url
@@ -86,7 +88,8 @@ def _open_path(
     if cache_dir is not None:
         raise ValueError(f"cache_dir is for datasets read from a URL; {ds.path} is read in place")
     forget_if_replaced(ds.path)
-    return _open_records(ds.path, ds._env(), ds.lock, ds.allow_pickle, ds.crc_check)
+    revision = open_if_revisions(ds.path, ds._env(), ds)  # a split of revisions (issue 58): reader/revisions.py
+    return revision or _open_records(ds.path, ds._env(), ds.lock, ds.allow_pickle, ds.crc_check)
 
 
 def _check_options(decode: str, lock: bool, max_readers: int | None) -> None:
@@ -102,40 +105,6 @@ def _check_options(decode: str, lock: bool, max_readers: int | None) -> None:
         raise ValueError(f"max_readers={max_readers}: must be at least 1")
     if decode == "tensor":
         torchcodec_jpeg_decoder()  # fail here, not in a worker, when TorchCodec is missing
-
-
-def class_words(document: dict[str, Any], classes: list[str]) -> list[str] | None:
-    """meta/json's ``class_words``: the words of each class (``"tench, Tinca tinca"`` for
-    ``n01440764``), written when every class is an ImageNet-1k WNID; None where the file has none
-    (other classes, legacy files, files written before it existed) or they do not fit the classes."""
-    words = document.get("class_words")
-    if not isinstance(words, list) or len(words) != len(classes) or not all(isinstance(w, str) for w in words):
-        return None
-    return list(words)
-
-
-def source_root(document: dict[str, Any]) -> str | None:
-    """The folder the records' relative paths lie under, as meta/json's ``source.root`` records
-    it; None where unknown: not a folder of the files themselves (archives, trees unpacked into the
-    work folder, val images outside ``<wnid>/`` folders), or a file written before it was recorded."""
-    source = document.get("source")
-    root = source.get("root") if isinstance(source, dict) else None
-    return root if isinstance(root, str) else None
-
-
-def size_setting(document: dict[str, Any], key: str) -> int | None:
-    """``short_side`` or ``max_side`` of meta/json's ``settings.encode``: the size the images were
-    shrunk to at conversion; None where it was not set, or the file predates the setting."""
-    settings = document.get("settings")
-    encode = settings.get("encode") if isinstance(settings, dict) else None
-    value = encode.get(key) if isinstance(encode, dict) else None
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _resized_words(short_side: int | None, max_side: int | None) -> str | None:
-    """How a file's images were shrunk, for ``repr``; None when they keep the source's sizes."""
-    bounds = [f"{side} side <= {n}" for side, n in (("shorter", short_side), ("longer", max_side)) if n is not None]
-    return ", ".join(bounds) or None
 
 
 class _Index(DropIn, LabelsAndFields):
@@ -174,7 +143,8 @@ class _Index(DropIn, LabelsAndFields):
         # the file opened (reader/identity.py); legacy pickles have no meta to pin their content by; a URL's
         # storage token is the object's version (remote/records.ObjectVersion), which every read is pinned to
         self._identity = None
-        if meta is not None:
+        self.revision: int | None = opened.revision  # a split of revisions: the one opened; a split file: None
+        if meta is not None and opened.revision is None:  # a revision's data files are checked by its records
             remote = is_url(self.path)
             token = opened.records.token if remote else opened_token(self.path)  # type: ignore[attr-defined]
             self._identity = FileIdentity(content_id(meta), token)
@@ -318,6 +288,8 @@ class LMDBReader(_Index):
         target_type (str or list of str): each sample's target, as torchvision's CelebA's:
             ``"label"`` (default: the class index; multi-label, the list of them), a field's name,
             or a list of names (a tuple of their values; one name: its value; none: None).
+        revision (int, optional): of a split of revisions (a split changed since its conversion, docs/FORMAT.md
+            version 5), the revision to read (default: the current one, kept for the dataset's life).
 
     Attributes:
         classes, class_to_idx, samples, imgs, targets: ImageFolder's; ``samples`` holds
@@ -330,6 +302,7 @@ class LMDBReader(_Index):
         image_sizes, checksums, storage_codes (numpy arrays or None): each record's stored
             ``(width, height)``, CRC-32 and storage code, from the meta; None for legacy files.
         short_side, max_side (int or None): the sizes a prepared copy was shrunk to.
+        revision (int or None): the revision read of a split of revisions; None for a single split file.
 
     Raises:
         FileNotFoundError: nothing at ``path``.
@@ -362,6 +335,7 @@ class LMDBReader(_Index):
         cache_dir: str | os.PathLike[str] | None = None,
         cache_bytes: int = 64 << 30,
         target_type: TargetType = RESERVED_FIELD,
+        revision: int | None = None,
     ) -> None:
         _check_options(decode, lock, max_readers)
         check_target_options(target_type, target_transform)
@@ -375,6 +349,7 @@ class LMDBReader(_Index):
         self.max_readers = max_readers
         self.allow_pickle = allow_pickle
         self.crc_check = crc_check
+        self.revision = revision  # the one asked for; _set_index sets the one opened
         self._set_index(_open_path(self, max_in_flight, cache_dir, cache_bytes))
 
     def _env(self) -> lmdb.Environment:
