@@ -99,6 +99,19 @@ def _check_state(state: dict[str, Any], expected: dict[str, Any]) -> None:
         raise ValueError(f"consumed={state['consumed']} is outside the epoch of {state['dataset_size']} samples")
 
 
+def _check_revision(state: dict[str, Any], revision: int | None) -> None:
+    """Refuse a state saved over another revision of a split (docs/FORMAT.md, version 5): its indices
+    name other images. A single split file is its revision 1 (the file its first change kept); states
+    saved before revisions existed record none and are not checked."""
+    if "revision" not in state or (state["revision"] or 1) == (revision or 1):
+        return
+    raise ValueError(
+        f"the saved state is of revision={state['revision']} of the split, this dataset reads revision={revision}: "
+        f"its indices name other images. Open LMDBDataset(path, revision={state['revision']}) to resume that run, "
+        "or start the epoch anew"
+    )
+
+
 class ElasticDistributedSampler(Sampler[int]):
     """``DistributedSampler``'s drop-in whose epoch is one permutation dealt to the ranks in turn,
     with a state (samples the job consumed) that loads into a job of any size, mid-epoch.
@@ -208,6 +221,7 @@ class ElasticDistributedSampler(Sampler[int]):
             "consumed": self._position(start, yielded),
             "num_replicas": self.num_replicas,  # what saved it; a state loads at any world size
             **{name: value for name, value in zip(_ORDER_FIELDS, self._order_fields(), strict=True)},
+            "revision": getattr(self.dataset, "revision", None),  # of a split of revisions; None: a split file
         }
 
     def _position(self, start: int, yielded: int) -> int:
@@ -229,6 +243,7 @@ class ElasticDistributedSampler(Sampler[int]):
         StatefulDataLoader loads its state when iterated, after the loop's set_epoch), that finished
         epoch is behind the job: the later epoch starts whole."""
         _check_state(state, dict(zip(_ORDER_FIELDS, self._order_fields(), strict=True)))
+        _check_revision(state, getattr(self.dataset, "revision", None))
         epoch, consumed = state["epoch"], state["consumed"]
         if self._count(consumed) == 0:
             if self.epoch > epoch:

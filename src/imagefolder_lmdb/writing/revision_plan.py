@@ -197,7 +197,7 @@ def _document(
             "storage": storage_counts(meta.storage.tolist()),
             "skipped": skipped,
         },
-        "source": {**document.get("source", {}), "images": revision.length + len(skipped)},
+        "source": {**document.get("source", {}), "images": revision.length + len(skipped), "classes": len(classes)},
     }
     return checked(document)
 
