@@ -23,6 +23,7 @@ from imagefolder_lmdb.reader.urls import is_url
 
 # Beside verify, which takes the same paths (issue 42: the steps import nothing of this command).
 from imagefolder_lmdb.verify.datasets import InfoError, datasets_in
+from imagefolder_lmdb.verify.revisions import is_pointer_document, revision_lines, revisions_info
 
 #: Classes listed one per line up to this many; beyond, the first and last few (``--json``: all).
 LISTED_CLASSES = 30
@@ -51,6 +52,8 @@ def read_dataset(path: str) -> dict[str, Any]:
     if raw["json"] is None:
         raise InfoError(f"{path}: an LMDB file without imagefolder-lmdb's meta (no meta/json)")
     document = json.loads(bytes(raw["json"]))
+    if is_pointer_document(document):  # a split changed since its conversion (issue 58): its revisions
+        return revisions_info(path)
     document.pop("checksums", None)
     labels = np.frombuffer(bytes(raw["labels"] or b""), dtype="<i4")
     if raw["label_lists"] is not None and document.get("label_kind") == MULTI_LABEL:
@@ -125,6 +128,7 @@ def text_lines(info: dict[str, Any]) -> list[str]:
             "  image sizes: "
             + ", ".join(f"{axis} {s['min']}..{s['max']} (median {s['median']})" for axis, s in sizes.items())
         )
+    lines += revision_lines(info) if "revisions" in info else []  # a split of revisions (issue 58)
     return lines + class_lines(info["images_per_class"])
 
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from imagefolder_lmdb.reader.file_checks import LmdbReadTxn
 from imagefolder_lmdb.reader.format import FormatError, Meta, decode_meta
-from imagefolder_lmdb.reader.handles import begin_read, guarded, opened_token, shared_env
+from imagefolder_lmdb.reader.handles import begin_read, forget_if_replaced, guarded, opened_token, shared_env
 from imagefolder_lmdb.reader.identity import FileChangedError, LocalFileToken, content_id
 from imagefolder_lmdb.reader.records import Begin, Opened, RecordSource
 from imagefolder_lmdb.reader.records_located import v1_records
@@ -55,6 +55,14 @@ def missing_message(pointer: str, number: int, missing: list[str]) -> str:
         "`imagefolder-lmdb gc` removes only files no kept revision names). Copy the folder beside the pointer, "
         "or open a revision whose files are there (LMDBDataset(path) opens the current one)."
     )
+
+
+def opened_env(path: str) -> lmdb.Environment:
+    """This process's environment of the file now at ``path`` (the commands' and the writer's way in: LMDB
+    opens a file once per process, and a reader in the same process may have it open already)."""
+    path = os.path.realpath(path)  # the name a dataset opens it by (its realpath)
+    forget_if_replaced(path)
+    return shared_env(path)
 
 
 def pointer_document(path: str, env: lmdb.Environment, lock: bool) -> dict[str, Any] | None:

@@ -11,10 +11,9 @@ import numpy as np
 
 from imagefolder_lmdb.reader import Meta, format_version_of, record_key
 from imagefolder_lmdb.reader.format import NAMES_AS_BYTES_VERSION
-from imagefolder_lmdb.reader.handles import open_env_readonly
 from imagefolder_lmdb.reader.identity import content_id
 from imagefolder_lmdb.reader.revision_format import ORDER_DTYPE, REMOVED_DTYPE, DataFile, Revision
-from imagefolder_lmdb.reader.revisions import composed_meta
+from imagefolder_lmdb.reader.revisions import composed_meta, opened_env
 from imagefolder_lmdb.writing.meta_document import checked, storage_counts
 
 #: Where a path's record lies while planning: (index into the planned files, record index).
@@ -237,9 +236,5 @@ def record_lengths(path: str, meta: Meta) -> np.ndarray:
     located = meta.locations
     if located is not None and len(located) == meta.length and bool(located["offset"].all()):
         return located["length"].astype(np.int64)
-    env = open_env_readonly(path)
-    try:
-        with env.begin(buffers=True) as txn:
-            return np.array([len(txn.get(record_key(index)) or b"") for index in range(meta.length)], dtype=np.int64)
-    finally:
-        env.close()
+    with opened_env(path).begin(buffers=True) as txn:
+        return np.array([len(txn.get(record_key(index)) or b"") for index in range(meta.length)], dtype=np.int64)

@@ -32,7 +32,6 @@ import lmdb
 import numpy as np
 
 from imagefolder_lmdb.reader import FormatError, Meta, decode_meta
-from imagefolder_lmdb.reader.handles import open_env_readonly
 from imagefolder_lmdb.reader.identity import content_id
 from imagefolder_lmdb.reader.revision_format import (
     ORDER_DTYPE,
@@ -48,6 +47,7 @@ from imagefolder_lmdb.reader.revision_format import (
     entry_of,
     is_pointer_document,
 )
+from imagefolder_lmdb.reader.revisions import opened_env
 from imagefolder_lmdb.writing.atomic import fsync_path, publish, remove_path, temporary_path
 from imagefolder_lmdb.writing.revision_plan import planned, record_lengths
 
@@ -98,20 +98,14 @@ def current_revision(split: str | os.PathLike[str]) -> int | None:
 
 def read_split(split: str, revision: int | None = None) -> SplitState:
     """The split at ``split`` (a single file or a pointer) and its revision ``revision`` (None: current)."""
-    env = open_env_readonly(split)
-    try:
-        with env.begin() as txn:
-            raw = txn.get(POINTER_JSON)
-            document = _json_or_none(raw)
-            if not is_pointer_document(document):
-                return _single_file_state(split, decode_meta(txn, split))
-            pointer = decode_pointer(bytes(raw or b""), split)
-            current = decode_revision(txn, entry_of(pointer, revision, split), split)
-            values = {
-                bytes(key): bytes(value) for key, value in txn.cursor() if bytes(key).startswith(_REVISION_PREFIX)
-            }
-    finally:
-        env.close()
+    with opened_env(split).begin() as txn:
+        raw = txn.get(POINTER_JSON)
+        document = _json_or_none(raw)
+        if not is_pointer_document(document):
+            return _single_file_state(split, decode_meta(txn, split))
+        pointer = decode_pointer(bytes(raw or b""), split)
+        current = decode_revision(txn, entry_of(pointer, revision, split), split)
+        values = {bytes(key): bytes(value) for key, value in txn.cursor() if bytes(key).startswith(_REVISION_PREFIX)}
     places = [data_file_path(split, file.id) for file in current.files]
     metas = [_data_file_meta(place, file.id) for place, file in zip(places, current.files, strict=True)]
     return SplitState(split, current, metas, places, list(pointer["revisions"]), values, single_file=False)
@@ -143,12 +137,8 @@ def _refuse_targets(meta: Meta, where: str) -> None:
 
 def _data_file_meta(path: str, expected: str | None = None) -> Meta:
     """A data file's meta, checked as the reader checks it (and against its content id, when named by one)."""
-    env = open_env_readonly(path)
-    try:
-        with env.begin() as txn:
-            meta = decode_meta(txn, path)
-    finally:
-        env.close()
+    with opened_env(path).begin() as txn:
+        meta = decode_meta(txn, path)
     _refuse_targets(meta, path)
     if expected is not None and content_id(meta) != expected:
         raise FormatError(f"{path}: holds other content than its name says; copy the split's folder again")
