@@ -39,7 +39,7 @@ from imagefolder_lmdb.reader.legacy import open_legacy
 from imagefolder_lmdb.reader.memory import keep_freed_memory_for_reuse
 from imagefolder_lmdb.reader.records import Opened, RecordSource
 from imagefolder_lmdb.reader.records_located import LocatedRecords, v1_records
-from imagefolder_lmdb.reader.revisions import open_if_revisions
+from imagefolder_lmdb.reader.revisions import open_if_revisions, refuse_if_pointer
 from imagefolder_lmdb.reader.targets import LabelsAndFields, TargetType, check_target_options
 from imagefolder_lmdb.reader.url_openers import url_opener
 from imagefolder_lmdb.reader.urls import is_url
@@ -60,6 +60,7 @@ def _reopened(
 ) -> tuple[RecordSource, FileIdentity]:
     """The record source of the file now at ``path`` if it holds the content the dataset opened (a
     compacted copy, a ``cp``: its record locations are checked again); else FileChangedError."""
+    refuse_if_pointer(path, env, lock, opened.describe())  # the split changed since it opened (issue 58)
     with guarded(env.begin(), path, lock) as txn:
         meta = decode_meta(txn, path)
     found = FileIdentity(content_id(meta), opened_token(path))

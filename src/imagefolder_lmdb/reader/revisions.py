@@ -18,7 +18,7 @@ import numpy as np
 from imagefolder_lmdb.reader.file_checks import LmdbReadTxn
 from imagefolder_lmdb.reader.format import FormatError, Meta, decode_meta
 from imagefolder_lmdb.reader.handles import begin_read, forget_if_replaced, guarded, opened_token, shared_env
-from imagefolder_lmdb.reader.identity import FileChangedError, LocalFileToken, content_id
+from imagefolder_lmdb.reader.identity import FileChangedError, LocalFileToken, changed_message, content_id
 from imagefolder_lmdb.reader.records import Begin, Opened, RecordSource
 from imagefolder_lmdb.reader.records_located import v1_records
 from imagefolder_lmdb.reader.revision_format import (
@@ -76,6 +76,15 @@ def pointer_document(path: str, env: lmdb.Environment, lock: bool) -> dict[str, 
     except ValueError:
         return None  # a split file's damaged meta: its own reader names it
     return decode_pointer(raw, path) if raw is not None and is_pointer_document(document) else None
+
+
+def refuse_if_pointer(path: str, env: lmdb.Environment, lock: bool, opened: str) -> None:
+    """FileChangedError if a dataset that opened a single split file finds a pointer at its path: the
+    split changed since (its file now lies in the data folder; a new dataset reads the new revision)."""
+    pointer = pointer_document(path, env, lock)
+    if pointer is not None:
+        found = f"a split of revisions at revision {pointer['revision']}, its data files in {data_folder(path)}/"
+        raise FileChangedError(changed_message(path, opened, found))
 
 
 def open_if_revisions(path: str, env: lmdb.Environment, options: OpenOptions) -> Opened | None:

@@ -10,11 +10,12 @@ from typing import Any
 
 import numpy as np
 
-from imagefolder_lmdb.reader import DamagedRecordError, LMDBReader, decode_meta
+from imagefolder_lmdb.reader import DamagedRecordError, FormatError, LMDBReader, decode_meta
 from imagefolder_lmdb.reader.document import read_document
 from imagefolder_lmdb.reader.revision_format import data_file_path, data_folder, is_pointer_document
 from imagefolder_lmdb.reader.revisions import opened_env
 from imagefolder_lmdb.verify.checks import verify_file
+from imagefolder_lmdb.verify.datasets import InfoError
 from imagefolder_lmdb.writing.revisions import read_split
 
 
@@ -86,7 +87,10 @@ def revisions_info(path: str) -> dict[str, Any]:
     """``info``'s description of a split of revisions: its current revision as a file's, and its revisions."""
     from imagefolder_lmdb.reader.revision_format import decode_pointer
 
-    ds = LMDBReader(path, decode="bytes")
+    try:  # a pointer copied without its data files, a damaged one: one line, as for a file
+        ds = LMDBReader(path, decode="bytes")
+    except (FormatError, OSError, ValueError) as exc:
+        raise InfoError(str(exc)) from None
     document = {key: value for key, value in ds.meta_document.items() if key != "checksums"}
     counts = np.bincount(np.asarray(ds.targets, dtype=np.int64), minlength=len(ds.classes))
     with opened_env(path).begin() as txn:
