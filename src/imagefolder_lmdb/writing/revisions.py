@@ -32,6 +32,7 @@ import lmdb
 import numpy as np
 
 from imagefolder_lmdb.reader import FormatError, Meta, decode_meta
+from imagefolder_lmdb.reader.handles import forget_if_replaced
 from imagefolder_lmdb.reader.identity import content_id
 from imagefolder_lmdb.reader.revision_format import (
     ORDER_DTYPE,
@@ -145,6 +146,10 @@ def _data_file_meta(path: str, expected: str | None = None) -> Meta:
     return meta
 
 
+def _at(revision: int | None) -> str:
+    return "a single file (never changed)" if revision is None else f"revision {revision}"
+
+
 def _now() -> str:
     return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
 
@@ -202,8 +207,8 @@ def new_revision(
         state = read_split(path)
         if state.number != planned_on:
             raise RevisionConflictError(
-                f"{path}: the split is at revision {state.number} (None: a single file), not at revision "
-                f"{planned_on} the change was planned on: another change was written meanwhile. Plan it again."
+                f"{path}: the split is at {_at(state.number)}, not at {_at(planned_on)} that the change was planned "
+                "on: another change was written meanwhile. Plan it again on the split as it is now."
             )
         revision = plan_revision(
             state, list(zip(added, added_metas, strict=True)), samples, list(classes), moved or {}, document or {}
@@ -214,6 +219,8 @@ def new_revision(
             entries[written.number], written_values = encode_revision(written)  # a single file: revision 1 too
             values |= written_values
         write_pointer(path, entries, values, revision.number)
+    for moved_away in [path, *added]:  # renamed or replaced: LMDB opens an inode once per process, so a
+        forget_if_replaced(os.path.realpath(moved_away))  # reader here opens it again by its new name
     places = [data_file_path(path, file.id) for file in revision.files]
     return RevisionWritten(path, revision.number, state.current.number, revision.changes, places, state.single_file)
 
