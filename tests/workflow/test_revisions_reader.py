@@ -142,7 +142,7 @@ def test_a_reader_keeps_its_revision_across_a_pointer_replace_and_workers(
     split = changed_split(splits, tmp_path)
     ds = LMDBDataset(split, decode="bytes")
     expected = [(ds.get_bytes(index), ds.targets[index]) for index in range(len(ds))]
-    samples, classes = listing(splits["after"])  # revision 3: the class cow removed, dog renumbered 2 -> 1
+    samples, _ = listing(splits["after"])  # revision 3: the class cow removed, dog renumbered 2 -> 1
     kept = [(path, label - (label == 2)) for path, label in samples if not path.startswith("cow/")]
     new_revision(split, kept, ["cat", "dog"], planned_on=2)
     assert LMDBReader(split).revision == 3 and LMDBReader(split).targets == [label for _, label in kept]
