@@ -134,6 +134,7 @@ class _DataFileSource:
 
 def _opened_file(pointer: str, number: int, file: DataFile, place: str, options: OpenOptions) -> _DataFileSource:
     """A data file opened and checked by its content id (FileChangedError for other content)."""
+    forget_if_replaced(place)  # the file now at the name, as a dataset opens its path (a copy put back)
     try:
         env = shared_env(place, lock=options.lock, max_readers=options.max_readers)
     except FileNotFoundError:
