@@ -99,16 +99,22 @@ def _check_state(state: dict[str, Any], expected: dict[str, Any]) -> None:
         raise ValueError(f"consumed={state['consumed']} is outside the epoch of {state['dataset_size']} samples")
 
 
+def _revision_entry(revision: int | None) -> dict[str, int]:
+    """The revision of a split of revisions a state was saved over; none for a single split file (its
+    state as before revisions existed)."""
+    return {} if revision is None else {"revision": revision}
+
+
 def _check_revision(state: dict[str, Any], revision: int | None) -> None:
     """Refuse a state saved over another revision of a split (docs/FORMAT.md, version 5): its indices
-    name other images. A single split file is its revision 1 (the file its first change kept); states
-    saved before revisions existed record none and are not checked."""
-    if "revision" not in state or (state["revision"] or 1) == (revision or 1):
+    name other images. A state without one was saved over a single split file, which is revision 1 of
+    the split its first change makes (the file it kept)."""
+    saved = state.get("revision") or 1
+    if saved == (revision or 1):
         return
     raise ValueError(
-        f"the saved state is of revision={state['revision']} of the split, this dataset reads revision={revision}: "
-        f"its indices name other images. Open LMDBDataset(path, revision={state['revision']}) to resume that run, "
-        "or start the epoch anew"
+        f"the saved state is of revision={saved} of the split, this dataset reads revision={revision}: its indices "
+        f"name other images. Open LMDBDataset(path, revision={saved}) to resume that run, or start the epoch anew"
     )
 
 
@@ -221,7 +227,7 @@ class ElasticDistributedSampler(Sampler[int]):
             "consumed": self._position(start, yielded),
             "num_replicas": self.num_replicas,  # what saved it; a state loads at any world size
             **{name: value for name, value in zip(_ORDER_FIELDS, self._order_fields(), strict=True)},
-            "revision": getattr(self.dataset, "revision", None),  # of a split of revisions; None: a split file
+            **_revision_entry(getattr(self.dataset, "revision", None)),
         }
 
     def _position(self, start: int, yielded: int) -> int:

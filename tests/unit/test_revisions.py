@@ -162,9 +162,9 @@ def test_a_sampler_state_of_another_revision_is_refused() -> None:
     assert saved["revision"] == 2
     with pytest.raises(ValueError, match=r"revision=2 of the split, this dataset reads revision=3"):
         ElasticDistributedSampler(_Sized(10, 3), num_replicas=1, rank=0).load_state_dict(saved)
-    # a single split file is its revision 1; a state saved before revisions existed has none
+    # a single split file is its revision 1
     plain = ElasticDistributedSampler(_Sized(10, None), num_replicas=1, rank=0).state_dict()
+    assert "revision" not in plain  # a single split file's state: as before revisions existed
     ElasticDistributedSampler(_Sized(10, 1), num_replicas=1, rank=0).load_state_dict(plain)
-    ElasticDistributedSampler(_Sized(10, 3), num_replicas=1, rank=0).load_state_dict(
-        {key: value for key, value in plain.items() if key != "revision"}
-    )
+    with pytest.raises(ValueError, match=r"revision=1 of the split, this dataset reads revision=3"):
+        ElasticDistributedSampler(_Sized(10, 3), num_replicas=1, rank=0).load_state_dict(plain)

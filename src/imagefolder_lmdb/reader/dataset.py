@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import lmdb
 import numpy as np
 
-from imagefolder_lmdb.reader.dataset_document import _resized_words, class_words, size_setting, source_root
+from imagefolder_lmdb.reader.dataset_document import class_words, resized_words, size_setting, source_root
 from imagefolder_lmdb.reader.decoding import (
     DECODE_CHOICES,
     LAZY,
@@ -76,7 +76,7 @@ def _resolved(path: str) -> str:
 
 
 def _open_path(
-    ds: LMDBReader, max_in_flight: int, cache_dir: str | os.PathLike[str] | None, cache_bytes: int
+    ds: LMDBReader, max_in_flight: int, cache_dir: str | os.PathLike[str] | None, cache_bytes: int, revision: int | None
 ) -> Opened:
     """``ds.path`` opened: a file in place, or a URL (s3://, gs://, az://, http(s)://) through
     imagefolder_lmdb.remote (the [remote] extra), reading records by ranged requests."""
@@ -89,8 +89,8 @@ def _open_path(
     if cache_dir is not None:
         raise ValueError(f"cache_dir is for datasets read from a URL; {ds.path} is read in place")
     forget_if_replaced(ds.path)
-    revision = open_if_revisions(ds.path, ds._env(), ds)  # a split of revisions (issue 58): reader/revisions.py
-    return revision or _open_records(ds.path, ds._env(), ds.lock, ds.allow_pickle, ds.crc_check)
+    opened = open_if_revisions(ds.path, ds._env(), ds, revision)  # a split of revisions (issue 58)
+    return opened or _open_records(ds.path, ds._env(), ds.lock, ds.allow_pickle, ds.crc_check)
 
 
 def _check_options(decode: str, lock: bool, max_readers: int | None) -> None:
@@ -266,8 +266,7 @@ class LMDBReader(_Index):
         transform (callable, optional): takes the image ``decode`` makes and returns a transformed
             version, as ImageFolder's ``transform``. One that holds imagefolder_lmdb.transforms gets
             large RGB JPEGs opened but not decoded (``lazy_jpeg``), to decode at the size it needs.
-        target_transform (callable, optional): takes the target (see ``target_type``) and transforms
-            it, as torchvision's does.
+        target_transform (callable, optional): takes the target (``target_type``) and transforms it, as torchvision's.
         decode (str): what ``transform`` receives: ``"pil"`` (default), an RGB ``PIL.Image``
             exactly as ImageFolder's loader makes it; ``"tensor"``, a uint8 ``(3, H, W)`` RGB tensor
             decoded by TorchCodec (pixel-equal to ``"pil"`` with the pinned versions); ``"bytes"``,
@@ -279,18 +278,16 @@ class LMDBReader(_Index):
             (default True; ~2 us for a 110 KB record, reader/format.checksum), raising
             DamagedRecordError on a mismatch. False skips it, for copies checked another way. A URL
             is always checked; legacy files record no CRC and are never checked.
-        allow_pickle (bool): also read LEGACY folder2lmdb files, whose values are pickles, with a
-            restricted unpickler (default False: such files are refused).
+        allow_pickle (bool): also read LEGACY folder2lmdb files (pickles) with a restricted unpickler (default False).
         max_in_flight (int): for a URL (``s3://``, ``gs://``, ``az://``, ``http(s)://``, the
             ``[remote]`` extra), the most ranged reads in flight at once (default 64).
-        cache_dir (str or os.PathLike, optional): for a URL, a local folder that keeps the records
-            fetched; refused for a file read in place.
+        cache_dir (str or os.PathLike, optional): for a URL, a local folder keeping fetched records (not for a file).
         cache_bytes (int): the most bytes ``cache_dir`` holds (default 64 GiB).
         target_type (str or list of str): each sample's target, as torchvision's CelebA's:
             ``"label"`` (default: the class index; multi-label, the list of them), a field's name,
             or a list of names (a tuple of their values; one name: its value; none: None).
-        revision (int, optional): of a split of revisions (a split changed since its conversion, docs/FORMAT.md
-            version 5), the revision to read (default: the current one, kept for the dataset's life).
+        revision (int, optional): of a split changed since its conversion (docs/FORMAT.md, version 5): the
+            revision to read (default: the current one), kept for the dataset's life.
 
     Attributes:
         classes, class_to_idx, samples, imgs, targets: ImageFolder's; ``samples`` holds
@@ -313,10 +310,9 @@ class LMDBReader(_Index):
             bytes fail their CRC-32 raises its subclass DamagedRecordError (file or URL, index, the
             fix); from a URL, read twice first, as remote.records.ChecksumError, an OSError too.
         ReadersFullError: ``lock=True`` and every reader slot taken.
-        ValueError: an unknown ``decode``, ``max_readers`` without ``lock=True`` or below 1, a
-            ``target_type`` naming no field of the file (the message lists them), or settings other
-            than those the file is already open with in this process.
-        ImportError: ``decode="tensor"`` without TorchCodec.
+        ValueError: an unknown ``decode``, ``max_readers`` without ``lock=True`` or below 1, a ``target_type`` naming
+            no field of the file (the message lists them), or settings other than those it is open with here.
+        ImportError: ``decode="tensor"`` without TorchCodec. MissingDataFileError: a revision's file is gone.
         OSError: for a URL, an object that cannot be read after retries (``RemoteReadError``) or
             that was replaced since it was opened (``ObjectChangedError``), from imagefolder_lmdb.remote.
     """
@@ -350,8 +346,7 @@ class LMDBReader(_Index):
         self.max_readers = max_readers
         self.allow_pickle = allow_pickle
         self.crc_check = crc_check
-        self.revision = revision  # the one asked for; _set_index sets the one opened
-        self._set_index(_open_path(self, max_in_flight, cache_dir, cache_bytes))
+        self._set_index(_open_path(self, max_in_flight, cache_dir, cache_bytes, revision))
 
     def _env(self) -> lmdb.Environment:
         return shared_env(self.path, lock=self.lock, max_readers=self.max_readers)
@@ -443,7 +438,7 @@ def _described(ds: LMDBReader) -> str:
     lines += ds.target_lines()
     if ds.is_legacy:
         lines.append("    Layout: legacy folder2lmdb pickle (allow_pickle=True)")
-    resized = _resized_words(ds.short_side, ds.max_side)
+    resized = resized_words(ds.short_side, ds.max_side)
     if resized:
         lines.append(f"    Resized at conversion: {resized}")
     if ds.transforms is not None:  # as VisionDataset's repr: only the first line indented

@@ -34,7 +34,7 @@ def size_setting(document: dict[str, Any], key: str) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _resized_words(short_side: int | None, max_side: int | None) -> str | None:
+def resized_words(short_side: int | None, max_side: int | None) -> str | None:
     """How a file's images were shrunk, for ``repr``; None when they keep the source's sizes."""
     bounds = [f"{side} side <= {n}" for side, n in (("shorter", short_side), ("longer", max_side)) if n is not None]
     return ", ".join(bounds) or None

@@ -44,7 +44,6 @@ class OpenOptions(Protocol):
     lock: bool
     max_readers: int | None
     crc_check: bool
-    revision: int | None
 
 
 def missing_message(pointer: str, number: int, missing: list[str]) -> str:
@@ -87,21 +86,23 @@ def refuse_if_pointer(path: str, env: lmdb.Environment, lock: bool, opened: str)
         raise FileChangedError(changed_message(path, opened, found))
 
 
-def open_if_revisions(path: str, env: lmdb.Environment, options: OpenOptions) -> Opened | None:
-    """The revision ``options.revision`` (None: the current one) of the pointer at ``path``; None
-    when ``path`` is a split file (ValueError if a revision was asked of one)."""
+def open_if_revisions(
+    path: str, env: lmdb.Environment, options: OpenOptions, revision: int | None = None
+) -> Opened | None:
+    """Revision ``revision`` (None: the current one) of the pointer at ``path``; None when ``path`` is a
+    split file (ValueError if a revision was asked of one)."""
     pointer = pointer_document(path, env, options.lock)
     if pointer is None:
-        if options.revision is not None:
+        if revision is not None:
             raise ValueError(
-                f"revision={options.revision}: {path} is a single split file, not a split of revisions (it never "
+                f"revision={revision}: {path} is a single split file, not a split of revisions (it never "
                 "changed since its conversion); open it without revision="
             )
         return None
-    entry = entry_of(pointer, options.revision, path)
+    entry = entry_of(pointer, revision, path)
     with guarded(env.begin(), path, options.lock) as txn:
-        revision = decode_revision(txn, entry, path)
-    return open_revision(path, revision, options)
+        opened = decode_revision(txn, entry, path)
+    return open_revision(path, opened, options)
 
 
 def open_revision(path: str, revision: Revision, options: OpenOptions) -> Opened:
@@ -214,7 +215,7 @@ class RevisionRecords:
         self.files_of = np.ascontiguousarray(order["file"])
         self.records_of = np.ascontiguousarray(order["record"])
         self.files = files
-        self.options = _Options(options.lock, options.max_readers, options.crc_check, revision)
+        self.options = OpenSettings(options.lock, options.max_readers, options.crc_check)
         self.lock, self.max_readers = options.lock, options.max_readers
 
     @property
@@ -262,8 +263,7 @@ class RevisionRecords:
 
 
 @dataclass
-class _Options:
+class OpenSettings:
     lock: bool
     max_readers: int | None
     crc_check: bool = True
-    revision: int | None = None

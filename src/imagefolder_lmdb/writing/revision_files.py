@@ -11,7 +11,7 @@ from typing import Any
 from imagefolder_lmdb.reader import META_KEYS, encode_meta, record_key
 from imagefolder_lmdb.reader.file_checks import LmdbReadTxn
 from imagefolder_lmdb.reader.revision_format import data_folder, revision_key
-from imagefolder_lmdb.reader.revisions import _Options, open_if_revisions, opened_env
+from imagefolder_lmdb.reader.revisions import OpenSettings, open_if_revisions, opened_env
 from imagefolder_lmdb.writing.atomic import TMP_SUFFIX, remove_path
 from imagefolder_lmdb.writing.lmdb_writer import atomic_lmdb
 from imagefolder_lmdb.writing.record_locations import add_locations
@@ -36,7 +36,7 @@ def flatten(split: str, output: str | None = None, revision: int | None = None) 
     at ``output`` (None: over the pointer itself, which then is a single split file again; ``gc`` removes
     the data files after). Records are copied as stored (checked against their CRC-32), never decoded."""
     split = os.path.abspath(split)
-    opened = open_if_revisions(split, opened_env(split), _Options(lock=False, max_readers=None, revision=revision))
+    opened = open_if_revisions(split, opened_env(split), OpenSettings(lock=False, max_readers=None), revision)
     if opened is None or opened.meta is None:
         raise NotRevisionsError(f"{split} is a single split file already: nothing to flatten")
     meta, records = opened.meta, opened.records

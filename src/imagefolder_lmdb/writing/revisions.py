@@ -73,7 +73,7 @@ class RevisionWritten:
 
 
 @dataclass
-class SplitState:
+class SplitRevisions:
     """What a split holds now: its current revision (a single file is revision 1, not yet written as
     one), the meta of each data file the revision reads, and the pointer's other revisions."""
 
@@ -97,7 +97,7 @@ def current_revision(split: str | os.PathLike[str]) -> int | None:
     return read_split(os.fspath(split)).number
 
 
-def read_split(split: str, revision: int | None = None) -> SplitState:
+def read_split(split: str, revision: int | None = None) -> SplitRevisions:
     """The split at ``split`` (a single file or a pointer) and its revision ``revision`` (None: current)."""
     with opened_env(split).begin() as txn:
         raw = txn.get(POINTER_JSON)
@@ -109,7 +109,7 @@ def read_split(split: str, revision: int | None = None) -> SplitState:
         values = {bytes(key): bytes(value) for key, value in txn.cursor() if bytes(key).startswith(_REVISION_PREFIX)}
     places = [data_file_path(split, file.id) for file in current.files]
     metas = [_data_file_meta(place, file.id) for place, file in zip(places, current.files, strict=True)]
-    return SplitState(split, current, metas, places, list(pointer["revisions"]), values, single_file=False)
+    return SplitRevisions(split, current, metas, places, list(pointer["revisions"]), values, single_file=False)
 
 
 def _json_or_none(raw: Any) -> Any:
@@ -119,7 +119,7 @@ def _json_or_none(raw: Any) -> Any:
         return None
 
 
-def _single_file_state(split: str, meta: Meta) -> SplitState:
+def _single_file_state(split: str, meta: Meta) -> SplitRevisions:
     """A single split file as revision 1: every record in its order, under its labels."""
     _refuse_targets(meta, split)
     order = np.zeros(meta.length, ORDER_DTYPE)
@@ -128,7 +128,7 @@ def _single_file_state(split: str, meta: Meta) -> SplitState:
     created = str(meta.document.get("created") or _now())
     files = [DataFile(content_id(meta), meta.length, os.path.getsize(split))]
     revision = Revision(1, None, created, files, document, order, np.asarray(meta.labels, np.int32))
-    return SplitState(split, revision, [meta], [split], [], {}, single_file=True)
+    return SplitRevisions(split, revision, [meta], [split], [], {}, single_file=True)
 
 
 def _refuse_targets(meta: Meta, where: str) -> None:
@@ -205,28 +205,38 @@ def new_revision(
     added_metas = [_data_file_meta(file) for file in added]
     with locked_split(path):
         state = read_split(path)
-        if state.number != planned_on:
-            raise RevisionConflictError(
-                f"{path}: the split is at {_at(state.number)}, not at {_at(planned_on)} that the change was planned "
-                "on: another change was written meanwhile. Plan it again on the split as it is now."
-            )
+        _check_planned_on(state, planned_on)
         revision = plan_revision(
             state, list(zip(added, added_metas, strict=True)), samples, list(classes), moved or {}, document or {}
         )
         _place_files(state, added, added_metas)
-        entries, values = {int(entry["revision"]): entry for entry in state.entries}, dict(state.values)
-        for written in [state.current, revision] if state.single_file else [revision]:
-            entries[written.number], written_values = encode_revision(written)  # a single file: revision 1 too
-            values |= written_values
-        write_pointer(path, entries, values, revision.number)
+        _write_revision(state, revision)
     for moved_away in [path, *added]:  # renamed or replaced: LMDB opens an inode once per process, so a
         forget_if_replaced(os.path.realpath(moved_away))  # reader here opens it again by its new name
     places = [data_file_path(path, file.id) for file in revision.files]
     return RevisionWritten(path, revision.number, state.current.number, revision.changes, places, state.single_file)
 
 
+def _check_planned_on(state: SplitRevisions, planned_on: int | None) -> None:
+    """RevisionConflictError unless the split is still at the revision the change was planned on."""
+    if state.number != planned_on:
+        raise RevisionConflictError(
+            f"{state.path}: the split is at {_at(state.number)}, not at {_at(planned_on)} that the change was "
+            "planned on: another change was written meanwhile. Plan it again on the split as it is now."
+        )
+
+
+def _write_revision(state: SplitRevisions, revision: Revision) -> None:
+    """The pointer of the split's revisions and ``revision``, the current one (a single file: revision 1 too)."""
+    entries, values = {int(entry["revision"]): entry for entry in state.entries}, dict(state.values)
+    for written in [state.current, revision] if state.single_file else [revision]:
+        entries[written.number], written_values = encode_revision(written)
+        values |= written_values
+    write_pointer(state.path, entries, values, revision.number)
+
+
 def plan_revision(
-    state: SplitState,
+    state: SplitRevisions,
     added: Sequence[tuple[str, Meta]],
     samples: Sequence[tuple[str, int]],
     classes: list[str],
@@ -243,7 +253,7 @@ def plan_revision(
     return planned(state.current, state.metas, metas, samples, classes, moved, document, _now(), lengths)
 
 
-def _place_files(state: SplitState, added: list[str], metas: list[Meta]) -> None:
+def _place_files(state: SplitRevisions, added: list[str], metas: list[Meta]) -> None:
     """The single file (a first change) linked into the data folder, the added files moved there."""
     if state.single_file:
         _link_or_copy(state.path, data_file_path(state.path, state.current.files[0].id))
