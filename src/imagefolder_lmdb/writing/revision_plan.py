@@ -50,17 +50,15 @@ def planned(
     )
     revision.order["file"], revision.order["record"] = renumber[order["file"]], order["record"]
     used_metas = [metas[index] for index in used]
+    paths = [path for path, _ in samples]
+    composed = composed_meta(revision, used_metas)  # each sample under its data file's own path
     revision.moved = {
-        position: path
-        for position, (path, _) in enumerate(samples)
-        if path != used_metas[revision.order["file"][position]].paths[revision.order["record"][position]]
+        position: path for position, (path, own) in enumerate(zip(paths, composed.paths, strict=True)) if path != own
     }
+    composed.paths = paths
     revision.removed, revision.removed_from = _removed(parent, parent_metas, order)
-    revision.changes = _changes(
-        parent, parent_paths, order, labels, classes, [p for p, _ in samples], len(revision.removed)
-    )
-    revision.document = {"classes": classes, "length": len(samples)}  # what composing the meta reads
-    revision.document = _document(parent, revision, composed_meta(revision, used_metas), lengths, document, created)
+    revision.changes = _changes(parent, parent_paths, order, labels, classes, paths, len(revision.removed))
+    revision.document = _document(parent, revision, composed, lengths, document, created)
     return revision
 
 
@@ -106,22 +104,28 @@ def _order(
     samples: Sequence[tuple[str, int]], classes: list[str], where: Mapping[str, Location]
 ) -> tuple[np.ndarray, np.ndarray]:
     """Each sample's (file, record) among the candidate files, and its label, checked."""
-    order = np.zeros(len(samples), ORDER_DTYPE)
-    labels = np.zeros(len(samples), np.int32)
+    paths = [path for path, _ in samples]
+    if len(set(paths)) != len(paths):
+        raise ValueError(f"{_first_repeated(paths)!r} is listed twice in the new samples")
+    located = [where.get(path) for path in paths]
+    if None in located:
+        path = paths[located.index(None)]
+        raise ValueError(f"{path!r} is in no data file: neither a sample of the split nor a record of an added file")
+    labels = np.array([label for _, label in samples], dtype=np.int64)
+    outside = np.flatnonzero((labels < 0) | (labels >= len(classes)))
+    if outside.size:
+        path, label = samples[int(outside[0])]
+        raise ValueError(f"{path!r} has label {label}, outside 0..{len(classes) - 1} ({len(classes)} classes)")
+    return np.array(located, dtype=ORDER_DTYPE).reshape(len(samples)), labels.astype(np.int32)
+
+
+def _first_repeated(paths: list[str]) -> str | None:
     seen: set[str] = set()
-    for position, (path, label) in enumerate(samples):
+    for path in paths:
         if path in seen:
-            raise ValueError(f"{path!r} is listed twice in the new samples")
+            return path
         seen.add(path)
-        if path not in where:
-            raise ValueError(
-                f"{path!r} is in no data file: neither a sample of the split nor a record of an added file"
-            )
-        if not 0 <= label < len(classes):
-            raise ValueError(f"{path!r} has label {label}, outside 0..{len(classes) - 1} ({len(classes)} classes)")
-        order[position] = where[path]
-        labels[position] = label
-    return order, labels
+    return None
 
 
 def _keys(order: np.ndarray) -> np.ndarray:
@@ -156,12 +160,13 @@ def _changes(
     found = np.searchsorted(parent_keys, keys, sorter=sorter)
     found = np.minimum(found, max(len(parent_keys) - 1, 0))
     kept = (parent_keys[sorter[found]] == keys) if len(parent_keys) else np.zeros(len(keys), bool)
-    was = sorter[found]
-    relabelled = moved = 0
-    for position in np.flatnonzero(kept).tolist():
-        before = int(was[position])
-        relabelled += parent.classes[int(parent.labels[before])] != classes[int(labels[position])]
-        moved += parent_paths[before] != paths[position]
+    kept_at = np.flatnonzero(kept)
+    before = sorter[found][kept_at]
+    # a class index of the parent's -> the new one of the same name (-1: a class gone): renumbering is no relabelling
+    new_index = {name: index for index, name in enumerate(classes)}
+    renamed = np.array([new_index.get(name, -1) for name in parent.classes], dtype=np.int64)
+    relabelled = int((renamed[parent.labels[before]] != labels[kept_at]).sum()) if kept_at.size else 0
+    moved = sum(parent_paths[b] != paths[p] for b, p in zip(before.tolist(), kept_at.tolist(), strict=True))
     return {"added": int((~kept).sum()), "removed": removed, "relabelled": relabelled, "moved": moved}
 
 
