@@ -7,13 +7,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import lmdb
 import numpy as np
 
 from imagefolder_lmdb.reader import Meta, format_version_of, record_key
 from imagefolder_lmdb.reader.format import NAMES_AS_BYTES_VERSION
 from imagefolder_lmdb.reader.identity import content_id
 from imagefolder_lmdb.reader.revision_format import ORDER_DTYPE, REMOVED_DTYPE, DataFile, Revision
-from imagefolder_lmdb.reader.revisions import composed_meta, opened_env
+from imagefolder_lmdb.reader.revisions import composed_meta
 from imagefolder_lmdb.writing.meta_document import checked, storage_counts
 
 #: Where a path's record lies while planning: (index into the planned files, record index).
@@ -235,11 +236,11 @@ def _stored_bytes(revision: Revision, lengths: Mapping[str, np.ndarray]) -> int:
     return total
 
 
-def record_lengths(path: str, meta: Meta) -> np.ndarray:
+def record_lengths(env: lmdb.Environment, meta: Meta) -> np.ndarray:
     """Each record's stored size: from the file's record locations where every record is located (the
-    common case: values on overflow pages), else from LMDB (sizes only, read without copying)."""
+    common case: values on overflow pages), else from LMDB (``env``, the file's; sizes only, no copy)."""
     located = meta.locations
     if located is not None and len(located) == meta.length and bool(located["offset"].all()):
         return located["length"].astype(np.int64)
-    with opened_env(path).begin(buffers=True) as txn:
+    with env.begin(buffers=True) as txn:
         return np.array([len(txn.get(record_key(index)) or b"") for index in range(meta.length)], dtype=np.int64)

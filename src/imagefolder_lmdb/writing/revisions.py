@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import errno
 import fcntl
 import json
 import os
@@ -32,7 +31,7 @@ import lmdb
 import numpy as np
 
 from imagefolder_lmdb.reader import FormatError, Meta, decode_meta
-from imagefolder_lmdb.reader.handles import forget_if_replaced
+from imagefolder_lmdb.reader.handles import forget_if_replaced, open_env_readonly
 from imagefolder_lmdb.reader.identity import content_id
 from imagefolder_lmdb.reader.revision_format import (
     ORDER_DTYPE,
@@ -185,8 +184,8 @@ def new_revision(
         samples: the whole new listing, ``(relative path, class index)`` in ImageFolder's order.
         classes: the class names the indices refer to, sorted as ImageFolder sorts them.
         added_files: split files (versions 1 to 4, one label each) holding the records of the images
-            not in the current revision (added, or replaced at the same path); moved into the split's
-            data folder. A path found in several is taken from the last given.
+            not in the current revision (added, or replaced at the same path); linked into the split's
+            data folder (the caller removes its own copy after). A path found in several: the last given.
         planned_on: ``current_revision(split)`` when the change was planned (None: a single file).
         moved: ``{new path: old path}`` of images moved to another class folder: the old record is kept.
         document: meta/json entries of the conversion that made the change (``source``, ``made_from``,
@@ -202,17 +201,16 @@ def new_revision(
     """
     path = os.path.abspath(os.fspath(split))
     added = [os.path.abspath(os.fspath(file)) for file in added_files]
-    added_metas = [_data_file_meta(file) for file in added]
+    files = [added_file(file) for file in added]
     with locked_split(path):
         state = read_split(path)
         _check_planned_on(state, planned_on)
-        revision = plan_revision(
-            state, list(zip(added, added_metas, strict=True)), samples, list(classes), moved or {}, document or {}
-        )
-        _place_files(state, added, added_metas)
+        revision = plan_revision(state, files, samples, list(classes), moved or {}, document or {})
+        _place_files(state, files)
         _write_revision(state, revision)
-    for moved_away in [path, *added]:  # renamed or replaced: LMDB opens an inode once per process, so a
-        forget_if_replaced(os.path.realpath(moved_away))  # reader here opens it again by its new name
+    # the single file's name now holds the pointer: forgotten, so that a reader here opens the file (an
+    # inode LMDB opens once per process) by its name in the data folder
+    forget_if_replaced(os.path.realpath(path))
     places = [data_file_path(path, file.id) for file in revision.files]
     return RevisionWritten(path, revision.number, state.current.number, revision.changes, places, state.single_file)
 
@@ -235,9 +233,31 @@ def _write_revision(state: SplitRevisions, revision: Revision) -> None:
     write_pointer(state.path, entries, values, revision.number)
 
 
+@dataclass(frozen=True)
+class AddedFile:
+    """A split file whose records a change adds: where it lies, its meta and each record's stored size."""
+
+    path: str
+    meta: Meta
+    lengths: np.ndarray
+
+
+def added_file(path: str) -> AddedFile:
+    """An added file read in an environment of its own, closed after: it is linked into the data folder
+    later, and LMDB opens an inode once per process, so this process's readers must not hold it by this name."""
+    env = open_env_readonly(path)
+    try:
+        with env.begin() as txn:
+            meta = decode_meta(txn, path)
+        _refuse_targets(meta, path)
+        return AddedFile(path, meta, record_lengths(env, meta))
+    finally:
+        env.close()
+
+
 def plan_revision(
     state: SplitRevisions,
-    added: Sequence[tuple[str, Meta]],
+    added: Sequence[AddedFile],
     samples: Sequence[tuple[str, int]],
     classes: list[str],
     moved: Mapping[str, str],
@@ -245,28 +265,22 @@ def plan_revision(
 ) -> Revision:
     """The next revision of ``state``: each sample's record found, what changed against the current one."""
     lengths = {
-        file.id: record_lengths(place, meta)
+        file.id: record_lengths(opened_env(place), meta)
         for file, place, meta in zip(state.current.files, state.places, state.metas, strict=True)
     }
-    lengths |= {content_id(meta): record_lengths(place, meta) for place, meta in added}
-    metas = [meta for _, meta in added]
+    lengths |= {content_id(file.meta): file.lengths for file in added}
+    metas = [file.meta for file in added]
     return planned(state.current, state.metas, metas, samples, classes, moved, document, _now(), lengths)
 
 
-def _place_files(state: SplitRevisions, added: list[str], metas: list[Meta]) -> None:
-    """The single file (a first change) linked into the data folder, the added files moved there."""
+def _place_files(state: SplitRevisions, added: Sequence[AddedFile]) -> None:
+    """The single file (a first change) and the added files linked into the data folder under their
+    content ids (a copy where the file system has no hard links). The added files given stay where they
+    are, for a rerun after a kill; the caller removes them once the revision is written."""
     if state.single_file:
         _link_or_copy(state.path, data_file_path(state.path, state.current.files[0].id))
-    for file, meta in zip(added, metas, strict=True):
-        target = data_file_path(state.path, content_id(meta))
-        if os.path.exists(target):
-            continue  # that content is there already: the file given stays where it was
-        try:
-            os.rename(file, target)
-        except OSError as exc:
-            if exc.errno != errno.EXDEV:
-                raise
-            _copy_into_place(file, target)
+    for file in added:
+        _link_or_copy(file.path, data_file_path(state.path, content_id(file.meta)))
     fsync_path(data_folder(state.path))
 
 
