@@ -168,3 +168,40 @@ def test_a_sampler_state_of_another_revision_is_refused() -> None:
     ElasticDistributedSampler(_Sized(10, 1), num_replicas=1, rank=0).load_state_dict(plain)
     with pytest.raises(ValueError, match=r"revision=1 of the split, this dataset reads revision=3"):
         ElasticDistributedSampler(_Sized(10, 3), num_replicas=1, rank=0).load_state_dict(plain)
+
+
+def test_a_change_killed_before_its_pointer_leaves_the_split_as_it_was_and_reruns(
+    tmp_path: Path, fresh_envs: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    split = split_file(tmp_path / "train.lmdb", FIRST, ["a", "b"])
+    added = split_file(tmp_path / "added.lmdb", {"b/1.bin": b"b1" * 50}, ["a", "b"])
+    before = split.read_bytes()
+    samples = [("a/0.bin", 0), ("b/0.bin", 1), ("b/1.bin", 1)]
+
+    def killed(*args: object) -> None:
+        raise KeyboardInterrupt  # as a kill between the data files' links and the pointer's rename
+
+    monkeypatch.setattr("imagefolder_lmdb.writing.revisions.write_pointer", killed)
+    with pytest.raises(KeyboardInterrupt):
+        new_revision(split, samples, ["a", "b"], [added], planned_on=None)
+    assert split.read_bytes() == before and LMDBReader(split).revision is None
+    monkeypatch.undo()
+    close_all_envs()
+    written = new_revision(split, samples, ["a", "b"], [added], planned_on=None)
+    assert written.changes == {"added": 1, "removed": 1, "relabelled": 0, "moved": 0}
+    ds = LMDBReader(split, decode="bytes")
+    assert [ds.get_bytes(i) for i in range(3)] == [FIRST["a/0.bin"], FIRST["b/0.bin"], b"b1" * 50]
+    assert sorted(os.listdir(f"{split}.d")) == sorted(
+        f"{file.id}.lmdb" for file in read_split(str(split)).current.files
+    )
+
+
+def test_a_reader_of_the_single_file_stops_at_its_next_open_after_the_first_change(
+    tmp_path: Path, fresh_envs: None
+) -> None:
+    split = split_file(tmp_path / "train.lmdb", FIRST, ["a", "b"])
+    ds = LMDBReader(split, decode="bytes")
+    new_revision(split, [("a/0.bin", 0)], ["a"], planned_on=None)
+    close_all_envs()  # as a new worker: the path is opened again
+    with pytest.raises(FileChangedError, match=r"now holds a split of revisions at revision 2"):
+        ds.get_bytes(0)
