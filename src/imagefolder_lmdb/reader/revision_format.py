@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,6 +89,36 @@ class Revision:
         return list(self.document["classes"])
 
 
+def pack_order(order: np.ndarray) -> bytes:
+    """A revision's order as stored: zlib (deflate) of its ``file`` column (``uint32[n]``), then of the
+    differences of its ``record`` column (``int32[n]``, the first from 0). An ImageFolder order is long runs
+    of one file's consecutive records, so a change writes bytes in proportion to the change, not the split."""
+    records = order["record"].astype(np.int64)
+    steps = np.diff(records, prepend=0).astype("<i4")
+    return zlib.compress(np.ascontiguousarray(order["file"], dtype="<u4").tobytes() + steps.tobytes())
+
+
+def unpack_order(raw: bytes, length: int) -> np.ndarray:
+    """The order ``pack_order`` stored, of ``length`` samples (ValueError for one of another size)."""
+    packed = inflate(raw, 8 * length)
+    order = np.zeros(length, ORDER_DTYPE)
+    order["file"] = np.frombuffer(packed[: 4 * length], "<u4")
+    records = np.cumsum(np.frombuffer(packed[4 * length :], "<i4").astype(np.int64))
+    if length and not 0 <= int(records.min()) <= int(records.max()) < 1 << 32:
+        raise ValueError("the order names a record outside 0..2**32-1")
+    order["record"] = records
+    return order
+
+
+def inflate(raw: bytes, size: int) -> bytes:
+    """``raw`` decompressed (zlib), exactly ``size`` bytes: ValueError for more or fewer, never more in memory."""
+    stream = zlib.decompressobj()
+    data = stream.decompress(raw, size)
+    if len(data) != size or stream.unconsumed_tail or not stream.eof:
+        raise ValueError(f"a packed array does not hold the {size:,} bytes its revision's length gives")
+    return data
+
+
 def _pack_moved(moved: dict[int, str]) -> bytes:
     positions = sorted(moved)
     names = "".join(moved[position] + "\0" for position in positions)
@@ -107,8 +138,8 @@ def _unpack_moved(raw: bytes) -> dict[int, str]:
 def encode_revision(revision: Revision) -> tuple[dict[str, Any], dict[bytes, bytes]]:
     """Revision's entry of the pointer's ``revisions`` list, and its keys and values."""
     arrays = {
-        "order": np.ascontiguousarray(revision.order, dtype=ORDER_DTYPE).tobytes(),
-        "labels": np.ascontiguousarray(revision.labels, dtype="<i4").tobytes(),
+        "order": pack_order(revision.order),
+        "labels": zlib.compress(np.ascontiguousarray(revision.labels, dtype="<i4").tobytes()),
         "paths": _pack_moved(revision.moved),
         "removed": np.ascontiguousarray(revision.removed, dtype=REMOVED_DTYPE).tobytes(),
     }
@@ -198,8 +229,8 @@ def decode_revision(txn: ReadTxn, entry: dict[str, Any], where: str) -> Revision
             created=str(entry.get("created")),
             files=[DataFile(str(f["id"]), int(f["records"]), int(f.get("bytes", 0))) for f in entry["files"]],
             document=body["document"],
-            order=np.frombuffer(arrays["order"], ORDER_DTYPE),
-            labels=np.frombuffer(arrays["labels"], "<i4"),
+            order=unpack_order(arrays["order"], int(entry["length"])),
+            labels=np.frombuffer(inflate(arrays["labels"], 4 * int(entry["length"])), "<i4"),
             moved=_unpack_moved(arrays["paths"]),
             removed=np.frombuffer(arrays["removed"], REMOVED_DTYPE),
             removed_from=list(body["removed_from"]),
