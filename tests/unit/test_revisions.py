@@ -29,6 +29,7 @@ from imagefolder_lmdb.sampler import ElasticDistributedSampler
 from imagefolder_lmdb.writing.lmdb_writer import LMDBWriter
 from imagefolder_lmdb.writing.meta_document import build_meta
 from imagefolder_lmdb.writing.record_locations import add_locations
+from imagefolder_lmdb.writing.revision_files import collect_garbage, flatten
 from imagefolder_lmdb.writing.revisions import RevisionConflictError, new_revision, read_split, write_lmdb_values
 
 
@@ -205,3 +206,17 @@ def test_a_reader_of_the_single_file_stops_at_its_next_open_after_the_first_chan
     close_all_envs()  # as a new worker: the path is opened again
     with pytest.raises(FileChangedError, match=r"now holds a split of revisions at revision 2"):
         ds.get_bytes(0)
+
+
+def test_flatten_over_the_pointer_then_gc_leaves_one_file(changed: Path) -> None:
+    expected = [LMDBReader(changed, decode="bytes").get_bytes(i) for i in range(4)]
+    flattened = flatten(str(changed))
+    assert (flattened.revision, flattened.records) == (2, 4)
+    close_all_envs()
+    ds = LMDBReader(changed, decode="bytes")
+    assert ds.revision is None and [ds.get_bytes(i) for i in range(4)] == expected
+    assert ds.samples == [("a/0.bin", 0), ("a/1.bin", 0), ("b/0.bin", 1), ("b/1.bin", 1)]
+    collected = collect_garbage(str(changed))
+    assert len(collected.removed) == 2 and not os.path.exists(f"{changed}.d")
+    with pytest.raises(ValueError, match=r"revision=2 is for a split of revisions read in place, not a URL"):
+        LMDBReader("s3://bucket/train.lmdb", revision=2)

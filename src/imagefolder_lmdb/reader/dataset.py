@@ -81,6 +81,8 @@ def _open_path(
     """``ds.path`` opened: a file in place, or a URL (s3://, gs://, az://, http(s)://) through
     imagefolder_lmdb.remote (the [remote] extra), reading records by ranged requests."""
     if is_url(ds.path):
+        if revision is not None:  # issue 58: revisions are read in place so far
+            raise ValueError(f"revision={revision} is for a split of revisions read in place, not a URL ({ds.path})")
         if ds.lock:  # LMDB's lock file and reader table live beside a file, never beside an object
             raise ValueError(f"lock=True is for a file read in place; {ds.path} is read by ranged requests")
 

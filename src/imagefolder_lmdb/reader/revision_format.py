@@ -113,7 +113,10 @@ def unpack_order(raw: bytes, length: int) -> np.ndarray:
 def inflate(raw: bytes, size: int) -> bytes:
     """``raw`` decompressed (zlib), exactly ``size`` bytes: ValueError for more or fewer, never more in memory."""
     stream = zlib.decompressobj()
-    data = stream.decompress(raw, size)
+    try:
+        data = stream.decompress(raw, size)
+    except zlib.error as exc:
+        raise ValueError(f"a packed array is no zlib stream ({exc})") from None
     if len(data) != size or stream.unconsumed_tail or not stream.eof:
         raise ValueError(f"a packed array does not hold the {size:,} bytes its revision's length gives")
     return data
