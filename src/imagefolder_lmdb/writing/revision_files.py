@@ -72,6 +72,8 @@ def collect_garbage(split: str, keep: int | None = None) -> Collected:
     A single split file with a folder (after ``flatten`` over its pointer): every data file goes."""
     split = os.path.abspath(split)
     folder = data_folder(split)
+    if not os.path.isfile(split):
+        raise NotRevisionsError(f"{split}: no such file")
     if not os.path.isdir(folder):
         raise NotRevisionsError(f"{split} has no data folder {folder}: a single split file, nothing to collect")
     if keep is not None and keep < 1:
