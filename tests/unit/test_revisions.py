@@ -220,3 +220,12 @@ def test_flatten_over_the_pointer_then_gc_leaves_one_file(changed: Path) -> None
     assert len(collected.removed) == 2 and not os.path.exists(f"{changed}.d")
     with pytest.raises(ValueError, match=r"revision=2 is for a split of revisions read in place, not a URL"):
         LMDBReader("s3://bucket/train.lmdb", revision=2)
+
+
+def test_a_relabelling_keeps_every_record_and_changes_the_labels(changed: Path) -> None:
+    samples = [("a/0.bin", 0), ("a/1.bin", 1), ("b/0.bin", 1), ("b/1.bin", 1)]  # a/1.bin relabelled b
+    written = new_revision(changed, samples, ["a", "b"], planned_on=2)
+    assert written.changes == {"added": 0, "removed": 0, "relabelled": 1, "moved": 0}
+    ds = LMDBReader(changed, decode="bytes")
+    assert ds.revision == 3 and ds.targets == [0, 1, 1, 1] and ds.get_bytes(1) == FIRST["a/1.bin"]
+    assert LMDBReader(changed, revision=2).targets == [0, 0, 1, 1]

@@ -35,8 +35,11 @@ def planned(
     """The revision after ``parent`` whose samples are ``samples`` (path, class index into ``classes``)."""
     files, metas = _candidate_files(parent, parent_metas, added)
     parent_paths = composed_meta(parent, parent_metas).paths
-    where = _locations(parent, parent_paths, metas, len(parent.files), moved)
-    order, labels = _order(samples, classes, where)
+    if not added and not moved and [path for path, _ in samples] == parent_paths:
+        order, labels = parent.order.copy(), _labels(samples, classes)  # relabelled only: every sample kept
+    else:
+        where = _locations(parent, parent_paths, metas, len(parent.files), moved)
+        order, labels = _order(samples, classes, where)
     used = np.unique(order["file"]).tolist()
     renumber = np.zeros(len(files), np.uint32)
     renumber[used] = np.arange(len(used), dtype=np.uint32)
@@ -112,12 +115,17 @@ def _order(
     if None in located:
         path = paths[located.index(None)]
         raise ValueError(f"{path!r} is in no data file: neither a sample of the split nor a record of an added file")
+    return np.array(located, dtype=ORDER_DTYPE).reshape(len(samples)), _labels(samples, classes)
+
+
+def _labels(samples: Sequence[tuple[str, int]], classes: list[str]) -> np.ndarray:
+    """Each sample's class index, each checked to name one of ``classes``."""
     labels = np.array([label for _, label in samples], dtype=np.int64)
     outside = np.flatnonzero((labels < 0) | (labels >= len(classes)))
     if outside.size:
         path, label = samples[int(outside[0])]
         raise ValueError(f"{path!r} has label {label}, outside 0..{len(classes) - 1} ({len(classes)} classes)")
-    return np.array(located, dtype=ORDER_DTYPE).reshape(len(samples)), labels.astype(np.int32)
+    return labels.astype(np.int32)
 
 
 def _first_repeated(paths: list[str]) -> str | None:
