@@ -53,6 +53,14 @@ COMMANDS = {
         "imagefolder_lmdb.commands.info",
         "what a dataset (or each in OUTDIR) holds: classes, sizes, settings, source",
     ),
+    "flatten": (
+        "imagefolder_lmdb.commands.flatten",
+        "write a split of revisions (a split changed since conversion) as one file again",
+    ),
+    "gc": (
+        "imagefolder_lmdb.commands.gc",
+        "remove the data files of a split of revisions that no kept revision names",
+    ),
     "init-config": (
         "imagefolder_lmdb.commands.init_config",
         "print a commented config: folder, imagenet, kaggle, wds, parquet",

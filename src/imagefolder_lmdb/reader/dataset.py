@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import lmdb
 import numpy as np
 
+from imagefolder_lmdb.reader.dataset_document import class_words, resized_words, size_setting, source_root
 from imagefolder_lmdb.reader.decoding import (
     DECODE_CHOICES,
     LAZY,
@@ -38,6 +39,7 @@ from imagefolder_lmdb.reader.legacy import open_legacy
 from imagefolder_lmdb.reader.memory import keep_freed_memory_for_reuse
 from imagefolder_lmdb.reader.records import Opened, RecordSource
 from imagefolder_lmdb.reader.records_located import LocatedRecords, v1_records
+from imagefolder_lmdb.reader.revisions import open_if_revisions, refuse_if_pointer
 from imagefolder_lmdb.reader.targets import LabelsAndFields, TargetType, check_target_options
 from imagefolder_lmdb.reader.url_openers import url_opener
 from imagefolder_lmdb.reader.urls import is_url
@@ -58,6 +60,7 @@ def _reopened(
 ) -> tuple[RecordSource, FileIdentity]:
     """The record source of the file now at ``path`` if it holds the content the dataset opened (a
     compacted copy, a ``cp``: its record locations are checked again); else FileChangedError."""
+    refuse_if_pointer(path, env, lock, opened.describe())  # the split changed since it opened (issue 58)
     with guarded(env.begin(), path, lock) as txn:
         meta = decode_meta(txn, path)
     found = FileIdentity(content_id(meta), opened_token(path))
@@ -73,11 +76,13 @@ def _resolved(path: str) -> str:
 
 
 def _open_path(
-    ds: LMDBReader, max_in_flight: int, cache_dir: str | os.PathLike[str] | None, cache_bytes: int
+    ds: LMDBReader, max_in_flight: int, cache_dir: str | os.PathLike[str] | None, cache_bytes: int, revision: int | None
 ) -> Opened:
     """``ds.path`` opened: a file in place, or a URL (s3://, gs://, az://, http(s)://) through
     imagefolder_lmdb.remote (the [remote] extra), reading records by ranged requests."""
     if is_url(ds.path):
+        if revision is not None:  # issue 58: revisions are read in place so far
+            raise ValueError(f"revision={revision} is for a split of revisions read in place, not a URL ({ds.path})")
         if ds.lock:  # LMDB's lock file and reader table live beside a file, never beside an object
             raise ValueError(f"lock=True is for a file read in place; {ds.path} is read by ranged requests")
 
@@ -86,7 +91,8 @@ def _open_path(
     if cache_dir is not None:
         raise ValueError(f"cache_dir is for datasets read from a URL; {ds.path} is read in place")
     forget_if_replaced(ds.path)
-    return _open_records(ds.path, ds._env(), ds.lock, ds.allow_pickle, ds.crc_check)
+    opened = open_if_revisions(ds.path, ds._env(), ds, revision)  # a split of revisions (issue 58)
+    return opened or _open_records(ds.path, ds._env(), ds.lock, ds.allow_pickle, ds.crc_check)
 
 
 def _check_options(decode: str, lock: bool, max_readers: int | None) -> None:
@@ -102,40 +108,6 @@ def _check_options(decode: str, lock: bool, max_readers: int | None) -> None:
         raise ValueError(f"max_readers={max_readers}: must be at least 1")
     if decode == "tensor":
         torchcodec_jpeg_decoder()  # fail here, not in a worker, when TorchCodec is missing
-
-
-def class_words(document: dict[str, Any], classes: list[str]) -> list[str] | None:
-    """meta/json's ``class_words``: the words of each class (``"tench, Tinca tinca"`` for
-    ``n01440764``), written when every class is an ImageNet-1k WNID; None where the file has none
-    (other classes, legacy files, files written before it existed) or they do not fit the classes."""
-    words = document.get("class_words")
-    if not isinstance(words, list) or len(words) != len(classes) or not all(isinstance(w, str) for w in words):
-        return None
-    return list(words)
-
-
-def source_root(document: dict[str, Any]) -> str | None:
-    """The folder the records' relative paths lie under, as meta/json's ``source.root`` records
-    it; None where unknown: not a folder of the files themselves (archives, trees unpacked into the
-    work folder, val images outside ``<wnid>/`` folders), or a file written before it was recorded."""
-    source = document.get("source")
-    root = source.get("root") if isinstance(source, dict) else None
-    return root if isinstance(root, str) else None
-
-
-def size_setting(document: dict[str, Any], key: str) -> int | None:
-    """``short_side`` or ``max_side`` of meta/json's ``settings.encode``: the size the images were
-    shrunk to at conversion; None where it was not set, or the file predates the setting."""
-    settings = document.get("settings")
-    encode = settings.get("encode") if isinstance(settings, dict) else None
-    value = encode.get(key) if isinstance(encode, dict) else None
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _resized_words(short_side: int | None, max_side: int | None) -> str | None:
-    """How a file's images were shrunk, for ``repr``; None when they keep the source's sizes."""
-    bounds = [f"{side} side <= {n}" for side, n in (("shorter", short_side), ("longer", max_side)) if n is not None]
-    return ", ".join(bounds) or None
 
 
 class _Index(DropIn, LabelsAndFields):
@@ -174,7 +146,8 @@ class _Index(DropIn, LabelsAndFields):
         # the file opened (reader/identity.py); legacy pickles have no meta to pin their content by; a URL's
         # storage token is the object's version (remote/records.ObjectVersion), which every read is pinned to
         self._identity = None
-        if meta is not None:
+        self.revision: int | None = opened.revision  # a split of revisions: the one opened; a split file: None
+        if meta is not None and opened.revision is None:  # a revision's data files are checked by its records
             remote = is_url(self.path)
             token = opened.records.token if remote else opened_token(self.path)  # type: ignore[attr-defined]
             self._identity = FileIdentity(content_id(meta), token)
@@ -295,8 +268,7 @@ class LMDBReader(_Index):
         transform (callable, optional): takes the image ``decode`` makes and returns a transformed
             version, as ImageFolder's ``transform``. One that holds imagefolder_lmdb.transforms gets
             large RGB JPEGs opened but not decoded (``lazy_jpeg``), to decode at the size it needs.
-        target_transform (callable, optional): takes the target (see ``target_type``) and transforms
-            it, as torchvision's does.
+        target_transform (callable, optional): takes the target (``target_type``) and transforms it, as torchvision's.
         decode (str): what ``transform`` receives: ``"pil"`` (default), an RGB ``PIL.Image``
             exactly as ImageFolder's loader makes it; ``"tensor"``, a uint8 ``(3, H, W)`` RGB tensor
             decoded by TorchCodec (pixel-equal to ``"pil"`` with the pinned versions); ``"bytes"``,
@@ -308,16 +280,16 @@ class LMDBReader(_Index):
             (default True; ~2 us for a 110 KB record, reader/format.checksum), raising
             DamagedRecordError on a mismatch. False skips it, for copies checked another way. A URL
             is always checked; legacy files record no CRC and are never checked.
-        allow_pickle (bool): also read LEGACY folder2lmdb files, whose values are pickles, with a
-            restricted unpickler (default False: such files are refused).
+        allow_pickle (bool): also read LEGACY folder2lmdb files (pickles) with a restricted unpickler (default False).
         max_in_flight (int): for a URL (``s3://``, ``gs://``, ``az://``, ``http(s)://``, the
             ``[remote]`` extra), the most ranged reads in flight at once (default 64).
-        cache_dir (str or os.PathLike, optional): for a URL, a local folder that keeps the records
-            fetched; refused for a file read in place.
+        cache_dir (str or os.PathLike, optional): for a URL, a local folder keeping fetched records (not for a file).
         cache_bytes (int): the most bytes ``cache_dir`` holds (default 64 GiB).
         target_type (str or list of str): each sample's target, as torchvision's CelebA's:
             ``"label"`` (default: the class index; multi-label, the list of them), a field's name,
             or a list of names (a tuple of their values; one name: its value; none: None).
+        revision (int, optional): of a split changed since its conversion (docs/FORMAT.md, version 5): the
+            revision to read (default: the current one), kept for the dataset's life.
 
     Attributes:
         classes, class_to_idx, samples, imgs, targets: ImageFolder's; ``samples`` holds
@@ -330,6 +302,7 @@ class LMDBReader(_Index):
         image_sizes, checksums, storage_codes (numpy arrays or None): each record's stored
             ``(width, height)``, CRC-32 and storage code, from the meta; None for legacy files.
         short_side, max_side (int or None): the sizes a prepared copy was shrunk to.
+        revision (int or None): the revision read of a split of revisions; None for a single split file.
 
     Raises:
         FileNotFoundError: nothing at ``path``.
@@ -339,10 +312,9 @@ class LMDBReader(_Index):
             bytes fail their CRC-32 raises its subclass DamagedRecordError (file or URL, index, the
             fix); from a URL, read twice first, as remote.records.ChecksumError, an OSError too.
         ReadersFullError: ``lock=True`` and every reader slot taken.
-        ValueError: an unknown ``decode``, ``max_readers`` without ``lock=True`` or below 1, a
-            ``target_type`` naming no field of the file (the message lists them), or settings other
-            than those the file is already open with in this process.
-        ImportError: ``decode="tensor"`` without TorchCodec.
+        ValueError: an unknown ``decode``, ``max_readers`` without ``lock=True`` or below 1, a ``target_type`` naming
+            no field of the file (the message lists them), or settings other than those it is open with here.
+        ImportError: ``decode="tensor"`` without TorchCodec. MissingDataFileError: a revision's file is gone.
         OSError: for a URL, an object that cannot be read after retries (``RemoteReadError``) or
             that was replaced since it was opened (``ObjectChangedError``), from imagefolder_lmdb.remote.
     """
@@ -362,6 +334,7 @@ class LMDBReader(_Index):
         cache_dir: str | os.PathLike[str] | None = None,
         cache_bytes: int = 64 << 30,
         target_type: TargetType = RESERVED_FIELD,
+        revision: int | None = None,
     ) -> None:
         _check_options(decode, lock, max_readers)
         check_target_options(target_type, target_transform)
@@ -375,7 +348,7 @@ class LMDBReader(_Index):
         self.max_readers = max_readers
         self.allow_pickle = allow_pickle
         self.crc_check = crc_check
-        self._set_index(_open_path(self, max_in_flight, cache_dir, cache_bytes))
+        self._set_index(_open_path(self, max_in_flight, cache_dir, cache_bytes, revision))
 
     def _env(self) -> lmdb.Environment:
         return shared_env(self.path, lock=self.lock, max_readers=self.max_readers)
@@ -467,7 +440,7 @@ def _described(ds: LMDBReader) -> str:
     lines += ds.target_lines()
     if ds.is_legacy:
         lines.append("    Layout: legacy folder2lmdb pickle (allow_pickle=True)")
-    resized = _resized_words(ds.short_side, ds.max_side)
+    resized = resized_words(ds.short_side, ds.max_side)
     if resized:
         lines.append(f"    Resized at conversion: {resized}")
     if ds.transforms is not None:  # as VisionDataset's repr: only the first line indented

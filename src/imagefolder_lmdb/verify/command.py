@@ -47,6 +47,10 @@ def verify(
         from imagefolder_lmdb.verify.remote import verify_remote
 
         return verify_remote(path, sample, full, seed)
+    from imagefolder_lmdb.verify.revisions import is_split_of_revisions, verify_revisions
+
+    if is_split_of_revisions(path):  # a split changed since its conversion (issue 58): its current revision
+        return verify_revisions(path, sample, full, seed)
     return verify_file(path, sample, full, seed)
 
 
