@@ -177,14 +177,22 @@ def encode_pointer(current: int, entries: list[dict[str, Any]]) -> bytes:
     return encode_document(document)
 
 
+def printable_layout(document: Any) -> str:
+    layout = document.get("layout") if isinstance(document, dict) else None
+    return repr(layout)[:40]
+
+
 def decode_pointer(raw: bytes | memoryview, where: str) -> dict[str, Any]:
     """A pointer's meta/json, checked: its layout, current revision and revisions list."""
     try:
         document = json.loads(bytes(raw))
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise FormatError(f"{where}: meta/json is not valid JSON ({exc}); the file is damaged") from exc
     if not is_pointer_document(document) or document.get("layout") != LAYOUT:
-        raise FormatError(f"{where}: not a pointer of a split of revisions (layout {document.get('layout')!r})")
+        raise FormatError(
+            f"{where}: meta/json says version 5, a split of revisions, but is no pointer's (layout "
+            f"{printable_layout(document)}): the file is damaged. {RECOPY_ADVICE}"
+        )
     entries = document.get("revisions")
     if not isinstance(entries, list) or not entries or not all(_sound_entry(entry) for entry in entries):
         raise FormatError(f"{where}: meta/json's revisions list is damaged. {RECOPY_ADVICE}")
@@ -239,7 +247,7 @@ def decode_revision(txn: ReadTxn, entry: dict[str, Any], where: str) -> Revision
             removed_from=list(body["removed_from"]),
             changes=dict(entry.get("changes", {})),
         )
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, RecursionError) as exc:
         raise FormatError(f"{where}: revision {number} is damaged ({exc}). {RECOPY_ADVICE}") from exc
     _check_revision(revision, f"{where}: revision {number}")
     return revision

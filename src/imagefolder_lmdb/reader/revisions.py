@@ -72,7 +72,7 @@ def pointer_document(path: str, env: lmdb.Environment, lock: bool) -> dict[str, 
         raw = None if raw is None else bytes(raw)
     try:
         document = None if raw is None else json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # a nesting bomb too
         return None  # a split file's damaged meta: its own reader names it
     return decode_pointer(raw, path) if raw is not None and is_pointer_document(document) else None
 
