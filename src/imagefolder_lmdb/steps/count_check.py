@@ -24,7 +24,7 @@ from imagefolder_lmdb.run.rule_runner import progress_kwargs, run_rule
 from imagefolder_lmdb.sources import layout_hint, source_of_kind, work_file_options
 from imagefolder_lmdb.sources.base import CountMismatchError, Labels, Listing
 from imagefolder_lmdb.sources.folder import FolderSource
-from imagefolder_lmdb.sources.ilsvrc import train_devkit_problems
+from imagefolder_lmdb.sources.ilsvrc import devkit_class_list, train_devkit_problems
 from imagefolder_lmdb.sources.label_files.settings import LabelsFrom
 from imagefolder_lmdb.sources.layouts import layout_named
 from imagefolder_lmdb.sources.listing_options import FOLDER_ONLY, ListingOptions
@@ -225,6 +225,16 @@ def listed(
     return kind.list(description, source_dir, labels, progress, wanted, options)
 
 
+def train_devkit_classes(listing: Listing, layout: str, devkit: str | None) -> list[str] | None:
+    """The devkit's classes a split of ILSVRC2012's class tars is checked against (None: no such
+    check); the devkit, as parsed, joins the listing's inputs."""
+    if not layout_named(layout).labelling.class_tars or not devkit:
+        return None
+    expected, read = devkit_class_list(devkit)
+    listing.inputs += [read] if read is not None else []
+    return expected
+
+
 def count_check(
     settings: CountSettings,
     files: CountFiles,
@@ -243,6 +253,7 @@ def count_check(
     labels = Labels(settings.devkit, description.labels or settings.val_labels, table)
     options = ListingOptions.from_param(settings.listing)
     listing = listed(description, files.source, labels, progress, wanted, options)
+    expected_wnids = train_devkit_classes(listing, description.layout, settings.devkit)
     listing.ignored = sorted([*listing.ignored, *description.set_aside])
     held = list(listing.classes)
     with_images = classes_with_images(listing)  # what expected_classes counts: labels can name empty classes
@@ -255,8 +266,7 @@ def count_check(
     if not listing.samples:
         raise CountMismatchError(no_images_message(description, listing, classes))
     problems = mismatches(listing, with_images, classes, settings)
-    class_tars = layout_named(description.layout).labelling.class_tars
-    problems += train_devkit_problems(class_tars, held, classes, wanted is None, settings.devkit)
+    problems += train_devkit_problems(held, classes, wanted is None, expected_wnids)
     if problems:
         raise CountMismatchError(
             f"{description.source}: " + "; ".join(problems) + ". Check that the source is complete "
