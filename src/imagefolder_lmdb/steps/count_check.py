@@ -20,6 +20,7 @@ from imagefolder_lmdb.classes.plan import ClassSource
 from imagefolder_lmdb.config.shards import too_many_shards
 from imagefolder_lmdb.config.step_settings import CountSettings
 from imagefolder_lmdb.run.made_from import CHANGED_GROUPS
+from imagefolder_lmdb.run.read_once import check_files_read, check_settings_read
 from imagefolder_lmdb.run.rule_runner import progress_kwargs, run_rule
 from imagefolder_lmdb.sources import layout_hint, source_of_kind, work_file_options
 from imagefolder_lmdb.sources.base import CountMismatchError, Labels, Listing
@@ -240,9 +241,11 @@ def count_check(
     files: CountFiles,
     progress: dict[str, Any] | None = None,
     changed_groups: dict[str, str] | None = None,
+    recipe: dict[str, Any] | None = None,
 ) -> CountsReport:
     """List the split, check its counts against ``settings``, write ``files``; ``changed_groups``:
-    the made_from file's (work/shard_stamps.py)."""
+    the made_from file's (work/shard_stamps.py); ``recipe``: its record of the inputs, which those the
+    listing read must match (run/read_once.py; None: not checked)."""
     progress = progress or {}
     source = ClassSource.from_param(settings.class_list)
     description = read_source_description(files.source)
@@ -252,8 +255,12 @@ def count_check(
     table = None if settings.labels is None else LabelsFrom.from_data(settings.labels)
     labels = Labels(settings.devkit, description.labels or settings.val_labels, table)
     options = ListingOptions.from_param(settings.listing)
+    if recipe is not None:
+        check_settings_read(recipe, source, options)
     listing = listed(description, files.source, labels, progress, wanted, options)
     expected_wnids = train_devkit_classes(listing, description.layout, settings.devkit)
+    if recipe is not None:
+        check_files_read(recipe, listing.inputs)
     listing.ignored = sorted([*listing.ignored, *description.set_aside])
     held = list(listing.classes)
     with_images = classes_with_images(listing)  # what expected_classes counts: labels can name empty classes
@@ -288,8 +295,9 @@ def main(smk: Any, stream: TextIO) -> None:
         stamps=smk.output.stamps,
         shared_manifest=smk.input.shared_classes[0] if smk.input.shared_classes else None,
     )
-    changed_groups = read_json(smk.input.made_from[0]).get(CHANGED_GROUPS, {})
-    count_check(CountSettings.from_params(smk.params), files, progress_kwargs(stream), changed_groups)
+    made_from = read_json(smk.input.made_from[0])
+    settings = CountSettings.from_params(smk.params)
+    count_check(settings, files, progress_kwargs(stream), made_from.get(CHANGED_GROUPS, {}), made_from.get("recipe"))
 
 
 #: What the rule's script (scripts/count_check.py) calls with ``snakemake``: ``main`` with the rule's log set up.
