@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from imagefolder_lmdb.classes.lists import ClassList, OutsideClasses
+from imagefolder_lmdb.sources.inputs_read import InputRead
 from imagefolder_lmdb.sources.listing_options import is_image
 from imagefolder_lmdb.work.files import ManifestHeader, Sample, SourceDescription
 from imagefolder_lmdb.work.shard_stamps import FileOrigins, Origins
@@ -56,6 +57,9 @@ class Listing:
     options: dict[str, Any] = field(default_factory=dict)  # the kind's options its reader reads by
     label_kind: str | None = None  # a label file's: "multi" where each image has a list of labels
     field_types: dict[str, str] | None = None  # a label file's: each per-image field's type
+    #: the files besides the images it parsed (label file, devkit, val CSV), as parsed: count_check
+    #: checks them against the plan's record (run/read_once.py)
+    inputs: list[InputRead] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from imagefolder_lmdb.classes.lists import ClassList
 from imagefolder_lmdb.sources.base import CountMismatchError, Listing
+from imagefolder_lmdb.sources.inputs_read import InputRead
 from imagefolder_lmdb.sources.label_files import (
     ImageLabels,
     LabelFileError,
@@ -113,6 +114,12 @@ def folder_labels(labels: LabelsFrom, root: str, wanted: ClassList | None) -> tu
             return stream.read()
 
     return read_labels(labels, root, paths, read, wanted), paths
+
+
+def parsed_label_files(labels: LabelsFrom, table: LabelTable) -> list[InputRead]:
+    """The label file as ``table`` was parsed from it, its digest that of those very bytes (metadata
+    files lie in the source, which the source's record covers)."""
+    return [] if labels.metadata else [InputRead.of_sha256(read.path, read.sha256) for read in table.label_files]
 
 
 def table_listing(table: LabelTable, paths: Sequence[str], locations: Mapping[str, Location] | None = None) -> Listing:
