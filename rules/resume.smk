@@ -18,8 +18,12 @@ def hold_results_lock():
     # cluster job steps run with --nolock; a lint reads the rules, not the data
     if not workflow.is_main_process or "--lint" in sys.argv:
         return None
-    from imagefolder_lmdb.run.lock import adopt_or_hold_lock
+    from imagefolder_lmdb.run.lock import adopt_or_hold_lock, lock_path
 
+    # a dry run writes nothing: the lock only where its file is there, no stale lock removed
+    if DRY_RUN:
+        exists = os.path.exists(lock_path(config["results"]))
+        return adopt_or_hold_lock(config["results"]) if exists else None
     handle = adopt_or_hold_lock(config["results"])
     if os.path.isdir(".snakemake/locks"):
         shutil.rmtree(".snakemake/locks")

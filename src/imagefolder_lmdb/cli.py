@@ -53,6 +53,14 @@ COMMANDS = {
         "imagefolder_lmdb.commands.info",
         "what a dataset (or each in OUTDIR) holds: classes, sizes, settings, source",
     ),
+    "flatten": (
+        "imagefolder_lmdb.commands.flatten",
+        "write a split of revisions (a split changed since conversion) as one file again",
+    ),
+    "gc": (
+        "imagefolder_lmdb.commands.gc",
+        "remove the data files of a split of revisions that no kept revision names",
+    ),
     "init-config": (
         "imagefolder_lmdb.commands.init_config",
         "print a commented config: folder, imagenet, kaggle, wds, parquet",
@@ -159,7 +167,8 @@ def convert_parser(prog: str) -> argparse.ArgumentParser:
         usage=f"{prog} [options] SOURCE OUTDIR [-- SNAKEMAKE_OPTION ...]\n       {prog} [options] --configfile FILE",
         description=CONVERT_DESCRIPTION % {"prog": prog},
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="Options after -- go to Snakemake as they are, e.g. -- --dry-run, or -- --keep-going.",
+        epilog="Options after -- go to Snakemake, their paths taken from this folder, e.g. -- --keep-going, "
+        "-- --report r.html, or -- --dry-run (which writes nothing).",
     )
     parser.add_argument("source", nargs="?", metavar="SOURCE", help="the images: a folder, an archive or shards")
     parser.add_argument("outdir", nargs="?", metavar="OUTDIR", help="where SPLIT.lmdb goes; s3://b/prefix: uploaded")
@@ -260,7 +269,7 @@ def planned_and_run(args: argparse.Namespace, passed: list[str], parser: argpars
         if args.configfile is not None and request is None:
             refuse_settings_with_configfile(args)
         run = plan_run(request, None if request else args.outdir, args.work, args.configfile, options)
-        run = replaceable(run, destination, args.overwrite)  # before converting, not after
+        run, destination = replaceable(run, destination, args.overwrite)  # before converting, not after
         published(run_planned(run, args.clean, bool(passed), args.verbose), destination, args.overwrite)
     except SettingError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)

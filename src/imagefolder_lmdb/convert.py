@@ -74,7 +74,7 @@ def convert(
         cores: CPU cores to use (an int or ``"all"``); ``"all"`` unless ``profile`` is given.
         profile: ``"slurm"`` (the packaged SLURM profile) or a Snakemake profile of your own.
         configfile: a whole config, run from the current folder instead of ``source``/``outdir``.
-        snakemake_args: further Snakemake options, e.g. ``["--dry-run"]``.
+        snakemake_args: further Snakemake options (paths in them from the current folder), e.g. ``["--dry-run"]``.
         config: config keys, as a config file sets them (``{"splits": {"*": {...}}}``: every split).
         overwrite: replace a dataset in ``outdir`` made from another source or with other settings.
         classes_from: a dataset whose class list (its numbering) this conversion takes.
@@ -89,6 +89,6 @@ def convert(
     arguments = ConvertArguments.from_keywords(locals())  # the parameters by name; outdir and work as above
     with interruptible_call(), owning_outdirs(), predicate_importable(config, is_valid_file, configfile):
         request = command_request(arguments, python_settings(config, shards, is_valid_file), cli=False)
-        run = plan_run(request, outdir, work, configfile, run_options(cores, profile, snakemake_args))
-        run = replaceable(run, destination, overwrite)  # before converting, not after
+        run = plan_run(request, outdir, work, configfile, run_options(cores, profile, snakemake_args, cli=False))
+        run, destination = replaceable(run, destination, overwrite)  # before converting, not after
         return published(run_planned(run, clean, bool(snakemake_args), verbose, python=True), destination, overwrite)

@@ -99,6 +99,25 @@ def _check_state(state: dict[str, Any], expected: dict[str, Any]) -> None:
         raise ValueError(f"consumed={state['consumed']} is outside the epoch of {state['dataset_size']} samples")
 
 
+def _revision_entry(revision: int | None) -> dict[str, int]:
+    """The revision of a split of revisions a state was saved over; none for a single split file (its
+    state as before revisions existed)."""
+    return {} if revision is None else {"revision": revision}
+
+
+def _check_revision(state: dict[str, Any], revision: int | None) -> None:
+    """Refuse a state saved over another revision of a split (docs/FORMAT.md, version 5): its indices
+    name other images. A state without one was saved over a single split file, which is revision 1 of
+    the split its first change makes (the file it kept)."""
+    saved = state.get("revision") or 1
+    if saved == (revision or 1):
+        return
+    raise ValueError(
+        f"the saved state is of revision={saved} of the split, this dataset reads revision={revision}: its indices "
+        f"name other images. Open LMDBDataset(path, revision={saved}) to resume that run, or start the epoch anew"
+    )
+
+
 class ElasticDistributedSampler(Sampler[int]):
     """``DistributedSampler``'s drop-in whose epoch is one permutation dealt to the ranks in turn,
     with a state (samples the job consumed) that loads into a job of any size, mid-epoch.
@@ -208,6 +227,7 @@ class ElasticDistributedSampler(Sampler[int]):
             "consumed": self._position(start, yielded),
             "num_replicas": self.num_replicas,  # what saved it; a state loads at any world size
             **{name: value for name, value in zip(_ORDER_FIELDS, self._order_fields(), strict=True)},
+            **_revision_entry(getattr(self.dataset, "revision", None)),
         }
 
     def _position(self, start: int, yielded: int) -> int:
@@ -229,6 +249,7 @@ class ElasticDistributedSampler(Sampler[int]):
         StatefulDataLoader loads its state when iterated, after the loop's set_epoch), that finished
         epoch is behind the job: the later epoch starts whole."""
         _check_state(state, dict(zip(_ORDER_FIELDS, self._order_fields(), strict=True)))
+        _check_revision(state, getattr(self.dataset, "revision", None))
         epoch, consumed = state["epoch"], state["consumed"]
         if self._count(consumed) == 0:
             if self.epoch > epoch:

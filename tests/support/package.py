@@ -1,15 +1,25 @@
 """The repository as a user gets it: its files as a commit would hold them, a wheel pip builds from
-a clone of them, and a fresh venv that the wheel is installed into."""
+a clone of them, and a fresh venv that the wheel is installed into: one that sees the project's
+venv (fresh_venv: torch is not installed twice), or one per documented install that sees nothing
+else (installed_venv, from a wheelhouse made once: dependency_wheelhouse)."""
 
 from __future__ import annotations
 
+import fcntl
+import os
 import shutil
 import subprocess
 import sys
 import sysconfig
+import tomllib
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+import pytest
+from packaging.requirements import Requirement
+
 from . import REPO
+from .sharing import built_once
 
 
 def copy_working_tree(into: Path) -> Path:
@@ -81,3 +91,101 @@ def install_exact(python: Path, requirements: Path) -> None:
     command = [sys.executable, "-m", "pip", "--python", str(python), *install]
     result = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+
+
+# --------------------------------------------------------------------------------------------------
+# The documented installs, each in a venv that sees nothing else (tests/workflow/test_installs.py)
+# --------------------------------------------------------------------------------------------------
+
+#: The extras whose packages the wheelhouse holds: every documented install without torch.
+WHEELHOUSE_EXTRAS = ("convert", "slurm", "remote")
+#: The project's own name in its extras' requirements (``slurm = ["imagefolder-lmdb[convert]", ...]``).
+PROJECT = "imagefolder-lmdb"
+
+
+def project_requirements(extras: Iterable[str]) -> list[str]:
+    """The requirements of the package and of ``extras`` as pyproject.toml declares them, an extra
+    that names the project's other extras followed to theirs."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    found, wanted, seen = list(project["dependencies"]), list(extras), set()
+    while wanted:
+        extra = wanted.pop()
+        if extra in seen:
+            continue
+        seen.add(extra)
+        for line in project["optional-dependencies"][extra]:
+            requirement = Requirement(line)
+            if requirement.name == PROJECT:
+                wanted += sorted(requirement.extras)
+            elif line not in found:
+                found.append(line)
+    return found
+
+
+def dependency_wheelhouse() -> Path:
+    """Wheels of every requirement of the package and of WHEELHOUSE_EXTRAS, made once by ``pip wheel``
+    from the package index and kept beside the venv that runs the tests, with a stamp naming what
+    they were made for (made again when pyproject.toml asks for other packages). Installs from it
+    reach no index (``--no-index --find-links``)."""
+    requirements = project_requirements(WHEELHOUSE_EXTRAS)
+    wheelhouse, stamp = Path(sys.prefix) / "wheelhouse", "\n".join(requirements) + "\n"
+    with open(Path(sys.prefix) / "wheelhouse.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one maker at a time: the workers of a run, other runs
+        made = wheelhouse / ".made"
+        if made.is_file() and made.read_text() == stamp:
+            return wheelhouse
+        building = wheelhouse.with_name("wheelhouse.building")
+        shutil.rmtree(building, ignore_errors=True)
+        pip("wheel", "--quiet", "--wheel-dir", str(building), *requirements)
+        (building / ".made").write_text(stamp)
+        shutil.rmtree(wheelhouse, ignore_errors=True)
+        building.rename(wheelhouse)
+    return wheelhouse
+
+
+def project_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel pip builds from a clone of the working tree, built once per test run (every worker)."""
+
+    def build(folder: Path) -> None:
+        build_wheel(f"git+file://{commit_working_tree(folder / 'repository')}", folder / "dist")
+
+    (wheel,) = (built_once(tmp_path_factory, "project-wheel", build) / "dist").glob("*.whl")
+    return wheel
+
+
+def installed_venv(tmp_path_factory: pytest.TempPathFactory, extras: str) -> Path:
+    """A venv holding what ``pip install '.[extras]'`` installs (``pip install .`` for ""), and nothing
+    else: no system site-packages, no .pth to the project's venv (fresh_venv's), installed offline
+    from the wheelhouse. Made once per test run for each install; returns its folder."""
+    wheel, wheelhouse = project_wheel(tmp_path_factory), dependency_wheelhouse()
+
+    def build(folder: Path) -> None:
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
+        target = f"{wheel}[{extras}]" if extras else str(wheel)
+        # --isolated: no pip configuration or PIP_* variable adds an index or a folder of wheels
+        install = ["--isolated", "--python", str(folder / "bin" / "python"), "install", "--quiet", "--no-index"]
+        pip(*install, "--find-links", str(wheelhouse), target)
+
+    return built_once(tmp_path_factory, f"venv-{extras or 'base'}", build)
+
+
+def run_installed(
+    venv: Path, cwd: Path, *command: str, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """A program of ``venv`` (``imagefolder-lmdb``, ``python``) run from ``cwd`` as a user of that venv
+    would: its bin first on PATH, no PYTHONPATH (nothing of the checkout), ``env`` added."""
+    drop = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")
+    environment = {name: value for name, value in os.environ.items() if name not in drop}
+    environment["PATH"] = f"{venv / 'bin'}{os.pathsep}{environment['PATH']}"
+    program = [str(venv / "bin" / command[0]), *command[1:]]
+    return subprocess.run(
+        program, cwd=cwd, env={**environment, **(env or {})}, capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+def pip(*args: str) -> subprocess.CompletedProcess[str]:
+    """This venv's pip; fails the test with pip's last words when it fails."""
+    command = [sys.executable, "-m", "pip", "--disable-pip-version-check", *args]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done

@@ -1,5 +1,5 @@
 """The user documentation as the tests read it: README.md and docs/*.md, their blocks marked
-``<!-- runnable -->``, their sections, headings and links.
+``<!-- runnable -->``, their sections, headings and links, and the ``pip install`` lines they show.
 
 A runnable block is a fenced ``bash`` or ``python`` block right after a line ``<!-- runnable -->``.
 tests/workflow/test_readme.py runs them all in one copy of the repository, in page order: README.md
@@ -9,6 +9,7 @@ first (its ``make demo`` makes the data every later block reads), then docs/*.md
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -92,3 +93,48 @@ def anchors(text: str) -> set[str]:
 def links(text: str) -> list[str]:
     """The target of every Markdown link and image in ``text``'s prose (code is not scanned)."""
     return LINK.findall(without_code(text))
+
+
+#: A pip install command in code, up to the end of its code span or line, a comment, or words about it
+#: (`` (torch, torchvision)``, ``; in a checkout ...``) in a Python comment.
+PIP_INSTALL = re.compile(r"(?:\S*/)?pip install [^`#\n;(]*")
+#: pip's options that take a value, as the install lines give them.
+PIP_VALUED = {"--index-url", "--extra-index-url", "-r", "--requirement", "-c", "--constraint"}
+
+
+@dataclass(frozen=True)
+class InstallLine:
+    """One ``pip install`` command of a page: the project with its extras (``project``: None where the
+    line installs other packages only), the other requirements it names, and its options."""
+
+    text: str
+    project: frozenset[str] | None  # '.[convert,remote]' -> {"convert", "remote"}; '.' -> set()
+    packages: tuple[str, ...]  # other requirements, as written: torch, torchvision==0.29.1
+    options: dict[str, str]  # --index-url URL, -r FILE
+
+
+def install_lines(text: str = README) -> list[InstallLine]:
+    """Every ``pip install`` command ``text`` shows in code (fenced or inline), without its comment."""
+    fenced = [code for _, code in FENCED.findall(text)]
+    inline = [span.strip("`") for span in INLINE_CODE.findall(FENCED.sub("", text))]
+    found = [match.group(0).strip() for code in fenced + inline for match in PIP_INSTALL.finditer(code)]
+    return [parsed_install(line) for line in found]
+
+
+def parsed_install(line: str) -> InstallLine:
+    """``pip install '.[torch]'``, ``pip install torch torchvision --index-url URL`` as InstallLine."""
+    words = shlex.split(line)
+    words = words[words.index("install") + 1 :]
+    options, targets = {}, []
+    while words:
+        word = words.pop(0)
+        if word in PIP_VALUED:
+            options[word] = words.pop(0)
+        else:
+            targets.append(word)
+    project = [target for target in targets if target.startswith((".", "imagefolder-lmdb"))]
+    packages = tuple(target for target in targets if target not in project)
+    if not project:
+        return InstallLine(line, None, packages, options)
+    extras = re.search(r"\[([^\]]*)\]", project[0])
+    return InstallLine(line, frozenset(extras.group(1).split(",") if extras else ()), packages, options)

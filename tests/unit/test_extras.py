@@ -12,15 +12,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from imagefolder_lmdb.config.check import check_config
 from imagefolder_lmdb.config.problems import ConfigError
 from imagefolder_lmdb.config.schema import load_schema
+from imagefolder_lmdb.extras import EXTRA_OF
 from imagefolder_lmdb.publish.destination import url_outdir
 from imagefolder_lmdb.run.launch import ConvertError
 from support import REPO
 from support.datasets import write_dataset
 from support.images import png_bytes
+from support.package import project_requirements
 
 SCHEMA = load_schema(str(REPO / "config" / "schema.yaml"))
 
@@ -101,3 +105,21 @@ def test_publishing_without_obstore_names_the_remote_extra(tmp_path: Path, monke
     monkeypatch.setattr(importlib.util, "find_spec", missing("obstore"))
     with pytest.raises(ConvertError, match=r"pip install 'imagefolder-lmdb\[convert,remote\]'"):
         url_outdir(str(tmp_path), "s3://bucket/prefix", None)
+
+
+def test_without_snakemake_the_command_starts_and_a_config_error_is_its_lines() -> None:
+    """Issue 57: ``pip install .`` has no Snakemake; the command's flags and the config's checks
+    import none, and ConfigError is then the Snakemake-free base, saying the same lines."""
+    code = """from imagefolder_lmdb import cli
+    from imagefolder_lmdb.config import problems
+    error = problems.config_error([problems.key_problem(("splits", "train"), "one")])
+    print(problems.ConfigError is problems.BaseConfigError, str(error))"""
+    done = run_without(["snakemake"], code)
+    assert done.stdout.strip() == "True config key splits.train: one.", done.stderr[-2000:]
+
+
+def test_each_package_a_missing_extra_line_names_is_installed_by_that_extra() -> None:
+    """imagefolder_lmdb.extras, the one home of those lines, names the extra pyproject.toml gives."""
+    for module, extra in EXTRA_OF.items():
+        brought = {canonicalize_name(Requirement(line).name) for line in project_requirements([extra])}
+        assert canonicalize_name(module) in brought, f"[{extra}] does not install {module}"

@@ -357,3 +357,116 @@ def test_images_wrapped_in_one_folder_name_it_as_the_root_to_set(tmp_path: Path)
     with pytest.raises(LabelFileError) as elsewhere:  # names that no folder would find: no such hint
         read_label_file("train.csv", b"id,label\n7,cat\n8,dog\n", ["train/0.jpg", "train/1.jpg"])
     assert "--root" not in str(elsewhere.value)
+
+
+# Bounded by what a dataset stores (issue 57, finding 3); one rule for number labels (finding 6)
+
+
+def test_whole_numbers_written_as_floats_are_class_indices_and_1_and_1_0_one_class(tmp_path: Path) -> None:
+    """pandas writes an int column that once held a NaN as 0.0 .. 10.0: indices, never names sorted as
+    text (10.0 before 2.0); JSONL's 3.0 reads as the CSV's; a label that is no number keeps names."""
+    images = ["a.jpg", "b.jpg", "c.jpg", "d.jpg"]
+    table = labelled(tmp_path / "floats", images, "train.csv", "id,label\na,0.0\nb,10.0\nc,2.0\nd,2\n")
+    assert table.label_type == "int" and table.classes == tuple(str(index) for index in range(11))
+    assert [entry.target for entry in table.images.values()] == [0, 10, 2, 2]
+    one = labelled(tmp_path / "one", ["a.jpg", "b.jpg"], "one.csv", "id,label\na,1\nb,1.0\n")
+    assert [entry.target for entry in one.images.values()] == [1, 1] and one.classes == ("0", "1")
+    jsonl = '{"file_name": "a.jpg", "label": 3.0}\n{"file_name": "b.jpg", "label": 1}\n'
+    written = labelled(tmp_path / "jsonl", ["a.jpg", "b.jpg"], "l.jsonl", jsonl)
+    assert [entry.target for entry in written.images.values()] == [3, 1] and written.label_type == "int"
+    names = labelled(tmp_path / "names", ["a.jpg", "b.jpg", "c.jpg"], "names.csv", "id,label\na,7\nb,cat\nc,7.0\n")
+    assert names.label_type == "str" and names.classes == ("7", "7.0", "cat"), "a CSV cell has no type: names"
+
+
+def test_a_fraction_among_number_labels_is_refused_naming_the_row_and_column(tmp_path: Path) -> None:
+    assert refused(tmp_path, ["a.jpg", "b.jpg"], "train.csv", "id,label\na,2\nb,2.5\n") == (
+        "train.csv line 3: the label 2.5 ('label') is a number but not a whole one: a number label is a class "
+        "index (3 or 3.0); write the class index, or a class name that is not a number."
+    )
+    jsonl = '{"file_name": "a.jpg", "label": 1.5}\n'
+    assert refused(tmp_path / "jsonl", ["a.jpg"], "l.jsonl", jsonl).startswith(
+        "l.jsonl line 1: the label 1.5 ('label') is"
+    )
+
+
+def test_a_label_beyond_int32_is_refused_before_any_int_is_made_of_it(tmp_path: Path) -> None:
+    # 5,000 digits: int() of it was a ValueError traceback (a 5e9 id: see tests/workflow/test_label_bounds.py,
+    # under a memory limit, where today's main tried to name 5 billion classes)
+    message = refused(tmp_path, ["a.jpg"], "train.csv", "id,label\na," + "9" * 5000 + "\n")
+    assert message == (
+        "train.csv line 2: the label 999999999999999999999999... (5000 characters) ('label') is beyond the "
+        "largest class index a dataset stores, 2147483647 (meta/labels is int32): if this column is an id, "
+        "not a class, set label_column to the column of labels; else write the class index (0 .. number of "
+        "classes - 1) or the class name."
+    )
+    jsonl = '{"file_name": "a.jpg", "label": ' + "9" * 5000 + "}\n"
+    assert refused(tmp_path / "jsonl", ["a.jpg"], "l.jsonl", jsonl) == (
+        "l.jsonl line 1: a number of thousands of digits, which no label or field holds: fix the line (a number "
+        "as text in quotes, or one that fits 64 bits)."
+    )
+
+
+def test_integer_labels_make_at_most_a_million_classes_unless_classes_are_given(tmp_path: Path) -> None:
+    csv = "id,label\na,0\nb,1000000\n"
+    assert refused(tmp_path, ["a.jpg", "b.jpg"], "train.csv", csv) == (
+        "train.csv line 3: the label 1000000 ('label') would make 1,000,001 classes (0 .. 1000000), more than "
+        "the 1,000,000 integer labels may make by themselves: if this column is an id, not a class, set "
+        "label_column to the column of labels; if the dataset has that many classes, list them with classes: "
+        "(a file of one name per line), which sets the bound."
+    )
+    given = [f"c{index:07d}" for index in range(1_000_001)]
+    table = label_folder(tmp_path / "data", tmp_path / "train.csv", classes=given)
+    assert [entry.target for entry in table.images.values()] == [0, 1_000_000]
+    beyond = label_folder(tmp_path / "data", tmp_path / "train.csv", classes=given[:3])
+    assert list(beyond.images) == ["a.jpg"] and dict(beyond.outside.images) == {"1000000": 1}
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "shown"),
+    [
+        ("f.csv", "id,label,n\na,x,1\nb,x," + "9" * 5000 + "\n", "999999999999999999999999... (5000 characters)"),
+        ("f.csv", "id,label,n\na,x,1.5\nb,x,1e999\n", "inf"),
+        ("f.jsonl", '{"id": "a", "label": "x", "n": [1.5]}\n{"id": "b", "label": "x", "n": [NaN]}\n', "nan"),
+    ],
+    ids=["5000-digits", "infinite", "nan-in-a-list"],
+)
+def test_a_field_value_no_dataset_stores_is_refused_naming_the_row(
+    tmp_path: Path, name: str, content: str, shown: str
+) -> None:
+    message = refused(tmp_path, ["a.jpg", "b.jpg"], name, content)
+    line = 3 if name.endswith(".csv") else 2  # the header is a CSV's line 1
+    assert message.startswith(f"{name} line {line}: column 'n' holds {shown}, "), message
+    assert message.endswith("write a value that fits, give it as text in a column of text, or drop the column.")
+
+
+def test_the_label_rule_tells_which_files_rule_1_read_otherwise() -> None:
+    from imagefolder_lmdb.sources.label_files.rules import classes_read_differently, read_differently
+
+    plain = LabelSettings(file_column="id")
+    floats = read_differently("t.csv", b"id,label\na,0.0\nb,10.0\nc,2\n", plain)
+    assert floats is not None and "('0.0', '10.0')" in floats and "label rule 2" in floats
+    assert read_differently("t.csv", b"id,label\na,0\nb,10\n", plain) is None, "integers: indices under both"
+    assert read_differently("t.csv", b"id,label\na,2.0\nb,cat\n", plain) is None, "text beside: names under both"
+    assert read_differently("t.jsonl", b'{"id": "a", "label": 2}\n', plain) is None, "rule 1 refused JSON floats"
+    several = LabelSettings(file_column="id", label_separator="|")
+    assert read_differently("t.csv", b"id,label\na,1|2.0\nb,\n", several) is not None
+    assert classes_read_differently(["10.0", "2.0"]) is not None and classes_read_differently(["0", "1"]) is None
+
+
+def test_the_config_check_takes_the_bound_from_classes_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check before any job reads a label file with the config's class list, as the listing does:
+    without it, the cap names classes: as the way past; with it, the list is the bound."""
+    from imagefolder_lmdb.config.check import check_config
+    from imagefolder_lmdb.config.problems import ConfigError
+    from imagefolder_lmdb.config.schema import load_schema
+    from support import REPO
+
+    write_images(tmp_path / "train", ["a.jpg", "b.jpg"])
+    write_files(tmp_path, {"train.csv": "file_name,label\na.jpg,0\nb.jpg,1000000\n"})
+    write_files(tmp_path, {"names.txt": "".join(f"c{index:07d}\n" for index in range(1_000_001))})
+    monkeypatch.chdir(tmp_path)
+    schema = load_schema(str(REPO / "config" / "schema.yaml"))
+    split = {"source": "train", "labels": "train.csv"}
+    with pytest.raises(ConfigError, match=r"train.csv line 3: the label 1000000 \('label'\) would make 1,000,001"):
+        check_config({"splits": {"train": dict(split)}}, schema)
+    assert check_config({"classes": "names.txt", "splits": {"train": dict(split)}}, schema).classes.names is not None

@@ -11,10 +11,22 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
+from packaging.requirements import Requirement
 
 from support import REPO
 from support.config_reference import BEGIN, COMMAND, END, PAGE, load_schema, render
-from support.readme import PAGES, README, anchors, fenced_blocks, links, page_name, runnable
+from support.package import project_requirements
+from support.readme import (
+    PAGES,
+    README,
+    anchors,
+    fenced_blocks,
+    install_lines,
+    links,
+    page_name,
+    parsed_install,
+    runnable,
+)
 
 
 def schema_defaults() -> dict[str, object]:
@@ -78,6 +90,47 @@ def test_readme_is_short_and_opens_with_the_two_commands() -> None:
     )
     assert first.split("#")[0].strip() == "make demo" and second.split("#")[0].strip() == "make test"
     assert README.index(first) < README.index(second) < README.index(user) < README.index("\n## "), "in this order"
+
+
+#: What a training line brings: LMDBDataset and the transforms the README's training code imports.
+TORCH = {"torch", "torchvision"}
+#: The extras that bring torch (pyproject.toml): a line with one of them is a training machine's.
+TRAINING_EXTRAS = {"torch", "tensor", "all"}
+#: PyTorch's own index of CPU-only wheels (no CUDA libraries).
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+
+
+def names(requirements: list[str] | tuple[str, ...]) -> set[str]:
+    return {Requirement(line).name for line in requirements}
+
+
+def test_each_install_line_brings_torch_where_it_trains_and_nowhere_else() -> None:
+    """Issue 59: a converter's line (the quick start's among them) installs no torch; a training
+    line brings torch and torchvision, from pyproject.toml's extras. tests/workflow/test_installs.py
+    runs each line without torch; the training lines are checked here, and resolved by one network test."""
+    lines = [line for line in install_lines() if line.project is not None]
+    assert len(lines) >= 8
+    for line in lines:
+        brought = names(project_requirements(line.project)) | names(line.packages)
+        if line.project & TRAINING_EXTRAS:
+            assert brought >= TORCH, f"{line.text}: brings {sorted(brought & TORCH)} of torch, torchvision"
+        else:
+            assert not brought & TORCH, f"{line.text}: a line without a training extra brings {brought & TORCH}"
+    quick_start = parsed_install(fenced_blocks(README, "bash")[2].splitlines()[0].split("#")[0])
+    assert quick_start.project == {"convert"} and not quick_start.packages, "the quick start converts: no torch"
+
+
+def test_the_cpu_lines_install_pytorchs_cpu_wheels_of_the_releases_the_project_pins() -> None:
+    other = [line for line in install_lines() if line.project is None]
+    cpu = [line for line in other if "--index-url" in line.options]
+    assert [line.options["--index-url"] for line in cpu] == [CPU_INDEX, CPU_INDEX], "make's line and pip's"
+    assert all(names(line.packages) == TORCH for line in cpu), [line.text for line in cpu]
+    pins = {Requirement(line).name: line for line in (REPO / "requirements.txt").read_text().split() if "==" in line}
+    pinned = [line for line in cpu if any("==" in package for package in line.packages)]
+    assert len(pinned) == 1 and set(pinned[0].packages) == {pins[name] for name in TORCH}, "requirements.txt's pins"
+    assert pinned[0].text.startswith(".venv/bin/pip"), "make's venv, before its first run"
+    files = [line.options["-r"] for line in other if "-r" in line.options]
+    assert len(other) == len(cpu) + len(files) and all((REPO / name).is_file() for name in files)
 
 
 def test_ci_runs_the_readme_test_command() -> None:

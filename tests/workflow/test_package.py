@@ -27,7 +27,7 @@ from support import REPO
 from support.datasets import every_key_and_value
 from support.images import jpeg_bytes, png_bytes
 from support.legacy import pickled, write_legacy
-from support.package import build_wheel, commit_working_tree, fresh_venv, install_exact, pip_install
+from support.package import commit_working_tree, fresh_venv, install_exact, pip_install, project_wheel
 from support.readme import runnable_blocks
 from support.workflow import Converted, kill_group, wait_for_hold, write_config
 
@@ -70,8 +70,9 @@ def repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def wheel(repository: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_wheel(f"git+file://{repository}", tmp_path_factory.mktemp("wheel"))
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel built from a clone of the working tree, once per run (test_installs.py's too)."""
+    return project_wheel(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
@@ -164,7 +165,8 @@ def test_wheel_declares_licence_requirements_and_command(wheel: Path) -> None:
         extra: {r.name.lower() for r in declared if r.marker is not None and r.marker.evaluate({"extra": extra})}
         for extra in ("convert", "torch")
     }
-    assert extras == {"convert": {"snakemake", "braceexpand", "pygments"}, "torch": {"torch"}}
+    # the torch extra brings torchvision too: the training code the README shows imports its transforms
+    assert extras == {"convert": {"snakemake", "braceexpand", "pygments"}, "torch": {"torch", "torchvision"}}
     assert {"torch", "convert", "slurm", "parquet", "ilsvrc", "tensor", "remote", "all"} <= set(
         metadata.get_all("Provides-Extra")
     )
@@ -178,7 +180,12 @@ def test_wheel_declares_licence_requirements_and_command(wheel: Path) -> None:
     for pin in (pin for pin in pins if pin.name.lower() in requires):
         (version,) = (spec.version for spec in pin.specifier)
         assert requires[pin.name.lower()].specifier.contains(version), f"{pin} outside {requires[pin.name.lower()]}"
-    for floor in ("numpy==1.26.4", "pillow==10.4.0", "torch==2.4.0"):  # what training environments have
+    for floor in (
+        "numpy==1.26.4",
+        "pillow==10.4.0",
+        "torch==2.4.0",
+        "torchvision==0.19.0",
+    ):  # what training environments have
         name, version = floor.split("==")
         for required in [r for r in declared if r.name.lower() == name]:  # torch: in each extra that brings it
             assert required.specifier.contains(version), f"{floor} refused by {required}"

@@ -1,21 +1,21 @@
 """A converter without torch (issue 53): the wheel installed with ``[convert]`` into a venv of its
-own, from a wheelhouse made first (``pip wheel``), so that the install itself reaches no
-registry (``--no-index --find-links``). That venv holds no torch, torchvision or nvidia-* package,
-converts a tree with the command line and with ``convert()``, verifies and infos, and its records are
-those of the same conversion made with torch installed. Its size is BENCHMARKS.md's (section 17)."""
+own, from a wheelhouse made first (``pip wheel``; support/package.py installed_venv), so that the
+install itself reaches no registry (``--no-index --find-links``). That venv holds no torch,
+torchvision or nvidia-* package, converts a tree with the command line and with ``convert()``,
+verifies and infos, and its records are those of the same conversion made with torch installed.
+Its size is BENCHMARKS.md's (section 17)."""
 
 from __future__ import annotations
 
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from support.datasets import every_key_and_value
-from support.package import build_wheel, commit_working_tree
+from support.package import installed_venv, pip
 from support.workflow import Converted
 
 pytestmark = pytest.mark.slow  # a venv of its own, its packages downloaded first: a minute or more
@@ -23,35 +23,11 @@ pytestmark = pytest.mark.slow  # a venv of its own, its packages downloaded firs
 COMMAND = "imagefolder-lmdb"
 
 
-def pip(*args: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "pip", "--disable-pip-version-check", *args]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return done
-
-
 @pytest.fixture(scope="module")
 def convert_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A venv holding the wheel with ``[convert]`` and nothing else, installed offline."""
-    base = tmp_path_factory.mktemp("without_torch")
-    wheel = build_wheel(f"git+file://{commit_working_tree(base / 'repository')}", base / "wheel")
-    wheelhouse = base / "wheelhouse"
-    # made beforehand, as wheels (an sdist among the requirements is built here, not at the install)
-    pip("wheel", "--quiet", "--wheel-dir", str(wheelhouse), f"{wheel}[convert]")
-    venv = base / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    python = venv / "bin" / "python"
-    pip(
-        "--python",
-        str(python),
-        "install",
-        "--quiet",
-        "--no-index",
-        "--find-links",
-        str(wheelhouse),
-        f"{wheel}[convert]",
-    )
-    return venv
+    """A venv holding the wheel with ``[convert]`` and nothing else, installed offline (the one
+    tests/workflow/test_installs.py runs the README's line in)."""
+    return installed_venv(tmp_path_factory, "convert")
 
 
 def run_in(venv: Path, cwd: Path, *command: str) -> subprocess.CompletedProcess[str]:

@@ -24,6 +24,7 @@ from imagefolder_lmdb.reader.urls import is_url
 
 # Beside verify, which takes the same paths (issue 42: the steps import nothing of this command).
 from imagefolder_lmdb.verify.datasets import InfoError, datasets_in
+from imagefolder_lmdb.verify.revisions import is_pointer_document, revision_lines, revisions_info
 from imagefolder_lmdb.writing.hold_points import hold_point
 
 if TYPE_CHECKING:
@@ -50,12 +51,23 @@ def read_dataset(path: str) -> dict[str, Any]:
         env = open_env_readonly(path)
         try:
             with guarded(env.begin(), path, lock=False) as txn:
-                meta = decode_meta(txn, path)
+                meta = None if names_a_pointer(txn.get(b"meta/json")) else decode_meta(txn, path)
         finally:
             env.close()
     except (FormatError, ValueError) as exc:
         raise InfoError(str(exc)) from None
+    if meta is None:  # a split changed since its conversion (issue 58): its revisions
+        return revisions_info(path)
     return {"file": os.path.abspath(path), "file_bytes": os.path.getsize(path), **counted(meta)}
+
+
+def names_a_pointer(raw: bytes | memoryview | None) -> bool:
+    """Whether a meta/json is a pointer's (a split of revisions); anything unreadable is left to the
+    reader's checks, which name the damage."""
+    try:
+        return raw is not None and is_pointer_document(json.loads(bytes(raw)))
+    except (ValueError, RecursionError):
+        return False
 
 
 def read_remote(url: str) -> dict[str, Any]:
@@ -120,6 +132,7 @@ def text_lines(info: dict[str, Any]) -> list[str]:
             "  image sizes: "
             + ", ".join(f"{axis} {s['min']}..{s['max']} (median {s['median']})" for axis, s in sizes.items())
         )
+    lines += revision_lines(info) if "revisions" in info else []  # a split of revisions (issue 58)
     return lines + class_lines(info["images_per_class"])
 
 

@@ -12,9 +12,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from imagefolder_lmdb.classes.lists import ClassListError, configured_names, is_shipped, shipped_path
+from imagefolder_lmdb.classes.lists import ClassList, ClassListError, configured_names, is_shipped, shipped_path
 from imagefolder_lmdb.classes.plan import ClassPlan, plan_classes
-from imagefolder_lmdb.config.problems import ConfigError, KeyPath, Problem, key_problem
+from imagefolder_lmdb.config.problems import KeyPath, Problem, config_error, key_problem
 from imagefolder_lmdb.config.schema import schema_problems
 from imagefolder_lmdb.config.shards import shards_allowed
 from imagefolder_lmdb.config.yaml_nodes import duplicate_keys
@@ -70,12 +70,15 @@ def check_config(
     usable = Usable({problem.path for problem in found})
     problems += found + content_problems(config, usable) + class_list_problems(config, usable)
     if read_labels and not problems:
+        wanted = plan_classes(config).wanted  # classes: given bounds a label file's indices (issue 57)
         problems += [
-            problem for name, split in config["splits"].items() for problem in folder_label_problems(name, split)
+            problem
+            for name, split in config["splits"].items()
+            for problem in folder_label_problems(name, split, wanted(name))
         ]
     problems = [problem for problem in problems if not (paths_may_be_missing and problem.missing_path)]
     if problems:
-        raise ConfigError(in_config_order(problems, config))
+        raise config_error(in_config_order(problems, config))
     return CheckedConfig(plan_classes(config))
 
 
@@ -242,7 +245,7 @@ def ground_truth_hint(classes: object) -> str:
 def extra_problems(name: str, split: dict[str, Any], config: dict[str, Any]) -> list[Problem]:
     """A split whose layout or devkit needs a package of an extra that is not installed, named with the
     extra to install (before any job, rather than a job's ImportError)."""
-    import importlib.util
+    from imagefolder_lmdb.extras import installed, missing_extra
 
     wanted = []
     kind = layout_named(split["layout"]).bytes.kind
@@ -251,11 +254,9 @@ def extra_problems(name: str, split: dict[str, Any], config: dict[str, Any]) -> 
     if split["devkit"] is not None and not is_shipped(split["devkit"]):
         wanted.append(("devkit", EXTRAS["devkit"]))
     return [
-        key_problem(
-            ("splits", name, key), f"{why}, which is not installed here: pip install 'imagefolder-lmdb[{extra}]'"
-        )
-        for key, (module, extra, why) in wanted
-        if importlib.util.find_spec(module) is None
+        key_problem(("splits", name, key), missing_extra(needs, module))
+        for key, (module, needs) in wanted
+        if not installed(module)
     ]
 
 
@@ -319,9 +320,10 @@ def label_file_problems(name: str, split: dict[str, Any], config: dict[str, Any]
     return [] if labels == METADATA else label_file_read_problems(key, labels, split)
 
 
-def folder_label_problems(name: str, split: dict[str, Any]) -> list[Problem]:
+def folder_label_problems(name: str, split: dict[str, Any], wanted: list[str] | None = None) -> list[Problem]:
     """A folder source's labels read against its images here, before any job: an image without a
-    row, a row without an image, costs a second, not a run (an archive's are read by its listing)."""
+    row, a row without an image, costs a second, not a run (an archive's are read by its listing).
+    ``wanted``: the config's class list for the split, which sets the bound on its indices."""
     from imagefolder_lmdb.sources.base import CountMismatchError
     from imagefolder_lmdb.sources.label_files.settings import LabelsFrom
     from imagefolder_lmdb.sources.table_listing import folder_labels
@@ -332,7 +334,7 @@ def folder_label_problems(name: str, split: dict[str, Any]) -> list[Problem]:
     if labels is None or not os.path.isdir(folder):
         return []  # source_problems and extract name a missing folder
     try:
-        folder_labels(labels, folder, None)
+        folder_labels(labels, folder, None if wanted is None else ClassList(wanted, "config", True))
     except CountMismatchError as exc:
         return [key_problem(key, str(exc))]
     return []
@@ -384,10 +386,10 @@ SPLIT_CHECKS: list[tuple[tuple[str, ...], SplitCheck]] = [
     (("layout", "devkit"), extra_problems),
 ]
 
-#: What a split needs beyond the `convert` extra: (the module, the extra that installs it, what needs it).
+#: What a split needs beyond the `convert` extra: (the module, what needs it); extras.py names the extra.
 EXTRAS = {
-    "parquet": ("pyarrow", "parquet", "layout parquet reads Parquet files with pyarrow"),
-    "devkit": ("scipy", "ilsvrc", "the ILSVRC2012 devkit's meta.mat is read with scipy"),
+    "parquet": ("pyarrow", "layout parquet (its Parquet files)"),
+    "devkit": ("scipy", "the ILSVRC2012 devkit (its meta.mat)"),
 }
 
 

@@ -4,17 +4,21 @@ reports every problem of a config at once (src/imagefolder_lmdb/config/check.py 
 Snakemake prints an error raised while it reads the workflow as ``<class> in file "<file>", line
 <n>:``, the message, and the frames between the raise and Snakemake's own code. A config problem is
 the user's, not the code's: ConfigError shows Snakemake that first line and the problem lines only.
+
+This module imports no Snakemake (issue 57): ``imagefolder-lmdb --help``, ``info`` and ``verify`` read
+the command's flags from here on ``pip install .``, which has none. Code catches BaseConfigError and
+raises ``config_error(...)``; ``ConfigError`` is Snakemake's WorkflowError subclass where Snakemake is
+installed (made on first use, config_error_class), and BaseConfigError where it is not.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
-
-from snakemake.exceptions import WorkflowError
 
 #: A key path in the config: ("splits", "train", "shards").
 KeyPath = tuple[str, ...]
@@ -53,7 +57,7 @@ def shown(value: Any) -> str:
     return text if len(text) <= SHOWN_VALUE else text[: SHOWN_VALUE - 4] + " ..."
 
 
-class ConfigError(WorkflowError):
+class BaseConfigError(Exception):
     """Every problem of a config, one per line. Its traceback is hidden from Snakemake's printer: the
     frames of the checking code would only bury the lines that say what to change."""
 
@@ -69,6 +73,37 @@ class ConfigError(WorkflowError):
     @__traceback__.setter
     def __traceback__(self, value: object) -> None:
         vars(BaseException)["__traceback__"].__set__(self, value)  # the slot the property hides
+
+
+def config_error(problems: Iterable[Problem]) -> BaseConfigError:
+    """The error to raise for ``problems``: a ConfigError (see the module's docstring)."""
+    return config_error_class()(problems)
+
+
+@functools.cache
+def config_error_class() -> type[BaseConfigError]:
+    """ConfigError: made once, in a process that has Snakemake, as a WorkflowError that Snakemake's
+    printer shows as ``ConfigError in file "<rules file>", line <n>:`` and the problem lines; without
+    Snakemake (a reader's install) nothing prints it so, and the base says the same lines."""
+    from imagefolder_lmdb.extras import installed
+
+    if not installed("snakemake"):
+        return BaseConfigError
+    from snakemake.exceptions import WorkflowError
+
+    class ConfigError(BaseConfigError, WorkflowError):
+        """Every problem of a config, one per line, in Snakemake's error printer."""
+
+    ConfigError.__qualname__ = "ConfigError"  # as the module names it (__getattr__)
+    return ConfigError
+
+
+def __getattr__(name: str) -> Any:
+    # PEP 562: ``from imagefolder_lmdb.config.problems import ConfigError`` (the tests, a host's
+    # workflow) imports Snakemake only then, and gets the class that config_error raises.
+    if name == "ConfigError":
+        return config_error_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def workflow_caller() -> tuple[str | None, int | None]:

@@ -7,7 +7,7 @@ Each job pays an interpreter start and its imports (about a second), so a small 
 jobs; a large one wants enough to keep every core busy and to make a rerun after a failure small.
 The rule: one shard per 1,000 images, at least one per core where each gets 100 images or more,
 at most two per core. The image count is the source's kind's estimate (``Source.image_estimate``: a
-folder's files, class folders one level down, or an archive's size over 110 kB, ImageNet's mean
+folder's files that its listing takes as images, or an archive's size over 110 kB, ImageNet's mean
 JPEG; none for a set of source files). A config file's splits keep its own value.
 """
 

@@ -30,10 +30,10 @@ def url_outdir(
     check_snakemake()
     if not isinstance(outdir, str) or source is None or not is_url(outdir):
         return None, outdir, work
-    import importlib.util
+    from imagefolder_lmdb.extras import installed, missing_extra
 
-    if importlib.util.find_spec("obstore") is None:
-        raise ConvertError(f"publishing to {outdir} needs obstore: pip install 'imagefolder-lmdb[convert,remote]'", 1)
+    if not installed("obstore"):
+        raise ConvertError(missing_extra(f"publishing to {outdir}", "obstore", "convert,remote"), 1)
     from imagefolder_lmdb.publish.upload import PublishError, check_destination, local_folder
 
     try:
@@ -44,19 +44,22 @@ def url_outdir(
     return outdir, folder, None
 
 
-def replaceable(run: Run, destination: str | None, overwrite: bool) -> Run:
+def replaceable(run: Run, destination: str | None, overwrite: bool) -> tuple[Run, str | None]:
     """``run``, once the objects it will upload to ``destination`` may take what it makes: one made
     from another source or with other settings is refused without --overwrite here, before the
-    conversion (hours, on ImageNet), by the rule the upload applies again at the end."""
+    conversion (hours, on ImageNet), by the rule the upload applies again at the end; and where it
+    uploads (nowhere for a dry run, which makes nothing)."""
+    if run.dry_run:
+        return run, None
     if destination is None or overwrite or run.config is None:
-        return run
+        return run, destination
     from imagefolder_lmdb.publish.upload import PublishError, check_destination
 
     try:
         check_destination(destination, planned_documents(run.config))
     except PublishError as exc:
         raise ConvertError(str(exc), 1) from None
-    return run
+    return run, destination
 
 
 def planned_documents(config: dict[str, Any]) -> dict[str, dict[str, Any]]:

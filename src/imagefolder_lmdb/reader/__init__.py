@@ -36,7 +36,6 @@ Importing it imports no torch: ``LMDBDataset`` does, on first access. What lives
 ``view_index``       a view's index as numpy arrays: which file and record each sample is, its labels
 ``view_records``     a view's record source; what a loader's state records of a dataset (``DatasetState``)
 ``class_names``      class lists read: a file of names, ``imagenet1k``, ``FILE.lmdb`` (the workflow's too)
-``document_entries`` what a meta document says beyond the index (``class_words``, ``source_root``, sizes)
 ==================== ===================================================================================
 """
 

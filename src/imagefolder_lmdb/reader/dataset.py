@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import lmdb
 import numpy as np
 
+from imagefolder_lmdb.reader.dataset_document import class_words, resized_words, size_setting, source_root
 from imagefolder_lmdb.reader.decoding import (
     DECODE_CHOICES,
     LAZY,
@@ -20,7 +21,6 @@ from imagefolder_lmdb.reader.decoding import (
     torchcodec_jpeg_decoder,
     wants_lazy_jpeg,
 )
-from imagefolder_lmdb.reader.document_entries import class_words, resized_words, size_setting, source_root
 from imagefolder_lmdb.reader.drop_in import DropIn, dataset_bases, joint_transforms
 from imagefolder_lmdb.reader.file_checks import LmdbReadTxn
 from imagefolder_lmdb.reader.format import (
@@ -39,6 +39,7 @@ from imagefolder_lmdb.reader.legacy import open_legacy
 from imagefolder_lmdb.reader.memory import keep_freed_memory_for_reuse
 from imagefolder_lmdb.reader.records import Opened, RecordSource
 from imagefolder_lmdb.reader.records_located import LocatedRecords, v1_records
+from imagefolder_lmdb.reader.revisions import open_if_revisions, refuse_if_pointer
 from imagefolder_lmdb.reader.targets import LabelsAndFields, TargetType, check_target_options
 from imagefolder_lmdb.reader.url_openers import url_opener
 from imagefolder_lmdb.reader.urls import is_url
@@ -61,6 +62,7 @@ def _reopened(
 ) -> tuple[RecordSource, FileIdentity]:
     """The record source of the file now at ``path`` if it holds the content the dataset opened (a
     compacted copy, a ``cp``: its record locations are checked again); else FileChangedError."""
+    refuse_if_pointer(path, env, lock, opened.describe())  # the split changed since it opened (issue 58)
     with guarded(env.begin(), path, lock) as txn:
         meta = decode_meta(txn, path)
     found = FileIdentity(content_id(meta), opened_token(path))
@@ -76,11 +78,13 @@ def _resolved(path: str) -> str:
 
 
 def _open_path(
-    ds: LMDBReader, max_in_flight: int, cache_dir: str | os.PathLike[str] | None, cache_bytes: int
+    ds: LMDBReader, max_in_flight: int, cache_dir: str | os.PathLike[str] | None, cache_bytes: int, revision: int | None
 ) -> Opened:
     """``ds.path`` opened: a file in place, or a URL (s3://, gs://, az://, http(s)://) through
     imagefolder_lmdb.remote (the [remote] extra), reading records by ranged requests."""
     if is_url(ds.path):
+        if revision is not None:  # issue 58: revisions are read in place so far
+            raise ValueError(f"revision={revision} is for a split of revisions read in place, not a URL ({ds.path})")
         if ds.lock:  # LMDB's lock file and reader table live beside a file, never beside an object
             raise ValueError(f"lock=True is for a file read in place; {ds.path} is read by ranged requests")
 
@@ -89,7 +93,8 @@ def _open_path(
     if cache_dir is not None:
         raise ValueError(f"cache_dir is for datasets read from a URL; {ds.path} is read in place")
     forget_if_replaced(ds.path)
-    return _open_records(ds.path, ds._env(), ds.lock, ds.allow_pickle, ds.crc_check)
+    opened = open_if_revisions(ds.path, ds._env(), ds, revision)  # a split of revisions (issue 58)
+    return opened or _open_records(ds.path, ds._env(), ds.lock, ds.allow_pickle, ds.crc_check)
 
 
 def _check_options(decode: str, lock: bool, max_readers: int | None) -> None:
@@ -143,7 +148,8 @@ class _Index(DropIn, LabelsAndFields, DatasetState):
         # the file opened (reader/identity.py); legacy pickles have no meta to pin their content by; a URL's
         # storage token is the object's version (remote/records.ObjectVersion), which every read is pinned to
         self._identity = None
-        if meta is not None:
+        self.revision: int | None = opened.revision  # a split of revisions: the one opened; a split file: None
+        if meta is not None and opened.revision is None:  # a revision's data files are checked by its records
             remote = is_url(self.path)
             token = opened.records.token if remote else opened_token(self.path)  # type: ignore[attr-defined]
             self._identity = FileIdentity(content_id(meta), token)
@@ -209,8 +215,7 @@ class _Index(DropIn, LabelsAndFields, DatasetState):
             yield self[index]  # type: ignore[index]  # LMDBReader's
 
     def __getstate__(self) -> dict[str, Any]:
-        # Nothing process-specific lives on the instance or its record source: environments and
-        # descriptors are in the module's per-process table.
+        # nothing process-specific lives on it: environments and descriptors are per process (handles.py)
         return self.__dict__.copy()
 
     def _check_index(self, index: Any) -> int:
@@ -274,8 +279,7 @@ class LMDBReader(_Index):
         transform (callable, optional): takes the image ``decode`` makes and returns a transformed
             version, as ImageFolder's ``transform``. One that holds imagefolder_lmdb.transforms gets
             large RGB JPEGs opened but not decoded (``lazy_jpeg``), to decode at the size it needs.
-        target_transform (callable, optional): takes the target (see ``target_type``) and transforms
-            it, as torchvision's does.
+        target_transform (callable, optional): takes the target (``target_type``) and transforms it, as torchvision's.
         decode (str): what ``transform`` receives: ``"pil"`` (default), an RGB ``PIL.Image``
             exactly as ImageFolder's loader makes it; ``"tensor"``, a uint8 ``(3, H, W)`` RGB tensor
             decoded by TorchCodec (pixel-equal to ``"pil"`` with the pinned versions); ``"bytes"``,
@@ -287,16 +291,16 @@ class LMDBReader(_Index):
             (default True; ~2 us for a 110 KB record, reader/format.checksum), raising
             DamagedRecordError on a mismatch. False skips it, for copies checked another way. A URL
             is always checked; legacy files record no CRC and are never checked.
-        allow_pickle (bool): also read LEGACY folder2lmdb files, whose values are pickles, with a
-            restricted unpickler (default False: such files are refused).
+        allow_pickle (bool): also read LEGACY folder2lmdb files (pickles) with a restricted unpickler (default False).
         max_in_flight (int): for a URL (``s3://``, ``gs://``, ``az://``, ``http(s)://``, the
             ``[remote]`` extra), the most ranged reads in flight at once (default 64).
-        cache_dir (str or os.PathLike, optional): for a URL, a local folder that keeps the records
-            fetched; refused for a file read in place.
+        cache_dir (str or os.PathLike, optional): for a URL, a local folder keeping fetched records (not for a file).
         cache_bytes (int): the most bytes ``cache_dir`` holds (default 64 GiB).
         target_type (str or list of str): each sample's target, as torchvision's CelebA's:
             ``"label"`` (default: the class index; multi-label, the list of them), a field's name,
             or a list of names (a tuple of their values; one name: its value; none: None).
+        revision (int, optional): of a split changed since its conversion (docs/FORMAT.md, version 5): the
+            revision to read (default: the current one), kept for the dataset's life.
         classes (list of str, or a file, ``imagenet1k``, ``FILE.lmdb``): only these classes, numbered
             from 0 as ImageFolder over their folders (a view, reader/views.py). allow_mixed (bool): a
             union may mix label kinds, sizes, fields and orders (default False: refused, named).
@@ -312,6 +316,7 @@ class LMDBReader(_Index):
         image_sizes, checksums, storage_codes (numpy arrays or None): each record's stored
             ``(width, height)``, CRC-32 and storage code, from the meta; None for legacy files.
         short_side, max_side (int or None): the sizes a prepared copy was shrunk to.
+        revision (int or None): the revision read of a split of revisions; None for a single split file.
 
     Raises:
         FileNotFoundError: nothing at ``path``.
@@ -321,10 +326,9 @@ class LMDBReader(_Index):
             bytes fail their CRC-32 raises its subclass DamagedRecordError (file or URL, index, the
             fix); from a URL, read twice first, as remote.records.ChecksumError, an OSError too.
         ReadersFullError: ``lock=True`` and every reader slot taken.
-        ValueError: an unknown ``decode``, ``max_readers`` without ``lock=True`` or below 1, a
-            ``target_type`` naming no field of the file (the message lists them), or settings other
-            than those the file is already open with in this process.
-        ImportError: ``decode="tensor"`` without TorchCodec.
+        ValueError: an unknown ``decode``, ``max_readers`` without ``lock=True`` or below 1, a ``target_type`` naming
+            no field of the file (the message lists them), or settings other than those it is open with here.
+        ImportError: ``decode="tensor"`` without TorchCodec. MissingDataFileError: a revision's file is gone.
         OSError: for a URL, an object that cannot be read after retries (``RemoteReadError``) or
             that was replaced since it was opened (``ObjectChangedError``), from imagefolder_lmdb.remote.
     """
@@ -344,6 +348,7 @@ class LMDBReader(_Index):
         cache_dir: str | os.PathLike[str] | None = None,
         cache_bytes: int = 64 << 30,
         target_type: TargetType = RESERVED_FIELD,
+        revision: int | None = None,
         classes: ClassNames | None = None,
         allow_mixed: bool = False,
     ) -> None:
@@ -361,8 +366,8 @@ class LMDBReader(_Index):
         self.allow_pickle = allow_pickle
         self.crc_check = crc_check
         if not isinstance(view, str):
-            return open_view(self, view, LMDBReader, max_in_flight, cache_dir, cache_bytes)
-        self._set_index(_open_path(self, max_in_flight, cache_dir, cache_bytes))
+            return open_view(self, view, LMDBReader, max_in_flight, cache_dir, cache_bytes, revision)
+        self._set_index(_open_path(self, max_in_flight, cache_dir, cache_bytes, revision))
 
     def _env(self) -> lmdb.Environment:
         return shared_env(self.path, lock=self.lock, max_readers=self.max_readers)

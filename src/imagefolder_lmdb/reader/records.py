@@ -54,4 +54,5 @@ class Opened:
     names: list[str]  # each record's name in ``samples``: its relative path (legacy: its key)
     targets: list[Any]  # each record's class index, or (multi-label) list of class indices
     meta: Meta | None  # None for a legacy file, which has no meta arrays
+    revision: int | None = None  # of a split of revisions, the one opened (reader/revisions.py)
     samples: list[tuple[str, Any]] | None = None  # made already (a view keeping its one file whole); else zipped

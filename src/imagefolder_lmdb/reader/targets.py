@@ -127,14 +127,65 @@ def multi_hot(label_lists: Sequence[Sequence[int]], num_classes: int) -> torch.T
     return hot
 
 
-def collate_label_lists(batch: Sequence[tuple[Any, Sequence[int]]], num_classes: int | None = None) -> tuple[Any, Any]:
+def collate_label_lists(batch: Sequence[tuple[Any, Any]], num_classes: int | None = None) -> tuple[Any, Any]:
     """DataLoader's ``collate_fn`` for samples ``(image, list of class indices)`` of a multi-label
     dataset: the images collated as torch's ``default_collate`` does, the label lists kept as a list
     of lists (they differ in length, which ``default_collate`` refuses), or, given ``num_classes``,
     :func:`multi_hot` of them. ``functools.partial(collate_label_lists, num_classes=n)`` pickles, so it
-    works with worker processes."""
+    works with worker processes.
+
+    A tuple target (``target_type=["label", "score", ...]``, the label first) gives a tuple of as
+    many parts: the label lists as above, each numeric field a tensor ``[batch]`` (as
+    ``default_collate`` makes it), any other field (text, lists) a list of the batch's values.
+
+    Raises:
+        TypeError: a target (or a tuple target's first part) that is not a list of class indices.
+    """
     from torch.utils.data import default_collate
 
     images = default_collate([image for image, _ in batch])
-    label_lists = [list(labels) for _, labels in batch]
-    return images, label_lists if num_classes is None else multi_hot(label_lists, num_classes)
+    targets = [target for _, target in batch]
+    if targets and is_tuple_target(targets[0]):
+        label_part, *field_parts = zip(*targets, strict=True)
+        labels = collated_labels(label_part, num_classes, "the first part of a tuple target")
+        return images, (labels, *(collated_field(values) for values in field_parts))
+    return images, collated_labels(targets, num_classes, "a target")
+
+
+def is_tuple_target(target: Any) -> bool:
+    """A target of several parts (``target_type`` naming several), not a tuple of class indices."""
+    return isinstance(target, tuple) and not all(is_int(part) for part in target)
+
+
+def collated_labels(label_lists: Sequence[Any], num_classes: int | None, what: str) -> Any:
+    """A batch's label lists as a list of lists, or their :func:`multi_hot` given ``num_classes``;
+    TypeError naming the first value that is not a list (of class indices, for ``multi_hot``)."""
+    wrong = next((labels for labels in label_lists if not is_label_list(labels, num_classes is not None)), None)
+    if wrong is not None:
+        raise TypeError(
+            f"collate_label_lists: {what} is {wrong!r}, not a list of class indices: it batches a multi-label "
+            'dataset\'s targets, the label first in target_type (e.g. ["label", "score"])'
+        )
+    lists = [list(labels) for labels in label_lists]
+    return lists if num_classes is None else multi_hot(lists, num_classes)
+
+
+def is_label_list(labels: Any, indices: bool) -> bool:
+    """Whether ``labels`` is a list (not text), of ints where ``indices`` (what multi_hot takes)."""
+    if not isinstance(labels, Sequence) or isinstance(labels, str | bytes):
+        return False
+    return not indices or all(is_int(label) for label in labels)
+
+
+def is_int(value: Any) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool)
+
+
+def collated_field(values: Sequence[Any]) -> Any:
+    """One field of a batch: a tensor ``[batch]`` where every value is a number (``default_collate``'s
+    dtype: int64, float64), else the values as a list (text, lists of differing lengths)."""
+    if all(isinstance(value, int | float) and not isinstance(value, bool) for value in values):
+        from torch.utils.data import default_collate
+
+        return default_collate(list(values))
+    return list(values)

@@ -77,9 +77,12 @@ def open_view(
     max_in_flight: int,
     cache_dir: str | os.PathLike[str] | None,
     cache_bytes: int,
+    revision: int | None = None,
 ) -> None:
     """Open each file of ``request`` as a dataset of its own (``open_part``: LMDBReader, with ``ds``'s
-    settings), and make ``ds`` the view of them."""
+    settings; ``revision``: of a subset's split of revisions), and make ``ds`` the view of them."""
+    if revision is not None and request.union:
+        raise ValueError(f"revision={revision} reads one split: open a union of the revisions' files instead")
     options = {
         "lock": ds.lock,
         "max_readers": ds.max_readers,
@@ -87,7 +90,7 @@ def open_view(
         "crc_check": ds.crc_check,
     }
     remote = {"max_in_flight": max_in_flight, "cache_dir": cache_dir, "cache_bytes": cache_bytes}
-    parts = [open_part(path, decode="bytes", **options, **remote) for path in request.paths]
+    parts = [open_part(path, decode="bytes", revision=revision, **options, **remote) for path in request.paths]
     for part in parts:
         if part.is_legacy:
             raise FormatError(f"{part.path} is a legacy folder2lmdb file: a view reads imagefolder-lmdb files only")
@@ -189,7 +192,7 @@ def view_opened(parts: Sequence[LMDBReader], index: ViewIndex, request: ViewRequ
     )
     records = ViewRecords(parts, index.files, index.records)
     if names is parts[0]._index_arrays[2] and index.classes == parts[0].classes:  # the whole file: its own lists
-        return Opened(records, meta.document, index.classes, names, parts[0].targets, meta, parts[0].samples)
+        return Opened(records, meta.document, index.classes, names, parts[0].targets, meta, samples=parts[0].samples)
     return Opened(records, meta.document, index.classes, names, meta.targets(), meta)
 
 

@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import warnings
 from typing import Any
 
 import numpy as np
+
+from imagefolder_lmdb.extras import installed, missing_extra
 
 from .cache import RecordCache
 from .opening import open_remote
@@ -26,10 +27,8 @@ def open_remote_records(
     from imagefolder_lmdb.reader.format import NOT_JPEG_CODES
     from imagefolder_lmdb.reader.records import Opened
 
-    if importlib.util.find_spec("obstore") is None:  # the extra's one dependency, asked for before any request
-        raise ImportError(
-            f"cannot read {url}: reading a URL needs the [remote] extra: pip install 'imagefolder-lmdb[remote]'"
-        )
+    if not installed("obstore"):  # the extra's one dependency, asked for before any request
+        raise ImportError(missing_extra(f"cannot read {url}: reading a URL", "obstore"))
     if max_in_flight < 1:
         raise ValueError(f"max_in_flight must be at least 1, not {max_in_flight}")
     check_url(url)  # a mistyped scheme is named here, before any request

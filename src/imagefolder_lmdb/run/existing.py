@@ -198,10 +198,13 @@ def shared_classes(config: dict[str, Any], existing: dict[str, Existing], classe
 
 
 def unlisted_classes(config: dict[str, Any], classes: list[str]) -> dict[str, list[str]]:
-    """Per split read from a folder: class folders the list lacks (their images would be set aside)."""
-    known, found = set(classes), {}
+    """Per split read from a folder: class folders the list lacks (their images would be set aside);
+    per split labelled by a label file: its labels the list lacks (unlisted_labels)."""
+    known, found = set(classes), unlisted_labels(config, classes)
     for name, split in config["splits"].items():
         folder = split["source"]
+        if split.get("labels") is not None:
+            continue
         classes_are_folders = layout_named(split.get("layout", DEFAULT_LAYOUT)).labelling.classes_are_folders
         if not classes_are_folders or not isinstance(folder, str):
             continue
@@ -210,6 +213,19 @@ def unlisted_classes(config: dict[str, Any], classes: list[str]) -> dict[str, li
             extra = sorted(e.name for e in os.scandir(folder) if e.is_dir() and e.name not in known)
             if extra:
                 found[name] = extra
+    return found
+
+
+def unlisted_labels(config: dict[str, Any], classes: list[str]) -> dict[str, list[str]]:
+    """Per split labelled by a label file: the labels ``classes`` lacks (their images would be set
+    aside, as a class folder's)."""
+    from imagefolder_lmdb.sources.table_listing import labels_outside  # reads the file: only when asked
+
+    found = {}
+    for name, split in config["splits"].items():
+        outside = labels_outside(split, classes)
+        if outside:
+            found[name] = outside
     return found
 
 

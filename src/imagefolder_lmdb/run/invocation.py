@@ -6,6 +6,7 @@ output is up to date; ``--overwrite``'s old files set aside around it (run/overw
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import sys
 from collections.abc import Iterator
@@ -38,6 +39,7 @@ class Run:
     up_to_date: bool = False  # every output is there, from the same source and settings
     replaced: tuple[str, ...] = ()  # --overwrite: the old files, removed once the run has succeeded
     superseded: tuple[str, ...] = ()  # what an interrupted --overwrite set aside, removed once this succeeds
+    dry_run: bool = False  # -- --dry-run of SOURCE OUTDIR: nothing written (run/dry_run.py)
 
 
 def plan_run(
@@ -55,10 +57,12 @@ def plan_run(
         return Run(Path(configfile), None, config_outputs(Path(configfile)), options)
     if request is None:
         raise ConvertError("give SOURCE and OUTDIR (or --configfile FILE)", 2)
+    from imagefolder_lmdb.run.dry_run import is_dry_run
     from imagefolder_lmdb.run.plan import PlanError, plan
 
+    dry_run = is_dry_run(options)
     try:
-        planned = plan(request)
+        planned = plan(dataclasses.replace(request, dry_run=dry_run))
     except PlanError as exc:
         raise ConvertError(str(exc), 1) from None
     for note in planned.notes:
@@ -66,6 +70,8 @@ def plan_run(
     config = planned.config
     outputs = outputs_of(config["results"], list(config["splits"]))
     superseded = tuple(planned.superseded)
+    if dry_run:  # its config goes into a temporary folder, not the work folder
+        return Run(planned.work / "config.yaml", planned.work, outputs, options, config, dry_run=True)
     if planned.nothing_to_do:
         return Run(planned.work / "config.yaml", planned.work, outputs, options, config, True, (), superseded)
     configfile = write_config(config, planned.work / "config.yaml")
@@ -80,6 +86,8 @@ def run_planned(
     its fixes in the caller's words (``python``: ``convert()``'s, else the command line's)."""
     from imagefolder_lmdb.run.plan import remove_superseded
 
+    if run.dry_run:
+        return dry_run_planned(run, verbose)
     if run.up_to_date and not own_options:
         show_existing(run)
         remove_superseded(run.superseded)
@@ -102,10 +110,20 @@ def run_planned(
 
         words = in_python_words if python else in_command_line_words
         raise ConvertError(words(str(exc)), exc.returncode, [words(line) for line in exc.lines]) from None
+    put_back({path: aside for path, aside in kept.items() if not os.path.exists(path)})  # --report, --touch...
     for path in kept.values():
-        os.remove(path)
+        if os.path.exists(path):
+            os.remove(path)
     remove_superseded(run.superseded)
     finish(run, clean)
+    return run.outputs
+
+
+def dry_run_planned(run: Run, verbose: bool) -> dict[str, SplitOutputs]:
+    """A dry run: Snakemake's plan said, nothing written (run/dry_run.py)."""
+    from imagefolder_lmdb.run.dry_run import run_dry
+
+    run_dry(cast("dict[str, Any]", run.config), run.options, verbose)
     return run.outputs
 
 

@@ -77,14 +77,11 @@ def snakemake_environment() -> dict[str, str]:
 
 def check_snakemake() -> None:
     """Converting needs Snakemake (and PyYAML, which it requires), which the ``convert`` extra installs."""
-    import importlib.util
+    from imagefolder_lmdb.extras import installed, missing_extra
 
-    if importlib.util.find_spec("snakemake") is None or importlib.util.find_spec("yaml") is None:
-        raise ConvertError(
-            "converting runs the Snakemake workflow, and Snakemake is not installed here: "
-            "pip install 'imagefolder-lmdb[convert]' (or [slurm] for --profile slurm)",
-            1,
-        )
+    if not installed("snakemake") or not installed("yaml"):
+        needs = "converting (it runs the Snakemake workflow)"
+        raise ConvertError(f"{missing_extra(needs, 'snakemake')} (or [slurm] for --profile slurm)", 1)
 
 
 def relay(streams: dict[IO[bytes], TextIO], verbose: bool, stop: Stop | None = None) -> None:

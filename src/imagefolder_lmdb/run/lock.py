@@ -28,10 +28,10 @@ def hold_lock(results: str) -> IO[str]:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         handle.close()
-        from imagefolder_lmdb.config.problems import ConfigError, Problem
+        from imagefolder_lmdb.config.problems import Problem, config_error
 
         text = f"another conversion is writing into {results} (it holds {lock_path(results)}): wait until it ends"
-        raise ConfigError([Problem("", f"{text}, or convert into another folder")]) from None
+        raise config_error([Problem("", f"{text}, or convert into another folder")]) from None
     return handle  # nothing written: the file's bytes and time stay as they were
 
 

@@ -23,6 +23,7 @@ from imagefolder_lmdb.classes.lists import is_shipped, shipped_path
 from imagefolder_lmdb.classes.plan import ClassPlan, ClassSource
 from imagefolder_lmdb.run.paths import RunPaths
 from imagefolder_lmdb.sources import input_files, kind_of_layout, kind_recipe
+from imagefolder_lmdb.sources.label_files.rules import LABEL_RULE, classes_read_differently, read_differently
 from imagefolder_lmdb.sources.label_files.settings import METADATA, LabelsFrom
 from imagefolder_lmdb.sources.layouts import LAYOUTS
 from imagefolder_lmdb.sources.listing_options import ListingOptions
@@ -81,6 +82,8 @@ def recipe(split: dict[str, Any], encode: dict[str, Any], classes: ClassSource) 
     }
     found.update(kind_recipe(split))  # the kind's own options (a Parquet split's columns)
     found.update(label_columns(split))  # a label file's columns, unless at their defaults
+    if split.get("labels"):  # the rule its labels are read by: only where a label file labels it
+        found["label_rule"] = LABEL_RULE
     found.update(ListingOptions.from_split(split).recipe())  # ImageFolder's listing arguments, unless defaults
     return found
 
@@ -148,6 +151,7 @@ def judge(document: dict[str, Any] | None, now: dict[str, Any]) -> Verdict:
     differences = recipe_differences(recorded["recipe"], now["recipe"], document.get("classes")) + label_changes(
         recorded["recipe"], now["recipe"]
     )
+    differences += label_rule_changes(recorded["recipe"], now["recipe"], document.get("classes"))
     earlier, current = SourceRecord.from_data(recorded["source"]), SourceRecord.from_data(now["source"])
     changed = current.changed(earlier)
     edited = current.edited_in_place(earlier) if recorded["recipe"]["source"] == now["recipe"]["source"] else []
@@ -167,6 +171,8 @@ def recipe_differences(recorded: dict[str, Any], now: dict[str, Any], dataset_cl
     found = []
     for key in sorted({*recorded, *now}, key=lambda k: (RECIPE_ORDER.index(k) if k in RECIPE_ORDER else 99, k)):
         old, new = recorded.get(key), now.get(key)
+        if key == "label_rule":
+            continue  # a rule read the same file otherwise: label_rule_changes, no setting of the user's
         if key == "labels":
             old, new = label_paths(old), label_paths(new)
         if old == new or (key == "classes" and same_class_names(old, new, now, dataset_classes)):
@@ -222,6 +228,29 @@ def label_changes(recorded: dict[str, Any], now: dict[str, Any]) -> list[str]:
         for key in sorted(new)
         if key in old and old[key][0] == new[key][0] and old[key][1] != new[key][1]
     ]
+
+
+def label_rule_changes(recorded: dict[str, Any], now: dict[str, Any], dataset_classes: Any) -> list[str]:
+    """Where the dataset's labels were read by an earlier rule than ``now``'s (its recipe has none:
+    rule 1) and that rule read them otherwise: why it is made again. The same rule, no label file
+    now, or a file whose content changed (label_changes names that): nothing to add."""
+    rule = now.get("label_rule")
+    if rule is None or recorded.get("label_rule", 1) == rule:
+        return []
+    before, after = (recorded.get("labels") or {}).get("labels"), (now.get("labels") or {}).get("labels")
+    if after is None:  # Hugging Face's metadata files, inside the source: judged by the list they made
+        found = classes_read_differently(dataset_classes) if isinstance(dataset_classes, list) else None
+        return [found] if found else []
+    if before != after:
+        return []
+    try:
+        with open(after[0], "rb") as stream:
+            data = stream.read()
+    except OSError:
+        return []  # the listing names what is missing
+    labels = LabelsFrom.from_data({"from": after[0], **now.get("label_columns", {})})
+    found = read_differently(after[0], data, labels.settings)
+    return [found] if found else []
 
 
 def classes_in_words(entry: dict[str, Any] | None) -> str:

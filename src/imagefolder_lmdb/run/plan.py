@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from imagefolder_lmdb.classes.plan import plan_classes
-from imagefolder_lmdb.config.problems import ConfigError
+from imagefolder_lmdb.config.problems import BaseConfigError
 from imagefolder_lmdb.config.settings import Setting, apply, in_users_words
 from imagefolder_lmdb.config.shards import choose_shards
+from imagefolder_lmdb.run.dry_run import takes_lock
 from imagefolder_lmdb.run.existing import (
     Existing,
     OutputsError,
@@ -34,6 +35,7 @@ from imagefolder_lmdb.run.made_from import changed_lines, split_verdicts, write_
 from imagefolder_lmdb.run.ownership import clear_temporaries, own_outdir
 from imagefolder_lmdb.run.paths import RunPaths
 from imagefolder_lmdb.run.places import mixed_places
+from imagefolder_lmdb.sources.label_files.settings import METADATA
 from imagefolder_lmdb.sources.missing_paths import missing_path_hint, taken_from
 from imagefolder_lmdb.sources.splits import SPLIT_NAMES, SplitsError, find_splits
 from imagefolder_lmdb.writing.hold_points import hold_point
@@ -62,6 +64,7 @@ class ConvertRequest:
     classes_from: str | None = None
     cli: bool = True  # messages name flags (--overwrite) rather than convert()'s parameters
     cores: int | str | None = None  # --cores, which the shard count follows (None: all; PROFILE_CORES)
+    dry_run: bool = False  # -- --dry-run: planned, nothing written (run/dry_run.py)
 
 
 @dataclass
@@ -104,13 +107,16 @@ def plan(request: ConvertRequest) -> Plan:
     splits = splits_of(request)
     config = apply({"results": results, "work": work, "splits": splits}, request.settings)
     try:  # before the first write under OUTDIR or --work: ours from here to the command's end
-        own_outdir(results)
-    except ConfigError:
+        if takes_lock(results, request.dry_run):
+            own_outdir(results)
+    except BaseConfigError:
         raise PlanError(
             f"another conversion is writing into {results}: wait until it ends, or name another OUTDIR"
         ) from None
-    clear_temporaries(work)
-    notes, superseded = recovered_from_interrupted_overwrite(results, list(splits) if request.overwrite else [])
+    if not request.dry_run:  # a dry run writes nothing, here or below
+        clear_temporaries(work)
+    overwriting = list(splits) if request.overwrite else []
+    notes, superseded = ([], []) if request.dry_run else recovered_from_interrupted_overwrite(results, overwriting)
     existing = existing_splits(results)
     replaced = replacing(config, existing, request)  # before the class list: --overwrite is the fix to hear first
     notes += [*split_note(request, splits), *take_classes(config, existing, request, replaced)]
@@ -119,7 +125,8 @@ def plan(request: ConvertRequest) -> Plan:
     verdicts = split_verdicts(filled, plan_classes(filled))  # the walk of every source, made once
     nothing_to_do = not replaced and up_to_date(filled, existing, verdicts)
     if not nothing_to_do:
-        write_made_from(filled, verdicts)  # Snakemake is told not to walk the sources again
+        if not request.dry_run:
+            write_made_from(filled, verdicts)  # Snakemake is told not to walk the sources again
         hold_point("planned")  # made_from written, Snakemake not started
         notes += changed_lines({name: v for name, v in verdicts.items() if name not in replaced})
     notes += [] if nothing_to_do else shards  # the shard counts of a run that does not happen: noise
@@ -274,18 +281,27 @@ def take_classes(
     others = sorted(existing[name].path for name in existing if name not in config["splits"])
     extra = unlisted_classes(config, classes)
     if extra:
-        raise PlanError(unlisted_message(extra, others, sorted(set(existing) - set(config["splits"])), given, replaced))
+        names = sorted(set(existing) - set(config["splits"]))
+        label_file = config["splits"][next(iter(extra))].get("labels")
+        raise PlanError(unlisted_message(extra, others, names, given, replaced, label_file))
     config["classes"] = others[0]
     return [f"classes: the {len(classes)} of {others[0]} (one numbering for every split in {config['results']})"]
 
 
 def unlisted_message(
-    extra: dict[str, list[str]], others: list[str], names: list[str], given: str, replaced: Sequence[str]
+    extra: dict[str, list[str]],
+    others: list[str],
+    names: list[str],
+    given: str,
+    replaced: Sequence[str],
+    label_file: str | None = None,
 ) -> str:
-    """The line for class folders the other splits in OUTDIR lack: what to do, so that no two splits
-    number their classes differently."""
+    """The line for class folders (or a label file's labels) the other splits in OUTDIR lack: what
+    to do, so that no two splits number their classes differently."""
     name, folders = next(iter(extra.items()))
     shown = ", ".join(folders[:5]) + (" ..." if len(folders) > 5 else "")
+    if label_file is not None:
+        return unlisted_labels_message(name, shown, len(folders), label_file, others, given, name in replaced)
     what = f"class folder {shown} is not a class" if len(folders) == 1 else f"class folders {shown} are not classes"
     start = f"{name}: {what} of {', '.join(others)}, whose numbering this split must share"
     if name in replaced:  # --overwrite: the new dataset would not number its classes as the old ones there
@@ -300,18 +316,36 @@ def unlisted_message(
     )
 
 
+def unlisted_labels_message(
+    name: str, shown: str, count: int, label_file: str, others: list[str], given: str, replacing: bool
+) -> str:
+    """unlisted_message's line for a split labelled by a label file: as for class folders, the
+    images of those labels would be set aside in silence; stop, unless the list is asked for."""
+    what = f"label {shown} is not a class" if count == 1 else f"labels {shown} are not classes"
+    where = "its metadata files" if label_file == METADATA else label_file
+    start = f"{name}: {what} of {', '.join(others)} (in {where}), whose numbering this split must share"
+    if replacing:
+        return (
+            f"{start}: {'they are' if len(others) > 1 else 'it is'} not replaced by this command; remove "
+            f"{' and '.join(others)} to replace the whole dataset, or convert into another OUTDIR"
+        )
+    return (
+        f"{start}: convert every split in one command (a config giving each split its labels), "
+        f"or give {given} FILE.lmdb to use its list (the images of other labels set aside)"
+    )
+
+
 def checked(config: dict[str, Any], settings: Sequence[Setting]) -> dict[str, Any]:
     """``config`` with the schema's defaults filled in (a copy), after the workflow's own checks;
     PlanError with one line per problem, each naming the setting as the user gave it."""
     from imagefolder_lmdb.config.check import check_config
-    from imagefolder_lmdb.config.problems import ConfigError
     from imagefolder_lmdb.config.schema import load_schema
     from imagefolder_lmdb.run.launch import WORKFLOW
 
     filled = copy.deepcopy(config)
     try:
         check_config(filled, load_schema(str(WORKFLOW / "config" / "schema.yaml")))
-    except ConfigError as exc:
+    except BaseConfigError as exc:
         lines = [in_users_words(problem, settings) for problem in exc.problems]
         raise PlanError("\n".join(lines)) from None
     return filled

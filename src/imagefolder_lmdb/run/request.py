@@ -108,18 +108,33 @@ def predicate_importable(
     return caller_folder_importable(is_valid_file is not None or names_a_predicate(config, configfile))
 
 
-def run_options(cores: int | str | None, profile: str | None, snakemake_args: Sequence[str]) -> tuple[str, ...]:
-    """--cores (all by default, left to the profile when one is given), --profile, the rest."""
+#: The executor plugin the shipped slurm profile names (profiles/slurm/config.yaml).
+SLURM_PLUGIN = "snakemake_executor_plugin_slurm"
+
+
+def run_options(
+    cores: int | str | None, profile: str | None, snakemake_args: Sequence[str], cli: bool = True
+) -> tuple[str, ...]:
+    """--cores (all by default, left to the profile when one is given), --profile, the rest (their
+    paths taken from the caller's folder, run/snakemake_options.py; ``cli``: messages name flags)."""
+    from imagefolder_lmdb.run.snakemake_options import caller_options
+
     options: list[str] = []
     if profile is not None:
         options += ["--profile", profile_folder(profile)]
     if cores is not None or profile is None:
         options += ["--cores", str(cores if cores is not None else "all")]
-    return (*options, *snakemake_args)
+    return (*options, *caller_options(snakemake_args, cli))
 
 
 def profile_folder(profile: str) -> str:
-    """A profile shipped with the workflow by its name (``slurm``), anything else as given."""
+    """A profile shipped with the workflow by its name (``slurm``), anything else as given. The
+    shipped slurm profile's executor is a plugin of the ``slurm`` extra: named here when missing,
+    rather than Snakemake's usage and "invalid choice: 'slurm'"."""
+    from imagefolder_lmdb.extras import installed, missing_extra
+
+    if profile == "slurm" and not installed(SLURM_PLUGIN):
+        raise ConvertError(missing_extra("--profile slurm", SLURM_PLUGIN), 1)
     shipped = PROFILES / profile
     return str(shipped) if profile != "default" and "/" not in profile and shipped.is_dir() else profile
 

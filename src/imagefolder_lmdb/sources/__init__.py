@@ -33,6 +33,7 @@ from imagefolder_lmdb.sources.base import Request, SampleReader, Source
 from imagefolder_lmdb.sources.folder import FolderSource
 from imagefolder_lmdb.sources.indexed_archive import IndexedArchiveSource
 from imagefolder_lmdb.sources.layouts import DEFAULT_LAYOUT, LAYOUTS
+from imagefolder_lmdb.sources.listing_options import DEFAULT_LISTING, ListingOptions, PredicateError
 from imagefolder_lmdb.sources.parquet import ParquetSource
 from imagefolder_lmdb.sources.unpacked import UnpackedSource
 from imagefolder_lmdb.sources.webdataset import WebDatasetSource
@@ -94,9 +95,15 @@ def input_files(split: dict[str, Any]) -> list[str]:
 
 
 def image_estimate(split: dict[str, Any]) -> int | None:
-    """The split's images before it is listed (``Source.image_estimate``); None: no estimate."""
+    """The split's images before it is listed (``Source.image_estimate``), as its listing settings
+    take them (a predicate that cannot be imported: by extension; the config check says why); None:
+    no estimate."""
     kind = kind_of_layout(split.get("layout", DEFAULT_LAYOUT)) or Source
-    return kind.image_estimate(split["source"], split.get("root"))
+    try:
+        accepts = ListingOptions.from_split(split).accepts()
+    except PredicateError:
+        accepts = DEFAULT_LISTING.accepts()
+    return kind.image_estimate(split["source"], split.get("root"), accepts)
 
 
 def kind_recipe(split: dict[str, Any]) -> dict[str, Any]:

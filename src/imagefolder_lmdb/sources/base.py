@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from imagefolder_lmdb.classes.lists import ClassList, OutsideClasses
+from imagefolder_lmdb.sources.inputs_read import InputRead
+from imagefolder_lmdb.sources.listing_options import is_image
 from imagefolder_lmdb.work.files import ManifestHeader, Sample, SourceDescription
 from imagefolder_lmdb.work.shard_stamps import FileOrigins, Origins
 from imagefolder_lmdb.work.source_locations import Location
@@ -55,6 +57,9 @@ class Listing:
     options: dict[str, Any] = field(default_factory=dict)  # the kind's options its reader reads by
     label_kind: str | None = None  # a label file's: "multi" where each image has a list of labels
     field_types: dict[str, str] | None = None  # a label file's: each per-image field's type
+    #: the files besides the images it parsed (label file, devkit, val CSV), as parsed: count_check
+    #: checks them against the plan's record (run/read_once.py)
+    inputs: list[InputRead] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -144,9 +149,12 @@ class Source(ABC):
         return source_files(source)
 
     @classmethod
-    def image_estimate(cls, source: str | list[str], root: str | None) -> int | None:
+    def image_estimate(
+        cls, source: str | list[str], root: str | None, accepts: Callable[[str], bool] = is_image
+    ) -> int | None:
         """The source's images before it is listed, for the shard count of a command line conversion:
-        a folder's files counted (class folders one level down, ``root`` the folder inside it), an
+        a folder's files that ImageFolder's test ``accepts`` takes (the listing's: what the run
+        converts, not the notes beside them), at any depth, ``root`` the folder inside it; an
         archive's size over ``ARCHIVE_BYTES_PER_IMAGE``; None where there is no cheap estimate (a set
         of source files: its kind says so) or no source."""
         if cls.file_set or not isinstance(source, str):
@@ -154,15 +162,7 @@ class Source(ABC):
         if os.path.isfile(source):
             return max(1, os.path.getsize(source) // ARCHIVE_BYTES_PER_IMAGE)
         folder = os.path.join(source, root) if root else source
-        if not os.path.isdir(folder):
-            return None
-        total = 0
-        for entry in os.scandir(folder):
-            if entry.is_dir():
-                total += sum(1 for item in os.scandir(entry.path) if item.is_file())
-            elif entry.is_file():
-                total += 1  # a flat val folder
-        return total
+        return accepted_files(folder, accepts) if os.path.isdir(folder) else None
 
     @classmethod
     def recipe(cls, split: dict[str, Any]) -> dict[str, Any]:
@@ -201,3 +201,18 @@ class Source(ABC):
         (work/shard_stamps.py): by default the size, time and inode of the source and of every file
         its locations name. ``changed``: the groups run/made_from.py found changed."""
         return FileOrigins([description.source, *description.containers], changed)
+
+
+def accepted_files(folder: str, accepts: Callable[[str], bool]) -> int:
+    """The files under ``folder`` whose path ``accepts`` takes, walked as ImageFolder walks (links
+    followed; a folder link that leads back up, once), without a stat of each file."""
+    seen: set[tuple[int, int]] = set()
+    total = 0
+    for where, folders, names in os.walk(folder, followlinks=True):
+        info = os.stat(where)
+        if (info.st_dev, info.st_ino) in seen:
+            folders[:] = []
+            continue
+        seen.add((info.st_dev, info.st_ino))
+        total += sum(1 for name in names if accepts(os.path.join(where, name)))
+    return total

@@ -14,6 +14,7 @@ md5 and saves a pickle, so the devkit is read here with the same scipy call torc
 import contextlib
 import csv
 import hashlib
+import io
 import os
 import re
 import tarfile
@@ -27,6 +28,7 @@ from tqdm import tqdm
 
 from imagefolder_lmdb.classes.lists import ClassList, is_shipped, shipped_list
 from imagefolder_lmdb.sources.archive_members import DamagedArchiveError, check_tar_members
+from imagefolder_lmdb.sources.inputs_read import InputRead, read_input
 
 VAL_NAME = re.compile(r"^ILSVRC2012_val_(\d{8})\.(JPEG|jpeg|jpg|JPG|png|PNG)$")
 DEVKIT_META = "data/meta.mat"
@@ -43,6 +45,7 @@ class ValLabels:
 
     classes: list[str]
     wnid_of_image: dict[int, str]  # 1-based number in the file name -> WNID
+    read_from: InputRead | None = None  # the devkit or CSV as parsed
 
     def wnid(self, file_name: str) -> str:
         match = VAL_NAME.search(file_name)
@@ -63,9 +66,10 @@ def parse_meta_mat(path: str) -> dict[int, str]:
     return {int(s[0]): str(s[1]) for s in leaves}  # fields 0, 1: ILSVRC2012_ID, WNID
 
 
-def read_devkit_member(devkit: str, suffix: str, into: str) -> str:
-    """Extract the devkit member ending in ``suffix`` (safely) and return its path."""
-    with tarfile.open(devkit, mode="r:*") as tar:
+def read_devkit_member(devkit: str, data: bytes, suffix: str, into: str) -> str:
+    """Extract the member ending in ``suffix`` (safely) of the devkit whose bytes are ``data`` (read
+    once for both members: sources/inputs_read.py) and return its path."""
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
         members = [m for m in tar.getmembers() if m.name.endswith(suffix) and m.isfile()]
         if not members:
             raise LabelError(f"{devkit}: no member ending in {suffix}; is this ILSVRC2012_devkit_t12.tar.gz?")
@@ -90,8 +94,9 @@ def devkit_errors(devkit: str) -> Iterator[None]:
 
 def labels_from_devkit(devkit: str) -> ValLabels:
     with devkit_errors(devkit), tempfile.TemporaryDirectory() as scratch:
-        id_to_wnid = parse_meta_mat(read_devkit_member(devkit, DEVKIT_META, scratch))
-        with open(read_devkit_member(devkit, DEVKIT_GROUND_TRUTH, scratch), encoding="ascii") as stream:
+        data, read = read_input(devkit)
+        id_to_wnid = parse_meta_mat(read_devkit_member(devkit, data, DEVKIT_META, scratch))
+        with open(read_devkit_member(devkit, data, DEVKIT_GROUND_TRUTH, scratch), encoding="ascii") as stream:
             ids = [int(line) for line in stream if line.strip()]
     unknown = sorted(set(ids) - set(id_to_wnid))
     if unknown:
@@ -99,19 +104,20 @@ def labels_from_devkit(devkit: str) -> ValLabels:
     return ValLabels(
         classes=sorted(id_to_wnid.values()),
         wnid_of_image={number: id_to_wnid[i] for number, i in enumerate(ids, start=1)},
+        read_from=read,
     )
 
 
 def labels_from_solution_csv(path: str) -> ValLabels:
     """Kaggle's LOC_val_solution.csv: ``ImageId,PredictionString`` whose first word is the WNID."""
     wnid_of_image = {}
-    with open(path, newline="", encoding="utf-8") as stream:
-        for row in csv.DictReader(stream):
-            match = re.search(r"(\d{8})$", row["ImageId"])
-            if match is None or not row["PredictionString"].split():
-                raise LabelError(f"{path}: cannot read the row {row}")
-            wnid_of_image[int(match.group(1))] = row["PredictionString"].split()[0]
-    return ValLabels(classes=sorted(set(wnid_of_image.values())), wnid_of_image=wnid_of_image)
+    data, read = read_input(path)
+    for row in csv.DictReader(io.StringIO(data.decode("utf-8"), newline="")):
+        match = re.search(r"(\d{8})$", row["ImageId"])
+        if match is None or not row["PredictionString"].split():
+            raise LabelError(f"{path}: cannot read the row {row}")
+        wnid_of_image[int(match.group(1))] = row["PredictionString"].split()[0]
+    return ValLabels(classes=sorted(set(wnid_of_image.values())), wnid_of_image=wnid_of_image, read_from=read)
 
 
 #: Why ``devkit: imagenet1k`` cannot label validation images.
@@ -135,10 +141,16 @@ def val_labels(devkit: str | None, solution_csv: str | None) -> ValLabels:
 def devkit_classes(devkit: str) -> list[str]:
     """The 1,000 WNIDs, sorted: what a complete train split must hold (``devkit: imagenet1k``: the
     shipped list, the same WNIDs)."""
+    return devkit_class_list(devkit)[0]
+
+
+def devkit_class_list(devkit: str) -> tuple[list[str], InputRead | None]:
+    """``devkit_classes``, and the devkit as parsed (None: the shipped list, no file of the user's)."""
     if is_shipped(devkit):
-        return list(shipped_list(devkit).names)
+        return list(shipped_list(devkit).names), None
     with devkit_errors(devkit), tempfile.TemporaryDirectory() as scratch:
-        return sorted(parse_meta_mat(read_devkit_member(devkit, DEVKIT_META, scratch)).values())
+        data, read = read_input(devkit)
+        return sorted(parse_meta_mat(read_devkit_member(devkit, data, DEVKIT_META, scratch)).values()), read
 
 
 #: md5 of the files as distributed by image-net.org (also in torchvision.datasets.imagenet).
@@ -150,14 +162,13 @@ OFFICIAL_MD5 = {
 
 
 def train_devkit_problems(
-    class_tars: bool, held: list[str], class_list: ClassList, own_list: bool, devkit: str | None
+    held: list[str], class_list: ClassList, own_list: bool, expected: list[str] | None
 ) -> list[str]:
-    """Rule count_check, for ILSVRC2012's class tars (``class_tars``: the split's labelling) with a
-    devkit: the WNIDs a full source lacks (``own_list``: the split lists its own classes), or a class
-    list names wrongly."""
-    if not class_tars or not devkit:
+    """Rule count_check, for ILSVRC2012's class tars with a devkit (``expected``: its classes; None:
+    no devkit, or another labelling): the WNIDs a full source lacks (``own_list``: the split lists its
+    own classes), or a class list names wrongly."""
+    if expected is None:
         return []
-    expected = devkit_classes(devkit)
     missing = sorted(set(expected) - set(held)) if own_list else []
     extra = sorted(set(class_list.names) - set(expected))
     return [f"class {w} (its tar or folder) is missing" for w in missing[:20]] + [

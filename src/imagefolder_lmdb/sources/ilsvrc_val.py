@@ -40,7 +40,8 @@ def label_val(
         Sample(index, label, f"{classes[label]}/{name}", location)
         for index, (label, name, location) in enumerate(images)
     ]
-    return Listing(classes, samples, sorted(ignored), outside=outside)
+    inputs = [labels.read_from] if labels.read_from is not None else []  # the devkit or CSV as parsed
+    return Listing(classes, samples, sorted(ignored), outside=outside, inputs=inputs)
 
 
 def val_files(root: str) -> list[tuple[str, Location]]:

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 from imagefolder_lmdb.classes.lists import ClassList, OutsideClasses
 from imagefolder_lmdb.sources.base import CountMismatchError, Listing
-from imagefolder_lmdb.sources.ilsvrc import devkit_classes
+from imagefolder_lmdb.sources.ilsvrc import devkit_class_list
+from imagefolder_lmdb.sources.inputs_read import InputRead
 from imagefolder_lmdb.work.files import Member, Sample
 
 
@@ -29,12 +30,14 @@ class LabelNames:
     origin: str  # in words, for error messages
     #: what to do about a label outside ``names``, in words
     remedy: str = "Give the full class list the files were labelled with (devkit: or classes:)"
+    read_from: InputRead | None = None  # the devkit the names were read from, as parsed
 
 
 def label_names(own: list[str] | None, devkit: str | None, shared: ClassList | None, where: str) -> LabelNames:
     """What the integer labels of ``where`` (the split's source, for messages) mean."""
     if devkit:
-        return LabelNames(devkit_classes(devkit), f"the sorted WNIDs of {devkit}")
+        names, read = devkit_class_list(devkit)
+        return LabelNames(names, f"the sorted WNIDs of {devkit}", read_from=read)
     if own:
         check_wanted_named(own, shared, where)
         return LabelNames(
@@ -81,7 +84,7 @@ def labelled_listing(
             samples.append(Sample(len(samples), index_of[name], f"{name}/{member.path}", member.location))
         else:
             outside.add(name, 1)
-    return Listing(classes, samples, outside=outside)
+    return Listing(classes, samples, outside=outside, inputs=[labels.read_from] if labels.read_from else [])
 
 
 def class_name(member: Member, labels: LabelNames, where: Callable[[Member], str]) -> str:

@@ -15,7 +15,13 @@ from imagefolder_lmdb.classes.lists import ClassList
 from imagefolder_lmdb.sources.base import Labels, Listing
 from imagefolder_lmdb.sources.ilsvrc_val import label_val, val_files
 from imagefolder_lmdb.sources.listing_options import ListingOptions
-from imagefolder_lmdb.sources.table_listing import collector_paused, folder_labels, read_labels, table_listing
+from imagefolder_lmdb.sources.table_listing import (
+    collector_paused,
+    folder_labels,
+    parsed_label_files,
+    read_labels,
+    table_listing,
+)
 from imagefolder_lmdb.sources.tree import order_members, scan_folder
 from imagefolder_lmdb.work.source_locations import Location
 
@@ -117,7 +123,9 @@ class TableLabels(LabelFile):
         assert labels.table is not None, "layout label-file is given its labels (config/check.py)"
         with collector_paused():
             table, paths = folder_labels(labels.table, root, wanted)
-            return table_listing(table, paths)
+            listing = table_listing(table, paths)
+        listing.inputs = parsed_label_files(labels.table, table)
+        return listing
 
     def list_members(
         self,
@@ -132,7 +140,9 @@ class TableLabels(LabelFile):
         with collector_paused():
             paths = [path for path, _ in entries]
             table = read_labels(labels.table, where, paths, read, wanted)
-            return table_listing(table, paths, dict(entries))
+            listing = table_listing(table, paths, dict(entries))
+        listing.inputs = parsed_label_files(labels.table, table)
+        return listing
 
 
 class StoredLabels(Labelling):

@@ -172,6 +172,14 @@ def source_digest(name: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def predicate_file(name: str) -> str | None:
+    """The file the predicate ``name`` is defined in, for messages (None where Python cannot say)."""
+    try:
+        return inspect.getsourcefile(load_predicate(name))
+    except (PredicateError, TypeError):
+        return None
+
+
 def importable_name(predicate: Callable[[str], bool]) -> str:
     """``module:qualname`` of a callable that another process can import by that name; PredicateError
     naming the fix for a lambda, a function defined inside another, or one of ``__main__``."""

@@ -19,6 +19,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from imagefolder_lmdb.sources.inputs_read import DIGEST_CHARS
 from imagefolder_lmdb.work.folder_listing import LOOSE_FILES as LOOSE_FILES
 
 
@@ -127,9 +128,10 @@ def digest(lines: list[str]) -> str:
 
 
 def file_digest(path: str) -> str:
-    """The content digest of a small input file (a devkit, a labels CSV, a class list)."""
+    """The content digest of a small input file (a devkit, a labels CSV, a class list): the one a
+    job computes of the bytes it parsed (sources/inputs_read.py)."""
     hasher = hashlib.sha256()
     with open(path, "rb") as stream:
         for block in iter(lambda: stream.read(1 << 20), b""):
             hasher.update(block)
-    return hasher.hexdigest()[:20]
+    return hasher.hexdigest()[:DIGEST_CHARS]

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from imagefolder_lmdb.classes.lists import ClassList
 from imagefolder_lmdb.sources.base import CountMismatchError, Listing
+from imagefolder_lmdb.sources.inputs_read import InputRead
 from imagefolder_lmdb.sources.label_files import (
     ImageLabels,
     LabelFileError,
@@ -21,8 +22,10 @@ from imagefolder_lmdb.sources.label_files import (
     read_label_file,
     read_metadata_tree,
 )
+from imagefolder_lmdb.sources.label_files.labels import label_column
 from imagefolder_lmdb.sources.label_files.metadata import METADATA_NAMES
-from imagefolder_lmdb.sources.label_files.settings import LabelsFrom
+from imagefolder_lmdb.sources.label_files.reading import read_table
+from imagefolder_lmdb.sources.label_files.settings import LabelsFrom, resolve_columns
 from imagefolder_lmdb.sources.listing_options import is_image
 from imagefolder_lmdb.sources.tree import relative_files
 from imagefolder_lmdb.work.files import Annotations, Sample
@@ -45,6 +48,47 @@ def read_labels(
         )
     except LabelFileError as exc:
         raise CountMismatchError(str(exc)) from None
+
+
+def labels_outside(split: Mapping[str, object], classes: Sequence[str]) -> list[str]:
+    """The labels of a split's label file (``labels: PATH``) that ``classes`` lacks, as text: the
+    images with them would be set aside, as those of a class folder the list lacks. Read from the
+    label column alone (no walk of the images); Hugging Face's metadata files in a folder by the
+    table they make of it (a walk); in an archive, none here (its listing sets them aside). A file
+    that cannot be read gives none here: the config check words its problem."""
+    labels = LabelsFrom.from_split(split)
+    if labels is not None and labels.metadata:
+        return metadata_outside(labels, split, classes)
+    if labels is None or not os.path.isfile(labels.labels):
+        return []
+    try:
+        with open(labels.labels, "rb") as stream:
+            table = read_table(labels.labels, stream.read())
+        columns = resolve_columns(table, labels.settings)
+        column = label_column(columns.label, table.rows, table.text_cells, labels.settings.label_separator)
+    except LabelFileError:
+        return []
+    written = {label for row in column.values for label in (row if isinstance(row, tuple) else (row,))}
+    if column.type == "int":
+        return [str(index) for index in sorted(written) if int(index) >= len(classes)]
+    known = set(classes)
+    return sorted(str(name) for name in written if name not in known)
+
+
+def metadata_outside(labels: LabelsFrom, split: Mapping[str, object], classes: Sequence[str]) -> list[str]:
+    """labels_outside for Hugging Face's metadata files in a folder source: the labels its table of
+    the folder leaves outside ``classes``."""
+    source, root = split.get("source"), split.get("root")
+    if not isinstance(source, str):
+        return []
+    folder = os.path.join(source, root.strip("/")) if isinstance(root, str) and root.strip("/") else source
+    if not os.path.isdir(folder):
+        return []
+    try:
+        table, _ = folder_labels(labels, folder, ClassList(list(classes), "OUTDIR", True))
+    except CountMismatchError:
+        return []
+    return sorted(table.outside.images)
 
 
 @contextlib.contextmanager
@@ -70,6 +114,12 @@ def folder_labels(labels: LabelsFrom, root: str, wanted: ClassList | None) -> tu
             return stream.read()
 
     return read_labels(labels, root, paths, read, wanted), paths
+
+
+def parsed_label_files(labels: LabelsFrom, table: LabelTable) -> list[InputRead]:
+    """The label file as ``table`` was parsed from it, its digest that of those very bytes (metadata
+    files lie in the source, which the source's record covers)."""
+    return [] if labels.metadata else [InputRead.of_sha256(read.path, read.sha256) for read in table.label_files]
 
 
 def table_listing(table: LabelTable, paths: Sequence[str], locations: Mapping[str, Location] | None = None) -> Listing:

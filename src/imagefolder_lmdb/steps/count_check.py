@@ -20,11 +20,12 @@ from imagefolder_lmdb.classes.plan import ClassSource
 from imagefolder_lmdb.config.shards import too_many_shards
 from imagefolder_lmdb.config.step_settings import CountSettings
 from imagefolder_lmdb.run.made_from import CHANGED_GROUPS
+from imagefolder_lmdb.run.read_once import check_files_read, check_settings_read
 from imagefolder_lmdb.run.rule_runner import progress_kwargs, run_rule
 from imagefolder_lmdb.sources import layout_hint, source_of_kind, work_file_options
 from imagefolder_lmdb.sources.base import CountMismatchError, Labels, Listing
 from imagefolder_lmdb.sources.folder import FolderSource
-from imagefolder_lmdb.sources.ilsvrc import train_devkit_problems
+from imagefolder_lmdb.sources.ilsvrc import devkit_class_list, train_devkit_problems
 from imagefolder_lmdb.sources.label_files.settings import LabelsFrom
 from imagefolder_lmdb.sources.layouts import layout_named
 from imagefolder_lmdb.sources.listing_options import FOLDER_ONLY, ListingOptions
@@ -225,14 +226,26 @@ def listed(
     return kind.list(description, source_dir, labels, progress, wanted, options)
 
 
+def train_devkit_classes(listing: Listing, layout: str, devkit: str | None) -> list[str] | None:
+    """The devkit's classes a split of ILSVRC2012's class tars is checked against (None: no such
+    check); the devkit, as parsed, joins the listing's inputs."""
+    if not layout_named(layout).labelling.class_tars or not devkit:
+        return None
+    expected, read = devkit_class_list(devkit)
+    listing.inputs += [read] if read is not None else []
+    return expected
+
+
 def count_check(
     settings: CountSettings,
     files: CountFiles,
     progress: dict[str, Any] | None = None,
     changed_groups: dict[str, str] | None = None,
+    recipe: dict[str, Any] | None = None,
 ) -> CountsReport:
     """List the split, check its counts against ``settings``, write ``files``; ``changed_groups``:
-    the made_from file's (work/shard_stamps.py)."""
+    the made_from file's (work/shard_stamps.py); ``recipe``: its record of the inputs, which those the
+    listing read must match (run/read_once.py; None: not checked)."""
     progress = progress or {}
     source = ClassSource.from_param(settings.class_list)
     description = read_source_description(files.source)
@@ -242,7 +255,12 @@ def count_check(
     table = None if settings.labels is None else LabelsFrom.from_data(settings.labels)
     labels = Labels(settings.devkit, description.labels or settings.val_labels, table)
     options = ListingOptions.from_param(settings.listing)
+    if recipe is not None:
+        check_settings_read(recipe, source, options)
     listing = listed(description, files.source, labels, progress, wanted, options)
+    expected_wnids = train_devkit_classes(listing, description.layout, settings.devkit)
+    if recipe is not None:
+        check_files_read(recipe, listing.inputs)
     listing.ignored = sorted([*listing.ignored, *description.set_aside])
     held = list(listing.classes)
     with_images = classes_with_images(listing)  # what expected_classes counts: labels can name empty classes
@@ -255,8 +273,7 @@ def count_check(
     if not listing.samples:
         raise CountMismatchError(no_images_message(description, listing, classes))
     problems = mismatches(listing, with_images, classes, settings)
-    class_tars = layout_named(description.layout).labelling.class_tars
-    problems += train_devkit_problems(class_tars, held, classes, wanted is None, settings.devkit)
+    problems += train_devkit_problems(held, classes, wanted is None, expected_wnids)
     if problems:
         raise CountMismatchError(
             f"{description.source}: " + "; ".join(problems) + ". Check that the source is complete "
@@ -278,8 +295,9 @@ def main(smk: Any, stream: TextIO) -> None:
         stamps=smk.output.stamps,
         shared_manifest=smk.input.shared_classes[0] if smk.input.shared_classes else None,
     )
-    changed_groups = read_json(smk.input.made_from[0]).get(CHANGED_GROUPS, {})
-    count_check(CountSettings.from_params(smk.params), files, progress_kwargs(stream), changed_groups)
+    made_from = read_json(smk.input.made_from[0])
+    settings = CountSettings.from_params(smk.params)
+    count_check(settings, files, progress_kwargs(stream), made_from.get(CHANGED_GROUPS, {}), made_from.get("recipe"))
 
 
 #: What the rule's script (scripts/count_check.py) calls with ``snakemake``: ``main`` with the rule's log set up.

@@ -1,4 +1,4 @@
-"""``imagefolder-lmdb verify``: check a finished dataset (a file, an OUTDIR, or a URL) with the reader.
+"""``imagefolder-lmdb verify``: check finished datasets (files, OUTDIRs, URLs, as ``info`` takes them).
 
     python scripts/verify.py results/train.lmdb [--full] [--sample 64] [--report r.json] [--contact c.png]
     imagefolder-lmdb verify results/train.lmdb [...]      (the same, installed with pip)
@@ -47,6 +47,10 @@ def verify(
         from imagefolder_lmdb.verify.remote import verify_remote
 
         return verify_remote(path, sample, full, seed)
+    from imagefolder_lmdb.verify.revisions import is_split_of_revisions, verify_revisions
+
+    if is_split_of_revisions(path):  # a split changed since its conversion (issue 58): its current revision
+        return verify_revisions(path, sample, full, seed)
     return verify_file(path, sample, full, seed)
 
 
@@ -101,29 +105,32 @@ def run(path: str, sample: int, full: bool, seed: int, report_path: str | None, 
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    """Check each dataset named, as ``info`` takes paths; exit 0 when every one holds, else 1."""
     parser = argparse.ArgumentParser(prog=prog, description="Check an imagefolder-lmdb dataset.")
     parser.add_argument(
-        "path",
-        help="the .lmdb file, a folder of them (OUTDIR), a URL (s3://, gs://, az://, http(s)://; pip extra [remote]) "
-        "or a prefix of them (s3://b/imagenet)",
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="a .lmdb file, a folder of them (OUTDIR), a URL (s3://, gs://, az://, http(s)://; pip extra [remote]) "
+        "or a prefix of them (s3://b/imagenet); several: each checked in turn",
     )
     parser.add_argument("--full", action="store_true", help="decode and checksum every record")
     parser.add_argument("--sample", type=int, default=64, help="records checked without --full (default 64)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random sample")
-    parser.add_argument("--report", help="write the JSON report here")
-    parser.add_argument("--contact", help="write a contact sheet PNG here")
+    parser.add_argument("--report", help="write the JSON report here (one dataset only)")
+    parser.add_argument("--contact", help="write a contact sheet PNG here (one dataset only)")
     args = parser.parse_args(argv)
-    if is_url(args.path):
+    if any(is_url(path) for path in args.paths):
         allow_in_process()  # this command forks no workers: obstore may run in it
     from imagefolder_lmdb.verify.datasets import InfoError, datasets_in
 
     try:  # a folder (OUTDIR) or a prefix (s3://b/imagenet): each dataset in it, as ``info`` reads each
-        paths = datasets_in(args.path)
+        paths = [found for path in args.paths for found in datasets_in(path)]
     except InfoError as exc:
         print(f"{prog or 'verify'}: {exc}", file=sys.stderr)
         return 1
     if len(paths) > 1 and (args.report or args.contact):
-        parser.error(f"--report and --contact are one file's: give one .lmdb file of {args.path}")
+        parser.error(one_file_outputs(args.paths))
     results = []
     for number, path in enumerate(paths):
         try:
@@ -132,6 +139,17 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         except KeyboardInterrupt:
             return interrupted_while_checking(path)
     return 0 if all(results) else 1
+
+
+def one_file_outputs(named: list[str]) -> str:
+    """Why --report and --contact take one dataset: each is one file, which a second dataset's would
+    overwrite."""
+    if len(named) == 1:  # a folder (OUTDIR) or a prefix holding several
+        return f"--report and --contact are one file's: give one .lmdb file of {named[0]}"
+    return (
+        f"--report and --contact are one file's, and {len(named)} paths are named (each dataset's would "
+        "overwrite the last): give one .lmdb file, or verify each with its own --report"
+    )
 
 
 def interrupted_while_checking(path: str) -> int:

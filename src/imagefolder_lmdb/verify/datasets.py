@@ -19,6 +19,10 @@ def datasets_in(path: str) -> list[str]:
     or every ``.lmdb`` object directly under a URL's prefix (``s3://bucket/imagenet``; listing it runs
     obstore in this process: the caller allows it, remote/client.py)."""
     if is_url(path):
+        from imagefolder_lmdb.extras import installed, missing_extra
+
+        if not installed("obstore"):  # before any listing or read: one line, not obstore's ImportError
+            raise InfoError(missing_extra(f"{path}: reading a URL", "obstore"))
         return datasets_at_url(path)
     if not os.path.isdir(path):
         return [path]

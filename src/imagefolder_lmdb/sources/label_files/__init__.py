@@ -6,7 +6,9 @@
 - ``table.py``: what both give, ``LabelTable`` (targets, fields, classes, the files' digests);
 - the steps between: ``reading.py`` (rows as written), ``settings.py`` (columns by role),
   ``matching.py`` (rows to images), ``labels.py``, ``value_types.py`` and ``fields.py`` (typed
-  values), ``targets.py`` (labels to class indices), ``problems.py`` (one-line errors).
+  values), ``targets.py`` (labels to class indices), ``problems.py`` (one-line errors);
+- ``rules.py``: the version of the rule labels are read by (``made_from`` records it), and whether an
+  earlier rule read a file otherwise.
 """
 
 from imagefolder_lmdb.sources.label_files.label_file import read_label_file

@@ -1,8 +1,14 @@
 """Per-image fields: every column besides the file column and the label column, typed by the rule of
-value_types.py (``int``, ``float``, ``str``, or ``list[...]`` of one of them); every row needs a value."""
+value_types.py (``int``, ``float``, ``str``, or ``list[...]`` of one of them); every row needs a value.
+A value is bounded by what a dataset can store and read back: a float is finite (meta/fields is
+JSON, which has no NaN or infinity: such a value failed once the images were encoded), an int has
+at most the 4,300 digits Python reads (a longer CSV cell was a ValueError traceback), checked on the
+cell before an int is made of it. A large int within that is kept exactly, as before."""
 
 from __future__ import annotations
 
+import math
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +28,8 @@ from imagefolder_lmdb.sources.label_files.value_types import (
 FieldValue = int | float | str | list[int] | list[float] | list[str]
 #: The name ``target_type`` and the reader use for the label: no field may take it.
 RESERVED = "label"
+#: The most digits of an int cell a field holds: those Python converts (sys.int_info).
+MAX_INT_DIGITS = sys.int_info.default_max_str_digits
 
 
 @dataclass(frozen=True)
@@ -48,8 +56,12 @@ def text_field(column: str, rows: Sequence[RawRow]) -> TypedColumn:
             f"{printable(empty)}: column {column!r} is empty, and its other cells are {kind} numbers: "
             "give every row a value, or drop the column."
         )
+    if kind == "int":
+        too_long = next((index for index, cell in enumerate(cells) if too_many_digits(cell)), None)
+        if too_long is not None:
+            raise LabelFileError(unstorable(column, cells[too_long], rows[too_long].place))
     convert = CONVERT[kind]
-    return TypedColumn(kind, [convert(cell) for cell in cells])
+    return checked_column(column, TypedColumn(kind, [convert(cell) for cell in cells]), rows)
 
 
 def written_field(column: str, rows: Sequence[RawRow]) -> TypedColumn:
@@ -73,8 +85,43 @@ def written_field(column: str, rows: Sequence[RawRow]) -> TypedColumn:
     kind = one_type(column, items if lists else scalars)
     convert = CONVERT[kind]
     if lists:
-        return TypedColumn(f"list[{kind}]", [[convert(item) for item in row.values[column]] for row in rows])
-    return TypedColumn(kind, [convert(row.values[column]) for row in rows])
+        values: list[FieldValue] = [[convert(item) for item in row.values[column]] for row in rows]
+        return checked_column(column, TypedColumn(f"list[{kind}]", values), rows)
+    return checked_column(column, TypedColumn(kind, [convert(row.values[column]) for row in rows]), rows)
+
+
+def checked_column(column: str, typed: TypedColumn, rows: Sequence[RawRow]) -> TypedColumn:
+    """``typed``, once every float is finite (ints and text: nothing to check here)."""
+    if "float" not in typed.type:
+        return typed
+    for value, row in zip(typed.values, rows, strict=True):
+        for item in value if isinstance(value, list) else [value]:
+            if not storable(item):
+                raise LabelFileError(unstorable(column, item, row.place))
+    return typed
+
+
+def too_many_digits(cell: str) -> bool:
+    """Whether an integer literal has more digits than Python converts (its sign is no digit)."""
+    return len(cell) > MAX_INT_DIGITS and len(cell.lstrip("+-")) > MAX_INT_DIGITS
+
+
+def storable(value: object) -> bool:
+    return not isinstance(value, float) or math.isfinite(value)
+
+
+def unstorable(column: str, value: object, place: str) -> str:
+    """The line for a field value no dataset stores: an int of thousands of digits, NaN or an infinity."""
+    text = str(value)
+    shown = text if len(text) <= 24 else f"{text[:24]}... ({len(text)} characters)"
+    if isinstance(value, float):
+        why = "not a finite number (a dataset stores a field's floats as JSON, which has no NaN or infinity)"
+    else:
+        why = f"an int of more than the {MAX_INT_DIGITS:,} digits Python reads"
+    return (
+        f"{printable(place)}: column {column!r} holds {shown}, {why}: write a value that fits, give it as text "
+        "in a column of text, or drop the column."
+    )
 
 
 def scalar_type(column: str, value: Any, place: str) -> str:

@@ -128,6 +128,11 @@ def json_object(name: str, number: int, line: str) -> dict[str, Any]:
             f"{printable(name)} line {number}: not JSON ({exc.msg} at column {exc.colno}): "
             "write one JSON object per line."
         ) from None
+    except ValueError:  # an integer of more digits than Python converts (4,300): no label or field holds one
+        raise LabelFileError(
+            f"{printable(name)} line {number}: a number of thousands of digits, which no label or field holds: "
+            "fix the line (a number as text in quotes, or one that fits 64 bits)."
+        ) from None
     if not isinstance(value, dict):
         raise LabelFileError(
             f"{printable(name)} line {number}: a JSON {type(value).__name__}, not an object: write one object "
@@ -138,7 +143,11 @@ def json_object(name: str, number: int, line: str) -> dict[str, Any]:
 
 def read_parquet(name: str, data: bytes) -> tuple[tuple[str, ...], tuple[RawRow, ...]]:
     """The file's columns and rows (pyarrow: the layout parquet source's reader too)."""
-    import pyarrow as pa  # the [parquet] extra: only a Parquet label file needs it
+    from imagefolder_lmdb.extras import installed, missing_extra
+
+    if not installed("pyarrow"):  # the [parquet] extra: only a Parquet label file needs it
+        raise LabelFileError(missing_extra(f"{printable(name)}: a Parquet label file", "pyarrow"))
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:

@@ -1,6 +1,5 @@
-"""What a file's meta document says of it beyond the index, as a dataset shows it: the words of each
-class (``class_words``), the folder its paths lie under (``source_root``), the sizes it was shrunk to
-(``size_setting``, ``resized_words``). A view's document (reader/views.py) holds the same entries."""
+"""What a file's meta document says beside its index, as the dataset shows it: the words of each class,
+the folder its paths lie under, the sizes it was shrunk to (moved out of reader/dataset.py, unchanged)."""
 
 from __future__ import annotations
 

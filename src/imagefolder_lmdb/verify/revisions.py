@@ -1,0 +1,133 @@
+"""``verify`` and ``info`` of a split of revisions (docs/FORMAT.md, version 5): the revision opened as a
+reader opens it (the pointer's CRC-32s, each data file by its content id), each data file checked as
+``verify`` checks a file, the records the revision removed against their CRC-32, a sample of its samples."""
+
+from __future__ import annotations
+
+import os
+import random
+from typing import Any
+
+import numpy as np
+
+from imagefolder_lmdb.reader import DamagedRecordError, FormatError, LMDBReader, decode_meta
+from imagefolder_lmdb.reader.document import read_document
+from imagefolder_lmdb.reader.revision_format import data_file_path, data_folder, is_pointer_document
+from imagefolder_lmdb.reader.revisions import opened_env
+from imagefolder_lmdb.verify.checks import verify_file
+from imagefolder_lmdb.verify.datasets import InfoError
+from imagefolder_lmdb.writing.revisions import read_split
+
+
+def is_split_of_revisions(path: str) -> bool:
+    """Whether ``path`` is the pointer of a split of revisions (a single file or anything else: False)."""
+    return os.path.isfile(path) and is_pointer_document(read_document(path))
+
+
+def verify_revisions(
+    path: str, sample: int = 64, full: bool = False, seed: int = 0, revision: int | None = None
+) -> tuple[dict[str, Any], LMDBReader | None, list[int]]:
+    """The report of revision ``revision`` (None: the current one) of the split at ``path``, its reader
+    and the indices checked, as verify/checks.py's ``verify_file`` gives them for a file."""
+    report: dict[str, Any] = {"path": os.path.abspath(path), "ok": False, "problems": []}
+    try:
+        ds = LMDBReader(path, decode="bytes", revision=revision)
+    except Exception as exc:  # noqa: BLE001 - for a checker, every failure is a finding
+        report["problems"].append(f"{type(exc).__name__}: {exc}")
+        return report, None, []
+    files = _data_files(ds)
+    for file in files:
+        file_report = verify_file(file, sample, full, seed)[0]
+        report["problems"] += [f"{file}: {problem}" for problem in file_report["problems"]]
+    report["problems"] += removed_problems(path, ds.revision)
+    indices = (
+        sorted(random.Random(seed).sample(range(len(ds)), min(sample, len(ds)))) if not full else list(range(len(ds)))
+    )
+    for index in indices:
+        try:
+            ds.get_bytes(index)
+        except DamagedRecordError as exc:
+            report["problems"].append(str(exc))
+    stats = ds.meta_document.get("stats", {})
+    report |= {
+        "ok": not report["problems"],
+        "revision": ds.revision,
+        "data_files": files,
+        "images": len(ds),
+        "classes": len(ds.classes),
+        "stored_bytes": int(stats.get("stored_bytes", 0)),
+        "skipped": list(stats.get("skipped", [])),
+        "checked": {"records": len(indices), "mode": "full" if full else "sample"},
+    }
+    return report, ds, indices
+
+
+def _data_files(ds: LMDBReader) -> list[str]:
+    """The data files the revision ``ds`` reads."""
+    return [file.path for file in getattr(ds._records, "files", [])]
+
+
+def removed_problems(path: str, revision: int | None) -> list[str]:
+    """The records the revision lists as removed whose data file is still there, each against its CRC-32."""
+    current = read_split(path, revision).current
+    problems = []
+    for index, content in enumerate(current.removed_from):
+        file = data_file_path(path, content)
+        if not os.path.isfile(file):
+            continue  # collected since: nothing to hold the list against
+        with opened_env(file).begin() as txn:
+            crc32 = decode_meta(txn, file).crc32
+        listed = current.removed[current.removed["file"] == index]
+        if listed.size and not np.array_equal(crc32[listed["record"].astype(np.int64)], listed["crc32"]):
+            problems.append(f"{file}: a record revision {current.number} lists as removed has another CRC-32 there")
+    return problems
+
+
+def revisions_info(path: str) -> dict[str, Any]:
+    """``info``'s description of a split of revisions: its current revision as a file's, and its revisions."""
+    from imagefolder_lmdb.reader.revision_format import decode_pointer
+
+    try:  # a pointer copied without its data files, a damaged one: one line, as for a file
+        ds = LMDBReader(path, decode="bytes")
+    except (FormatError, OSError, ValueError) as exc:
+        raise InfoError(str(exc)) from None
+    document = {key: value for key, value in ds.meta_document.items() if key != "checksums"}
+    counts = np.bincount(np.asarray(ds.targets, dtype=np.int64), minlength=len(ds.classes))
+    with opened_env(path).begin() as txn:
+        pointer = decode_pointer(bytes(txn.get(b"meta/json") or b""), path)
+    return {
+        "file": os.path.abspath(path),
+        "file_bytes": os.path.getsize(path) + sum(os.path.getsize(file) for file in _data_files(ds)),
+        "images_per_class": {name: int(n) for name, n in zip(ds.classes, counts, strict=False)},
+        "image_sizes": _sizes(ds.image_sizes),
+        **document,
+        "revision": ds.revision,
+        "data_folder": data_folder(os.path.abspath(path)),
+        "revisions": pointer["revisions"],
+    }
+
+
+def _sizes(sizes: np.ndarray | None) -> dict[str, Any]:
+    if sizes is None or not sizes.size:
+        return {}
+    return {
+        axis: {"min": int(column.min()), "median": int(np.median(column)), "max": int(column.max())}
+        for axis, column in (("width", sizes[:, 0]), ("height", sizes[:, 1]))
+    }
+
+
+def revision_lines(info: dict[str, Any]) -> list[str]:
+    """The revisions of a split, one line each, newest last (``info``'s text)."""
+    lines = [
+        f"  a split of revisions: revision {info['revision']} of {len(info['revisions'])} kept; its data files in "
+        f"{info['data_folder']}/ (copy it with the pointer, or `imagefolder-lmdb flatten` for one file)"
+    ]
+    for entry in info["revisions"]:
+        changes = entry.get("changes", {})
+        changed = ", ".join(f"{n:,} {what}" for what, n in changes.items())
+        current = " (current)" if entry["revision"] == info["revision"] else ""
+        lines.append(
+            f"    revision {entry['revision']}{current}: {entry['length']:,} images in {len(entry['files'])} files, "
+            f"{entry.get('created')}; {changed or 'as converted'}"
+        )
+    return lines

@@ -1,0 +1,231 @@
+"""A split of revisions (issue 58), on small files written here: what the writer refuses, what the
+reader refuses (a damaged pointer, a data file of other content or gone, a damaged record), the
+format's version seen by today's split-file reader, and a sampler state over another revision."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from imagefolder_lmdb.reader import (
+    META_KEYS,
+    DamagedRecordError,
+    FormatError,
+    LMDBReader,
+    checksum,
+    close_all_envs,
+    decode_meta,
+    encode_meta,
+    record_key,
+)
+from imagefolder_lmdb.reader.identity import FileChangedError
+from imagefolder_lmdb.reader.revision_format import data_file_path, revision_key
+from imagefolder_lmdb.reader.revisions import MissingDataFileError, opened_env
+from imagefolder_lmdb.sampler import ElasticDistributedSampler
+from imagefolder_lmdb.writing.lmdb_writer import LMDBWriter
+from imagefolder_lmdb.writing.meta_document import build_meta
+from imagefolder_lmdb.writing.record_locations import add_locations
+from imagefolder_lmdb.writing.revision_files import collect_garbage, flatten
+from imagefolder_lmdb.writing.revisions import RevisionConflictError, new_revision, read_split, write_lmdb_values
+
+
+def split_file(path: Path, samples: dict[str, bytes], classes: list[str]) -> Path:
+    """A split file of ``samples`` (path: stored bytes, in the order given), labelled by their folder."""
+    values, n = list(samples.values()), len(samples)
+    meta = build_meta(
+        tool="test",
+        classes=classes,
+        storage=[8] * n,
+        settings={},
+        source={"path": "tree", "images": n, "classes": len(classes)},
+        source_bytes=[len(value) for value in values],
+        stored_bytes=[len(value) for value in values],
+        skipped=[],
+        sizes=np.ones((n, 2), np.uint32),
+        crc32=[checksum(value) for value in values],
+        paths=list(samples),
+        labels=[classes.index(name.split("/")[0]) for name in samples],
+    )
+    writer = LMDBWriter(str(path), expected_bytes=sum(map(len, values)) + (1 << 20))
+    for index, value in enumerate(values):
+        writer.append(record_key(index), value)
+    stored = encode_meta(meta)
+    del stored[META_KEYS["locations"]]
+    writer.put_many(stored)
+    add_locations(writer.env, str(path))
+    writer.close()
+    return path
+
+
+FIRST = {"a/0.bin": b"a0" * 50, "a/1.bin": b"a1" * 50, "b/0.bin": b"b0" * 50}
+
+
+@pytest.fixture
+def changed(tmp_path: Path, fresh_envs: None) -> Path:
+    """A split whose revision 2 adds b/1.bin and relabels nothing."""
+    split = split_file(tmp_path / "train.lmdb", FIRST, ["a", "b"])
+    added = split_file(tmp_path / "added.lmdb", {"b/1.bin": b"b1" * 50}, ["a", "b"])
+    samples = [("a/0.bin", 0), ("a/1.bin", 0), ("b/0.bin", 1), ("b/1.bin", 1)]
+    new_revision(split, samples, ["a", "b"], [added], planned_on=None)
+    return split
+
+
+def test_a_revision_reads_its_records_from_each_file(changed: Path) -> None:
+    ds = LMDBReader(changed, decode="bytes")
+    assert ds.revision == 2 and ds.samples == [("a/0.bin", 0), ("a/1.bin", 0), ("b/0.bin", 1), ("b/1.bin", 1)]
+    assert [ds.get_bytes(i) for i in range(4)] == [*FIRST.values(), b"b1" * 50]
+    assert ds.check_crc(3) and [image for image, _ in ds.__getitems__([3, 0])] == [b"b1" * 50, b"a0" * 50]
+
+
+@pytest.mark.parametrize(
+    ("samples", "classes", "message"),
+    [
+        ([("a/9.bin", 0)], ["a"], "'a/9.bin' is in no data file"),
+        ([("a/0.bin", 0), ("a/0.bin", 0)], ["a"], "'a/0.bin' is listed twice"),
+        ([("a/0.bin", 3)], ["a", "b"], "'a/0.bin' has label 3, outside 0..1"),
+    ],
+)
+def test_the_writer_refuses_a_listing_it_cannot_place(
+    changed: Path, samples: list[tuple[str, int]], classes: list[str], message: str
+) -> None:
+    pointer = changed.read_bytes()
+    with pytest.raises(ValueError, match=message):
+        new_revision(changed, samples, classes, planned_on=2)
+    assert changed.read_bytes() == pointer
+
+
+def test_the_writer_refuses_a_change_planned_on_another_revision(changed: Path) -> None:
+    with pytest.raises(RevisionConflictError, match="at revision 2, not at revision 1"):
+        new_revision(changed, [("a/0.bin", 0)], ["a"], planned_on=1)
+
+
+def test_todays_split_file_reader_refuses_a_pointer_by_its_version(changed: Path) -> None:
+    txn = opened_env(str(changed)).begin()
+    with pytest.raises(FormatError, match="imagefolder-lmdb version 5, but this reader knows version 1"):
+        decode_meta(txn, str(changed))
+    txn.abort()
+
+
+def test_a_damaged_pointer_is_refused(changed: Path) -> None:
+    state = read_split(str(changed))
+    values = dict(state.values)
+    key = revision_key(2, "labels")
+    values[key] = np.array([0, 0, 1, 0], "<i4").tobytes()  # a label changed without its checksum
+    with opened_env(str(changed)).begin() as txn:
+        pointer_json = bytes(txn.get(b"meta/json"))
+    close_all_envs()
+    write_lmdb_values(str(changed), {**values, b"meta/json": pointer_json})
+    with pytest.raises(FormatError, match=r"revision 2 is damaged \(meta/revision/00000002/labels does not match"):
+        LMDBReader(changed)
+
+
+def test_a_data_file_of_other_content_or_gone_is_one_error(changed: Path, tmp_path: Path) -> None:
+    state = read_split(str(changed))
+    added = data_file_path(str(changed), state.current.files[1].id)
+    ds = LMDBReader(changed, decode="bytes")
+    close_all_envs()  # as a new worker: the data files are opened again
+    os.remove(added)  # another file under the data file's name
+    shutil.copy2(split_file(tmp_path / "other.lmdb", {"b/1.bin": b"xx" * 50}, ["a", "b"]), added)
+    with pytest.raises(FileChangedError, match=r"holds content .* not .* that revision=2 of .* names"):
+        ds.get_bytes(3)
+    os.remove(added)
+    close_all_envs()
+    with pytest.raises(MissingDataFileError, match=r"revision=2 reads data files that are not there: .*\.lmdb \("):
+        ds.get_bytes(3)
+    assert ds.get_bytes(0) == FIRST["a/0.bin"]  # the first file is still there
+
+
+def test_a_damaged_record_of_a_data_file_is_refused(changed: Path) -> None:
+    state = read_split(str(changed))
+    first = data_file_path(str(changed), state.current.files[0].id)
+    value = FIRST["a/1.bin"]  # every copy of it (a leaf page rewritten by the meta's commit keeps an old one)
+    data = Path(first).read_bytes().replace(value, bytes([value[0] ^ 0xFF]) + value[1:])
+    os.remove(first)  # a new inode: the data file's name, a damaged copy of its content
+    Path(first).write_bytes(data)
+    with pytest.raises(DamagedRecordError, match=r"record 1 does not match its CRC-32"):
+        LMDBReader(changed, decode="bytes").get_bytes(1)
+
+
+class _Sized:
+    def __init__(self, length: int, revision: int | None) -> None:
+        self.length, self.revision = length, revision
+
+    def __len__(self) -> int:
+        return self.length
+
+
+def test_a_sampler_state_of_another_revision_is_refused() -> None:
+    saved = ElasticDistributedSampler(_Sized(10, 2), num_replicas=1, rank=0).state_dict()
+    assert saved["revision"] == 2
+    with pytest.raises(ValueError, match=r"revision=2 of the split, this dataset reads revision=3"):
+        ElasticDistributedSampler(_Sized(10, 3), num_replicas=1, rank=0).load_state_dict(saved)
+    # a single split file is its revision 1
+    plain = ElasticDistributedSampler(_Sized(10, None), num_replicas=1, rank=0).state_dict()
+    assert "revision" not in plain  # a single split file's state: as before revisions existed
+    ElasticDistributedSampler(_Sized(10, 1), num_replicas=1, rank=0).load_state_dict(plain)
+    with pytest.raises(ValueError, match=r"revision=1 of the split, this dataset reads revision=3"):
+        ElasticDistributedSampler(_Sized(10, 3), num_replicas=1, rank=0).load_state_dict(plain)
+
+
+def test_a_change_killed_before_its_pointer_leaves_the_split_as_it_was_and_reruns(
+    tmp_path: Path, fresh_envs: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    split = split_file(tmp_path / "train.lmdb", FIRST, ["a", "b"])
+    added = split_file(tmp_path / "added.lmdb", {"b/1.bin": b"b1" * 50}, ["a", "b"])
+    before = split.read_bytes()
+    samples = [("a/0.bin", 0), ("b/0.bin", 1), ("b/1.bin", 1)]
+
+    def killed(*args: object) -> None:
+        raise KeyboardInterrupt  # as a kill between the data files' links and the pointer's rename
+
+    monkeypatch.setattr("imagefolder_lmdb.writing.revisions.write_pointer", killed)
+    with pytest.raises(KeyboardInterrupt):
+        new_revision(split, samples, ["a", "b"], [added], planned_on=None)
+    assert split.read_bytes() == before and LMDBReader(split).revision is None
+    monkeypatch.undo()
+    close_all_envs()
+    written = new_revision(split, samples, ["a", "b"], [added], planned_on=None)
+    assert written.changes == {"added": 1, "removed": 1, "relabelled": 0, "moved": 0}
+    ds = LMDBReader(split, decode="bytes")
+    assert [ds.get_bytes(i) for i in range(3)] == [FIRST["a/0.bin"], FIRST["b/0.bin"], b"b1" * 50]
+    assert sorted(os.listdir(f"{split}.d")) == sorted(
+        f"{file.id}.lmdb" for file in read_split(str(split)).current.files
+    )
+
+
+def test_a_reader_of_the_single_file_stops_at_its_next_open_after_the_first_change(
+    tmp_path: Path, fresh_envs: None
+) -> None:
+    split = split_file(tmp_path / "train.lmdb", FIRST, ["a", "b"])
+    ds = LMDBReader(split, decode="bytes")
+    new_revision(split, [("a/0.bin", 0)], ["a"], planned_on=None)
+    close_all_envs()  # as a new worker: the path is opened again
+    with pytest.raises(FileChangedError, match=r"now holds a split of revisions at revision 2"):
+        ds.get_bytes(0)
+
+
+def test_flatten_over_the_pointer_then_gc_leaves_one_file(changed: Path) -> None:
+    expected = [LMDBReader(changed, decode="bytes").get_bytes(i) for i in range(4)]
+    flattened = flatten(str(changed))
+    assert (flattened.revision, flattened.records) == (2, 4)
+    close_all_envs()
+    ds = LMDBReader(changed, decode="bytes")
+    assert ds.revision is None and [ds.get_bytes(i) for i in range(4)] == expected
+    assert ds.samples == [("a/0.bin", 0), ("a/1.bin", 0), ("b/0.bin", 1), ("b/1.bin", 1)]
+    collected = collect_garbage(str(changed))
+    assert len(collected.removed) == 2 and not os.path.exists(f"{changed}.d")
+    with pytest.raises(ValueError, match=r"revision=2 is for a split of revisions read in place, not a URL"):
+        LMDBReader("s3://bucket/train.lmdb", revision=2)
+
+
+def test_a_relabelling_keeps_every_record_and_changes_the_labels(changed: Path) -> None:
+    samples = [("a/0.bin", 0), ("a/1.bin", 1), ("b/0.bin", 1), ("b/1.bin", 1)]  # a/1.bin relabelled b
+    written = new_revision(changed, samples, ["a", "b"], planned_on=2)
+    assert written.changes == {"added": 0, "removed": 0, "relabelled": 1, "moved": 0}
+    ds = LMDBReader(changed, decode="bytes")
+    assert ds.revision == 3 and ds.targets == [0, 1, 1, 1] and ds.get_bytes(1) == FIRST["a/1.bin"]
+    assert LMDBReader(changed, revision=2).targets == [0, 0, 1, 1]
