@@ -21,6 +21,7 @@ from imagefolder_lmdb.reader.class_names import ClassListError
 from support import BIN
 from support.http_range import RangeServer
 from support.relabelled import rebuilt_meta, relabelled_copy, store, stored_meta
+from support.seaweed import Seaweed
 from support.view_trees import FOLDER_SUBSET, LABEL_SUBSET, build, union_tree
 
 #: torchdata 0.11 calls torch.set_vital, which torch 2.14 deprecates, at every iterator it starts.
@@ -186,12 +187,23 @@ def test_a_stateful_loader_resumes_a_view_and_refuses_another(files: dict[str, P
         another.load_state_dict(saved)
 
 
-def test_a_union_of_urls_reads_as_the_files_do(files: dict[str, Path], range_server: RangeServer) -> None:
-    urls = [range_server.put(f"{uuid.uuid4().hex}.lmdb", files[name].read_bytes()) for name in ("a", "b")]
+@pytest.mark.parametrize("store", ["http", "s3"])
+def test_a_union_of_urls_reads_as_the_files_do(
+    files: dict[str, Path], store: str, request: pytest.FixtureRequest
+) -> None:
+    if store == "http":  # the range server: ranged reads over HTTP
+        server: RangeServer = request.getfixturevalue("range_server")
+        urls = [server.put(f"{uuid.uuid4().hex}.lmdb", files[name].read_bytes()) for name in ("a", "b")]
+    else:  # SeaweedFS's S3, through the remote reader's obstore client
+        seaweed: Seaweed = request.getfixturevalue("s3_env")
+        urls = [
+            seaweed.put("views", f"{uuid.uuid4().hex}/{name}.lmdb", files[name].read_bytes()) for name in ("a", "b")
+        ]
     remote = LMDBReader(urls, classes=FOLDER_SUBSET)
     local = LMDBReader([files["a"], files["b"]], classes=FOLDER_SUBSET)
     assert remote.samples == local.samples and remote.path == " + ".join(urls)
     assert remote.__getitems__(list(range(len(remote)))) == local.__getitems__(list(range(len(local))))
+    assert [remote.get_bytes(i) for i in range(len(remote))] == [local.get_bytes(i) for i in range(len(local))]
 
 
 def info(*args: str | Path) -> subprocess.CompletedProcess[str]:

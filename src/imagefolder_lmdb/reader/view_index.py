@@ -37,7 +37,6 @@ class Part:
     names: Sequence[str]  # each record's relative path
     labels: np.ndarray  # each record's class index (multi-label: -1 each)
     label_lists: LabelLists | None  # multi-label: each record's class indices
-    order: str  # FOLDERS, PATHS or RECORDS
 
 
 @dataclass

@@ -100,19 +100,18 @@ def open_view(
     if isinstance(wanted, str | os.PathLike) and is_dataset(os.fspath(wanted)):  # opened as a dataset: it may be
         wanted = open_part(os.fspath(wanted), decode="bytes", **options, **remote).classes  # open here already
     classes = view_classes(parts, wanted, where)
-    data = [part_data(part, multi, len(parts) > 1) for part in parts]
+    data = [part_data(part) for part in parts]
     index = build_index(data, classes, multi, order)
     ds.path = where
     ds._set_index(view_opened(parts, index, request, multi))
     ds._identity = None  # each file's dataset checks its own file before each read (ViewRecords)
 
 
-def part_data(part: LMDBReader, multi: bool, union: bool) -> Part:
-    """What the index of a view needs of one file's dataset (its order: for a union only)."""
+def part_data(part: LMDBReader) -> Part:
+    """What the index of a view needs of one file's dataset."""
     assert part._index_arrays is not None  # no legacy file: refused above
     labels, lists, names = part._index_arrays
-    order = order_of(part.meta_document, labels, multi) if union else RECORDS
-    return Part(part.path, part.classes, names, labels, lists, order)
+    return Part(part.path, part.classes, names, labels, lists)
 
 
 def view_classes(parts: Sequence[LMDBReader], wanted: ClassNames | None, where: str) -> list[str]:
