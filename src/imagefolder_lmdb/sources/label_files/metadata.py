@@ -57,8 +57,9 @@ def read_metadata_tree(
     tables = [read_table(path, read(path)) for path in found]
     columns = shared_columns(tables, settings)
     images = [path for path in paths if is_image(path)]
+    others = [path for path in paths if not is_image(path) and posixpath.basename(path) not in METADATA_NAMES]
     folders = [posixpath.dirname(path) for path in found]
-    return build_table(tables, folders, columns, images, settings, classes, is_image)
+    return build_table(tables, folders, columns, images, settings, classes, is_image, others)
 
 
 def metadata_files(tree: str, paths: Sequence[str], settings: LabelSettings) -> list[str]:
