@@ -178,7 +178,7 @@ def recipe_differences(recorded: dict[str, Any], now: dict[str, Any], dataset_cl
         if old == new or (key == "classes" and same_class_names(old, new, now, dataset_classes)):
             continue
         if key == "labels":
-            found.extend(label_file_moves(old, new))
+            found.extend(label_file_moves(label_paths(recorded.get(key)), label_paths(now.get(key))))
         elif key == "source":
             found.append(f"from {old}, not {new}")
         elif key == "root":
