@@ -214,14 +214,21 @@ def label_file_moves(old: dict[str, str], new: dict[str, str]) -> list[str]:
 
 
 def setting_words(value: Any) -> str:
-    """A recipe's setting in words, never a Python dict: ``file_column 'id', label_column 'tag'``;
-    ``none`` for no setting (its defaults)."""
+    """A recipe's setting in words, never a Python dict or list: ``file_column 'id', label_column
+    'tag'``, ``extensions .jpg .png``; ``none (the defaults)`` for no setting."""
     if value is None or value == {}:
         return "none (the defaults)"
     if isinstance(value, dict):
-        return ", ".join(
-            f"{key} {setting_words(item) if isinstance(item, dict) else repr(item)}" for key, item in value.items()
-        )
+        return ", ".join(f"{key} {value_words(item)}" for key, item in value.items())
+    return value_words(value)
+
+
+def value_words(value: Any) -> str:
+    """One value of a setting: a list as its items, a dict in parentheses, else as written."""
+    if isinstance(value, list | tuple):
+        return " ".join(value_words(item) for item in value) or "none"
+    if isinstance(value, dict):
+        return f"({setting_words(value)})"
     return repr(value)
 
 
