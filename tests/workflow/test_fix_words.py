@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from imagefolder_lmdb.sources.label_files.naming_hints import naming_hints
 from support import BIN
 from support.label_trees import write_files, write_images
 
@@ -51,6 +52,13 @@ def test_ids_in_another_extension_than_the_files_say_both_and_the_fix(tmp_path: 
     last = refusal("convert", "train", "out", "--labels", "train.csv", cwd=tmp_path)
     assert "ids end in .jpeg, the files in .jpg" in last, last
     assert "without its extension ('x' names the one image of that stem)" in last, last
+
+
+def test_the_hints_name_a_case_of_extension_and_nothing_where_the_names_are_unrelated() -> None:
+    assert "The ids end in .JPG, the files in .jpg ('a/x.JPG' is a/x.jpg on disk)" in naming_hints(
+        ["a/x.JPG"], ["a/x.jpg"], []
+    )
+    assert naming_hints(["q.jpg", "r"], ["x.jpg", "caf\u00e9.jpg"], ["notes.txt"]) == ""
 
 
 def test_rows_naming_files_without_an_image_extension_say_so(tmp_path: Path) -> None:
