@@ -47,7 +47,7 @@ from imagefolder_lmdb import LMDBDataset
 from imagefolder_lmdb.reader.document import read_document
 from imagefolder_lmdb.reader.handles import close_all_envs
 from imagefolder_lmdb.reader.identity import meta_digest
-from imagefolder_lmdb.writing.hold_points import HOLD_POINTS
+from imagefolder_lmdb.writing.hold_points import HOLD_POINTS, NO_MERGE_POINTS
 from support.datasets import assert_same_dataset
 from support.images import make_images
 from support.label_trees import write_images
@@ -55,7 +55,7 @@ from support.workflow import kill_tree, snakemake_environment, wait_for_hold
 
 COMMAND = [sys.executable, "-m", "imagefolder_lmdb.cli", "convert"]
 OPTIONS = ["--shards", "1", "--cores", "1"]
-ELSEWHERE = {"put-back", "recovered"}
+ELSEWHERE = {"put-back", "recovered", *NO_MERGE_POINTS}
 #: The points only a publish (OUTDIR a URL) reaches; it reaches the others as a first conversion does.
 UPLOAD = {"upload-part", "upload-complete"}
 MOMENTS = [("encode_shard:0" if point == "encode_shard" else point) for point in HOLD_POINTS if point not in ELSEWHERE]
