@@ -1,4 +1,4 @@
-"""Rule data_file (``merge: false``, rules/no_merge.smk): one shard's data file of the split, a complete
+"""Rule data_file (``merge: false``, rules/data_file.smk): one shard's data file of the split, a complete
 split file of its own (docs/FORMAT.md, "A split of revisions (version 5)").
 
 The shard's records in its order, renumbered from 0 around its skipped images: the re-encoded ones
@@ -89,7 +89,7 @@ def data_file(
     write_records(part, report_path, report, manifest, records, threads)
     meta = build_meta(manifest, read_counts(counts_path), [report], settings, made_from, (report.start, report.stop))
     try:
-        place_with_meta(records, output, meta, moments=("data-file", None), part=report.shard)
+        place_with_meta(records, output, meta, shard=report.shard)
     finally:
         remove_path(records)  # a hard link (or copy) of it is the data file now
     log.info("shard %d: data file of %d records at %s", report.shard, meta.length, output)

@@ -102,7 +102,7 @@ def build_meta(
 ) -> Meta:
     """``made_from``: what the split was made from (run/made_from.py), recorded so that a later run
     can tell whether the dataset still matches its source and settings. ``rows``: only the manifest's
-    images ``start..stop-1`` (one shard's data file, rules/no_merge.smk), which are then its source's images."""
+    images ``start..stop-1`` (one shard's data file, rules/data_file.smk), which are then its source's images."""
     header = read_manifest_header(manifest_path)
     kept = kept_indices(reports)
     samples: dict[int, Sample] = {}
@@ -251,16 +251,10 @@ def write_meta(
     return meta
 
 
-def place_with_meta(
-    merged: str,
-    output: str,
-    meta: Meta,
-    moments: tuple[str, str | None] = ("write_meta", "written"),
-    part: int | None = None,
-) -> None:
+def place_with_meta(merged: str, output: str, meta: Meta, shard: int | None = None) -> None:
     """``merged``'s records with ``meta`` and their locations at ``output``, complete before it is
-    renamed there (also one shard's data file, steps/data_file.py). ``moments``: the hold points
-    before and after the rename (``part``: the shard's, for a data file)."""
+    renamed there. ``shard``: the output is that shard's data file (merge: false, steps/data_file.py),
+    which holds at its own moment."""
     values = encode_meta(meta)
     del values[META_KEYS["locations"]]  # an all-zero placeholder; add_locations stores the real ones
     temporary = temporary_path(output)
@@ -270,13 +264,16 @@ def place_with_meta(
         link_or_copy(merged, temporary, room)
         writer = LMDBWriter(temporary, expected_bytes=os.path.getsize(temporary) + room, adds_bytes=room)
         located = store_meta(writer, temporary, values)
-        hold_point(moments[0], part)  # complete, but not yet at its final path
+        if shard is None:
+            hold_point("write_meta")  # complete, but not yet at its final path
+        else:
+            hold_point("data-file", shard)
     except BaseException:
         remove_path(temporary)
         raise
     publish(temporary, output)
-    if moments[1] is not None:
-        hold_point(moments[1])  # at its final path, its reports not yet redone
+    if shard is None:
+        hold_point("written")  # at its final path, its reports not yet redone
     log.info(
         "%s: %d images, %d classes, %d skipped, %d located for one-read access",
         output,

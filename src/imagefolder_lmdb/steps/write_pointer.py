@@ -1,4 +1,4 @@
-"""Rule write_pointer (``merge: false``, rules/no_merge.smk): the split as a pointer over its shards'
+"""Rule write_pointer (``merge: false``, rules/write_pointer.smk): the split as a pointer over its shards'
 data files, revision 1 of a split of revisions (docs/FORMAT.md, "A split of revisions (version 5)").
 
 The one step of such a conversion that sees the whole split, and it reads only each data file's meta:
