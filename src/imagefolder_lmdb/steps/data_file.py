@@ -24,13 +24,14 @@ from imagefolder_lmdb.sources import open_sample_reader
 from imagefolder_lmdb.steps.merge import MergeError, ShardInput, append_shard, cyclic_gc_paused
 from imagefolder_lmdb.steps.write_meta import build_meta, place_with_meta, recorded_made_from
 from imagefolder_lmdb.work.files import ShardReport, read_counts, read_manifest, read_manifest_header, read_shard_report
-from imagefolder_lmdb.writing.atomic import remove_path
+from imagefolder_lmdb.writing.atomic import TMP_SUFFIX, remove_path
 from imagefolder_lmdb.writing.lmdb_writer import atomic_lmdb
 
 log = logging.getLogger("imagefolder_lmdb.data_file")
 
-#: The records file a data file is made from, beside it in the work folder (removed once placed).
-RECORDS_SUFFIX = ".records"
+#: The records file a data file is made from, beside it in the work folder (removed once placed): a
+#: temporary's name, so a leftover of a killed job goes with the others (rules/resume.smk).
+RECORDS_SUFFIX = ".records" + TMP_SUFFIX
 
 
 def check_report_covers_shard(report: ShardReport, report_path: str) -> None:
