@@ -3,7 +3,7 @@
 
 
 rule data_file:
-    """One shard's records, meta and record locations as a complete data file of the split."""
+    """One shard's part (every record, merge: false) with its meta and record locations: a data file of the split."""
     input:
         part=PATHS.part(),
         report=PATHS.part_report(),
@@ -18,10 +18,9 @@ rule data_file:
         PATHS.benchmark("data_file", shard=SHARD)
     conda:
         "../envs/imagefolder-lmdb.yaml"
-    # a reading thread checks passed-through images ahead of the writer, as merge's
-    threads: 2
+    threads: 1
     # memory and time per attempt (rules/cluster.smk); peak for an ImageNet train shard: its rows of
-    # the manifest and its report (~0.1 GB) + ~0.2 GB of batches
+    # the manifest and its report (~0.1 GB); no record is copied (a hard link of the part)
     resources:
         mem_mb=per_attempt(1500),
         runtime=per_attempt(60),
