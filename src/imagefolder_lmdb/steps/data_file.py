@@ -16,12 +16,12 @@ from functools import partial
 from typing import Any, TextIO
 
 from imagefolder_lmdb.config.step_settings import WriteMetaSettings
-from imagefolder_lmdb.reader import Meta
+from imagefolder_lmdb.reader import Meta, record_key
 from imagefolder_lmdb.run.rule_runner import run_rule
 from imagefolder_lmdb.steps.merge import MergeError
 from imagefolder_lmdb.steps.write_meta import build_meta, place_with_meta, recorded_made_from
 from imagefolder_lmdb.work.files import ShardReport, read_counts, read_manifest_header, read_shard_report
-from imagefolder_lmdb.writing.lmdb_open import count_records, open_lmdb_readonly
+from imagefolder_lmdb.writing.lmdb_open import open_lmdb_readonly
 
 log = logging.getLogger("imagefolder_lmdb.data_file")
 
@@ -47,16 +47,20 @@ def refuse_targets_a_pointer_cannot_hold(manifest: str) -> None:
 
 
 def check_part_holds_every_record(part: str, report: ShardReport, report_path: str) -> None:
-    """The part holds each image its report lists as stored (merge: false: encode_shard wrote them all)."""
+    """The part holds records 0..n-1, n the images its report lists as stored (merge: false: encode_shard
+    wrote them all); keys past them are the meta of an earlier attempt killed after writing it (the data
+    file is a hard link of the part), which ``place_with_meta`` finds the same."""
+    stored = len(report.index)
     env = open_lmdb_readonly(part)
     try:
-        records = count_records(env)
+        with env.begin() as txn:
+            whole = (stored == 0 or txn.get(record_key(stored - 1)) is not None) and txn.get(record_key(stored)) is None
     finally:
         env.close()
-    if records != len(report.index):
+    if not whole:
         raise MergeError(
-            f"{part} holds {records} records, {report_path} lists {len(report.index)} stored images; delete "
-            "the report and run the same command again to encode that shard anew"
+            f"{part} does not hold the {stored} records {report_path} lists as stored; delete the report and "
+            "run the same command again to encode that shard anew"
         )
 
 
