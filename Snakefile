@@ -14,6 +14,8 @@ include: "rules/count_check.smk"
 include: "rules/encode_shard.smk"
 include: "rules/merge.smk"
 include: "rules/write_meta.smk"
+include: "rules/data_file.smk"
+include: "rules/write_pointer.smk"
 include: "rules/verify.smk"
 include: "rules/report_split.smk"
 

@@ -233,12 +233,12 @@ def benchmark_files(wildcards) -> list[str]:
     per_split = [
         PATHS.benchmark(rule.name, wildcards.split)
         for rule in TIMED_RULES
-        if not rule.per_shard
+        if not rule.per_shard and rule.runs(config["merge"])
     ]
     per_shard = [
         part_files(PATHS.benchmark(rule.name, shard=SHARD))(wildcards)
         for rule in TIMED_RULES
-        if rule.per_shard
+        if rule.per_shard and rule.runs(config["merge"])
     ]
     return per_split + [path for paths in per_shard for path in paths]
 

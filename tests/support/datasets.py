@@ -170,3 +170,24 @@ def write_dataset(
     if locate:
         add_locations(writer.env, str(path))
     writer.close()
+
+
+def assert_same_samples(a: Path, b: Path) -> None:
+    """Two splits (a single file, or a pointer over data files) read the same, sample for sample: classes,
+    samples, targets, fields, each record's bytes and the meta document (its checksums, record
+    locations and creation time aside: a pointer's revision has none of the first two)."""
+    close_all_envs()
+    first, second = LMDBReader(str(a), decode="bytes"), LMDBReader(str(b), decode="bytes")
+    assert first.classes == second.classes and first.class_to_idx == second.class_to_idx
+    assert first.samples == second.samples
+    assert list(first.targets) == list(second.targets)
+    assert first.field_types == second.field_types
+    assert [first.fields(i) for i in range(len(first))] == [second.fields(i) for i in range(len(second))]
+    assert all(first.get_bytes(i) == second.get_bytes(i) for i in range(len(first))), "a record differs"
+    volatile = ("checksums", "locations", "created")
+
+    def kept(document: dict) -> dict:
+        return {key: value for key, value in document.items() if key not in volatile}
+
+    assert kept(first.meta_document) == kept(second.meta_document)
+    close_all_envs()

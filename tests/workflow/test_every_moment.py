@@ -47,8 +47,8 @@ from imagefolder_lmdb import LMDBDataset
 from imagefolder_lmdb.reader.document import read_document
 from imagefolder_lmdb.reader.handles import close_all_envs
 from imagefolder_lmdb.reader.identity import meta_digest
-from imagefolder_lmdb.writing.hold_points import HOLD_POINTS
-from support.datasets import assert_same_dataset
+from imagefolder_lmdb.writing.hold_points import HOLD_POINTS, NO_MERGE_POINTS
+from support.datasets import assert_same_dataset, assert_same_samples
 from support.images import make_images
 from support.label_trees import write_images
 from support.workflow import kill_tree, snakemake_environment, wait_for_hold
@@ -60,9 +60,16 @@ ELSEWHERE = {"put-back", "recovered"}
 UPLOAD = {"upload-part", "upload-complete"}
 MOMENTS = [("encode_shard:0" if point == "encode_shard" else point) for point in HOLD_POINTS if point not in ELSEWHERE]
 ACTIONS = ["sigkill", "sigint", "second", "second-settings"]
-SCENARIOS = ["fresh", "overwrite", "publish"]
+#: "no-merge": a first conversion with --no-merge (issue 60): it alone reaches NO_MERGE_POINTS, and not
+#: the merge's; its split must read as the one-file conversion does.
+SCENARIOS = ["fresh", "overwrite", "publish", "no-merge"]
+#: The points only a conversion with a merge reaches.
+MERGE_ONLY = {"merge", "write_meta", "written"}
 #: What ``make test`` runs of the matrix; the rest with IMAGEFOLDER_LMDB_EVERY_MOMENT=full (.ci/run).
 SAMPLE = {("fresh", "sigkill"), ("fresh", "sigint"), ("fresh", "second"), ("publish", "sigkill")}
+#: The moments of the no-merge scenario ``make test`` tries (SIGKILL only); the rest with FULL.
+NO_MERGE_SAMPLE = {"data-file"}
+NO_MERGE_SAMPLE_RUNS = {("no-merge", "sigkill", moment) for moment in NO_MERGE_SAMPLE}
 FULL = os.environ.get("IMAGEFOLDER_LMDB_EVERY_MOMENT") == "full"
 #: The label file's rewrite: its two contents (the second swaps every label) and the moments ``make test`` tries.
 FIRST_LABELS = "id,label\n" + "".join(f"{n:04d},{'cat' if n % 2 else 'dog'}\n" for n in range(6))
@@ -130,15 +137,21 @@ def finished(result: subprocess.CompletedProcess[str]) -> subprocess.CompletedPr
     return result
 
 
-def assert_whole(outdir: Path, clean_outdir: Path, source: Path) -> None:
-    """OUTDIR holds ``source``'s conversion as an uninterrupted run makes it, reports naming it."""
+def assert_whole(outdir: Path, clean_outdir: Path, source: Path, scenario: str = "fresh") -> None:
+    """OUTDIR holds ``source``'s conversion as an uninterrupted run makes it, reports naming it (without a
+    merge: a pointer whose split reads as the one-file conversion does, its verify report naming its revision)."""
     dataset = outdir / "train.lmdb"
-    assert_same_dataset(dataset, clean_outdir / "train.lmdb")
-    document = read_document(str(dataset))
-    assert document is not None
+    report = json.loads((outdir / "train.verify.json").read_text())
+    if scenario == "no-merge":
+        assert_same_samples(dataset, clean_outdir / "train.lmdb")
+        document = LMDBDataset(str(dataset)).meta_document
+        close_all_envs()
+        assert report["revision"] == 1 and all(os.path.isfile(path) for path in report["data_files"])
+    else:
+        assert_same_dataset(dataset, clean_outdir / "train.lmdb")
+        document = read_document(str(dataset)) or {}
     made_from = document.get("made_from") or json.loads((outdir / "work" / "train" / "made_from.json").read_text())
     assert str(source) in json.dumps(made_from)
-    report = json.loads((outdir / "train.verify.json").read_text())
     assert report["dataset_meta_digest"] == meta_digest(document)
     for name in ("train.contact.png", "train.classes.png", "train.benchmarks.tsv"):
         assert (outdir / name).exists()
@@ -153,6 +166,8 @@ def reached(scenario: str, moment: str) -> bool:
     conversion sets nothing aside, and a publish converts as a first conversion does."""
     if moment == "set-aside":
         return scenario == "overwrite"
+    if (scenario == "no-merge") != (moment in NO_MERGE_POINTS):
+        return scenario == "no-merge" and moment not in MERGE_ONLY | UPLOAD
     return (scenario == "publish") == (moment in UPLOAD)
 
 
@@ -170,7 +185,8 @@ def test_every_moment(
     tmp_path: Path,
     request: pytest.FixtureRequest,
 ) -> None:
-    if (scenario, action) not in SAMPLE and not FULL:
+    sampled = (scenario, action) in SAMPLE or (scenario, action, moment) in NO_MERGE_SAMPLE_RUNS
+    if not sampled and not FULL:
         pytest.skip("the full matrix runs with IMAGEFOLDER_LMDB_EVERY_MOMENT=full (.ci/run, after make test)")
     if action.startswith("second") and moment in ("starting", "plan"):
         pytest.skip(f"nothing is written yet at {moment}: the second command is the owner")
@@ -184,6 +200,8 @@ def test_every_moment(
         request.getfixturevalue("s3_env").put("datasets", "probe", b"")  # the bucket exists
         url = f"s3://datasets/{uuid.uuid4().hex}"
         command = [*COMMAND, one, url, "--work", tmp_path / "out", *OPTIONS]
+    if scenario == "no-merge":
+        command.append("--no-merge")
     with started(tmp_path, command, moment) as (process, marker):
         wait_for_hold(marker, process, timeout=300)  # type: ignore[arg-type]
         if action == "sigkill":
@@ -202,12 +220,12 @@ def test_every_moment(
             marker.unlink()  # released: the first goes on and must finish with its own work
             stdout, stderr = process.communicate(timeout=300)
             assert process.returncode == 0, (stdout + stderr)[-3000:]
-            assert_whole(tmp_path / "out", clean, one)
+            assert_whole(tmp_path / "out", clean, one, scenario)
             assert_published(url, tmp_path / "out")
             return
     again = finished(run(tmp_path, command))
     assert "Traceback" not in again.stderr
-    assert_whole(tmp_path / "out", clean, one)
+    assert_whole(tmp_path / "out", clean, one, scenario)
     assert_published(url, tmp_path / "out")
 
 

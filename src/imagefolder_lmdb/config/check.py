@@ -108,6 +108,8 @@ def content_problems(config: dict[str, Any], usable: Usable) -> list[Problem]:
             if usable(*[("splits", name, key) for key in keys]):
                 problems += check(name, split, config)
     problems += resizing_problems(config["encode"], usable)
+    if usable(("merge",), ("keep_parts",)):
+        problems += no_merge_problems(config)
     if usable(("results",), ("work",)):
         problems += output_problems(config)
     return problems
@@ -416,6 +418,18 @@ def resizing_problems(encode: Any, usable: Usable) -> list[Problem]:
         for key in keys
         if encode["reencode"] == "never" and encode[key] is not None
     ]
+
+
+def no_merge_problems(config: dict[str, Any]) -> list[Problem]:
+    """``merge: false`` with ``keep_parts``: parts are kept for the merge to take unchanged shards from,
+    and without a merge they have no reader (issue 60)."""
+    if config["merge"] or not config["keep_parts"]:
+        return []
+    text = (
+        "keep_parts keeps the shards' parts for a later merge to take, and merge: false (--no-merge) has no "
+        "merge: each shard's data file already holds its records. Leave out keep_parts (--keep-parts), or merge"
+    )
+    return [key_problem(("keep_parts",), text)]
 
 
 def output_problems(config: dict[str, Any]) -> list[Problem]:

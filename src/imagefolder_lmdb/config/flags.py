@@ -27,6 +27,7 @@ class Flag:
     choices: Sequence[str] | None = None
     action: str | None = None  # "store_true", "store_const" (const True: unset stays None), "append"
     default: str | None = None
+    const: Any = True  # what action "store_const" stores (--no-merge: False)
     layout_choices: bool = False  # its choices are the config schema's layouts (the schema is the workflow's file)
     setting: bool = False  # listed in --help under "settings (the config's keys, without a config file)"
     source_outdir: bool = False  # shapes a SOURCE OUTDIR conversion: refused beside --configfile
@@ -45,7 +46,7 @@ class Flag:
             if getattr(self, name) is not None:
                 options[name] = getattr(self, name)
         if self.action == "store_const":
-            options["const"] = True
+            options["const"] = self.const
         if self.action == "append":
             options["default"] = []  # a fresh list per parser
         return options
@@ -164,6 +165,14 @@ CONVERT_FLAGS: tuple[Flag, ...] = (
         "keep the shards' part LMDBs (the re-encoded images) so that a changed image re-encodes only its shard",
         action="store_const",
         key=("keep_parts",),
+    ),
+    setting_flag(
+        "--no-merge",
+        "write each split as its shards' data files and a pointer over them (a folder beside the split's "
+        "name, no serial merge) instead of one file",
+        action="store_const",
+        const=False,
+        key=("merge",),
     ),
     Flag(name="--work", metavar="FOLDER", help="work folder (OUTDIR/work; a URL's: ~/.cache/imagefolder-lmdb)"),
     Flag(name="--cores", metavar="N", help="CPU cores to use (all; with --profile, the profile's)"),

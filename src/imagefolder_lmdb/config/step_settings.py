@@ -203,8 +203,15 @@ def merge_settings(name: str, split: dict[str, Any]) -> MergeSettings:
 
 
 def encode_shard_params(split: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
-    """Rule encode_shard's params (``EncodeShardSettings``) of the checked split config ``split``."""
-    return {"shards": split["shards"], "encode": encode_param(config)}
+    """Rule encode_shard's params (``EncodeShardSettings``) of the checked split config ``split``; with
+    ``merge: false``, ``encode`` also says that the part holds every record (``EVERY_RECORD``)."""
+    every = {} if config.get("merge", True) else {EVERY_RECORD: True}
+    return {"shards": split["shards"], "encode": encode_param(config) | every}
+
+
+#: Rule encode_shard's ``encode`` param's entry (merge: false only, so that a run with a merge has the
+#: params it had): the part holds every stored image, numbered from 0, as a data file's records.
+EVERY_RECORD = "every_record"
 
 
 def write_meta_params(config: dict[str, Any]) -> dict[str, Any]:

@@ -13,6 +13,7 @@ clean-up after a run fill in real split names. Change a path here and every user
     {work}/{split}/parts/{shard}.lmdb  encode_shard: the re-encoded images (temporary unless keep_parts)
     {work}/{split}/parts/{shard}.json  encode_shard: the shard report
     {work}/{split}/merged.lmdb         merge: every record, no meta yet (temporary)
+    {work}/{split}/files/{shard}.lmdb  data_file (merge: false): one shard's data file (temporary)
     {work}/logs/{rule}/{split}[/{shard}].log, {work}/benchmarks/{rule}/{split}[/{shard}].tsv
 """
 
@@ -96,6 +97,10 @@ class RunPaths:
 
     def merged(self, split: str = SPLIT) -> str:
         return f"{self.work}/{split}/merged.lmdb"
+
+    def data_file(self, split: str = SPLIT, shard: str = SHARD) -> str:
+        """merge: false: one shard's data file, which write_pointer links into the split's data folder."""
+        return f"{self.work}/{split}/files/{shard}.lmdb"
 
     # -- logs and Snakemake's benchmark records, per job --------------------------------------------
 

@@ -23,6 +23,12 @@ class WorkflowRule:
     timed: bool = True
     #: One job per shard (its benchmark per shard), not one per split.
     per_shard: bool = False
+    #: Whether its jobs run with ``merge: true`` (the one-file output), ``False`` (``merge: false``), or both (None).
+    merging: bool | None = None
+
+    def runs(self, merging: bool) -> bool:
+        """Whether a run of ``merge: merging`` has jobs of this rule."""
+        return self.merging is None or self.merging == merging
 
     @property
     def script(self) -> str:
@@ -34,8 +40,10 @@ RULES = (
     WorkflowRule("extract", "reading the source"),
     WorkflowRule("count_check", "listing"),
     WorkflowRule("encode_shard", "encoding", per_shard=True),
-    WorkflowRule("merge", "merging"),
-    WorkflowRule("write_meta", "writing meta"),
+    WorkflowRule("merge", "merging", merging=True),
+    WorkflowRule("write_meta", "writing meta", merging=True),
+    WorkflowRule("data_file", "writing data files", per_shard=True, merging=False),
+    WorkflowRule("write_pointer", "writing the pointer", merging=False),
     WorkflowRule("verify", "verifying"),
     WorkflowRule("report_split", "reporting", timed=False),
 )

@@ -77,7 +77,8 @@ def ratio_words(report: dict[str, Any]) -> str:
 def speed_line(report: dict[str, Any], paths: RunPaths, split: str, shards: int | None = None) -> str:
     """Seconds of jobs, and the rate per job slot from the time spent encoding (the encode jobs'
     progress files: neither a job's start-up nor a wait counts), else from the encode jobs' whole time."""
-    encode = sum(job_seconds(paths, rule, split) for rule in TIMED_RULES if rule.per_shard)
+    # the encode jobs' (not merge: false's data_file jobs, also one per shard)
+    encode = sum(job_seconds(paths, rule, split) for rule in TIMED_RULES if rule.per_shard and rule.merging is None)
     total = sum(job_seconds(paths, rule, split) for rule in TIMED_RULES)
     if encode <= 0:
         return "  time: no job records"
@@ -87,6 +88,14 @@ def speed_line(report: dict[str, Any], paths: RunPaths, split: str, shards: int 
         f"  time: {total:.1f} s of jobs, of which encoding {encode:.1f} s{jobs} "
         f"({report['images'] / encoding:,.0f} img/s per job slot)"
     )
+
+
+def data_files_words(report: dict[str, Any]) -> str:
+    """`` (a pointer over 16 data files in train.lmdb.d/)`` for a split of data files (merge: false), else nothing."""
+    files = report.get("data_files")
+    if not files:
+        return ""
+    return f" (a pointer over {counted(len(files), 'data file')} in {os.path.basename(os.path.dirname(files[0]))}/)"
 
 
 def encoding_time(paths: RunPaths, split: str) -> float:
@@ -198,7 +207,7 @@ def split_summary(name: str, paths: RunPaths, shards: int | None = None) -> list
         *ignored_line(report, paths, name),
         *(f"  warning: {warning}" for warning in report.get("warnings", [])),
         speed_line(report, paths, name, shards),
-        f"  outputs: {paths.dataset(name)}, {report_path}, {paths.contact_sheet(name)}",
+        f"  outputs: {paths.dataset(name)}{data_files_words(report)}, {report_path}, {paths.contact_sheet(name)}",
     ]
 
 

@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 from tqdm import tqdm
 
-from imagefolder_lmdb.config.step_settings import EncodeShardSettings
+from imagefolder_lmdb.config.step_settings import EVERY_RECORD, EncodeShardSettings
 from imagefolder_lmdb.reader import checksum, record_key
 from imagefolder_lmdb.run.progress import ProgressWriter, progress_path
 from imagefolder_lmdb.run.rule_runner import progress_kwargs, run_rule
@@ -117,19 +117,31 @@ def how_to_go_on(reader: SampleReader, all_bad: bool) -> str:
     )
 
 
-def expected_part_bytes(reader: SampleReader, samples: Iterable[Sample], settings: EncodeSettings) -> int:
+def expected_part_bytes(
+    reader: SampleReader, samples: Iterable[Sample], settings: EncodeSettings, every_record: bool = False
+) -> int:
     """A guess at the part's size, to size its map (which grows if the guess is short): only
     re-encoded images go into the part (see SOURCE_BYTES_CODES), a small fraction of the source
     unless everything is re-encoded."""
     expected = sum(reader.source_size(sample.path, sample.location) for sample in samples)
     resizing = settings.max_side is not None or settings.short_side is not None
-    return expected // 8 if settings.reencode != "always" and not resizing else expected
+    return expected // 8 if settings.reencode != "always" and not resizing and not every_record else expected
 
 
-def store(writer: LMDBWriter, report: ShardReport, sample: Sample, encoded: Encoded, source_bytes: int) -> None:
-    """One checked image: its bytes into the part when merge cannot take them from the source, its
-    columns into the report."""
-    if kept_in_part(encoded.storage):
+def store(
+    writer: LMDBWriter,
+    report: ShardReport,
+    sample: Sample,
+    encoded: Encoded,
+    source_bytes: int,
+    every_record: bool = False,
+) -> None:
+    """One checked image: its bytes into the part when merge cannot take them from the source (with
+    ``every_record``, merge: false: every image, numbered from 0 as its data file's record), its columns
+    into the report."""
+    if every_record:
+        writer.append(record_key(len(report.index)), encoded.value)
+    elif kept_in_part(encoded.storage):
         writer.append(record_key(sample.index), encoded.value)
     crc = checksum(encoded.value)
     report.add(sample.index, encoded.width, encoded.height, crc, encoded.storage, source_bytes, len(encoded.value))
@@ -143,15 +155,17 @@ def encode_shard(
     shard: int,
     settings: EncodeShardSettings,
     progress: dict[str, Any],
+    every_record: bool = False,
 ) -> ShardReport:
-    """``stamp_path``: the shard's stamp (work/shard_stamps.py), which names its slice of the manifest."""
+    """``stamp_path``: the shard's stamp (work/shard_stamps.py), which names its slice of the manifest.
+    ``every_record``: the part holds every stored image (merge: false, steps/data_file.py)."""
     shards, encode = settings.shards, settings.encode
     header = read_manifest_header(manifest_path)
     start, stop = checked_range(stamp_path, manifest_path, shard, shards)
     report = ShardReport(shard=shard, shards=shards, start=start, stop=stop)
     log.info("shard %d of %d: images %d..%d of %d from %s", shard, shards, start, stop - 1, header.count, header.root)
     reader = open_sample_reader(header)
-    expected = expected_part_bytes(reader, read_manifest(manifest_path, start, stop), encode)
+    expected = expected_part_bytes(reader, read_manifest(manifest_path, start, stop), encode, every_record)
     board = ProgressWriter(progress_path(report_path), stop - start)
     with atomic_lmdb(part_path, expected_bytes=expected) as writer:
         listed = read_manifest(manifest_path, start, stop)
@@ -160,7 +174,7 @@ def encode_shard(
             if position == (stop - start) // 2:
                 hold_point("encode_shard", shard)
             try:
-                store(writer, report, sample, *read_and_encode(reader, sample, encode))
+                store(writer, report, sample, *read_and_encode(reader, sample, encode), every_record)
             except BadImageError as exc:
                 log.warning("%s %s", "bad image:" if encode.on_error == "fail" else "skipped", exc)
                 report.skipped.append({"index": sample.index, "path": sample.path, "reason": str(exc)})
@@ -185,6 +199,7 @@ def main(smk: Any, stream: TextIO) -> None:
         shard=int(smk.wildcards.shard),
         settings=EncodeShardSettings.from_params(smk.params),
         progress=progress_kwargs(stream),
+        every_record=bool(smk.params.encode.get(EVERY_RECORD)),
     )
 
 

@@ -98,14 +98,16 @@ def build_meta(
     reports: list[ShardReport],
     settings: WriteMetaSettings,
     made_from: dict[str, Any] | None = None,
+    rows: tuple[int, int] | None = None,
 ) -> Meta:
     """``made_from``: what the split was made from (run/made_from.py), recorded so that a later run
-    can tell whether the dataset still matches its source and settings."""
+    can tell whether the dataset still matches its source and settings. ``rows``: only the manifest's
+    images ``start..stop-1`` (one shard's data file, rules/data_file.smk), which are then its source's images."""
     header = read_manifest_header(manifest_path)
     kept = kept_indices(reports)
     samples: dict[int, Sample] = {}
     elsewhere: set[int] = set()
-    for sample in read_manifest(manifest_path):
+    for sample in read_manifest(manifest_path, *rows) if rows else read_manifest(manifest_path):
         samples[sample.index] = sample
         if not at_own_path(sample):
             elsewhere.add(sample.index)
@@ -118,7 +120,7 @@ def build_meta(
         source={
             "path": counts.source,
             "root": recorded_root(header, kept, elsewhere),
-            "images": header.count,
+            "images": header.count if rows is None else rows[1] - rows[0],
             "classes": len(header.classes),
             "ignored_files": counts.ignored_files,
             **({"inside": counts.inside} if counts.inside else {}),  # splits.<name>.root: the folder read
@@ -245,7 +247,14 @@ def write_meta(
     env.close()
     if records < meta.length:
         raise RuntimeError(f"{merged} holds {records} records, the meta describes {meta.length}")
+    place_with_meta(merged, output, meta)
+    return meta
 
+
+def place_with_meta(merged: str, output: str, meta: Meta, shard: int | None = None) -> None:
+    """``merged``'s records with ``meta`` and their locations at ``output``, complete before it is
+    renamed there. ``shard``: the output is that shard's data file (merge: false, steps/data_file.py),
+    which holds at its own moment."""
     values = encode_meta(meta)
     del values[META_KEYS["locations"]]  # an all-zero placeholder; add_locations stores the real ones
     temporary = temporary_path(output)
@@ -255,12 +264,16 @@ def write_meta(
         link_or_copy(merged, temporary, room)
         writer = LMDBWriter(temporary, expected_bytes=os.path.getsize(temporary) + room, adds_bytes=room)
         located = store_meta(writer, temporary, values)
-        hold_point("write_meta")  # complete, but not yet at its final path
+        if shard is None:
+            hold_point("write_meta")  # complete, but not yet at its final path
+        else:
+            hold_point("data-file", shard)
     except BaseException:
         remove_path(temporary)
         raise
     publish(temporary, output)
-    hold_point("written")  # at its final path, its reports not yet redone
+    if shard is None:
+        hold_point("written")  # at its final path, its reports not yet redone
     log.info(
         "%s: %d images, %d classes, %d skipped, %d located for one-read access",
         output,
@@ -269,7 +282,6 @@ def write_meta(
         len(meta.document["stats"]["skipped"]),
         located.located,
     )
-    return meta
 
 
 def main(smk: Any, stream: TextIO) -> None:

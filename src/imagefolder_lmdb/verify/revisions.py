@@ -14,7 +14,7 @@ from imagefolder_lmdb.reader import DamagedRecordError, FormatError, LMDBReader,
 from imagefolder_lmdb.reader.document import read_document
 from imagefolder_lmdb.reader.revision_format import data_file_path, data_folder, is_pointer_document
 from imagefolder_lmdb.reader.revisions import opened_env
-from imagefolder_lmdb.verify.checks import verify_file
+from imagefolder_lmdb.verify.checks import dataset_facts, verify_file
 from imagefolder_lmdb.verify.datasets import InfoError
 from imagefolder_lmdb.writing.revisions import read_split
 
@@ -49,6 +49,7 @@ def verify_revisions(
         except DamagedRecordError as exc:
             report["problems"].append(str(exc))
     stats = ds.meta_document.get("stats", {})
+    report |= dataset_facts(ds, path, [])  # as a file's report has them: the workflow's summary and report read them
     report |= {
         "ok": not report["problems"],
         "revision": ds.revision,

@@ -12,7 +12,9 @@ import time
 HOLD_ENV = "IMAGEFOLDER_LMDB_TEST_HOLD"
 HOLD_MARKER_ENV = "IMAGEFOLDER_LMDB_TEST_HOLD_MARKER"
 
-# In the order a conversion reaches them; "encode_shard" holds as "encode_shard:<shard>" (one shard's half).
+# In the order a conversion reaches them; "encode_shard" holds as "encode_shard:<shard>" (one shard's half),
+# "data-file" as "data-file:<shard>" (its data file complete, not yet renamed). "data-file" and "pointer":
+# merge: false only (NO_MERGE_POINTS), "merge" to "written": merge: true only.
 HOLD_POINTS: tuple[str, ...] = (
     "starting",
     "plan",
@@ -22,6 +24,8 @@ HOLD_POINTS: tuple[str, ...] = (
     "extract",
     "count_check",
     "encode_shard",
+    "data-file",
+    "pointer",
     "merge",
     "write_meta",
     "written",
@@ -32,6 +36,8 @@ HOLD_POINTS: tuple[str, ...] = (
     "upload-part",
     "upload-complete",
 )
+#: The points only a conversion with ``merge: false`` reaches (rules data_file and write_pointer).
+NO_MERGE_POINTS: tuple[str, ...] = ("data-file", "pointer")
 #: The other commands' moments mid-work, each reached by that command alone (tests/workflow/test_ctrl_c.py):
 #: verify and add-locations at each file (":<n>", n from 0), info with every dataset read, convert-legacy
 #: halfway through the records.
