@@ -73,3 +73,13 @@ def test_a_label_in_a_file_without_labels_is_damage() -> None:
     changed = {**values, META_KEYS["labels"]: labels, META_KEYS["json"]: encode_document(document)}
     with pytest.raises(FormatError, match=r"names a class for 1 images, the first record 1 .*damaged"):
         read(changed)
+
+
+def test_the_contact_sheet_names_no_class_for_an_image_without_a_label() -> None:
+    from types import SimpleNamespace
+
+    from imagefolder_lmdb.verify.contact_sheet import caption
+
+    shown = SimpleNamespace(classes=["cat", "dog"])
+    assert caption(shown, 3, NO_LABEL, None) == ["3: (no label)"]  # not classes[-1], "dog"
+    assert caption(shown, 3, 1, None) == ["3: dog"]
