@@ -36,6 +36,8 @@ NAMED = re.compile(r"^(?P<split>[\w.-]+)=(?P<file>.+)$")
 UNLABELLED_FLAG = "--unlabelled"
 #: The column settings a label file is read with (to try it on each split's images).
 COLUMN_KEYS = ("file_column", "label_column", "label_separator")
+#: A split's keys that change how its folder is read: no refusal of a flat folder where one is set.
+READ_AS = ("layout", "root")
 
 
 class SplitLabelsError(ValueError):
@@ -65,14 +67,17 @@ def split_label_settings(
             kept.append(Setting(("splits", name, "labels"), UNLABELLED, given_as))
             notes.append(f"{name}: no labels ({given_as}): each target -1, the other splits' classes")
             labelled.add(name)
-    if len(names) > 1:
-        refuse_flat_splits_without_labels(splits, set(names) - labelled - given_per_split(settings))
+    given = given_per_split(settings)
+    if len(names) > 1 and "*" not in given:
+        refuse_flat_splits_without_labels(splits, set(names) - labelled - given)
     return kept, notes
 
 
 def given_per_split(settings: Sequence[Setting]) -> set[str]:
-    """The splits a setting gives labels by name (``--set splits.test.labels=...``, ``config=``)."""
-    return {s.path[1] for s in settings if len(s.path) == 3 and s.path[::2] == ("splits", "labels") and s.value}
+    """The splits a setting gives labels by name (``--set splits.test.labels=...``, ``config=``), or a
+    layout or root (read otherwise than as class folders, judged by the config's checks): ``*`` is each."""
+    given = {s.path[1] for s in settings if len(s.path) == 3 and s.path[::2] == ("splits", "labels") and s.value}
+    return given | {s.path[1] for s in settings if len(s.path) == 3 and s.path[0] == "splits" and s.path[2] in READ_AS}
 
 
 def label_target(setting: Setting, splits: dict[str, dict[str, Any]]) -> tuple[str, Any, str | None]:
