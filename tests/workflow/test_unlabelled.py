@@ -64,6 +64,16 @@ def test_an_unlabelled_flat_split_given_nothing_is_refused_naming_the_flag(tmp_p
     assert not (tmp_path / "out" / "train.lmdb").exists()
 
 
+def test_a_label_file_of_one_split_given_for_several_names_the_split_and_the_fix(tmp_path: Path) -> None:
+    kaggle_tree(tmp_path)
+    (tmp_path / "kaggle" / "train.csv").rename(tmp_path / "labels.csv")  # beside no split: it labels every split
+    done = imagefolder_lmdb("convert", "kaggle", "out", "--labels", "labels.csv", cwd=tmp_path)
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert "--labels labels.csv: the file labels the images of train, not those of test (" in done.stderr
+    assert "give --labels train=labels.csv to label train alone (and --unlabelled test" in done.stderr
+    assert "or convert train alone with --split train" in done.stderr
+
+
 def test_the_unlabelled_split_reads_with_minus_one_targets_and_trains_classes(converted: Path) -> None:
     train = LMDBDataset(str(converted / "out" / "train.lmdb"))
     test = LMDBDataset(str(converted / "out" / "test.lmdb"), transform=lambda image: torch.zeros(2))

@@ -76,7 +76,7 @@ def split_label_settings(
 def given_per_split(settings: Sequence[Setting]) -> set[str]:
     """The splits a setting gives labels by name (``--set splits.test.labels=...``, ``config=``), or a
     layout or root (read otherwise than as class folders, judged by the config's checks): ``*`` is each."""
-    given = {s.path[1] for s in settings if len(s.path) == 3 and s.path[::2] == ("splits", "labels") and s.value}
+    given = {s.path[1] for s in settings if s.path[::2] == ("splits", "labels") and s.path != ANY_SPLIT and s.value}
     return given | {s.path[1] for s in settings if len(s.path) == 3 and s.path[0] == "splits" and s.path[2] in READ_AS}
 
 
