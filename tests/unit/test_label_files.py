@@ -190,7 +190,9 @@ def test_images_without_a_row_and_rows_without_an_image_are_counted_with_the_fir
     assert refused(tmp_path, images, "train.csv", "id,label\na,x\nq,x\nb.png,x\n") == (
         "train.csv: 2 rows name no image (train.csv line 3: 'q', 'b.png') and 4 images have no row ('b.jpg', "
         "'c.jpg', 'd.jpg', ...): every image needs exactly one row; add the missing rows, remove the others, or "
-        "correct the file names."
+        "correct the file names. The ids end in .png, the files in .jpg ('b.png' is b.jpg on disk): write each id "
+        "as its file is named, or without its extension ('b' names the one image of that stem), or rename the files "
+        "to .png."
     )
 
 

@@ -87,8 +87,9 @@ def test_a_label_that_is_an_id_stops_in_one_line_under_a_memory_limit(
     write_images(tmp_path / "train", ["0.jpg", "1.jpg"])
     write_files(tmp_path, {name: "\n".join(rows) + "\n"})
     line = one_line(convert(tmp_path / "train", tmp_path / "out", "train", "--labels", str(tmp_path / name)))
-    assert line.startswith(f"imagefolder-lmdb convert: --labels {tmp_path / name}: {tmp_path / expected}"), line
-    assert "set label_column to the column of labels" in line
+    start = f"imagefolder-lmdb convert: --labels {tmp_path / name} (split train): {tmp_path / expected}"
+    assert line.startswith(start), line
+    assert "give --label-column the column of labels" in line  # the command line's flag (issue 59)
     assert "classes:" in line if "would make" in expected else "int32" in line
     assert not (tmp_path / "out" / "train.lmdb").exists()
 

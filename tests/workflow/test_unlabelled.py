@@ -87,6 +87,8 @@ def test_the_unlabelled_split_reads_with_minus_one_targets_and_trains_classes(co
     assert tuple(images.shape) == (3, 2) and targets.tolist() == [-1, -1, -1]
     sampler = ElasticDistributedSampler(test, num_replicas=2, rank=0, shuffle=True, seed=1)
     assert all(test[index][1] == -1 for index in sampler)
+    with pytest.raises(ValueError, match=r"is a split without labels .*: a view selects labelled images"):
+        LMDBDataset([str(converted / "out" / "train.lmdb"), str(converted / "out" / "test.lmdb")])
 
 
 def test_info_and_verify_say_what_the_splits_are(converted: Path) -> None:

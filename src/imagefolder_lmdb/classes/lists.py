@@ -17,22 +17,48 @@ words (meta/json ``class_words``), whatever named the classes.
 
 from __future__ import annotations
 
-import functools
-import os
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-#: The class lists the package ships, by the name a config gives (``classes: imagenet1k``).
-SHIPPED_LISTS = ("imagenet1k",)
-#: Where they lie: package data beside this module.
-SHIPPED_FOLDER = Path(__file__).resolve().parent / "data"
+# The reading of a list lives with the reader, whose views take the same lists (LMDBDataset(path,
+# classes=...)); re-exported here, where the workflow has always imported them.
+from imagefolder_lmdb.reader.class_names import (
+    SHIPPED_FOLDER,
+    SHIPPED_LISTS,
+    ClassListError,
+    ShippedList,
+    check_names,
+    class_names,
+    dataset_classes,
+    is_dataset,
+    is_shipped,
+    read_class_file,
+    shipped_list,
+    shipped_path,
+)
 
-
-class ClassListError(ValueError):
-    """The configured class list is unusable, or names a class the source lacks."""
+__all__ = [
+    "SHIPPED_FOLDER",
+    "SHIPPED_LISTS",
+    "ClassList",
+    "ClassListError",
+    "OutsideClasses",
+    "ShippedList",
+    "check_names",
+    "class_names",
+    "configured_names",
+    "configured_origin",
+    "dataset_classes",
+    "is_dataset",
+    "is_shipped",
+    "missing_from_source",
+    "read_class_file",
+    "shipped_list",
+    "shipped_path",
+    "wordnet_words",
+]
 
 
 @dataclass
@@ -73,62 +99,6 @@ class OutsideClasses:
         }
 
 
-def read_class_file(path: str) -> list[str]:
-    """Class names from a text file: one per line; blank lines and ``#`` comments ignored; a byte
-    order mark (some editors save one) is not part of the first name."""
-    try:
-        with open(path, encoding="utf-8-sig") as stream:
-            lines = [line.split("#", 1)[0].strip() for line in stream]
-    except (OSError, UnicodeDecodeError) as exc:
-        one = os.path.basename(path)
-        hint = (
-            f"; for a list of the one class {one!r} give a list: [{one}] in a config file, "
-            f"config={{'classes': [{one!r}]}} in Python, --classes {one}, on the command line (the comma makes "
-            "it a list; without it a file of that name is read)"
-            if isinstance(exc, FileNotFoundError) and os.sep not in path
-            else ""
-        )
-        raise ClassListError(f"config key classes: cannot read {path!r} ({exc}){hint}") from exc
-    return [line for line in lines if line]
-
-
-@dataclass(frozen=True)
-class ShippedList:
-    """A class list the package ships: sorted names (WNIDs) and the words of each."""
-
-    name: str
-    names: list[str]
-    words: list[str]
-    path: str
-
-
-def is_shipped(value: object) -> bool:
-    """Whether a ``classes:`` or ``devkit:`` value names a shipped list (a path never does)."""
-    return isinstance(value, str) and value in SHIPPED_LISTS
-
-
-def shipped_path(name: str) -> str:
-    return str(SHIPPED_FOLDER / f"{name}.tsv")
-
-
-@functools.cache
-def shipped_list(name: str) -> ShippedList:
-    """The shipped list ``name``: ``WNID<TAB>words`` lines, ``#`` comments, sorted by WNID."""
-    path = shipped_path(name)
-    try:
-        with open(path, encoding="utf-8") as stream:
-            rows = [line.rstrip("\n").split("\t", 1) for line in stream if line.strip() and not line.startswith("#")]
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ClassListError(
-            f"{path}: the shipped class list {name} cannot be read ({exc}). Reinstall imagefolder-lmdb."
-        ) from exc
-    names, words = [row[0] for row in rows], [row[1] if len(row) > 1 else "" for row in rows]
-    check_names(names, path)
-    if names != sorted(names) or not all(words):
-        raise ClassListError(f"{path}: damaged: not sorted, or a class without words. Reinstall imagefolder-lmdb.")
-    return ShippedList(name, names, words, path)
-
-
 def wordnet_words(classes: list[str]) -> list[str] | None:
     """The words of each class when every class is an ImageNet-1k WNID (a WNID names one WordNet
     synset, so its words hold whatever named the class); None otherwise."""
@@ -142,33 +112,7 @@ def wordnet_words(classes: list[str]) -> list[str] | None:
 def configured_names(value: str | list[str], where: str = "config key classes") -> tuple[list[str], str]:
     """The sorted names of a ``classes:`` value (a shipped list's name, a list, or a file's path)
     and their origin text."""
-    if is_shipped(value):
-        return list(shipped_list(str(value)).names), configured_origin(value)
-    if is_dataset(value):
-        return dataset_classes(str(value), where), configured_origin(value)
-    if isinstance(value, str):
-        names = read_class_file(value)
-        where = f"{where} ({value})"
-    else:
-        names = [str(name) for name in value]
-    check_names(names, where)
-    return sorted(names), configured_origin(value)
-
-
-def is_dataset(value: object) -> bool:
-    """Whether a ``classes:`` value names a dataset file, whose class list (its numbering) a split
-    takes as a split sharing another's does: a class without images here keeps its number."""
-    return isinstance(value, str) and value.endswith(".lmdb")
-
-
-def dataset_classes(path: str, where: str) -> list[str]:
-    """The class list stored in the dataset ``path``."""
-    from imagefolder_lmdb.reader.document import read_document
-
-    document = read_document(path) if os.path.isfile(path) else None
-    if document is None or not isinstance(document.get("classes"), list):
-        raise ClassListError(f"{where} ({path}): not an imagefolder-lmdb dataset file, whose class list it could take")
-    return list(document["classes"])
+    return class_names(value, where), configured_origin(value)
 
 
 def configured_origin(value: str | list[str] | None) -> str:
@@ -179,18 +123,6 @@ def configured_origin(value: str | list[str] | None) -> str:
     if isinstance(value, str):
         return f"from {value}"
     return "from the config's classes: list"
-
-
-def check_names(names: list[str], where: str) -> None:
-    """A class list must be non-empty, hold each name once, and hold names a folder can have."""
-    if not names:
-        raise ClassListError(f"{where}: the class list is empty")
-    twice = sorted(name for name, count in Counter(names).items() if count > 1)
-    if twice:
-        raise ClassListError(f"{where}: listed more than once: {', '.join(twice[:10])}")
-    odd = [name for name in names if "/" in name or "\\" in name or name in (".", "..")]
-    if odd:
-        raise ClassListError(f"{where}: not a class folder name: {odd[0]!r}")
 
 
 def missing_from_source(class_list: ClassList, found: Iterable[str], source: str) -> ClassListError | None:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from imagefolder_lmdb.commands.info_views import view_infos
 from imagefolder_lmdb.reader.urls import is_url
 from imagefolder_lmdb.run.label_origin import origin_lines
 
@@ -171,6 +172,9 @@ def main(argv: Sequence[str] | None = None, prog: str = "imagefolder-lmdb info")
         help="a .lmdb file, a folder of them (OUTDIR), a URL (s3://b/x.lmdb) or a prefix of them (s3://b/imagenet)",
     )
     parser.add_argument("--json", action="store_true", help="the meta's fields and the counts, as JSON")
+    parser.add_argument("--union", action="store_true", help="the datasets named read as one (LMDBDataset([A, B]))")
+    parser.add_argument("--classes", metavar="LIST", help="only these classes (a,b,c, FILE, imagenet1k, FILE.lmdb)")
+    parser.add_argument("--allow-mixed", action="store_true", help="a union of files that differ (allow_mixed=True)")
     args = parser.parse_args(argv)
     if any(is_url(path) for path in args.paths):
         from imagefolder_lmdb.remote.client import allow_in_process
@@ -178,7 +182,10 @@ def main(argv: Sequence[str] | None = None, prog: str = "imagefolder-lmdb info")
         allow_in_process()  # this command forks no workers: obstore may run in it (a prefix is listed)
     try:
         named = {path: datasets_in(path) for path in args.paths}
-        infos = [read_dataset(file) for files in named.values() for file in files]
+        files = [file for found in named.values() for file in found]
+        if args.union or args.classes is not None:  # a view: what LMDBDataset(files, classes=...) gives
+            return show_views(view_infos(files, args.union, args.classes, args.allow_mixed), args.json)
+        infos = [read_dataset(file) for file in files]
     except InfoError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 1
@@ -189,6 +196,31 @@ def main(argv: Sequence[str] | None = None, prog: str = "imagefolder-lmdb info")
         return 0
     for number, info in enumerate(infos):
         print("\n".join(([""] if number else []) + text_lines(info)))
+    return 0
+
+
+def view_lines(info: dict[str, Any]) -> list[str]:
+    """A view described in a few lines, its classes one per line (info's own list of them)."""
+    view = info["view"]
+    made = "a union" if view["union"] else "a class subset"
+    if view["classes"] is not None:
+        listed = view["classes"] if isinstance(view["classes"], str) else ",".join(view["classes"])
+        made += f", classes {listed}"
+    return [
+        f"view of {' + '.join(view['files'])} ({made}): {info['length']:,} images, {len(info['classes']):,} classes",
+        "  images from each file: " + ", ".join(f"{file} {n:,}" for file, n in info["images_per_file"].items()),
+        *label_lines(info),
+        *class_lines(info["images_per_class"]),
+    ]
+
+
+def show_views(infos: list[dict[str, Any]], as_json: bool) -> int:
+    """Print the views info describes (``--union``, ``--classes``)."""
+    if as_json:
+        print(json.dumps({"views": infos} if len(infos) > 1 else infos[0], indent=1))
+        return 0
+    for number, info in enumerate(infos):
+        print("\n".join(([""] if number else []) + view_lines(info)))
     return 0
 
 

@@ -349,6 +349,10 @@ def folder_label_problems(name: str, split: dict[str, Any], wanted: list[str] | 
 
 def label_file_read_problems(key: KeyPath, labels: str, split: dict[str, Any]) -> list[Problem]:
     """A label file that is not there, not of a known kind, or lacks a column the settings name."""
+    if labels.lower().endswith(".json") and os.path.isfile(labels):
+        from imagefolder_lmdb.sources.label_files.metadata import json_array_refusal
+
+        return [key_problem(key, json_array_refusal(labels))]
     if not labels.lower().endswith(LABEL_FILE_SUFFIXES):
         text = f"{labels!r} is not a label file: give a .csv, .jsonl or .parquet file, or {METADATA} ({LABELS_WANTED})"
         return [key_problem(key, text)]

@@ -13,11 +13,19 @@ import ast
 import copy
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from imagefolder_lmdb.config.flags import FLAG_KEYS
+from imagefolder_lmdb.config.flags import CONVERT_FLAGS, FLAG_KEYS
+
+#: A split's key that a flag of convert sets, as a message in a config's words names it, and the flag.
+SPLIT_KEY_FLAGS = {
+    flag.key[2]: flag.name
+    for flag in CONVERT_FLAGS
+    if flag.key and flag.key[:2] == ("splits", "*") and "_" in flag.key[2]
+}
+SPLIT_KEY = re.compile(rf"\b({'|'.join(SPLIT_KEY_FLAGS)})\b")
 
 if TYPE_CHECKING:
     from imagefolder_lmdb.config.problems import Problem
@@ -124,6 +132,12 @@ def in_users_words(problem: Problem, settings: Iterable[Setting]) -> str:
     setting = given_as(problem.path, settings)
     if setting is None or setting.given_as.startswith("config key"):
         return problem.line
+    return f"{setting.given_as}: {command_line_text(problem, setting)}"
+
+
+def command_line_text(problem: Problem, setting: Setting) -> str:
+    """The problem's text, for a setting given on the command line: a key guessed in its form there,
+    a split's key the text names as the flag that sets it (``label_column`` is ``--label-column``)."""
     text, path = problem.text, problem.path
     marker = "did you mean "
     if marker in text and len(path) > 1:
@@ -132,7 +146,34 @@ def in_users_words(problem: Problem, settings: Iterable[Setting]) -> str:
         if setting.path[:2] == ("splits", "*"):
             prefix = ".".join(setting.path[2:-1])
         text = f"{head}{marker}{prefix + '.' if prefix else ''}{guess}"
-    return f"{setting.given_as}: {text}" + ("" if text.endswith(("?", ".")) else ".")
+    text = SPLIT_KEY.sub(lambda match: SPLIT_KEY_FLAGS[match.group(1)], text)
+    text = re.sub(
+        r"\bset (--[a-z-]+)(?::| to)? ", r"give \1 ", text
+    )  # "set label_column to X": "give --label-column X"
+    return text + ("" if text.endswith(("?", ".")) else ".")
+
+
+def problems_in_users_words(problems: Iterable[Problem], settings: Sequence[Setting]) -> list[str]:
+    """Each problem once, in the user's words: a flag's problem found in several of the splits it
+    sets is one line naming them (``--labels FILE (splits train, val): ...``), not a line a split."""
+    lines: dict[str, list[str]] = {}
+    for problem in problems:
+        setting = given_as(problem.path, settings)
+        if setting is None or setting.given_as.startswith("config key") or setting.path[:2] != ("splits", "*"):
+            lines.setdefault(in_users_words(problem, settings), [])
+            continue
+        text = f"{setting.given_as}{SPLITS_HERE}: {command_line_text(problem, setting)}"
+        lines.setdefault(text, []).append(problem.path[1])
+    return [line.replace(SPLITS_HERE, split_words(names)) if names else line for line, names in lines.items()]
+
+
+#: Where problems_in_users_words writes the splits a line is about, once it knows them all.
+SPLITS_HERE = "\0splits\0"
+
+
+def split_words(names: Sequence[str]) -> str:
+    """`` (split train)``, `` (splits train, val)``: which splits a line is about."""
+    return f" (split {names[0]})" if len(names) == 1 else f" (splits {', '.join(names)})"
 
 
 #: ``set KEY: VALUE`` in a workflow message (the fix, in a config file's words).
@@ -146,9 +187,15 @@ def in_command_line_words(text: str) -> str:
     def flag_form(match: re.Match[str]) -> str:
         key, value = match.group(1), match.group(2).rstrip(".")
         parts = tuple(key.split("."))
-        for flag, path in FLAG_KEYS.items():
+        if parts[0] == "splits" and parts[2:] == ("layout",):  # read by the command itself, not a key
+            return f"give --layout {value}"
+        for flag in CONVERT_FLAGS:
+            path = flag.key
+            if path is None:
+                continue
             if path == parts or (path[:2] == ("splits", "*") and parts[0] == "splits" and parts[2:] == path[2:]):
-                return f"give {flag} {value}"
+                switch = flag.action in ("store_const", "store_true") and value == "true"
+                return f"give {flag.name}" if switch else f"give {flag.name} {value}"
         return f"give --set {key}={value}"
 
     return CONFIG_FIX.sub(flag_form, text).replace("splits.<name>.source and layout", "SOURCE and --layout")

@@ -32,6 +32,10 @@ Importing it imports no torch: ``LMDBDataset`` does, on first access. What lives
 ``document``         a file's meta document read on its own, None for what is not a dataset (``read_document``)
 ``urls``             which paths are URLs (``is_url``), handed to imagefolder_lmdb.remote
 ``url_openers``      who opens a URL: the opener imagefolder_lmdb.remote registers (an entry point)
+``views``            a class subset, several files as one (``LMDBDataset(path, classes=...)``, ``[a, b]``)
+``view_index``       a view's index as numpy arrays: which file and record each sample is, its labels
+``view_records``     a view's record source; what a loader's state records of a dataset (``DatasetState``)
+``class_names``      class lists read: a file of names, ``imagenet1k``, ``FILE.lmdb`` (the workflow's too)
 ==================== ===================================================================================
 """
 

@@ -43,6 +43,8 @@ from imagefolder_lmdb.reader.revisions import open_if_revisions, refuse_if_point
 from imagefolder_lmdb.reader.targets import LabelsAndFields, TargetType, check_target_options
 from imagefolder_lmdb.reader.url_openers import url_opener
 from imagefolder_lmdb.reader.urls import is_url
+from imagefolder_lmdb.reader.view_records import DatasetState
+from imagefolder_lmdb.reader.views import ClassNames, DatasetPaths, open_view, view_request
 
 
 def _open_records(path: str, env: lmdb.Environment, lock: bool, allow_pickle: bool, crc_check: bool) -> Opened:
@@ -110,7 +112,7 @@ def _check_options(decode: str, lock: bool, max_readers: int | None) -> None:
         torchcodec_jpeg_decoder()  # fail here, not in a worker, when TorchCodec is missing
 
 
-class _Index(DropIn, LabelsAndFields):
+class _Index(DropIn, LabelsAndFields, DatasetState):
     """What opening the file found, as LMDBReader shows it: ImageFolder's index (``root``, ``classes``,
     ``class_to_idx``, ``samples``, ``imgs``, ``targets``), the words of each class where the file has
     them (``class_words``), how images are labelled and their fields (``label_kind``, ``field_types``,
@@ -132,7 +134,7 @@ class _Index(DropIn, LabelsAndFields):
         self.meta_document: dict[str, Any] = opened.document
         self.classes: list[str] = opened.classes
         self.class_to_idx: dict[str, int] = {name: i for i, name in enumerate(self.classes)}
-        self.imgs = self.samples = list(zip(opened.names, opened.targets, strict=True))
+        self.imgs = self.samples = opened.samples or list(zip(opened.names, opened.targets, strict=True))
         self.root: str | None = source_root(opened.document)
         # a copy prepared at a smaller size (encode.short_side, encode.max_side); None: source sizes
         self.short_side: int | None = size_setting(opened.document, "short_side")
@@ -208,6 +210,14 @@ class _Index(DropIn, LabelsAndFields):
     def __len__(self) -> int:
         return len(self.targets)
 
+    def __iter__(self) -> Iterator[tuple[Any, Any]]:
+        for index in range(len(self)):
+            yield self[index]  # type: ignore[index]  # LMDBReader's
+
+    def __getstate__(self) -> dict[str, Any]:
+        # nothing process-specific lives on it: environments and descriptors are per process (handles.py)
+        return self.__dict__.copy()
+
     def _check_index(self, index: Any) -> int:
         given = operator.index(index)  # ints, numpy integers, 0-d integer tensors
         n = len(self.targets)
@@ -264,7 +274,8 @@ class LMDBReader(_Index):
     docs/training.md.
 
     Args:
-        path (str or os.PathLike): ``results/<split>.lmdb`` (kept as ``ds.path``: its realpath), or its URL.
+        path (str or os.PathLike): ``results/<split>.lmdb`` (kept as ``ds.path``: its realpath), or its URL;
+            a list of them: one dataset, ImageFolder over the union of their trees (reader/views.py).
         transform (callable, optional): takes the image ``decode`` makes and returns a transformed
             version, as ImageFolder's ``transform``. One that holds imagefolder_lmdb.transforms gets
             large RGB JPEGs opened but not decoded (``lazy_jpeg``), to decode at the size it needs.
@@ -290,6 +301,9 @@ class LMDBReader(_Index):
             or a list of names (a tuple of their values; one name: its value; none: None).
         revision (int, optional): of a split changed since its conversion (docs/FORMAT.md, version 5): the
             revision to read (default: the current one), kept for the dataset's life.
+        classes (list of str, or a file, ``imagenet1k``, ``FILE.lmdb``): only these classes, numbered
+            from 0 as ImageFolder over their folders (a view, reader/views.py). allow_mixed (bool): a
+            union may mix label kinds, sizes, fields and orders (default False: refused, named).
 
     Attributes:
         classes, class_to_idx, samples, imgs, targets: ImageFolder's; ``samples`` holds
@@ -321,7 +335,7 @@ class LMDBReader(_Index):
 
     def __init__(
         self,
-        path: str | os.PathLike[str],
+        path: DatasetPaths,
         transform: Callable[[Any], Any] | None = None,
         target_transform: Callable[[Any], Any] | None = None,
         decode: Decode = "pil",
@@ -335,11 +349,14 @@ class LMDBReader(_Index):
         cache_bytes: int = 64 << 30,
         target_type: TargetType = RESERVED_FIELD,
         revision: int | None = None,
+        classes: ClassNames | None = None,
+        allow_mixed: bool = False,
     ) -> None:
         _check_options(decode, lock, max_readers)
         check_target_options(target_type, target_transform)
         self.target_type = target_type
-        self.path = _resolved(os.fspath(path))
+        view = view_request(path, classes, allow_mixed)  # a str: one file read whole (else reader/views.py)
+        self.path = _resolved(view) if isinstance(view, str) else view.path
         self.transform = transform
         self.target_transform = target_transform
         self.transforms = joint_transforms(transform, target_transform)
@@ -348,6 +365,8 @@ class LMDBReader(_Index):
         self.max_readers = max_readers
         self.allow_pickle = allow_pickle
         self.crc_check = crc_check
+        if not isinstance(view, str):
+            return open_view(self, view, LMDBReader, max_in_flight, cache_dir, cache_bytes, revision)
         self._set_index(_open_path(self, max_in_flight, cache_dir, cache_bytes, revision))
 
     def _env(self) -> lmdb.Environment:
@@ -378,10 +397,6 @@ class LMDBReader(_Index):
     def __getitem__(self, index: int) -> tuple[Any, Any]:
         return self.__getitems__([index])[0]
 
-    def __iter__(self) -> Iterator[tuple[Any, Any]]:
-        for index in range(len(self)):
-            yield self[index]
-
     def get_bytes(self, index: int) -> bytes:
         """The stored image bytes of record ``index``.
 
@@ -398,11 +413,6 @@ class LMDBReader(_Index):
                 remote.records.ChecksumError, a DamagedRecordError and an OSError).
         """
         return self._records.get_bytes(self._checked(index), self._transaction)
-
-    def __getstate__(self) -> dict[str, Any]:
-        # Nothing process-specific lives on the instance or its record source: environments and
-        # descriptors are in the module's per-process table.
-        return self.__dict__.copy()
 
     def __repr__(self) -> str:
         return _described(self)

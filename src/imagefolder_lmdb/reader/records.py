@@ -55,3 +55,4 @@ class Opened:
     targets: list[Any]  # each record's class index, or (multi-label) list of class indices
     meta: Meta | None  # None for a legacy file, which has no meta arrays
     revision: int | None = None  # of a split of revisions, the one opened (reader/revisions.py)
+    samples: list[tuple[str, Any]] | None = None  # made already (a view keeping its one file whole); else zipped

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from imagefolder_lmdb.reader.format_targets import MULTI_LABEL, RESERVED_FIELD, SINGLE_LABEL, FieldColumn
+from imagefolder_lmdb.reader.format_targets import MULTI_LABEL, RESERVED_FIELD, SINGLE_LABEL, FieldColumn, LabelLists
 from imagefolder_lmdb.reader.format_unlabelled import NO_LABEL, UNLABELLED
 from imagefolder_lmdb.reader.records import Opened
 
@@ -68,6 +68,10 @@ class LabelsAndFields:
         meta = opened.meta
         # the label(s) of each image whatever target_type says: a class index, or a list of them
         self.targets: list[Any] = opened.targets
+        # the labels as the meta holds them, and the names: what a view of the file selects from (reader/views.py)
+        self._index_arrays: tuple[np.ndarray, LabelLists | None, list[str]] | None = (
+            None if meta is None else (meta.labels, meta.label_lists, opened.names)
+        )
         # "single", "multi", or "none" (version 6: no image has a label, each target NO_LABEL, -1)
         self.label_kind: str = SINGLE_LABEL if meta is None else meta.label_kind
         self._fields: dict[str, FieldColumn] = {} if meta is None or meta.fields is None else meta.fields

@@ -32,6 +32,10 @@ BEFORE_WORK: dict[str, tuple[str, ...]] = {
     "info": ("interrupted: info stopped before it finished (it only reads: nothing changed). Run it again.",),
     "add-locations": ("interrupted: no file changed. Run the same command again.",),
     "convert-legacy": ("interrupted: nothing written. Run the same command again.",),
+    "flatten": ("interrupted: no flattened file written (it appears only when complete). Run the same command again.",),
+    "gc": (
+        "interrupted: every kept revision is whole; some unused data files may be left. Run the same command again.",
+    ),
     "init-config": ("interrupted: nothing written. Run it again.",),
     "snakefile": ("interrupted: nothing written. Run it again.",),
 }

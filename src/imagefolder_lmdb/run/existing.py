@@ -111,8 +111,18 @@ def label_file_difference(
             settings.settings if settings else LabelSettings(),
             [path for path, _ in reader.samples],
             named,
+            source_files(split),
         )
     return [f"with other labels: {change}"]
+
+
+def source_files(split: dict[str, Any]) -> list[str] | None:
+    """The files of a folder source's split now, relative to its root (None: not a folder here)."""
+    from imagefolder_lmdb.sources.tree import folder_inside, relative_files
+
+    source = split.get("source")
+    folder = folder_inside(source, split.get("root")) if isinstance(source, str) else ""
+    return sorted(relative_files(folder)) if folder and os.path.isdir(folder) else None
 
 
 def on_error_difference(existing: Existing, encode: dict[str, Any]) -> list[str]:

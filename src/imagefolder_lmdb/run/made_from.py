@@ -180,7 +180,9 @@ def recipe_differences(recorded: dict[str, Any], now: dict[str, Any], dataset_cl
             old, new = label_paths(old), label_paths(new)
         if old == new or (key == "classes" and same_class_names(old, new, now, dataset_classes)):
             continue
-        if key == "source":
+        if key == "labels":
+            found.extend(label_file_moves(label_paths(recorded.get(key)), label_paths(now.get(key))))
+        elif key == "source":
             found.append(f"from {old}, not {new}")
         elif key == "root":
             found.append(f"with root {old or 'none'}, not {new or 'none'}")
@@ -193,8 +195,44 @@ def recipe_differences(recorded: dict[str, Any], now: dict[str, Any], dataset_cl
         elif key == "classes":
             found.append(f"with the class list {classes_in_words(old)}, not {classes_in_words(new)}")
         else:
-            found.append(f"with {key} {old!r}, not {new!r}")
+            found.append(f"with {RECIPE_KEY_WORDS.get(key, key)} {setting_words(old)}, not {setting_words(new)}")
     return found
+
+
+#: A recipe's key that is no key of the config, in words.
+RECIPE_KEY_WORDS = {"label_columns": "the label file's columns", "listing": "the listing's settings"}
+
+#: What each label input of a recipe is, in words (``label_files``' keys).
+LABEL_FILE_WORDS = {"labels": "the label file", "devkit": "the devkit", "val_labels": "the val_labels file"}
+
+
+def label_file_moves(old: dict[str, str], new: dict[str, str]) -> list[str]:
+    """Each label input read from another path (or none) than the dataset's: ``with the label file
+    /a/train.csv, not /b/train.csv``."""
+    return [
+        f"with {LABEL_FILE_WORDS.get(key, key)} {old.get(key) or 'none'}, not {new.get(key) or 'none'}"
+        for key in sorted({*old, *new})
+        if old.get(key) != new.get(key)
+    ]
+
+
+def setting_words(value: Any) -> str:
+    """A recipe's setting in words, never a Python dict or list: ``file_column 'id', label_column
+    'tag'``, ``extensions .jpg .png``; ``none (the defaults)`` for no setting."""
+    if value is None or value == {}:
+        return "none (the defaults)"
+    if isinstance(value, dict):
+        return ", ".join(f"{key} {value_words(item)}" for key, item in value.items())
+    return value_words(value)
+
+
+def value_words(value: Any) -> str:
+    """One value of a setting: a list as its items, a dict in parentheses, else as written."""
+    if isinstance(value, list | tuple):
+        return " ".join(value_words(item) for item in value) or "none"
+    if isinstance(value, dict):
+        return f"({setting_words(value)})"
+    return repr(value)
 
 
 def same_class_names(old: Any, new: Any, now: dict[str, Any], dataset_classes: Any) -> bool:

@@ -20,7 +20,7 @@ from typing import Any
 
 from imagefolder_lmdb.classes.plan import plan_classes
 from imagefolder_lmdb.config.problems import BaseConfigError
-from imagefolder_lmdb.config.settings import Setting, apply, in_users_words
+from imagefolder_lmdb.config.settings import Setting, apply, problems_in_users_words
 from imagefolder_lmdb.config.shards import choose_shards
 from imagefolder_lmdb.run.dry_run import takes_lock
 from imagefolder_lmdb.run.existing import (
@@ -358,6 +358,6 @@ def checked(config: dict[str, Any], settings: Sequence[Setting]) -> dict[str, An
     try:
         check_config(filled, load_schema(str(WORKFLOW / "config" / "schema.yaml")))
     except BaseConfigError as exc:
-        lines = [in_users_words(problem, settings) for problem in exc.problems]
+        lines = problems_in_users_words(exc.problems, settings)
         raise PlanError("\n".join(lines)) from None
     return filled

@@ -43,9 +43,7 @@ def read_labels(
             return read_metadata_tree(where, paths, read, labels.settings, classes)
         with open(labels.labels, "rb") as stream:
             data = stream.read()
-        return read_label_file(
-            labels.labels, data, [path for path in paths if is_image(path)], labels.settings, classes
-        )
+        return read_label_file(labels.labels, data, paths, labels.settings, classes)
     except LabelFileError as exc:
         raise CountMismatchError(str(exc)) from None
 

@@ -23,6 +23,7 @@ from imagefolder_lmdb.classes.lists import ClassList, OutsideClasses
 from imagefolder_lmdb.printable import printable
 from imagefolder_lmdb.sources.archive_members import is_macos_metadata, relative_name
 from imagefolder_lmdb.sources.base import CountMismatchError, Listing, Request
+from imagefolder_lmdb.sources.folder_hints import EMPTY_CLASS_FIX, no_class_folder_hint
 from imagefolder_lmdb.sources.listing_options import DEFAULT_LISTING, ListingOptions, is_image
 from imagefolder_lmdb.sources.listing_options import IMAGE_EXTENSIONS as DEFAULT_EXTENSIONS
 from imagefolder_lmdb.work.files import Member, Sample
@@ -122,7 +123,7 @@ def scan_folder(
     try:
         found = make_dataset(root, class_to_idx, is_valid_file=accept, allow_empty=options.allow_empty)
     except FileNotFoundError as exc:
-        raise CountMismatchError(f"{root}: {str(exc).strip()} Remove empty class folders or add their images.") from exc
+        raise CountMismatchError(f"{root}: {str(exc).strip()} {EMPTY_CLASS_FIX}") from exc
     finally:
         counter.close()
     ignored.extend(entry.name for entry in os.scandir(root) if not entry.is_dir())
@@ -210,17 +211,6 @@ def linked_on_the_way(root: str, folder: str) -> str:
     while path != root and not os.path.islink(path):
         path = os.path.dirname(path)
     return path if os.path.islink(path) else folder
-
-
-def no_class_folder_hint(root: str) -> str:
-    names = [entry.name for entry in os.scandir(root) if entry.is_file()]
-    if any(name.endswith(".tar") for name in names):
-        return "It holds .tar files: a folder of ILSVRC2012 class tars needs layout: ilsvrc-train."
-    if any(is_image(name) for name in names):
-        return (
-            "Its images lie loose: ImageFolder needs one subfolder per class (flat ILSVRC2012 val: layout: ilsvrc-val)."
-        )
-    return "ImageFolder needs one subfolder per class."
 
 
 def walk_order(path: str) -> tuple[str, str]:

@@ -15,13 +15,16 @@ from imagefolder_lmdb.sources.listing_options import is_image as imagefolder_ima
 def read_label_file(
     name: str,
     data: bytes,
-    images: Sequence[str],
+    paths: Sequence[str],
     settings: LabelSettings = DEFAULT_SETTINGS,
     classes: Sequence[str] | None = None,
     is_image: Callable[[str], bool] = imagefolder_image,
 ) -> LabelTable:
-    """The table that label file ``name`` (its bytes: ``data``) makes of ``images``, the split's image
-    paths relative to its root; ``classes``: a class list to keep to (None: the labels' own)."""
+    """The table that label file ``name`` (its bytes: ``data``) makes of the images among ``paths``,
+    the split's files relative to its root (the others are named where a row names one);
+    ``classes``: a class list to keep to (None: the labels' own)."""
     table = read_table(name, data)
     columns = resolve_columns(table, settings)
-    return build_table([table], [""], columns, images, settings, classes, is_image)
+    images = [path for path in paths if is_image(path)]
+    others = [path for path in paths if not is_image(path)] if len(images) < len(paths) else []
+    return build_table([table], [""], columns, images, settings, classes, is_image, others)

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from imagefolder_lmdb.printable import printable
+from imagefolder_lmdb.sources.label_files.naming_hints import naming_hints
 from imagefolder_lmdb.sources.label_files.problems import LabelFileError, first_few
 
 
@@ -73,8 +74,11 @@ def row_path(place: str, written: Any, folder: str, column: str) -> str:
     return posixpath.normpath(posixpath.join(folder, inside))
 
 
-def match_rows(names: RowNames, images: Sequence[str], is_image: Callable[[str], bool], where: str) -> list[str]:
-    """The image each row names, in row order. ``where``: the label file(s), for messages."""
+def match_rows(
+    names: RowNames, images: Sequence[str], is_image: Callable[[str], bool], where: str, others: Sequence[str] = ()
+) -> list[str]:
+    """The image each row names, in row order. ``where``: the label file(s), for messages;
+    ``others``: the split's files that are no images (named where a row names one)."""
     index = ImageIndex(images, is_image)
     row_of: dict[str, int] = {}
     matched: list[str] = []
@@ -94,7 +98,9 @@ def match_rows(names: RowNames, images: Sequence[str], is_image: Callable[[str],
     missing = [path for path in images if path not in row_of] if len(row_of) < len(images) else []
     if unmatched or missing:
         raise LabelFileError(
-            unmatched_message(names, unmatched, missing, where) + wrapper_hint(names, unmatched, index)
+            unmatched_message(names, unmatched, missing, where)
+            + wrapper_hint(names, unmatched, index)
+            + naming_hints([names.paths[number] for number in unmatched], index.paths, others)
         )
     return matched
 

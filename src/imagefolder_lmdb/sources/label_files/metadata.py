@@ -57,8 +57,9 @@ def read_metadata_tree(
     tables = [read_table(path, read(path)) for path in found]
     columns = shared_columns(tables, settings)
     images = [path for path in paths if is_image(path)]
+    others = [path for path in paths if not is_image(path) and posixpath.basename(path) not in METADATA_NAMES]
     folders = [posixpath.dirname(path) for path in found]
-    return build_table(tables, folders, columns, images, settings, classes, is_image)
+    return build_table(tables, folders, columns, images, settings, classes, is_image, others)
 
 
 def metadata_files(tree: str, paths: Sequence[str], settings: LabelSettings) -> list[str]:
@@ -70,6 +71,9 @@ def metadata_files(tree: str, paths: Sequence[str], settings: LabelSettings) -> 
         )
     found = sorted(path for path in paths if posixpath.basename(path) in METADATA_NAMES)
     if not found:
+        json_files = sorted(path for path in paths if posixpath.basename(path) == "metadata.json")
+        if json_files:
+            raise LabelFileError(json_array_refusal(posixpath.join(tree, json_files[0])))
         raise LabelFileError(
             f"{printable(tree)}: no {', '.join(METADATA_NAMES)} in the tree: add one beside the images "
             "(file_name,label), or name the label file (labels: PATH)."
@@ -82,6 +86,19 @@ def metadata_files(tree: str, paths: Sequence[str], settings: LabelSettings) -> 
             "write them all as one of .csv, .jsonl, .parquet."
         )
     return found
+
+
+def json_array_refusal(path: str) -> str:
+    """Why ``metadata.json`` (or a label file ``*.json``: a JSON array) is not read, and the line that
+    converts it: Hugging Face's convention is one object a line (``datasets`` reads no
+    ``metadata.json`` either), so a dataset made here is the one the hub's loader makes."""
+    target = posixpath.splitext(path)[0] + ".jsonl"
+    return (
+        f"{printable(path)!r} is not read: a label file, as Hugging Face's metadata files, is .jsonl "
+        f'(one JSON object a line), .csv or .parquet. Convert it to JSON Lines: python -c "import json; '
+        f"rows = json.load(open('{printable(path)}')); open('{printable(target)}', 'w')"
+        f'.writelines(json.dumps(row) + chr(10) for row in rows)"'
+    )
 
 
 def refuse_without_file_names(table: RawTable) -> None:

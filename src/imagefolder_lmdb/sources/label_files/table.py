@@ -73,9 +73,11 @@ def build_table(
     settings: LabelSettings,
     classes: Sequence[str] | None,
     is_image: Callable[[str], bool],
+    others: Sequence[str] = (),
 ) -> LabelTable:
     """The table of ``images`` from the rows of ``tables`` (their columns: ``columns``), each naming
-    images relative to its folder in ``folders``; ``classes``: a class list to keep to."""
+    images relative to its folder in ``folders``; ``classes``: a class list to keep to; ``others``:
+    the split's files that are no images, named where a row names one."""
     rows = [row for table in tables for row in table.rows]
     places = [row.place for row in rows]
     written = [row.values.get(columns.file) for row in rows]
@@ -88,7 +90,7 @@ def build_table(
     ]
     names = RowNames(paths, [str(name) for name in written], places)
     where = " and ".join(table.name for table in tables) if len(tables) < 3 else f"{len(tables)} label files"
-    matched = match_rows(names, images, is_image, where)
+    matched = match_rows(names, images, is_image, where, others)
     text_cells = all(table.text_cells for table in tables)
     labels = label_column(columns.label, rows, text_cells, settings.label_separator)
     fields = {name: field_column(name, rows, text_cells) for name in columns.fields}
