@@ -36,6 +36,7 @@ NAMED = re.compile(r"^(?P<split>[\w.-]+)=(?P<file>.+)$")
 UNLABELLED_FLAG = "--unlabelled"
 #: The column settings a label file is read with (to try it on each split's images).
 COLUMN_KEYS = ("file_column", "label_column", "label_separator")
+COLUMN_PATHS = tuple((key,) for key in COLUMN_KEYS)
 #: A split's keys that change how its folder is read: no refusal of a flat folder where one is set.
 READ_AS = ("layout", "root")
 
@@ -56,7 +57,7 @@ def split_label_settings(
         if setting.path != ANY_SPLIT or setting in unlabelled:
             kept.append(setting)
             continue
-        split, value, note = label_target(setting, splits)
+        split, value, note = label_target(setting, splits, column_settings(settings))
         kept.append(Setting(("splits", split, "labels"), value, setting.given_as) if split else setting)
         labelled |= {split} if split else set(names)  # labels: metadata, a file, unlabelled: given
         notes += [note] if note else []
@@ -80,7 +81,14 @@ def given_per_split(settings: Sequence[Setting]) -> set[str]:
     return given | {s.path[1] for s in settings if len(s.path) == 3 and s.path[0] == "splits" and s.path[2] in READ_AS}
 
 
-def label_target(setting: Setting, splits: dict[str, dict[str, Any]]) -> tuple[str, Any, str | None]:
+def column_settings(settings: Sequence[Setting]) -> dict[str, Any]:
+    """The label file's column settings every split is given (``--label-column tag``): what it is read by."""
+    return {s.path[2]: s.value for s in settings if s.path[:2] == ("splits", "*") and s.path[2:] in COLUMN_PATHS}
+
+
+def label_target(
+    setting: Setting, splits: dict[str, dict[str, Any]], columns: dict[str, Any]
+) -> tuple[str, Any, str | None]:
     """The split ``--labels`` labels ("": every split), its value, and the note that says so."""
     value = setting.value
     if not isinstance(value, str) or value in (METADATA, UNLABELLED):
@@ -95,7 +103,7 @@ def label_target(setting: Setting, splits: dict[str, dict[str, Any]]) -> tuple[s
         return named["split"], named["file"], None
     owner = owning_split(value, splits) if len(splits) > 1 else None
     if owner is None:
-        refuse_partial_fit(setting, splits)
+        refuse_partial_fit(setting, splits, columns)
         return "", value, None
     why = (
         "its folder holds it" if inside(value, folder_of(splits[owner]) or "") else "it lies beside it, named after it"
@@ -133,12 +141,12 @@ def owning_split(path: str, splits: dict[str, dict[str, Any]]) -> str | None:
     return max(beside, key=len) if beside else None
 
 
-def refuse_partial_fit(setting: Setting, splits: dict[str, dict[str, Any]]) -> None:
+def refuse_partial_fit(setting: Setting, splits: dict[str, dict[str, Any]], columns: dict[str, Any]) -> None:
     """A label file of no one split, given for several: where it names the images of some splits and
     not of the others, the line naming them and the fix (else the config check words its problem)."""
     if len(splits) < 2 or not os.path.isfile(setting.value):
         return
-    fits = {name: fitting(setting.value, split) for name, split in splits.items() if folder_of(split)}
+    fits = {name: fitting(setting.value, {**split, **columns}) for name, split in splits.items() if folder_of(split)}
     misfits = {name: problem for name, problem in fits.items() if problem}
     if not misfits or len(misfits) == len(fits):
         return
