@@ -195,8 +195,8 @@ def command_settings(args: argparse.Namespace) -> list:
     settings = []
     for flag in CONVERT_FLAGS:
         value = getattr(args, flag.dest)
-        if flag.key is not None and value is not None:
-            settings.append(flag_setting(flag.name, value))
+        if flag.key is not None and value is not None:  # an "append" flag (--labels): one setting each time
+            settings += [flag_setting(flag.name, each) for each in (value if flag.action == "append" else [value])]
     if args.set:
         schema = load_schema(str(WORKFLOW / "config" / "schema.yaml"))
         split_keys, top_keys = schema["$defs"]["split"]["properties"], schema["properties"]

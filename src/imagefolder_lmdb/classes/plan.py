@@ -87,6 +87,8 @@ def plan_classes(config: dict[str, Any]) -> ClassPlan:
     """The plan of a checked config; ClassListError when its ``classes:`` cannot be used."""
     value = config["classes"]
     sharing = tuple(name for name, split in config["splits"].items() if split["share_classes"])
+    # a split without labels (layout unlabelled) has no classes of its own: it takes a labelled one's
+    sharing = tuple(sorted(sharing, key=lambda name: config["splits"][name].get("layout") == "unlabelled"))
     if value is None:
         return ClassPlan(None, None, sharing)
     names, _ = configured_names(value)

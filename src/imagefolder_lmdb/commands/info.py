@@ -21,6 +21,7 @@ import numpy as np
 
 from imagefolder_lmdb.commands.info_views import view_infos
 from imagefolder_lmdb.reader.urls import is_url
+from imagefolder_lmdb.run.label_origin import origin_lines
 
 # Beside verify, which takes the same paths (issue 42: the steps import nothing of this command).
 from imagefolder_lmdb.verify.datasets import InfoError, datasets_in
@@ -92,6 +93,7 @@ def counted(meta: Meta) -> dict[str, Any]:
     document = dict(meta.document)
     document.pop("checksums", None)
     labels = meta.labels if meta.label_lists is None else meta.label_lists.values
+    labels = labels[labels >= 0]  # a split without labels (version 6): -1 each, no class carried
     counts = np.bincount(labels, minlength=len(meta.classes))  # every label a class: decode_meta checked
     return {
         "images_per_class": {name: int(n) for name, n in zip(meta.classes, counts.tolist(), strict=True)},
@@ -138,11 +140,18 @@ def text_lines(info: dict[str, Any]) -> list[str]:
 
 def label_lines(info: dict[str, Any]) -> list[str]:
     """How images are labelled and their fields (absent from files before version 4: one class each, none)."""
-    multi = info.get("label_kind") == "multi"
+    kind = info.get("label_kind")
     fields = info.get("fields", [])
     listed = ", ".join(f"{field['name']} ({field['type']})" for field in fields) if fields else "none"
-    labels = "several classes per image (a list each)" if multi else "one class per image"
-    return [f"  labels: {labels}; fields: {listed}"]
+    labels = LABEL_KIND_WORDS.get(kind, "one class per image") if isinstance(kind, str) else "one class per image"
+    return [f"  labels: {labels}; fields: {listed}", *origin_lines(info)]
+
+
+#: How images are labelled, by meta/json's label_kind (absent: one class each).
+LABEL_KIND_WORDS = {
+    "multi": "several classes per image (a list each)",
+    "none": "none (a split without labels: each target -1; the classes are the other splits')",
+}
 
 
 def class_lines(counts: dict[str, int]) -> list[str]:

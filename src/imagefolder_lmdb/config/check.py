@@ -26,6 +26,7 @@ from imagefolder_lmdb.sources.labelling import IlsvrcValLabels
 from imagefolder_lmdb.sources.layouts import DEFAULT_LAYOUT, LABEL_FILE_LAYOUT, file_set_layouts, layout_named
 from imagefolder_lmdb.sources.missing_paths import missing_path_hint, taken_from
 from imagefolder_lmdb.sources.source_files import SourceFilesError
+from imagefolder_lmdb.sources.unlabelled import UNLABELLED, UNLABELLED_LAYOUT
 
 #: Layouts whose source is a set of source files (sources/layouts.py).
 FILE_SET_LAYOUTS = file_set_layouts()
@@ -293,10 +294,14 @@ def listing_problems(name: str, split: dict[str, Any], config: dict[str, Any]) -
 
 def label_file_layouts(config: dict[str, Any]) -> None:
     """A split that gives ``labels`` with the default layout reads them: its layout becomes label-file
-    (in place, as the schema's defaults are filled in), folder names no longer labels."""
+    (in place, as the schema's defaults are filled in), folder names no longer labels; ``labels:
+    unlabelled`` becomes layout unlabelled (and no label file), whatever runs the check again."""
     splits = config.get("splits")
     for split in splits.values() if isinstance(splits, dict) else ():
-        if isinstance(split, dict) and split.get("labels") is not None and split.get("layout") == DEFAULT_LAYOUT:
+        if isinstance(split, dict) and split.get("labels") == UNLABELLED:  # a split without labels: its layout
+            if split.get("layout", DEFAULT_LAYOUT) in (DEFAULT_LAYOUT, UNLABELLED_LAYOUT):
+                split["layout"], split["labels"] = UNLABELLED_LAYOUT, None
+        elif isinstance(split, dict) and split.get("labels") is not None and split.get("layout") == DEFAULT_LAYOUT:
             split["layout"] = LABEL_FILE_LAYOUT
 
 
@@ -313,6 +318,8 @@ def label_file_problems(name: str, split: dict[str, Any], config: dict[str, Any]
             key_problem(("splits", name, setting), f"{setting} is set, but no labels: {LABELS_WANTED}")
             for setting in given
         ]
+    if labels == UNLABELLED:  # left so by label_file_layouts for another layout only
+        return [key_problem(key, f"labels: {UNLABELLED} is for a folder or an archive of images: remove layout")]
     if split["layout"] != LABEL_FILE_LAYOUT:
         text = (
             f"labels set for layout {split['layout']}, which finds each image's label itself: remove labels, "

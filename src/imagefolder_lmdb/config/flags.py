@@ -26,6 +26,8 @@ class Flag:
     type: Callable[[str], Any] | None = None
     choices: Sequence[str] | None = None
     action: str | None = None  # "store_true", "store_const" (const True: unset stays None), "append"
+    nargs: str | None = None  # "?": the value may be left out, ``const`` then given
+    const: str | None = None
     default: str | None = None
     const: Any = True  # what action "store_const" stores (--no-merge: False)
     layout_choices: bool = False  # its choices are the config schema's layouts (the schema is the workflow's file)
@@ -42,7 +44,7 @@ class Flag:
         options: dict[str, Any] = {"help": self.help.replace("{layouts}", ", ".join(layouts or ["see the schema"]))}
         if self.layout_choices:
             options["choices"] = layouts
-        for name in ("metavar", "type", "choices", "action", "default"):
+        for name in ("metavar", "type", "choices", "action", "default", "nargs", "const"):
             if getattr(self, name) is not None:
                 options[name] = getattr(self, name)
         if self.action == "store_const":
@@ -134,8 +136,20 @@ CONVERT_FLAGS: tuple[Flag, ...] = (
     setting_flag(
         "--labels",
         "each image's label(s) from FILE (.csv/.jsonl/.parquet), or metadata: Hugging Face's metadata "
-        "files in SOURCE; folder names are then no labels",
-        metavar="FILE|metadata",
+        "files in SOURCE; folder names are then no labels. With several splits, FILE labels the split "
+        "whose folder holds it or that it lies beside and is named after (train.csv beside train/); "
+        "SPLIT=FILE names it (once per split)",
+        metavar="[SPLIT=]FILE|metadata",
+        action="append",
+        key=("splits", "*", "labels"),
+    ),
+    setting_flag(
+        "--unlabelled",
+        "these splits have no labels (a competition's test/): each target -1, the other splits' classes; "
+        "alone, every split no --labels labels",
+        metavar="SPLIT,SPLIT",
+        nargs="?",
+        const="*",
         key=("splits", "*", "labels"),
     ),
     setting_flag(

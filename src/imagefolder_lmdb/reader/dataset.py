@@ -309,7 +309,7 @@ class LMDBReader(_Index):
         classes, class_to_idx, samples, imgs, targets: ImageFolder's; ``samples`` holds
             ``(relative path, class index)`` pairs (legacy files: ``(key, label)``); multi-label
             files: the lists of class indices in both, whatever ``target_type`` says.
-        label_kind, field_types: ``"single"`` or ``"multi"``; each field's type (``fields(i)``).
+        label_kind, field_types: ``"single"``, ``"multi"`` or ``"none"`` (no labels: each target -1); each field's type.
         root (str or None): the folder converted, so ``os.path.join(root, samples[i][0])`` is
             ImageFolder's ``samples[i][0]``; None where unknown. Assign it if the source moved.
         class_words (list[str] or None): the words of each class, for ImageNet-1k WNIDs.

@@ -28,7 +28,6 @@ import numpy as np
 from imagefolder_lmdb.reader import meta_checks
 from imagefolder_lmdb.reader.format_targets import (
     MULTI_LABEL,
-    NO_SINGLE_LABEL,
     SINGLE_LABEL,
     FieldColumn,
     LabelLists,
@@ -41,6 +40,7 @@ from imagefolder_lmdb.reader.format_targets import (
     unpack_fields,
     unpack_label_lists,
 )
+from imagefolder_lmdb.reader.format_unlabelled import UNLABELLED, UNLABELLED_VERSION, label_kinds, labels_problem
 
 
 class ReadTxn(Protocol):
@@ -56,7 +56,7 @@ FORMAT_ID = "imagefolder-lmdb"
 #: file without such records stays readable by every version-1 reader, and one with them is refused
 #: by those readers (they accept version 1 only) instead of being decoded as JPEG.
 FORMAT_VERSION = 4
-READABLE_VERSIONS = (1, 2, 3, 4)
+READABLE_VERSIONS = (1, 2, 3, 4, UNLABELLED_VERSION)  # 5: a pointer (reader/revision_format.py)
 #: Version 3 is version 2 whose meta/paths may hold names that are not valid UTF-8 (a latin-1
 #: ``caf\xe9.jpg``), stored as the file system gave their bytes; written only by a file that has such a
 #: name (``encode_meta``), so that an older reader refuses it instead of calling the file damaged.
@@ -223,6 +223,7 @@ class Meta:
     locations: np.ndarray | None = None  # LOCATION_DTYPE[n], None where the file has none
     label_lists: LabelLists | None = None  # each record's class indices; None: one class each (labels)
     fields: dict[str, FieldColumn] | None = None  # each field's type and values; None: no fields
+    unlabelled: bool = False  # version 6: no image has a label (meta/labels all -1)
 
     @property
     def length(self) -> int:
@@ -230,7 +231,7 @@ class Meta:
 
     @property
     def label_kind(self) -> str:
-        return SINGLE_LABEL if self.label_lists is None else MULTI_LABEL
+        return UNLABELLED if self.unlabelled else SINGLE_LABEL if self.label_lists is None else MULTI_LABEL
 
     def targets(self) -> list[Any]:
         """Each record's label: its class index, or (multi-label) the list of its class indices."""
@@ -305,6 +306,8 @@ def _targets_values(meta: Meta) -> dict[bytes, bytes]:
         meta.document["fields"] = fields_entry(meta.fields)
     if values:
         meta.document["version"] = max(int(meta.document.get("version", 1)), TARGETS_VERSION)
+    if meta.unlabelled:  # and only then version 6: every other file as before it existed
+        meta.document.update(label_kind=UNLABELLED, version=UNLABELLED_VERSION)
     return values
 
 
@@ -376,6 +379,7 @@ def decode_meta(txn: ReadTxn, where: str) -> Meta:
         )
         if document["version"] >= TARGETS_VERSION:  # earlier versions: read exactly as before it existed
             meta.label_lists, meta.fields = _label_lists(txn, document, sums), _fields(txn, document, sums)
+            meta.unlabelled = document.get("label_kind") == UNLABELLED  # only a version-6 file may say so
     except (FormatError, ValueError) as exc:  # ValueError: an array of a broken size, paths not UTF-8
         raise _damaged(where, str(exc)) from exc
     _check_meta(meta, where)
@@ -384,7 +388,7 @@ def decode_meta(txn: ReadTxn, where: str) -> Meta:
 
 def _label_lists(txn: ReadTxn, document: dict[str, Any], checksums: dict[str, Any]) -> LabelLists | None:
     """meta/label_lists of a multi-label file (meta/json ``label_kind``); None for one class per image."""
-    if document.get("label_kind", SINGLE_LABEL) == SINGLE_LABEL:  # its type: checked with the document's
+    if document.get("label_kind", SINGLE_LABEL) in (SINGLE_LABEL, UNLABELLED):  # checked with the document
         return None
     return unpack_label_lists(_array_bytes(txn, "label_lists", checksums), document["length"])
 
@@ -435,7 +439,7 @@ def _decode_document(raw: bytes | memoryview, where: str) -> dict[str, Any]:
         raise _damaged(where, f"meta/json has no valid record count (length {meta_checks.quoted(length)})")
     if not isinstance(classes, list) or not all(isinstance(name, str) for name in classes):
         raise _damaged(where, "meta/json has no valid list of classes")
-    problems = meta_checks.entry_problems(document, targets=version >= TARGETS_VERSION)
+    problems = meta_checks.entry_problems(document, targets=version >= TARGETS_VERSION, kinds=label_kinds(version))
     if problems:
         raise _damaged(where, "; ".join(problems))
     return document
@@ -456,13 +460,9 @@ def _check_meta(meta: Meta, where: str) -> None:
     problems = targets_problems(meta)
     if problems:
         raise TargetsFormatError(where, problems)
-    if meta.label_lists is not None and (meta.labels != NO_SINGLE_LABEL).any():
-        raise _damaged(
-            where, f"a multi-label file's meta/labels names a class (it holds {NO_SINGLE_LABEL} for every image)"
-        )
-    if meta.label_lists is None and n and not 0 <= int(meta.labels.min()) <= int(meta.labels.max()) < len(meta.classes):
-        classes = len(meta.classes)
-        raise _damaged(where, f"meta/labels holds labels outside 0..{classes - 1} (its {classes} classes)")
+    problem = labels_problem(meta.labels, meta.label_kind, len(meta.classes))  # each kind's meta/labels
+    if problem:
+        raise _damaged(where, problem)
 
 
 def _missing_meta_message(txn: ReadTxn, where: str) -> str:

@@ -131,6 +131,11 @@ TARGETS_ENTRIES = {
 }
 
 
+def _label_kind(kinds: tuple[str, ...]) -> Kind:
+    """``label_kind`` of a version whose kinds are ``kinds`` (version 6 adds "none")."""
+    return Kind(f"one of {', '.join(map(repr, kinds))}", lambda value: value in kinds)
+
+
 def _problems(value: Any, kind: Kind, where: str) -> list[str]:
     """What in ``value`` (at ``where``, a dotted path) is not of ``kind``."""
     if not kind.fits(value):
@@ -146,11 +151,12 @@ def _problems(value: Any, kind: Kind, where: str) -> list[str]:
     return found
 
 
-def entry_problems(document: dict[str, Any], targets: bool) -> list[str]:
+def entry_problems(document: dict[str, Any], targets: bool, kinds: tuple[str, ...] = LABEL_KINDS) -> list[str]:
     """Each documented entry of ``document`` that is there with another type, in words (``meta/json's
-    stats.storage is 5, not an object``); ``targets``: a version-4 file, whose label kind and fields
-    are checked too."""
-    kind = _object(**DOCUMENT.entries, **(TARGETS_ENTRIES if targets else {}))
+    stats.storage is 5, not an object``); ``targets``: a version-4 file (or later), whose label kind
+    (one of ``kinds``, its version's) and fields are checked too."""
+    entries = {**TARGETS_ENTRIES, "label_kind": _label_kind(kinds)} if targets else {}
+    kind = _object(**DOCUMENT.entries, **entries)
     return [problem.replace("meta/json.", "meta/json's ", 1) for problem in _problems(document, kind, "meta/json")]
 
 

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from imagefolder_lmdb.reader.format_targets import RESERVED_FIELD, SINGLE_LABEL, FieldColumn, LabelLists
+from imagefolder_lmdb.reader.format_targets import MULTI_LABEL, RESERVED_FIELD, SINGLE_LABEL, FieldColumn, LabelLists
+from imagefolder_lmdb.reader.format_unlabelled import NO_LABEL, UNLABELLED
 from imagefolder_lmdb.reader.records import Opened
 
 if TYPE_CHECKING:
@@ -71,7 +72,8 @@ class LabelsAndFields:
         self._index_arrays: tuple[np.ndarray, LabelLists | None, list[str]] | None = (
             None if meta is None else (meta.labels, meta.label_lists, opened.names)
         )
-        self.label_kind: str = SINGLE_LABEL if meta is None else meta.label_kind  # "single" or "multi"
+        # "single", "multi", or "none" (version 6: no image has a label, each target NO_LABEL, -1)
+        self.label_kind: str = SINGLE_LABEL if meta is None else meta.label_kind
         self._fields: dict[str, FieldColumn] = {} if meta is None or meta.fields is None else meta.fields
         self.field_types: dict[str, str] = {name: column.type for name, column in self._fields.items()}
         names = target_names(self.target_type, self.field_types, self.path)
@@ -95,8 +97,10 @@ class LabelsAndFields:
     def target_lines(self) -> list[str]:
         """``repr``'s lines of the labels, fields and target type, where not the defaults."""
         lines = []
-        if self.label_kind != SINGLE_LABEL:
+        if self.label_kind == MULTI_LABEL:
             lines.append(f"    Labels: {self.label_kind} (a list of class indices per image)")
+        if self.label_kind == UNLABELLED:
+            lines.append(f"    Labels: {self.label_kind} (no image has a label: each target is {NO_LABEL})")
         if self.field_types:
             lines.append("    Fields: " + ", ".join(f"{name} ({kind})" for name, kind in self.field_types.items()))
         if self.target_type != RESERVED_FIELD:  # as CelebA's repr names it
@@ -105,7 +109,10 @@ class LabelsAndFields:
 
 
 def carried_labels(targets: list[Any], label_kind: str) -> list[int]:
-    """Every class index the images carry: one per image, or (multi-label) each of each image's list."""
+    """Every class index the images carry: one per image, (multi-label) each of each image's list, or
+    none (a split without labels, whose targets are all -1)."""
+    if label_kind == UNLABELLED:
+        return []
     return targets if label_kind == SINGLE_LABEL else [label for labels in targets for label in labels]
 
 

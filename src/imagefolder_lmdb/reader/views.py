@@ -28,6 +28,7 @@ import numpy as np
 from imagefolder_lmdb.reader.class_names import ClassListError, class_names, is_dataset
 from imagefolder_lmdb.reader.format import FormatError, Meta
 from imagefolder_lmdb.reader.format_targets import MULTI_LABEL, FieldColumn
+from imagefolder_lmdb.reader.format_unlabelled import UNLABELLED
 from imagefolder_lmdb.reader.records import Opened
 from imagefolder_lmdb.reader.view_index import PATHS, RECORDS, Part, ViewIndex, build_index, order_of
 from imagefolder_lmdb.reader.view_records import ViewRecords
@@ -94,6 +95,8 @@ def open_view(
     for part in parts:
         if part.is_legacy:
             raise FormatError(f"{part.path} is a legacy folder2lmdb file: a view reads imagefolder-lmdb files only")
+        if part.label_kind == UNLABELLED:  # no label to select by class or to number in a union (issue 59)
+            raise ValueError(f"{part.path} is a split without labels (each target -1): a view selects labelled images")
     where = " + ".join(part.path for part in parts)
     multi, order = check_mixing(parts, request.allow_mixed)
     wanted = request.classes

@@ -21,6 +21,7 @@ from typing import Any
 
 from imagefolder_lmdb.classes.lists import is_shipped, shipped_path
 from imagefolder_lmdb.classes.plan import ClassPlan, ClassSource
+from imagefolder_lmdb.run.label_origin import same_contents
 from imagefolder_lmdb.run.paths import RunPaths
 from imagefolder_lmdb.sources import input_files, kind_of_layout, kind_recipe
 from imagefolder_lmdb.sources.label_files.rules import LABEL_RULE, classes_read_differently, read_differently
@@ -173,6 +174,8 @@ def recipe_differences(recorded: dict[str, Any], now: dict[str, Any], dataset_cl
         old, new = recorded.get(key), now.get(key)
         if key == "label_rule":
             continue  # a rule read the same file otherwise: label_rule_changes, no setting of the user's
+        if key == "labels" and same_contents(old, new):
+            continue  # moved or copied elsewhere, the same bytes: the same labels (issue 59)
         if key == "labels":
             old, new = label_paths(old), label_paths(new)
         if old == new or (key == "classes" and same_class_names(old, new, now, dataset_classes)):

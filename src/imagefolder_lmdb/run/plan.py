@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import glob
 import os
 from collections.abc import Sequence
@@ -35,6 +36,7 @@ from imagefolder_lmdb.run.made_from import changed_lines, split_verdicts, write_
 from imagefolder_lmdb.run.ownership import clear_temporaries, own_outdir
 from imagefolder_lmdb.run.paths import RunPaths
 from imagefolder_lmdb.run.places import mixed_places
+from imagefolder_lmdb.run.split_labels import SplitLabelsError, split_label_settings
 from imagefolder_lmdb.sources.label_files.settings import METADATA
 from imagefolder_lmdb.sources.missing_paths import missing_path_hint, taken_from
 from imagefolder_lmdb.sources.splits import SPLIT_NAMES, SplitsError, find_splits
@@ -105,6 +107,7 @@ def plan(request: ConvertRequest) -> Plan:
     results = checked_outdir(request.outdir)
     work = os.path.abspath(request.work) if request.work is not None else os.path.join(results, "work")
     splits = splits_of(request)
+    request, label_notes = with_split_labels(request, splits)  # --labels, --unlabelled: per split (issue 59)
     config = apply({"results": results, "work": work, "splits": splits}, request.settings)
     try:  # before the first write under OUTDIR or --work: ours from here to the command's end
         if takes_lock(results, request.dry_run):
@@ -119,7 +122,7 @@ def plan(request: ConvertRequest) -> Plan:
     notes, superseded = ([], []) if request.dry_run else recovered_from_interrupted_overwrite(results, overwriting)
     existing = existing_splits(results)
     replaced = replacing(config, existing, request)  # before the class list: --overwrite is the fix to hear first
-    notes += [*split_note(request, splits), *take_classes(config, existing, request, replaced)]
+    notes += [*label_notes, *split_note(request, splits), *take_classes(config, existing, request, replaced)]
     shards = choose_shards(config, request.cores) if request.cores != PROFILE_CORES else []  # profile: the schema's
     filled = checked(config, request.settings)
     verdicts = split_verdicts(filled, plan_classes(filled))  # the walk of every source, made once
@@ -136,6 +139,15 @@ def plan(request: ConvertRequest) -> Plan:
     paths = RunPaths(results, work)
     old = [path for name in replaced for path in paths.final_outputs(name) if os.path.exists(path)]
     return Plan(config, notes, nothing_to_do, old, superseded)
+
+
+def with_split_labels(request: ConvertRequest, splits: dict[str, Any]) -> tuple[ConvertRequest, list[str]]:
+    """``request`` with its labels given per split (run/split_labels.py), and the notes that say so."""
+    try:
+        settings, notes = split_label_settings(request.settings, splits)
+    except SplitLabelsError as exc:
+        raise PlanError(str(exc)) from None
+    return dataclasses.replace(request, settings=tuple(settings)), notes
 
 
 def recovered_from_interrupted_overwrite(results: str, overwriting: list[str]) -> tuple[list[str], list[str]]:

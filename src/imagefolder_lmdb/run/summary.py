@@ -56,6 +56,18 @@ def class_list_line(report: dict[str, Any], paths: RunPaths, split: str) -> list
     return [line]
 
 
+def labels_lines(dataset: str) -> list[str]:
+    """Where the split's labels came from (a label file and its columns: run/label_origin.py), and
+    that a split without labels has none; nothing for class folders."""
+    from imagefolder_lmdb.reader.document import read_document
+    from imagefolder_lmdb.run.label_origin import origin_lines
+
+    document = read_document(dataset) or {}
+    if document.get("label_kind") == "none":
+        return ["  labels: none (a split without labels: each target -1; the classes are the other splits')"]
+    return origin_lines(document)
+
+
 def resized_line(report: dict[str, Any]) -> list[str]:
     """A copy prepared at a smaller size (encode.short_side, encode.max_side): how many images
     were shrunk, to what; nothing for a split that keeps the source's sizes."""
@@ -204,6 +216,7 @@ def split_summary(name: str, paths: RunPaths, shards: int | None = None) -> list
         *work_line(paths, name),
         *resized_line(report),
         *class_list_line(report, paths, name),
+        *labels_lines(paths.dataset(name)),
         *ignored_line(report, paths, name),
         *(f"  warning: {warning}" for warning in report.get("warnings", [])),
         speed_line(report, paths, name, shards),

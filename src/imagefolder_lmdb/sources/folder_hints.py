@@ -48,4 +48,7 @@ def loose_images_fix(root: str, names: Iterable[str]) -> str:
     tables = sorted(name for name in names if name.lower().endswith((".csv", ".jsonl", ".parquet")))
     if tables:
         return f"If {tables[0]!r} labels them: set splits.<name>.labels: {tables[0]}"
-    return "Give each image's label in a file (a CSV of file_name,label): set splits.<name>.labels: FILE"
+    return (
+        "Give each image's label in a file (a CSV of file_name,label): set splits.<name>.labels: FILE; for "
+        "images without labels (a competition's test/: each target -1), set splits.<name>.labels: unlabelled"
+    )

@@ -21,6 +21,7 @@ from imagefolder_lmdb.sources.labelling import (
     StoredLabels,
     TableLabels,
 )
+from imagefolder_lmdb.sources.unlabelled import UNLABELLED_LAYOUT, NoLabels
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ LAYOUTS: dict[str, Layout] = {
         Layout("ilsvrc-train", FOLDER_OR_ARCHIVE, ClassTars()),
         Layout("ilsvrc-val", FOLDER_OR_ARCHIVE, IlsvrcValLabels()),
         Layout("label-file", FOLDER_OR_ARCHIVE, TableLabels()),
+        Layout(UNLABELLED_LAYOUT, FOLDER_OR_ARCHIVE, NoLabels(), listing_options=True),
         Layout("webdataset", WEBDATASET_SHARDS, StoredLabels()),
         Layout("parquet", PARQUET_FILES, StoredLabels()),
     )

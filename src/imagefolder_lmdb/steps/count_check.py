@@ -29,6 +29,7 @@ from imagefolder_lmdb.sources.ilsvrc import devkit_class_list, train_devkit_prob
 from imagefolder_lmdb.sources.label_files.settings import LabelsFrom
 from imagefolder_lmdb.sources.layouts import layout_named
 from imagefolder_lmdb.sources.listing_options import FOLDER_ONLY, ListingOptions
+from imagefolder_lmdb.sources.unlabelled import NO_LABELS_KIND
 from imagefolder_lmdb.work.files import (
     CountsReport,
     ManifestHeader,
@@ -69,10 +70,10 @@ def no_images_message(description: SourceDescription, listing: Listing, class_li
 
 
 def sample_labels(sample: Sample) -> list[int]:
-    """The class indices of an image: its label, or a multi-label image's list."""
+    """The class indices of an image: its label, a multi-label image's list, or none (-1: no label)."""
     if sample.annotations is not None and "labels" in sample.annotations:
         return sample.annotations["labels"]
-    return [sample.label]
+    return [sample.label] if sample.label >= 0 else []
 
 
 def per_class_counts(listing: Listing) -> dict[str, int]:
@@ -265,7 +266,8 @@ def count_check(
     held = list(listing.classes)
     with_images = classes_with_images(listing)  # what expected_classes counts: labels can name empty classes
     log.info("%d images in %d classes; %d files ignored", len(listing.samples), len(held), len(listing.ignored))
-    if wanted is not None and (error := missing_from_source(wanted, held, description.source)):
+    unlabelled = listing.label_kind == NO_LABELS_KIND  # no class of its own to miss from the list
+    if wanted is not None and not unlabelled and (error := missing_from_source(wanted, held, description.source)):
         raise error
     classes = wanted or ClassList(held, source.words(), explicit=False)
     listing = onto_class_list(listing, classes)

@@ -25,6 +25,7 @@ from imagefolder_lmdb.classes.lists import wordnet_words
 from imagefolder_lmdb.config.step_settings import WriteMetaSettings
 from imagefolder_lmdb.reader import LOCATION_DTYPE, META_KEYS, Meta, encode_meta
 from imagefolder_lmdb.reader.format_targets import FieldColumn
+from imagefolder_lmdb.reader.format_unlabelled import UNLABELLED
 from imagefolder_lmdb.run.made_from import CHANGED_GROUPS
 from imagefolder_lmdb.run.made_from import KEY as MADE_FROM_KEY
 from imagefolder_lmdb.run.rule_runner import run_rule
@@ -141,8 +142,8 @@ def stored_targets(header: ManifestHeader, stored: list[Sample]) -> dict[str, An
     stored images, from the manifest (a label file's annotations: sources/table_listing.py)."""
     if header.label_kind == "multi":
         targets: dict[str, Any] = {"label_lists": [annotated(sample, "labels", []) for sample in stored]}
-    else:
-        targets = {"labels": [sample.label for sample in stored]}
+    else:  # a split without labels (label_kind "none"): each -1, and the file says so (format version 6)
+        targets = {"labels": [sample.label for sample in stored], "unlabelled": header.label_kind == UNLABELLED}
     if header.field_types:
         targets["fields"] = {
             name: FieldColumn(kind, [annotated(sample, "fields", {})[name] for sample in stored])

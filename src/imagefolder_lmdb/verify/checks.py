@@ -39,6 +39,7 @@ from imagefolder_lmdb.reader import (
     shared_fd,
 )
 from imagefolder_lmdb.reader.format import RECOPY_ADVICE, TargetsFormatError
+from imagefolder_lmdb.reader.format_unlabelled import UNLABELLED
 from imagefolder_lmdb.reader.identity import meta_digest
 from imagefolder_lmdb.reader.targets import carried_labels
 from imagefolder_lmdb.writing.meta_document import document_problems, storage_counts
@@ -325,7 +326,10 @@ def class_counts(ds: LMDBReader) -> dict[str, int]:
 
 def empty_class_warnings(ds: LMDBReader) -> list[str]:
     """Classes without a record: every image skipped as bad, or none in this split's source (a
-    class of the shared class list that this split lacks). Their label never occurs."""
+    class of the shared class list that this split lacks). Their label never occurs. A split without
+    labels (label_kind "none") has none to warn of: its class list is the other splits'."""
+    if ds.label_kind == UNLABELLED:
+        return []
     skipped = {entry["path"].split("/", 1)[0] for entry in ds.meta_document["stats"]["skipped"]}
     origin = ds.meta_document.get("class_list", {}).get("origin", "")
     return [

@@ -10,6 +10,7 @@ from typing import Any
 from PIL import Image, ImageDraw, ImageFont
 
 from imagefolder_lmdb.reader import LMDBReader
+from imagefolder_lmdb.reader.format_unlabelled import NO_LABEL
 from imagefolder_lmdb.writing.atomic import atomic_file
 
 CELL = 160  # contact sheet thumbnail box, pixels
@@ -46,7 +47,10 @@ def fitted(text: str, draw: ImageDraw.ImageDraw, font: ImageFont.ImageFont | Ima
 
 
 def caption(ds: LMDBReader, index: int, target: Any, words: list[str] | None) -> list[str]:
-    """``index: class`` and the class's words; for several labels, ``index: class, class`` alone."""
+    """``index: class`` and the class's words; for several labels, ``index: class, class`` alone; for
+    a split without labels (each target -1), ``index: (no label)``."""
+    if target == NO_LABEL:
+        return [f"{index}: (no label)"]
     if isinstance(target, list):
         return [f"{index}: " + (", ".join(ds.classes[label] for label in target) or "(no label)")]
     return [f"{index}: {ds.classes[target]}", *([words[target]] if words else [])]

@@ -24,6 +24,7 @@ from imagefolder_lmdb.reader.format_targets import (
     field_problems,
     label_lists_problems,
 )
+from imagefolder_lmdb.reader.format_unlabelled import NO_LABEL
 
 #: The version meta/json's ``tool`` records beside the writer's name (write_meta's, convert_legacy's).
 TOOL_VERSION = "1.0.0"
@@ -89,17 +90,17 @@ def build_meta(
     labels: Sequence[int] | None = None,
     label_lists: Sequence[Sequence[int]] | None = None,
     fields: Mapping[str, FieldColumn] | None = None,
+    unlabelled: bool = False,
     **extra: Any,
 ) -> Meta:
     """The meta of ``len(storage)`` records, its document checked: the per-record columns (``sizes``
-    as (width, height) rows, ``crc32``, ``storage``, ``source_bytes``, ``paths``), each record's
-    class index (``labels``) or list of class indices (``label_lists``: a multi-label dataset), its
-    ``fields`` (name: type and one value per record, in the order a reader lists them), and the
-    document :func:`build_document` makes of them, written by ``tool`` (its name; the version is
-    :data:`TOOL_VERSION`). With label lists or fields the file is format version 4, else as before.
+    as (width, height) rows, ``crc32``, ``storage``, ``source_bytes``, ``paths``), each record's class
+    index (``labels``; -1 each where ``unlabelled``: format version 6) or list of them (``label_lists``:
+    version 4, as with ``fields``: name: type and one value per record, in a reader's order), and the
+    document :func:`build_document` makes of them, written by ``tool`` (version :data:`TOOL_VERSION`).
     MetaDocumentError: labels given both ways or neither, labels, label lists or fields that do not
     fit the records and classes, or a document that disagrees with itself."""
-    targets = checked_targets(len(storage), len(classes), labels, label_lists, fields)
+    targets = checked_targets(len(storage), len(classes), labels, label_lists, fields, unlabelled)
     document = build_document(
         classes=classes,
         storage=storage,
@@ -121,6 +122,7 @@ def build_meta(
         paths=paths,
         label_lists=targets.label_lists,
         fields=targets.fields,
+        unlabelled=unlabelled,
     )
 
 
@@ -139,9 +141,10 @@ def checked_targets(
     labels: Sequence[int] | None,
     label_lists: Sequence[Sequence[int]] | None,
     fields: Mapping[str, FieldColumn] | None,
+    unlabelled: bool = False,
 ) -> StoredTargets:
-    """The labels (a multi-label file's meta/labels names no class), label lists and fields of
-    ``length`` records of ``classes`` classes, checked as a reader checks them."""
+    """The labels (a multi-label or ``unlabelled`` file's meta/labels names no class), label lists and
+    fields of ``length`` records of ``classes`` classes, checked as a reader checks them."""
     if (labels is None) == (label_lists is None):
         raise MetaDocumentError("the meta needs each record's labels, either one class index each or a list each")
     lists = None if label_lists is None else LabelLists.from_lists(label_lists)
@@ -151,7 +154,9 @@ def checked_targets(
         problems += field_problems(name, column, length)
     if labels is not None and len(labels) != length:
         problems.append(f"{len(labels)} labels for {length} records")
-    elif labels is not None and any(not 0 <= label < classes for label in labels):
+    elif unlabelled and labels is not None and any(label != NO_LABEL for label in labels):
+        problems.append(f"a label other than {NO_LABEL} in a split without labels")
+    elif not unlabelled and labels is not None and any(not 0 <= label < classes for label in labels):
         problems.append(f"a label outside 0..{classes - 1} (its {classes} classes)")
     if problems:
         raise MetaDocumentError(

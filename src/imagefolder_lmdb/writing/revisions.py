@@ -131,8 +131,10 @@ def _single_file_state(split: str, meta: Meta) -> SplitRevisions:
 
 
 def _refuse_targets(meta: Meta, where: str) -> None:
-    if meta.label_lists is not None or meta.fields:
-        raise FormatError(f"{where}: a multi-label or field file cannot be a data file of a split of revisions yet")
+    if meta.label_lists is not None or meta.fields or meta.unlabelled:
+        raise FormatError(
+            f"{where}: a multi-label, field or unlabelled file cannot be a data file of a split of revisions yet"
+        )
 
 
 def _data_file_meta(path: str, expected: str | None = None) -> Meta:
