@@ -27,9 +27,8 @@ class Flag:
     choices: Sequence[str] | None = None
     action: str | None = None  # "store_true", "store_const" (const True: unset stays None), "append"
     nargs: str | None = None  # "?": the value may be left out, ``const`` then given
-    const: str | None = None
+    const: Any = None  # nargs "?": the value so given; action "store_const": what it stores (None: True)
     default: str | None = None
-    const: Any = True  # what action "store_const" stores (--no-merge: False)
     layout_choices: bool = False  # its choices are the config schema's layouts (the schema is the workflow's file)
     setting: bool = False  # listed in --help under "settings (the config's keys, without a config file)"
     source_outdir: bool = False  # shapes a SOURCE OUTDIR conversion: refused beside --configfile
@@ -48,7 +47,7 @@ class Flag:
             if getattr(self, name) is not None:
                 options[name] = getattr(self, name)
         if self.action == "store_const":
-            options["const"] = self.const
+            options["const"] = True if self.const is None else self.const
         if self.action == "append":
             options["default"] = []  # a fresh list per parser
         return options
