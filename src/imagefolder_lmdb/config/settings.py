@@ -140,8 +140,8 @@ def command_line_text(problem: Problem, setting: Setting) -> str:
     a split's key the text names as the flag that sets it (``label_column`` is ``--label-column``)."""
     text, path = problem.text, problem.path
     marker = "did you mean "
-    if marker in text and len(path) > 1:
-        head, _, guess = text.partition(marker)
+    if marker in text and len(path) > 1 and not text.partition(marker)[2].startswith(("'", '"')):
+        head, _, guess = text.partition(marker)  # a key guessed, not a quoted value (a label file's column)
         prefix = ".".join(part for part in setting.path[:-1] if part != "*")
         if setting.path[:2] == ("splits", "*"):
             prefix = ".".join(setting.path[2:-1])
@@ -189,6 +189,8 @@ def in_command_line_words(text: str) -> str:
         parts = tuple(key.split("."))
         if parts[0] == "splits" and parts[2:] == ("layout",):  # read by the command itself, not a key
             return f"give --layout {value}"
+        if parts[0] == "splits" and parts[2:] == ("labels",) and value == "unlabelled":
+            return "give --unlabelled"  # labels: unlabelled has a flag of its own
         for flag in CONVERT_FLAGS:
             path = flag.key
             if path is None:

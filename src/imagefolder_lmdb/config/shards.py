@@ -87,5 +87,6 @@ def choose_shards(config: dict[str, Any], cores: int | str | None) -> list[str]:
         split["shards"] = shards_for(images, cores_of(cores))
         counted = f"{images:,} images" if os.path.isdir(split["source"]) else estimated(images, split)
         shards = f"{split['shards']} shard{'s' if split['shards'] > 1 else ''}"
-        notes.append(f"{name}: {shards} for {counted} on {cores_of(cores)} cores ({RULE})")
+        used = cores_of(cores)
+        notes.append(f"{name}: {shards} for {counted} on {used} core{'s' if used != 1 else ''} ({RULE})")
     return notes

@@ -27,7 +27,8 @@ def origin_lines(document: dict[str, Any]) -> list[str]:
         return []
     assert isinstance(recipe, dict)
     if "metadata" in labels:
-        return [f"  labels from: Hugging Face's metadata files in the source (columns: {METADATA_FILE_COLUMN}, label)"]
+        columns = columns_words(recipe, document, None, METADATA_FILE_COLUMN)
+        return [f"  labels from: Hugging Face's metadata files in the source (columns: {columns})"]
     lines = []
     if _recorded(labels.get("labels")):
         path, digest = labels["labels"][:2]
@@ -64,12 +65,14 @@ def holds(path: str, digest: str) -> bool:
         return False
 
 
-def columns_words(recipe: dict[str, Any], document: dict[str, Any], label_file: str | None) -> str:
-    """The label file's columns by role: the file column (the default's choice read from ``label_file``
-    where it is there as converted), the label column, the fields (meta/json's)."""
+def columns_words(
+    recipe: dict[str, Any], document: dict[str, Any], label_file: str | None, file_default: str | None = None
+) -> str:
+    """The label file's columns by role: the file column (``file_default``, else the default's choice
+    read from ``label_file`` where it is there as converted), the label column, the fields (meta/json's)."""
     settings = recipe.get("label_columns")
     settings = settings if isinstance(settings, dict) else {}
-    file_column = settings.get("file_column") or default_file_column(label_file)
+    file_column = settings.get("file_column") or file_default or default_file_column(label_file)
     words = f"file {file_column}, label {settings.get('label_column') or 'label'}"
     if settings.get("label_separator"):
         words += f" cut at {settings['label_separator']!r}"

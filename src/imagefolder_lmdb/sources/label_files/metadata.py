@@ -93,12 +93,28 @@ def json_array_refusal(path: str) -> str:
     converts it: Hugging Face's convention is one object a line (``datasets`` reads no
     ``metadata.json`` either), so a dataset made here is the one the hub's loader makes."""
     target = posixpath.splitext(path)[0] + ".jsonl"
+    if holds_json_lines(path):  # a .jsonl misnamed: the array conversion below would fail on it
+        return (
+            f"{printable(path)!r} is not read: it holds one JSON object a line (JSON Lines), which Hugging "
+            f"Face's convention names .jsonl: rename it to {printable(target)!r}"
+        )
     return (
         f"{printable(path)!r} is not read: a label file, as Hugging Face's metadata files, is .jsonl "
         f'(one JSON object a line), .csv or .parquet. Convert it to JSON Lines: python -c "import json; '
         f"rows = json.load(open('{printable(path)}')); open('{printable(target)}', 'w')"
         f'.writelines(json.dumps(row) + chr(10) for row in rows)"'
     )
+
+
+def holds_json_lines(path: str) -> bool:
+    """Whether the file at ``path`` starts as JSON Lines do (an object, not an array); False where it
+    cannot be read here (a member of an archive)."""
+    try:
+        with open(path, "rb") as handle:
+            start = handle.read(4096).lstrip()
+    except OSError:
+        return False
+    return start.startswith(b"{")
 
 
 def refuse_without_file_names(table: RawTable) -> None:
