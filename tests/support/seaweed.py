@@ -75,6 +75,9 @@ class Seaweed:
         command = [weed_binary(), "server", f"-dir={self.data_dir}", "-s3", "-ip=127.0.0.1", "-ip.bind=127.0.0.1"]
         command += [f"{option}={port}" for option, port in zip(_PORT_OPTIONS, self.ports, strict=True)]
         command += ["-s3.port.iceberg=0", "-s3.port.lance=0"]
+        # Each bucket is a collection with volumes of its own; weed's default of 8 volumes ran out once a
+        # session's tests had made a few buckets (PUT: HTTP 500). Volumes are files grown on demand.
+        command += ["-volume.max=400", "-master.volumeSizeLimitMB=256"]
         if self.identities is not None:
             command.append(f"-s3.config={self.identities}")
         self.process = start_server(command, self.log_path, self._answers, START_TIMEOUT, "`weed server`", SeaweedError)
