@@ -8,45 +8,12 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from imagefolder_lmdb.reader import META_KEYS, LMDBReader, checksum, close_all_envs, encode_meta, record_key
+from imagefolder_lmdb.reader import LMDBReader, close_all_envs
 from imagefolder_lmdb.reader.revision_format import data_folder
 from imagefolder_lmdb.writing.first_revision import first_revision
-from imagefolder_lmdb.writing.lmdb_writer import LMDBWriter
-from imagefolder_lmdb.writing.meta_document import build_meta
-from imagefolder_lmdb.writing.record_locations import add_locations
-
-
-# as tests/unit/test_revisions.py writes one
-def split_file(path: Path, samples: dict[str, bytes], classes: list[str]) -> Path:
-    """A split file of ``samples`` (path: stored bytes, in the order given), labelled by their folder."""
-    values, n = list(samples.values()), len(samples)
-    meta = build_meta(
-        tool="test",
-        classes=classes,
-        storage=[8] * n,
-        settings={},
-        source={"path": "tree", "images": n, "classes": len(classes)},
-        source_bytes=[len(value) for value in values],
-        stored_bytes=[len(value) for value in values],
-        skipped=[],
-        sizes=np.ones((n, 2), np.uint32),
-        crc32=[checksum(value) for value in values],
-        paths=list(samples),
-        labels=[classes.index(name.split("/")[0]) for name in samples],
-    )
-    writer = LMDBWriter(str(path), expected_bytes=sum(map(len, values)) + (1 << 20))
-    for index, value in enumerate(values):
-        writer.append(record_key(index), value)
-    stored = encode_meta(meta)
-    del stored[META_KEYS["locations"]]
-    writer.put_many(stored)
-    add_locations(writer.env, str(path))
-    writer.close()
-    return path
-
+from support.split_files import split_file
 
 SAMPLES = {"a/0.bin": b"a0" * 50, "a/1.bin": b"a1" * 70, "b/0.bin": b"b0" * 30, "b/1.bin": b"b1" * 90}
 

@@ -12,54 +12,19 @@ import numpy as np
 import pytest
 
 from imagefolder_lmdb.reader import (
-    META_KEYS,
     DamagedRecordError,
     FormatError,
     LMDBReader,
-    checksum,
     close_all_envs,
     decode_meta,
-    encode_meta,
-    record_key,
 )
 from imagefolder_lmdb.reader.identity import FileChangedError
 from imagefolder_lmdb.reader.revision_format import data_file_path, revision_key
 from imagefolder_lmdb.reader.revisions import MissingDataFileError, opened_env
 from imagefolder_lmdb.sampler import ElasticDistributedSampler
-from imagefolder_lmdb.writing.lmdb_writer import LMDBWriter
-from imagefolder_lmdb.writing.meta_document import build_meta
-from imagefolder_lmdb.writing.record_locations import add_locations
 from imagefolder_lmdb.writing.revision_files import collect_garbage, flatten
 from imagefolder_lmdb.writing.revisions import RevisionConflictError, new_revision, read_split, write_lmdb_values
-
-
-def split_file(path: Path, samples: dict[str, bytes], classes: list[str]) -> Path:
-    """A split file of ``samples`` (path: stored bytes, in the order given), labelled by their folder."""
-    values, n = list(samples.values()), len(samples)
-    meta = build_meta(
-        tool="test",
-        classes=classes,
-        storage=[8] * n,
-        settings={},
-        source={"path": "tree", "images": n, "classes": len(classes)},
-        source_bytes=[len(value) for value in values],
-        stored_bytes=[len(value) for value in values],
-        skipped=[],
-        sizes=np.ones((n, 2), np.uint32),
-        crc32=[checksum(value) for value in values],
-        paths=list(samples),
-        labels=[classes.index(name.split("/")[0]) for name in samples],
-    )
-    writer = LMDBWriter(str(path), expected_bytes=sum(map(len, values)) + (1 << 20))
-    for index, value in enumerate(values):
-        writer.append(record_key(index), value)
-    stored = encode_meta(meta)
-    del stored[META_KEYS["locations"]]
-    writer.put_many(stored)
-    add_locations(writer.env, str(path))
-    writer.close()
-    return path
-
+from support.split_files import split_file
 
 FIRST = {"a/0.bin": b"a0" * 50, "a/1.bin": b"a1" * 50, "b/0.bin": b"b0" * 50}
 

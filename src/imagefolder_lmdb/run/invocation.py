@@ -133,20 +133,14 @@ def sources_recorded(run: Run) -> Iterator[None]:
     walked every source to judge the datasets there; run/made_from.py): it does not walk them again."""
     # here, not at the top: made_from imports the sources (~0.15 s), and importing the package, which
     # binds convert(), is the window in which a Ctrl-C could only end in a traceback
+    from imagefolder_lmdb.run.dry_run import recorded
     from imagefolder_lmdb.run.made_from import RECORDED_VARIABLE
 
     if run.config is None or not all(os.path.exists(path) for path in made_from_files(run.config)):
         yield
         return
-    previous = os.environ.get(RECORDED_VARIABLE)
-    os.environ[RECORDED_VARIABLE] = os.path.abspath(run.config["work"])
-    try:
+    with recorded(RECORDED_VARIABLE, run.config["work"]):
         yield
-    finally:
-        if previous is None:
-            del os.environ[RECORDED_VARIABLE]
-        else:
-            os.environ[RECORDED_VARIABLE] = previous
 
 
 def made_from_files(config: dict[str, Any]) -> list[str]:
