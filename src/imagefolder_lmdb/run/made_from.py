@@ -270,13 +270,13 @@ def groups_in_words(groups: list[str]) -> str:
 
 def split_verdicts(config: dict[str, Any], plan: ClassPlan) -> dict[str, Verdict]:
     """Each split of a checked config against its dataset in ``config["results"]``."""
-    from imagefolder_lmdb.reader.document import read_document
+    from imagefolder_lmdb.run.split_document import split_document
 
     paths = RunPaths(config["results"], config["work"])
     verdicts = {}
     for name, split in config["splits"].items():
         dataset = paths.dataset(name)
-        document = read_document(dataset) if os.path.isfile(dataset) else None
+        document = split_document(dataset) if os.path.isfile(dataset) else None
         verdicts[name] = judge(document, made_from(split, config["encode"], plan.source(name)))
     return verdicts
 
