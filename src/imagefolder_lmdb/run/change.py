@@ -211,6 +211,7 @@ class Applied:
     files: int
     first_change: bool
     pointer: str
+    replaced: int = 0  # images replaced at the same path: counted as added and as removed
 
     def lines(self) -> list[str]:
         """What the summary says of it (and, the first time, what the split now is on disk)."""
@@ -219,6 +220,7 @@ class Applied:
             f"{self.split}: revision {self.revision}: {counts.get('added', 0)} added, "
             f"{counts.get('relabelled', 0)} relabelled, {counts.get('removed', 0)} removed"
             + (f", {counts['moved']} moved" if counts.get("moved") else "")
+            + (f" ({self.replaced} of them replaced: added and removed)" if self.replaced else "")
             + f"; {self.seconds:.1f} s"
         ]
         if self.first_change:
@@ -262,7 +264,8 @@ def apply_change(name: str, pointer: str, change: SplitChange, config: Mapping[s
     hold_point("change-written")  # the pointer replaced, the added file and the reports not yet
     if os.path.exists(added_file):
         os.remove(added_file)  # linked into the data folder by new_revision
-    return Applied(name, written.revision, written.changes, 0.0, len(written.data_files), written.first_change, pointer)
+    files = len(written.data_files)
+    return Applied(name, written.revision, written.changes, 0.0, files, written.first_change, pointer, change.replaced)
 
 
 def write_reports(config: Mapping[str, Any], name: str) -> None:
