@@ -353,3 +353,32 @@ def ordered(config: Mapping[str, Any], plan: ClassPlan) -> list[str]:
     """The splits, each one whose class list another takes before that other."""
     names = list(config["splits"])
     return sorted(names, key=lambda name: plan.source(name).kind == "shared")
+
+
+def workflow_changes(config: dict[str, Any], verdicts: dict[str, Verdict], plan: ClassPlan) -> list[str]:
+    """rules/common.smk's main process (``snakemake --configfile``, ``convert --configfile``): the changes
+    applied before the DAG is built, so that Snakemake finds those splits up to date; what each did."""
+    from imagefolder_lmdb.run.paths import RunPaths
+    from imagefolder_lmdb.run.split_document import split_document
+
+    paths = RunPaths(config["results"], config["work"])
+    documents = {name: split_document(paths.dataset(name)) for name in config["splits"]}
+    applied = apply_changes(config, documents, verdicts, plan, [])
+    return [line for done in applied for line in done.lines()]
+
+
+def settled_splits(config: Mapping[str, Any]) -> set[str]:
+    """The splits whose dataset is a split of revisions that matches what it is made from (its
+    ``made_from.json`` older than it: run/made_from.py): nothing of the workflow's jobs is to run for them."""
+    from imagefolder_lmdb.run.made_from import newer_than
+    from imagefolder_lmdb.run.paths import RunPaths
+    from imagefolder_lmdb.run.split_document import is_pointer
+
+    paths = RunPaths(config["results"], config["work"])
+    return {
+        name
+        for name in config["splits"]
+        if os.path.exists(paths.made_from(name))
+        and is_pointer(paths.dataset(name))
+        and not newer_than(paths.made_from(name), paths.dataset(name))
+    }

@@ -313,14 +313,6 @@ def read_json_or_none(path: str) -> Any:
         return None
 
 
-def record_sources(config: dict[str, Any], plan: ClassPlan) -> dict[str, Verdict]:
-    """Judge every split and write its ``made_from.json`` (rules/common.smk, and convert before it
-    starts Snakemake)."""
-    verdicts = split_verdicts(config, plan)
-    write_made_from(config, verdicts)
-    return verdicts
-
-
 def dry_run(arguments: list[str]) -> bool:
     """Whether Snakemake's command line asks for a dry run (``-n``, ``-np``, ``--dry-run``), which
     writes nothing: the verdicts are said, not written."""

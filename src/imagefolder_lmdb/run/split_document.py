@@ -13,13 +13,26 @@ from imagefolder_lmdb.reader.document import read_document
 
 def split_document(path: str) -> dict[str, Any] | None:
     """The document of the dataset at ``path`` as a conversion judges it (None: no readable dataset)."""
+    document = own_document(path)
+    return current_revision_document(path) if pointer_document(document) else document
+
+
+def is_pointer(path: str) -> bool:
+    """Whether ``path`` holds a split of revisions' pointer."""
+    return pointer_document(own_document(path))
+
+
+def pointer_document(document: dict[str, Any] | None) -> bool:
     from imagefolder_lmdb.reader.revision_format import is_pointer_document
 
+    return document is not None and is_pointer_document(document)
+
+
+def own_document(path: str) -> dict[str, Any] | None:
+    """The meta document the file at ``path`` holds itself (a pointer's own, for a pointer)."""
     document = read_document(path)
     if document is None and os.path.isfile(path):
         document = shared_document(path)  # a file this process holds open (a change just written): LMDB opens it once
-    if document is not None and is_pointer_document(document):
-        return current_revision_document(path)
     return document
 
 
