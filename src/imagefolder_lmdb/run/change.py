@@ -17,6 +17,7 @@ Snakemake would make again (verify report, contact sheet, class histogram) writt
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import json
@@ -239,8 +240,7 @@ def apply_change(name: str, pointer: str, change: SplitChange, config: Mapping[s
     from imagefolder_lmdb.writing.reencode import EncodeSettings
     from imagefolder_lmdb.writing.revisions import new_revision
 
-    work = os.path.join(config["work"], name)
-    added_file = os.path.join(work, "added.lmdb")
+    added_file = added_file_path(config, name)
     skipped: list[dict[str, Any]] = []
     if change.added:
         if os.path.exists(added_file):
@@ -262,10 +262,19 @@ def apply_change(name: str, pointer: str, change: SplitChange, config: Mapping[s
         document=document,
     )
     hold_point("change-written")  # the pointer replaced, the added file and the reports not yet
-    if os.path.exists(added_file):
-        os.remove(added_file)  # linked into the data folder by new_revision
+    remove_added_file(config, name)  # linked into the data folder by new_revision
     files = len(written.data_files)
     return Applied(name, written.revision, written.changes, 0.0, files, written.first_change, pointer, change.replaced)
+
+
+def added_file_path(config: Mapping[str, Any], name: str) -> str:
+    """Where a change of split ``name`` writes its added records before ``new_revision`` links them."""
+    return os.path.join(config["work"], name, "added.lmdb")
+
+
+def remove_added_file(config: Mapping[str, Any], name: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(added_file_path(config, name))
 
 
 def write_reports(config: Mapping[str, Any], name: str) -> None:
@@ -314,6 +323,7 @@ def apply_changes(
                 shared[name] = list(document["classes"])
             if name not in skip and verdict.up_to_date and reports_stale(paths.dataset(name), document):
                 write_reports(config, name)  # a change killed before its reports: never Snakemake over a pointer
+                remove_added_file(config, name)  # linked into the data folder before the kill
             continue
         started = time.monotonic()
         listing = listing_now(split, plan.source(name), shared)
@@ -330,9 +340,9 @@ def reports_stale(dataset: str, document: Mapping[str, Any] | None) -> bool:
     """Whether a split of revisions' verify report names another revision than its current one."""
     from imagefolder_lmdb.reader.identity import meta_digest
     from imagefolder_lmdb.run.paths import RunPaths
-    from imagefolder_lmdb.verify.revisions import is_split_of_revisions
+    from imagefolder_lmdb.run.split_document import is_pointer
 
-    if document is None or not is_split_of_revisions(dataset):
+    if document is None or not is_pointer(dataset):
         return False  # a single file: the workflow's rules make its reports
     report = RunPaths(os.path.dirname(dataset), "").verify_report(os.path.basename(dataset).removesuffix(".lmdb"))
     try:

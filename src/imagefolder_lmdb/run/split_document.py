@@ -53,17 +53,31 @@ def shared_document(path: str) -> dict[str, Any] | None:
 
 
 def current_revision_document(pointer: str) -> dict[str, Any] | None:
-    """The current revision's document of the pointer at ``pointer`` (None where it cannot be read)."""
+    """The current revision's document of the pointer at ``pointer`` (None where it cannot be read),
+    read in an environment of its own, closed after (the shared one where this process holds it open):
+    a shared environment left open would make ``read_document`` fail on it later in this process."""
     import lmdb
 
     from imagefolder_lmdb.reader import FormatError
-    from imagefolder_lmdb.reader.revision_format import POINTER_JSON, decode_pointer, decode_revision, entry_of
+    from imagefolder_lmdb.reader.handles import open_env_readonly
     from imagefolder_lmdb.reader.revisions import opened_env
 
     try:
-        with opened_env(pointer).begin() as txn:
-            pointer_document = decode_pointer(bytes(txn.get(POINTER_JSON) or b""), pointer)
-            revision = decode_revision(txn, entry_of(pointer_document, None, pointer), pointer)
+        env = open_env_readonly(pointer)
+    except (lmdb.Error, OSError, ValueError):  # already open in this process (LMDB opens a file once)
+        env = None
+    try:
+        return revision_document(env or opened_env(pointer), pointer)
     except (OSError, ValueError, FormatError, lmdb.Error):
         return None
-    return dict(revision.document)
+    finally:
+        if env is not None:
+            env.close()
+
+
+def revision_document(env: Any, pointer: str) -> dict[str, Any]:
+    from imagefolder_lmdb.reader.revision_format import POINTER_JSON, decode_pointer, decode_revision, entry_of
+
+    with env.begin() as txn:
+        pointer_document = decode_pointer(bytes(txn.get(POINTER_JSON) or b""), pointer)
+        return dict(decode_revision(txn, entry_of(pointer_document, None, pointer), pointer).document)
