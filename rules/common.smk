@@ -231,9 +231,15 @@ def label_file(wildcards) -> str | None:
 def final_outputs() -> list[str]:
     """Rule all's targets: every split's outputs, but those of a split of revisions that is up to date.
     Snakemake would run its jobs again for a param that changed with the source (the folder stamp) and
-    delete the pointer first: a change is written before the DAG (run/change.py), never by a job."""
+    delete the pointer first: a change is written before the DAG (run/change.py), never by a job.
+    """
     settled = settled_splits(config)
-    return [path for split in SPLITS if split not in settled for path in PATHS.final_outputs(split)]
+    return [
+        path
+        for split in SPLITS
+        if split not in settled
+        for path in PATHS.final_outputs(split)
+    ]
 
 
 def benchmark_files(wildcards) -> list[str]:
