@@ -36,6 +36,7 @@ from imagefolder_lmdb.run.made_from import Verdict, changed_lines, split_verdict
 from imagefolder_lmdb.run.ownership import clear_temporaries, own_outdir
 from imagefolder_lmdb.run.paths import RunPaths
 from imagefolder_lmdb.run.places import mixed_places
+from imagefolder_lmdb.sources.base import CountMismatchError
 from imagefolder_lmdb.sources.label_files.settings import METADATA
 from imagefolder_lmdb.sources.missing_paths import missing_path_hint, taken_from
 from imagefolder_lmdb.sources.splits import SPLIT_NAMES, SplitsError, find_splits
@@ -159,8 +160,8 @@ def changes_applied(
     documents = {name: found.document for name, found in existing.items()}
     try:
         return apply_changes(config, documents, verdicts, classes, replaced)
-    except (ChangeError, AddedImageError, RevisionConflictError) as exc:
-        raise PlanError(str(exc)) from None
+    except (ChangeError, AddedImageError, RevisionConflictError, CountMismatchError) as exc:
+        raise PlanError(str(exc)) from None  # the listing's own line (an empty class folder) too
 
 
 def recovered_from_interrupted_overwrite(results: str, overwriting: list[str]) -> tuple[list[str], list[str]]:
