@@ -72,7 +72,8 @@ def timed_change(source: Path, out: Path, change: Any) -> dict[str, Any]:
     after = files_of(out)
     return {
         "wall": seconds,
-        "bytes": written_bytes(before, after),
+        "bytes": written_bytes(before, after, True),
+        "report_bytes": written_bytes(before, after, False),
         "earlier_untouched": earlier_data_untouched(before, after),
     }
 
