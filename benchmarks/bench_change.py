@@ -85,11 +85,10 @@ def add_images(source: Path, count: int) -> None:
 
 
 def relabel(source: Path, count: int) -> None:
-    """``count`` images moved to the next class folder, their names kept."""
+    """``count`` images moved to the next class folder, their names kept; each folder keeps its first."""
     folders = sorted(path for path in source.iterdir() if path.is_dir())
-    images = sorted(image_files(source))
-    step = max(1, len(images) // count)
-    for image in images[::step][:count]:
+    movable = [image for folder in folders for image in sorted(folder.iterdir())[1:]]
+    for image in movable[:count]:
         folder = folders[(folders.index(image.parent) + 1) % len(folders)]
         os.replace(image, folder / image.name)
 
