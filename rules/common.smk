@@ -17,10 +17,11 @@ from imagefolder_lmdb.config import step_settings
 from imagefolder_lmdb.run.made_from import (
     changed_lines,
     dry_run,
-    record_sources,
+    write_made_from,
     recorded_by_caller,
     split_verdicts,
 )
+from imagefolder_lmdb.run.change import settled_splits, workflow_changes
 from imagefolder_lmdb.run.paths import SHARD, RunPaths
 from imagefolder_lmdb.run.progress import register as register_progress
 from imagefolder_lmdb.run.progress import stop_board
@@ -73,7 +74,11 @@ if (
         for line in changed_lines(split_verdicts(config, CLASS_PLAN)):
             print(line, file=sys.stderr)
     else:
-        record_sources(config, CLASS_PLAN)
+        # a split whose images or labels changed: its next revision, written here (run/change.py)
+        VERDICTS = split_verdicts(config, CLASS_PLAN)
+        for line in workflow_changes(config, VERDICTS, CLASS_PLAN):
+            print(line, file=sys.stderr)
+        write_made_from(config, VERDICTS)
 # the splits the progress board shows (src/imagefolder_lmdb/run/progress.py)
 register_progress(PATHS, SPLITS)
 
@@ -224,7 +229,17 @@ def label_file(wildcards) -> str | None:
 
 
 def final_outputs() -> list[str]:
-    return [path for split in SPLITS for path in PATHS.final_outputs(split)]
+    """Rule all's targets: every split's outputs, but those of a split of revisions that is up to date.
+    Snakemake would run its jobs again for a param that changed with the source (the folder stamp) and
+    delete the pointer first: a change is written before the DAG (run/change.py), never by a job.
+    """
+    settled = settled_splits(config)
+    return [
+        path
+        for split in SPLITS
+        if split not in settled
+        for path in PATHS.final_outputs(split)
+    ]
 
 
 def benchmark_files(wildcards) -> list[str]:

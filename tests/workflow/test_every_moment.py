@@ -49,7 +49,7 @@ from imagefolder_lmdb.reader.handles import close_all_envs
 from imagefolder_lmdb.reader.identity import meta_digest
 from imagefolder_lmdb.writing.hold_points import HOLD_POINTS, NO_MERGE_POINTS
 from support.datasets import assert_same_dataset, assert_same_samples
-from support.images import make_images
+from support.images import jpeg_bytes, make_images
 from support.label_trees import write_images
 from support.workflow import kill_tree, snakemake_environment, wait_for_hold
 
@@ -294,3 +294,99 @@ def assert_labels_recorded(outdir: Path) -> str | None:
     close_all_envs()
     assert labelled_as == contents[digest].splitlines()[1:], "the labels are not those of the file recorded"
     return contents[digest]
+
+
+# -- a change (issue 58): a split's next revision, killed or interrupted at each of its moments ---------------
+#: What ``make test`` tries of a change: one moment per action of SAMPLE; the rest with
+#: IMAGEFOLDER_LMDB_EVERY_MOMENT=full. A change's moments are CHANGE_POINTS (writing/hold_points.py).
+CHANGE_SAMPLE = {("change-encode", "sigkill"), ("change-written", "sigint"), ("change-added", "second")}
+
+
+def change_tree(tree: Path) -> None:
+    """Two images added to the first class, one removed from the second."""
+    first, second = sorted(path for path in tree.iterdir() if path.is_dir())[:2]
+    for number, image in enumerate(sorted(first.iterdir())[:2]):
+        shutil.copyfile(image, first / f"added{number}{image.suffix}")
+    sorted(second.iterdir())[0].unlink()
+
+
+def assert_revision_whole(dataset: Path, tree: Path) -> None:
+    """The split at ``dataset`` reads ``tree`` as ImageFolder lists it: paths, targets and bytes."""
+    from torchvision.datasets import ImageFolder
+
+    close_all_envs()
+    ours, theirs = LMDBDataset(str(dataset)), ImageFolder(str(tree))
+    assert [(os.path.join(str(tree), path), target) for path, target in ours.samples] == theirs.samples
+    assert all(ours.get_bytes(i) == Path(path).read_bytes() for i, (path, _) in enumerate(theirs.samples))
+
+
+def assert_change_finished(outdir: Path, tree: Path) -> None:
+    """The changed tree's revision current and whole, its reports naming it, no file left unnamed."""
+    from imagefolder_lmdb.reader.revision_format import data_file_path
+    from imagefolder_lmdb.run.split_document import split_document
+    from imagefolder_lmdb.writing.revisions import read_split
+
+    dataset = outdir / "train.lmdb"
+    assert_revision_whole(dataset, tree)
+    document = split_document(str(dataset))
+    assert document is not None
+    report = json.loads((outdir / "train.verify.json").read_text())
+    assert report["dataset_meta_digest"] == meta_digest(document)
+    named = {data_file_path(str(dataset), file.id) for file in read_split(str(dataset)).current.files}
+    assert {str(path) for path in (outdir / "train.lmdb.d").iterdir()} == named, "an unnamed file was left"
+    assert not (outdir / "work" / "train" / "added.lmdb").exists()
+    assert [p for p in outdir.rglob("*") if ".incomplete" in p.name] == []
+
+
+@pytest.mark.parametrize("action", ["sigkill", "sigint", "second"])
+@pytest.mark.parametrize("moment", ["change-encode", "change-added", "change-written"])
+def test_a_change_at_every_moment(moment: str, action: str, sources: tuple[Path, Path], tmp_path: Path) -> None:
+    """Whatever lands at a moment of a change, the split holds the previous revision or the new one,
+    complete, and the same command finishes the change."""
+    if (moment, action) not in CHANGE_SAMPLE and not FULL:
+        pytest.skip("the full matrix runs with IMAGEFOLDER_LMDB_EVERY_MOMENT=full (.ci/run, after make test)")
+    tree = tmp_path / "data" / "train"
+    for number, name in enumerate(("ants", "bees")):  # RGB JPEGs, stored as they are: the records are the files
+        (tree / name).mkdir(parents=True)
+        for index in range(3):
+            (tree / name / f"{index}.jpg").write_bytes(jpeg_bytes(seed=number * 10 + index, size=(40, 32)))
+    before = tmp_path / "before"
+    shutil.copytree(tree, before)
+    command = [*COMMAND, tree, "out", *OPTIONS]
+    finished(run(tmp_path, command))
+    change_tree(tree)
+    with started(tmp_path, command, moment) as (process, marker):
+        wait_for_hold(marker, process, timeout=300)  # type: ignore[arg-type]
+        if action == "sigkill":
+            kill_tree(process)
+        elif action == "sigint":
+            os.killpg(process.pid, signal.SIGINT)
+            _, stderr = process.communicate(timeout=300)
+            assert "Traceback" not in stderr, stderr[-3000:]
+        else:
+            second = run(tmp_path, [*COMMAND, sources[1], "out", *OPTIONS])
+            assert second.returncode != 0 and "another conversion is writing into" in second.stderr
+            marker.unlink()
+            stdout, stderr = process.communicate(timeout=300)
+            assert process.returncode == 0, (stdout + stderr)[-3000:]
+            assert_change_finished(tmp_path / "out", tree)
+            return
+    # killed: the previous revision current and whole, or (its pointer replaced) the new one
+    with contextlib.nullcontext() if moment == "change-written" else as_before(tree, before):
+        assert_revision_whole(tmp_path / "out" / "train.lmdb", tree)
+    again = finished(run(tmp_path, command))
+    assert "Traceback" not in again.stderr
+    assert_change_finished(tmp_path / "out", tree)
+
+
+@contextlib.contextmanager
+def as_before(tree: Path, before: Path) -> Iterator[None]:
+    """The tree as it was before the change, at its path (the dataset's samples are relative to it)."""
+    changed = tree.parent / "changed"
+    tree.rename(changed)
+    shutil.copytree(before, tree)
+    try:
+        yield
+    finally:
+        shutil.rmtree(tree)
+        changed.rename(tree)

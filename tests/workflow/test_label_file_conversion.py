@@ -49,23 +49,18 @@ def test_a_kaggle_tree_converts_with_one_command(tmp_path: Path) -> None:
     assert again.returncode == 0 and "Nothing to convert" in again.stdout + again.stderr
 
 
-def test_an_edited_label_file_replaces_no_dataset_without_overwrite(tmp_path: Path) -> None:
+def test_an_edited_label_file_is_a_change_without_overwrite(tmp_path: Path) -> None:
+    """A label corrected is a change of the split (issue 58): a new revision relabels it, no image encoded."""
     labels = kaggle_tree(tmp_path)
     assert convert(tmp_path / "train", tmp_path / "out", "--labels", str(labels)).returncode == 0
     labels.write_text(labels.read_text().replace("0003,bird", "0003,cat"))
-    refused = convert(tmp_path / "train", tmp_path / "out", "--labels", str(labels))
-    assert refused.returncode != 0
-    last = refused.stderr.strip().splitlines()[-1]
-    assert "0003.jpg was labelled 'bird', now 'cat'" in last and "--overwrite" in last, refused.stderr
-    assert LMDBDataset(str(tmp_path / "out" / "train.lmdb")).targets[3] == 0  # bird, as before
+    changed = convert(tmp_path / "train", tmp_path / "out", "--labels", str(labels))
+    assert changed.returncode == 0, changed.stderr[-3000:]
+    assert "train: revision 2: 0 added, 1 relabelled, 0 removed" in changed.stdout + changed.stderr
+    assert LMDBDataset(str(tmp_path / "out" / "train.lmdb")).targets[3] == 1  # cat
     replaced = convert(tmp_path / "train", tmp_path / "out", "--labels", str(labels), "--overwrite", "--clean")
     assert replaced.returncode == 0, replaced.stderr[-3000:]
-    assert LMDBDataset(str(tmp_path / "out" / "train.lmdb")).targets[3] == 1  # cat
-    labels.write_text(labels.read_text().replace("0004,dog", "0004,cat"))  # seen without the work folder too
-    assert (
-        "0004.jpg was labelled 'dog', now 'cat'"
-        in convert(tmp_path / "train", tmp_path / "out", "--labels", str(labels)).stderr.strip().splitlines()[-1]
-    )
+    assert "Nothing to convert" in replaced.stdout + replaced.stderr  # up to date: --overwrite replaces nothing
 
 
 @pytest.mark.parametrize(

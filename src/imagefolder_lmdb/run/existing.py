@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from imagefolder_lmdb.classes.plan import ClassSource, plan_classes
+from imagefolder_lmdb.run.change import reads_folder
 from imagefolder_lmdb.run.made_from import KEY as MADE_FROM
 from imagefolder_lmdb.run.made_from import VERSION as MADE_FROM_VERSION
 from imagefolder_lmdb.run.made_from import Verdict, classes_in_words, recipe, recipe_differences
@@ -51,11 +52,11 @@ class Existing:
 
 def existing_splits(results: str) -> dict[str, Existing]:
     """Every dataset in ``results`` by split name (``train.lmdb`` -> train)."""
-    from imagefolder_lmdb.reader.document import read_document  # the reader (numpy) only when asked
+    from imagefolder_lmdb.run.split_document import split_document  # the reader (numpy) only when asked
 
     found = {}
     for path in sorted(glob.glob(os.path.join(glob.escape(results), "*.lmdb"))):
-        document = read_document(path) if os.path.isfile(path) else None
+        document = split_document(path) if os.path.isfile(path) else None
         if document is not None and "classes" in document:
             found[os.path.basename(path)[: -len(".lmdb")]] = Existing(path, document)
     return found
@@ -68,21 +69,23 @@ def same_path(a: Any, b: Any) -> bool:
 
 
 def differences(
-    existing: Existing, split: dict[str, Any], encode: dict[str, Any], classes: ClassSource | None = None
+    existing: Existing,
+    split: dict[str, Any],
+    encode: dict[str, Any],
+    classes: ClassSource | None = None,
+    label_edits: bool = True,
 ) -> list[str]:
     """How the planned split differs from the file there, in words that follow "was made": its
     source's path, its root, its class list, layout, label files, columns or encode settings (a file
     made before datasets recorded what they were made from: the source, root, encode settings and
-    a class list the config names)."""
+    a class list the config names). ``label_edits``: whether a label file edited at the same path
+    counts (not where the edit is applied as a change: run/change.py)."""
     recorded = existing.document.get(MADE_FROM)
     if isinstance(recorded, dict) and recorded.get("version") == MADE_FROM_VERSION and classes is not None:
         now = recipe(split, encode, classes)
         found = recipe_differences(recorded["recipe"], now, existing.classes)
-        return (
-            found
-            + label_file_difference(existing, recorded["recipe"], now, split)
-            + on_error_difference(existing, encode)
-        )
+        edited = label_file_difference(existing, recorded["recipe"], now, split) if label_edits else []
+        return found + edited + on_error_difference(existing, encode)
     return legacy_differences(existing, split, encode) + class_list_difference(existing, classes)
 
 
@@ -181,7 +184,8 @@ def refuse_replacing(config: dict[str, Any], existing: dict[str, Existing], over
     for name, split in config["splits"].items():
         if name not in existing:
             continue
-        found = differences(existing[name], split, config["encode"], plan.source(name))
+        # a label file edited is a change of the split's labels, applied as a new revision where it reads a folder
+        found = differences(existing[name], split, config["encode"], plan.source(name), not reads_folder(split))
         if found and not overwrite:
             raise OutputsError(
                 f"{existing[name].path} was made {'; '.join(found)}: not replaced. Give --overwrite to "

@@ -40,6 +40,7 @@ class Run:
     replaced: tuple[str, ...] = ()  # --overwrite: the old files, removed once the run has succeeded
     superseded: tuple[str, ...] = ()  # what an interrupted --overwrite set aside, removed once this succeeds
     dry_run: bool = False  # -- --dry-run of SOURCE OUTDIR: nothing written (run/dry_run.py)
+    changed: tuple[str, ...] = ()  # what the changes written as new revisions did (run/change.py)
 
 
 def plan_run(
@@ -73,7 +74,10 @@ def plan_run(
     if dry_run:  # its config goes into a temporary folder, not the work folder
         return Run(planned.work / "config.yaml", planned.work, outputs, options, config, dry_run=True)
     if planned.nothing_to_do:
-        return Run(planned.work / "config.yaml", planned.work, outputs, options, config, True, (), superseded)
+        changed = tuple(planned.changed)
+        return Run(
+            planned.work / "config.yaml", planned.work, outputs, options, config, True, (), superseded, False, changed
+        )
     configfile = write_config(config, planned.work / "config.yaml")
     return Run(configfile, planned.work, outputs, options, config, False, tuple(planned.replaced), superseded)
 
@@ -161,7 +165,10 @@ def show_existing(run: Run) -> None:
 
     config = cast("dict[str, Any]", run.config)  # a planned run's config
     verb = "is" if len(run.outputs) == 1 else "are"
-    print(f"Nothing to convert: {', '.join(run.outputs)} in {config['results']} {verb} up to date.")
+    for line in run.changed:  # a change written as a new revision: what it did, in place of "nothing"
+        print(line)
+    if not run.changed:
+        print(f"Nothing to convert: {', '.join(run.outputs)} in {config['results']} {verb} up to date.")
     for line in summary_lines(config)[2:]:
         print(line)
 

@@ -311,13 +311,13 @@ def groups_in_words(groups: list[str]) -> str:
 
 def split_verdicts(config: dict[str, Any], plan: ClassPlan) -> dict[str, Verdict]:
     """Each split of a checked config against its dataset in ``config["results"]``."""
-    from imagefolder_lmdb.reader.document import read_document
+    from imagefolder_lmdb.run.split_document import split_document
 
     paths = RunPaths(config["results"], config["work"])
     verdicts = {}
     for name, split in config["splits"].items():
         dataset = paths.dataset(name)
-        document = read_document(dataset) if os.path.isfile(dataset) else None
+        document = split_document(dataset) if os.path.isfile(dataset) else None
         verdicts[name] = judge(document, made_from(split, config["encode"], plan.source(name)))
     return verdicts
 
@@ -352,14 +352,6 @@ def read_json_or_none(path: str) -> Any:
             return json.load(stream)
     except (OSError, ValueError):
         return None
-
-
-def record_sources(config: dict[str, Any], plan: ClassPlan) -> dict[str, Verdict]:
-    """Judge every split and write its ``made_from.json`` (rules/common.smk, and convert before it
-    starts Snakemake)."""
-    verdicts = split_verdicts(config, plan)
-    write_made_from(config, verdicts)
-    return verdicts
 
 
 def dry_run(arguments: list[str]) -> bool:

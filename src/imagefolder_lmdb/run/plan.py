@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from imagefolder_lmdb.classes.plan import plan_classes
+from imagefolder_lmdb.classes.plan import ClassPlan, plan_classes
 from imagefolder_lmdb.config.problems import BaseConfigError
 from imagefolder_lmdb.config.settings import Setting, apply, problems_in_users_words
 from imagefolder_lmdb.config.shards import choose_shards
+from imagefolder_lmdb.run.change import Applied, ChangeError, apply_changes
 from imagefolder_lmdb.run.dry_run import takes_lock
 from imagefolder_lmdb.run.existing import (
     Existing,
@@ -32,15 +33,18 @@ from imagefolder_lmdb.run.existing import (
     unlisted_classes,
     up_to_date,
 )
-from imagefolder_lmdb.run.made_from import changed_lines, split_verdicts, write_made_from
+from imagefolder_lmdb.run.made_from import Verdict, changed_lines, split_verdicts, write_made_from
 from imagefolder_lmdb.run.ownership import clear_temporaries, own_outdir
 from imagefolder_lmdb.run.paths import RunPaths
 from imagefolder_lmdb.run.places import mixed_places
 from imagefolder_lmdb.run.split_labels import SplitLabelsError, split_label_settings
+from imagefolder_lmdb.sources.base import CountMismatchError
 from imagefolder_lmdb.sources.label_files.settings import METADATA
 from imagefolder_lmdb.sources.missing_paths import missing_path_hint, taken_from
 from imagefolder_lmdb.sources.splits import SPLIT_NAMES, SplitsError, find_splits
+from imagefolder_lmdb.writing.added_records import AddedImageError
 from imagefolder_lmdb.writing.hold_points import hold_point
+from imagefolder_lmdb.writing.revisions import RevisionConflictError
 
 #: ``ConvertRequest.cores`` of a run with a profile and no --cores: the cores are the cluster's.
 PROFILE_CORES = "profile"
@@ -79,6 +83,7 @@ class Plan:
     replaced: list[str] = field(default_factory=list)  # --overwrite: files to replace once the run succeeds
     # what an earlier, interrupted --overwrite of these splits set aside: removed once this one succeeds
     superseded: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)  # what each change written as a new revision did
 
     @property
     def work(self) -> Path:
@@ -125,8 +130,14 @@ def plan(request: ConvertRequest) -> Plan:
     notes += [*label_notes, *split_note(request, splits), *take_classes(config, existing, request, replaced)]
     shards = choose_shards(config, request.cores) if request.cores != PROFILE_CORES else []  # profile: the schema's
     filled = checked(config, request.settings)
-    verdicts = split_verdicts(filled, plan_classes(filled))  # the walk of every source, made once
+    classes = plan_classes(filled)
+    verdicts = split_verdicts(filled, classes)  # the walk of every source, made once
+    applied = [] if request.dry_run else changes_applied(filled, existing, verdicts, classes, replaced)
+    if applied:  # their datasets are new revisions now: read again
+        existing = existing_splits(results)
     nothing_to_do = not replaced and up_to_date(filled, existing, verdicts)
+    changed = [line for done in applied for line in done.lines()]
+    notes += [] if nothing_to_do else changed  # else the summary says them, in place of "nothing to convert"
     if not nothing_to_do:
         if not request.dry_run:
             write_made_from(filled, verdicts)  # Snakemake is told not to walk the sources again
@@ -138,7 +149,22 @@ def plan(request: ConvertRequest) -> Plan:
     ]
     paths = RunPaths(results, work)
     old = [path for name in replaced for path in paths.final_outputs(name) if os.path.exists(path)]
-    return Plan(config, notes, nothing_to_do, old, superseded)
+    return Plan(config, notes, nothing_to_do, old, superseded, changed)
+
+
+def changes_applied(
+    config: dict[str, Any],
+    existing: dict[str, Existing],
+    verdicts: dict[str, Verdict],
+    classes: ClassPlan,
+    replaced: list[str],
+) -> list[Applied]:
+    """The splits whose images or labels changed, each written as a new revision (run/change.py)."""
+    documents = {name: found.document for name, found in existing.items()}
+    try:
+        return apply_changes(config, documents, verdicts, classes, replaced)
+    except (ChangeError, AddedImageError, RevisionConflictError, CountMismatchError) as exc:
+        raise PlanError(str(exc)) from None  # the listing's own line (an empty class folder) too
 
 
 def with_split_labels(request: ConvertRequest, splits: dict[str, Any]) -> tuple[ConvertRequest, list[str]]:

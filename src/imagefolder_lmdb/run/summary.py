@@ -125,9 +125,9 @@ def unverified_summary(name: str, paths: RunPaths) -> list[str]:
     dataset = paths.dataset(name)
     if not os.path.exists(dataset):
         return [f"{name}: not built"]
-    from imagefolder_lmdb.reader.document import read_document
+    from imagefolder_lmdb.run.split_document import split_document
 
-    document = read_document(dataset) or {}
+    document = split_document(dataset) or {}
     counts = f"{counted(document.get('length', 0), 'image')}, {counted(len(document.get('classes', [])), 'class')}, "
     return [
         f"{name}: {counts}built, not verified (imagefolder-lmdb verify {dataset} checks it)",

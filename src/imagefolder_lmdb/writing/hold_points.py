@@ -42,13 +42,16 @@ NO_MERGE_POINTS: tuple[str, ...] = ("data-file", "pointer")
 #: verify and add-locations at each file (":<n>", n from 0), info with every dataset read, convert-legacy
 #: halfway through the records.
 COMMAND_POINTS: tuple[str, ...] = ("verify-file", "info-read", "add-locations-file", "convert-legacy-record")
+#: The moments of a change applied as a new revision (run/change.py), in the order it reaches them: the
+#: added file half written, complete, the pointer replaced (the every-moment harness's "change" scenario).
+CHANGE_POINTS: tuple[str, ...] = ("change-encode", "change-added", "change-written")
 
 
 def hold_point(name: str, part: int | None = None) -> None:
     """Wait here until released (the marker removed) if the test running this asked to hold at ``name``
     (or at ``name:part`` where the point has parts)."""
-    if name not in HOLD_POINTS and name not in COMMAND_POINTS:
-        raise ValueError(f"hold point {name!r} is not in HOLD_POINTS or COMMAND_POINTS")
+    if name not in HOLD_POINTS and name not in COMMAND_POINTS and name not in CHANGE_POINTS:
+        raise ValueError(f"hold point {name!r} is not in HOLD_POINTS, COMMAND_POINTS or CHANGE_POINTS")
     wanted = os.environ.get(HOLD_ENV)
     if wanted is None or wanted not in (name, f"{name}:{part}"):
         return

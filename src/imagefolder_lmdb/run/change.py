@@ -1,0 +1,394 @@
+"""A changed source applied as a change (issue 58): the same ``convert SOURCE OUTDIR`` on a folder whose
+images or labels changed since its dataset was made writes the split's next revision (docs/FORMAT.md, "A
+split of revisions"), not the whole split again.
+
+What changed follows from the source and the dataset, never from Snakemake's records: the split is
+listed as ImageFolder lists it now (the workflow's own listing, sources/folder.py) and set against the
+current revision's samples. A path only the listing has is added (or, where a path only the revision
+has carries its file name, its size and its bytes, moved); a path only the revision has is removed; a
+path in both is replaced where its file is not the one stored (its size differs from the recorded
+source size, or, touched since the revision was made, its CRC-32 differs from a record stored byte for
+byte); a path in both under another label is relabelled. Only the added and replaced images are read,
+and only in groups (class folders) whose record changed (run/made_from.py, sources/source_record.py).
+
+The change runs in this process (writing/added_records.py, then ``new_revision``), with the reports
+Snakemake would make again (verify report, contact sheet, class histogram) written after it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime
+import json
+import os
+import time
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from imagefolder_lmdb.classes.lists import ClassList, is_dataset
+from imagefolder_lmdb.classes.plan import ClassPlan, ClassSource
+from imagefolder_lmdb.run.made_from import KEY, VERSION, Verdict, label_rule_changes, recipe_differences
+from imagefolder_lmdb.sources import kind_of_layout
+from imagefolder_lmdb.sources.base import Labels, Listing, Request
+from imagefolder_lmdb.sources.folder import FolderSource, list_tree
+from imagefolder_lmdb.sources.label_files.settings import LabelsFrom
+from imagefolder_lmdb.sources.listing_options import ListingOptions
+from imagefolder_lmdb.work.folder_listing import LOOSE_FILES
+
+#: A file touched this many seconds before its revision was made may still be another than the one
+#: stored (the revision's time is that of its end, in whole seconds).
+TOUCHED_SLACK = 2.0
+
+
+class ChangeError(ValueError):
+    """A change cannot be applied; the message is the line to show (the fix included)."""
+
+
+@dataclass
+class SplitChange:
+    """What a split is now against its current revision: the whole listing, what to encode, what moved."""
+
+    root: str
+    samples: list[tuple[str, int]]
+    classes: list[str]
+    added: list[tuple[str, int]]  # added or replaced: encoded into the new data file
+    moved: dict[str, str] = field(default_factory=dict)  # new path -> old path
+    replaced: int = 0
+    planned_on: int | None = None
+
+
+def changeable(split: Mapping[str, Any], verdict: Verdict, document: Mapping[str, Any] | None) -> bool:
+    """Whether a split's difference from its dataset is one a new revision holds: its images or label
+    files changed, no setting (a setting changed stays a full conversion under ``--overwrite``)."""
+    if verdict.state != "changed" or document is None or not reads_folder(split):
+        return False
+    recorded = document.get(KEY)
+    if not isinstance(recorded, dict) or recorded.get("version") != VERSION:
+        return False
+    if document.get("label_kind", "single") != "single" or document.get("fields"):
+        return False
+    before, now = recorded["recipe"], verdict.made_from["recipe"]
+    classes = document.get("classes")
+    return not recipe_differences(before, now, classes) and not label_rule_changes(before, now, classes)
+
+
+def reads_folder(split: Mapping[str, Any]) -> bool:
+    """A split read from a folder in place (the one kind whose images a change can find by path)."""
+    source = split.get("source")
+    if kind_of_layout(str(split.get("layout"))) is not None or not isinstance(source, str):
+        return False
+    return os.path.isdir(folder_of(split))
+
+
+def folder_of(split: Mapping[str, Any]) -> str:
+    root = (split.get("root") or "").strip("/")
+    return os.path.join(split["source"], *root.split("/")) if root else str(split["source"])
+
+
+def listing_now(split: Mapping[str, Any], classes: ClassSource, shared: Mapping[str, list[str]]) -> Listing:
+    """The split as the workflow's count_check lists it now, its labels on its class list."""
+    request = Request(source=split["source"], layout=split["layout"], extract=False, root=split.get("root") or "")
+    description = FolderSource().prepare(request, "", "")
+    labels = Labels(split.get("devkit"), split.get("val_labels"), LabelsFrom.from_split(dict(split)))
+    explicit = not is_dataset(classes.listed_in)  # as count_check: a list from another dataset may lack classes here
+    wanted = None if classes.names is None else ClassList(list(classes.names), classes.words(), explicit)
+    if classes.kind == "shared" and classes.shared_from in shared:
+        wanted = ClassList(list(shared[str(classes.shared_from)]), classes.words(), explicit=False)
+    quiet = {"disable": True}  # a change says what it did in one line, not a bar per folder
+    listing = list_tree(description, labels, quiet, wanted, ListingOptions.from_split(dict(split)))
+    if listing.label_kind is not None or listing.field_types:
+        raise ChangeError(f"{description.source}: a multi-label or field split changes by a full conversion")
+    return listing if wanted is None else on_class_list(listing, wanted.names)
+
+
+def on_class_list(listing: Listing, names: list[str]) -> Listing:
+    """The listing's labels as indices into ``names`` (a superset of its classes, both sorted)."""
+    index = {name: position for position, name in enumerate(names)}
+    relabel = [index[name] for name in listing.classes]
+    samples = [dataclasses.replace(sample, label=relabel[sample.label]) for sample in listing.samples]
+    return dataclasses.replace(listing, classes=list(names), samples=samples)
+
+
+def made_time(created: str) -> float:
+    """A revision's ``created`` as seconds since the epoch (0: unknown, every touched file checked)."""
+    try:
+        return datetime.datetime.fromisoformat(created).timestamp()
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def group_of(path: str) -> str:
+    """The source record's group a listed path lies in: its class folder, or the loose files."""
+    return path.split("/", 1)[0] if "/" in path else LOOSE_FILES
+
+
+def file_crc(path: str) -> int:
+    with open(path, "rb") as stream:
+        return zlib.crc32(stream.read())
+
+
+@dataclass(frozen=True)
+class Stored:
+    """What the current revision recorded of one sample's source file."""
+
+    source_bytes: int
+    crc32: int
+    passthrough: bool  # stored byte for byte: its CRC-32 is the source file's
+
+
+def is_other_file(path: str, stored: Stored, made: float) -> bool:
+    """Whether the file at ``path`` is not the one whose record is stored (a replaced image)."""
+    info = os.stat(path)
+    if info.st_size != stored.source_bytes:
+        return True
+    if max(info.st_mtime, info.st_ctime) < made - TOUCHED_SLACK:
+        return False  # untouched since before the revision was made: the file stored
+    return not stored.passthrough or file_crc(path) != stored.crc32
+
+
+def find_change(pointer: str, listing: Listing, changed_groups: Mapping[str, str], time_of: Any = None) -> SplitChange:
+    """The change from the split at ``pointer`` to ``listing``; ``changed_groups``: the groups whose
+    record changed (only their images are looked at again)."""
+    from imagefolder_lmdb.reader.revisions import composed_meta
+    from imagefolder_lmdb.writing.revisions import read_split
+
+    state = read_split(pointer)
+    parent = composed_meta(state.current, state.metas)
+    made = made_time(state.current.created) if time_of is None else time_of
+    stored = {
+        path: Stored(int(size), int(crc), int(code) == 0)
+        for path, size, crc, code in zip(
+            parent.paths, parent.source_bytes.tolist(), parent.crc32.tolist(), parent.storage.tolist(), strict=True
+        )
+    }
+    samples = [(sample.path, sample.label) for sample in listing.samples]
+    now = {path for path, _ in samples}
+    root = listing.root
+    replaced = {
+        path
+        for path, _ in samples
+        if path in stored
+        and group_of(path) in changed_groups
+        and is_other_file(os.path.join(root, path), stored[path], made)
+    }
+    moved = moved_images(
+        root, [path for path, _ in samples if path not in stored], {p: s for p, s in stored.items() if p not in now}
+    )
+    added = [(path, label) for path, label in samples if (path not in stored and path not in moved) or path in replaced]
+    return SplitChange(root, samples, list(listing.classes), added, moved, len(replaced), state.number)
+
+
+def moved_images(root: str, new_paths: list[str], gone: Mapping[str, Stored]) -> dict[str, str]:
+    """``{new path: old path}`` of images moved to another folder: a path gone with the same file name
+    whose record is this file (its size, and its CRC-32 where it was stored byte for byte)."""
+    by_name: dict[str, list[str]] = {}
+    for path in gone:
+        by_name.setdefault(os.path.basename(path), []).append(path)
+    moved: dict[str, str] = {}
+    for path in new_paths:
+        for old in by_name.get(os.path.basename(path), []):
+            record = gone[old]
+            full = os.path.join(root, path)
+            if os.path.getsize(full) == record.source_bytes and (
+                not record.passthrough or file_crc(full) == record.crc32
+            ):
+                moved[path] = old
+                by_name[os.path.basename(path)].remove(old)
+                break
+    return moved
+
+
+@dataclass(frozen=True)
+class Applied:
+    """A change written: the revision, what changed, how long it took, the split's data files."""
+
+    split: str
+    revision: int
+    changes: dict[str, int]
+    seconds: float
+    files: int
+    first_change: bool
+    pointer: str
+    replaced: int = 0  # images replaced at the same path: counted as added and as removed
+
+    def lines(self) -> list[str]:
+        """What the summary says of it (and, the first time, what the split now is on disk)."""
+        counts = self.changes
+        said = [
+            f"{self.split}: revision {self.revision}: {counts.get('added', 0)} added, "
+            f"{counts.get('relabelled', 0)} relabelled, {counts.get('removed', 0)} removed"
+            + (f", {counts['moved']} moved" if counts.get("moved") else "")
+            + (f" ({self.replaced} of them replaced: added and removed)" if self.replaced else "")
+            + f"; {self.seconds:.1f} s"
+        ]
+        if self.first_change:
+            said.append(
+                f"{self.pointer} is now a split of {self.files} files (its data in {self.pointer}.d/): copy "
+                f"{os.path.basename(self.pointer)} together with {os.path.basename(self.pointer)}.d/, or run "
+                f"imagefolder-lmdb flatten {self.pointer} to make it one file again"
+            )
+        return said
+
+
+def apply_change(name: str, pointer: str, change: SplitChange, config: Mapping[str, Any], verdict: Verdict) -> Applied:
+    """Encode the change's added images into one data file, then write the split's next revision."""
+    from imagefolder_lmdb.writing.added_records import write_added
+    from imagefolder_lmdb.writing.hold_points import hold_point
+    from imagefolder_lmdb.writing.reencode import EncodeSettings
+    from imagefolder_lmdb.writing.revisions import new_revision
+
+    added_file = added_file_path(config, name)
+    skipped: list[dict[str, Any]] = []
+    if change.added:
+        if os.path.exists(added_file):
+            os.remove(added_file)  # a killed change's: its images may have changed since
+        source = {"path": change.root, "root": change.root, "ignored_files": 0}
+        settings = EncodeSettings.from_config(config["encode"])
+        skipped = write_added(added_file, change.root, change.added, change.classes, settings, source)
+        hold_point("change-added")  # the added file complete, the pointer not yet replaced
+    left_out = {entry["path"] for entry in skipped}
+    samples = [(path, label) for path, label in change.samples if path not in left_out]
+    document = {"made_from": verdict.made_from, "stats": {"skipped": skipped}}
+    written = new_revision(
+        pointer,
+        samples,
+        change.classes,
+        [added_file] if change.added else [],
+        planned_on=change.planned_on,
+        moved=change.moved,
+        document=document,
+    )
+    hold_point("change-written")  # the pointer replaced, the added file and the reports not yet
+    remove_added_file(config, name)  # linked into the data folder by new_revision
+    files = len(written.data_files)
+    return Applied(name, written.revision, written.changes, 0.0, files, written.first_change, pointer, change.replaced)
+
+
+def added_file_path(config: Mapping[str, Any], name: str) -> str:
+    """Where a change of split ``name`` writes its added records before ``new_revision`` links them."""
+    return os.path.join(config["work"], name, "added.lmdb")
+
+
+def remove_added_file(config: Mapping[str, Any], name: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(added_file_path(config, name))
+
+
+def write_reports(config: Mapping[str, Any], name: str) -> None:
+    """What rules verify and report_split make of a new dataset, for the split's current revision: the
+    verify report (with the facts a file's report gives, so that the summary and the up-to-date check read
+    it as they read a file's), the contact sheet and the class histogram."""
+    from imagefolder_lmdb.run.paths import RunPaths
+    from imagefolder_lmdb.verify.checks import dataset_facts
+    from imagefolder_lmdb.verify.class_histogram import class_histogram
+    from imagefolder_lmdb.verify.command import verify, write_report
+    from imagefolder_lmdb.verify.contact_sheet import contact_sheet
+
+    paths = RunPaths(config["results"], config["work"])
+    dataset, checks = paths.dataset(name), config["verify"]
+    report, ds, indices = verify(dataset, checks["sample"], checks["all"], checks["seed"])
+    if not report["ok"] or ds is None:
+        problems = "; ".join(report["problems"])
+        raise ChangeError(f"{dataset}: the new revision failed verification: {problems}")
+    report = {**dataset_facts(ds, dataset, []), **report}
+    write_report(report, paths.verify_report(name))
+    contact_sheet(ds, indices, paths.contact_sheet(name))
+    class_histogram(report["class_counts"], paths.class_histogram(name), name)
+
+
+def apply_changes(
+    config: dict[str, Any],
+    documents: Mapping[str, Mapping[str, Any] | None],
+    verdicts: dict[str, Verdict],
+    plan: ClassPlan,
+    skip: list[str],
+) -> list[Applied]:
+    """Every split of ``config`` whose dataset a change brings up to date, written as a new revision
+    (those in ``skip``: replaced by --overwrite); their verdicts become "same"."""
+    from imagefolder_lmdb.run.paths import RunPaths
+
+    paths = RunPaths(config["results"], config["work"])
+    shared: dict[str, list[str]] = {}
+    applied = []
+    for name in ordered(config, plan):
+        split, verdict = config["splits"][name], verdicts[name]
+        document = documents.get(name)
+        if name not in skip and renumbered(plan.source(name), document, shared):
+            verdict = Verdict(verdict.made_from, "changed")  # the list it takes changed: its labels do
+        if name in skip or not changeable(split, verdict, document):
+            if document is not None:
+                shared[name] = list(document["classes"])
+            if name not in skip and verdict.up_to_date and reports_stale(paths.dataset(name), document):
+                write_reports(config, name)  # a change killed before its reports: never Snakemake over a pointer
+                remove_added_file(config, name)  # linked into the data folder before the kill
+            continue
+        started = time.monotonic()
+        listing = listing_now(split, plan.source(name), shared)
+        shared[name] = list(listing.classes)
+        change = find_change(paths.dataset(name), listing, verdict.changed_groups)
+        done = apply_change(name, paths.dataset(name), change, config, verdict)
+        write_reports(config, name)
+        applied.append(dataclasses.replace(done, seconds=time.monotonic() - started))
+        verdicts[name] = Verdict(verdict.made_from, "same")
+    return applied
+
+
+def reports_stale(dataset: str, document: Mapping[str, Any] | None) -> bool:
+    """Whether a split of revisions' verify report names another revision than its current one."""
+    from imagefolder_lmdb.reader.identity import meta_digest
+    from imagefolder_lmdb.run.paths import RunPaths
+    from imagefolder_lmdb.run.split_document import is_pointer
+
+    if document is None or not is_pointer(dataset):
+        return False  # a single file: the workflow's rules make its reports
+    report = RunPaths(os.path.dirname(dataset), "").verify_report(os.path.basename(dataset).removesuffix(".lmdb"))
+    try:
+        with open(report, encoding="utf-8") as stream:
+            return bool(json.load(stream).get("dataset_meta_digest") != meta_digest(dict(document)))
+    except (OSError, ValueError, AttributeError):
+        return True
+
+
+def renumbered(source: ClassSource, document: Mapping[str, Any] | None, shared: Mapping[str, list[str]]) -> bool:
+    """Whether a split taking another's class list (val takes train's) holds another list than that split now."""
+    if source.kind != "shared" or document is None or source.shared_from not in shared:
+        return False
+    return list(document["classes"]) != shared[str(source.shared_from)]
+
+
+def ordered(config: Mapping[str, Any], plan: ClassPlan) -> list[str]:
+    """The splits, each one whose class list another takes before that other."""
+    names = list(config["splits"])
+    return sorted(names, key=lambda name: plan.source(name).kind == "shared")
+
+
+def workflow_changes(config: dict[str, Any], verdicts: dict[str, Verdict], plan: ClassPlan) -> list[str]:
+    """rules/common.smk's main process (``snakemake --configfile``, ``convert --configfile``): the changes
+    applied before the DAG is built, so that Snakemake finds those splits up to date; what each did."""
+    from imagefolder_lmdb.run.paths import RunPaths
+    from imagefolder_lmdb.run.split_document import split_document
+
+    paths = RunPaths(config["results"], config["work"])
+    documents = {name: split_document(paths.dataset(name)) for name in config["splits"]}
+    applied = apply_changes(config, documents, verdicts, plan, [])
+    return [line for done in applied for line in done.lines()]
+
+
+def settled_splits(config: Mapping[str, Any]) -> set[str]:
+    """The splits whose dataset is a split of revisions that matches what it is made from (its
+    ``made_from.json`` older than it: run/made_from.py): nothing of the workflow's jobs is to run for them."""
+    from imagefolder_lmdb.run.made_from import newer_than
+    from imagefolder_lmdb.run.paths import RunPaths
+    from imagefolder_lmdb.run.split_document import is_pointer
+
+    paths = RunPaths(config["results"], config["work"])
+    return {
+        name
+        for name in config["splits"]
+        if os.path.exists(paths.made_from(name))
+        and is_pointer(paths.dataset(name))
+        and not newer_than(paths.made_from(name), paths.dataset(name))
+    }
