@@ -21,6 +21,7 @@ from imagefolder_lmdb.run.made_from import (
     recorded_by_caller,
     split_verdicts,
 )
+from imagefolder_lmdb.reader.revision_format import data_folder
 from imagefolder_lmdb.run.change import settled_splits, workflow_changes
 from imagefolder_lmdb.run.paths import SHARD, RunPaths
 from imagefolder_lmdb.run.progress import register as register_progress
@@ -231,14 +232,19 @@ def label_file(wildcards) -> str | None:
 def final_outputs() -> list[str]:
     """Rule all's targets: every split's outputs, but those of a split of revisions that is up to date.
     Snakemake would run its jobs again for a param that changed with the source (the folder stamp) and
-    delete the pointer first: a change is written before the DAG (run/change.py), never by a job.
+    delete the pointer first: a change is written before the DAG (run/change.py), never by a job. Such a
+    split stands for itself by its data folder, which no rule makes: with every split settled, rule all
+    still has an input, and Snakemake says "Nothing to be done" instead of running it.
     """
     settled = settled_splits(config)
     return [
         path
         for split in SPLITS
-        if split not in settled
-        for path in PATHS.final_outputs(split)
+        for path in (
+            [data_folder(PATHS.dataset(split))]
+            if split in settled
+            else PATHS.final_outputs(split)
+        )
     ]
 
 
