@@ -19,7 +19,7 @@ from support import REPO
 CODE = ("src", "scripts", "rules", "tests", "benchmarks")
 #: A path from the repository's top (a placeholder like ``<rule>`` or a pattern like ``*.py`` is no path).
 PATH = re.compile(r"(?<![\w./-])((?:src|scripts|rules|docs|tests)/[\w./-]*\w)")
-#: A path inside the package, as the package's prose names its modules (``run/paths.py``); ``config/``
+#: A path inside the package, as the package's prose names its modules (``work/paths.py``); ``config/``
 #: also names the repository's top folder of configs.
 SUBPACKAGES = sorted(path.parent.name for path in (REPO / "src" / "imagefolder_lmdb").glob("*/__init__.py"))
 PACKAGE_PATH = re.compile(rf"(?<![\w./-])((?:{'|'.join(SUBPACKAGES)})/[\w/]*\w\.(?:py|yaml|tsv|txt))")

@@ -199,7 +199,7 @@ class Interrupted(KeyboardInterrupt):
 
 def interruption_fallback(runs: Sequence[tuple[Any, list[str]]], signum: int) -> list[str]:
     """The closing lines from the work folder's files, where Snakemake's logger left none."""
-    from imagefolder_lmdb.run.progress import interruption_lines, states_from_files
+    from imagefolder_lmdb.board.progress import interruption_lines, states_from_files
 
     return interruption_lines(states_from_files(list(runs)), signal.Signals(signum).name)
 

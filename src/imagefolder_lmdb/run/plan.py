@@ -35,13 +35,13 @@ from imagefolder_lmdb.run.existing import (
 )
 from imagefolder_lmdb.run.made_from import Verdict, changed_lines, split_verdicts, write_made_from
 from imagefolder_lmdb.run.ownership import clear_temporaries, own_outdir
-from imagefolder_lmdb.run.paths import RunPaths
 from imagefolder_lmdb.run.places import mixed_places
 from imagefolder_lmdb.run.split_labels import SplitLabelsError, split_label_settings
 from imagefolder_lmdb.sources.base import CountMismatchError
 from imagefolder_lmdb.sources.label_files.settings import METADATA
 from imagefolder_lmdb.sources.missing_paths import missing_path_hint, taken_from
 from imagefolder_lmdb.sources.splits import SPLIT_NAMES, SplitsError, find_splits
+from imagefolder_lmdb.work.paths import RunPaths
 from imagefolder_lmdb.writing.added_records import AddedImageError
 from imagefolder_lmdb.writing.hold_points import hold_point
 from imagefolder_lmdb.writing.revisions import RevisionConflictError
