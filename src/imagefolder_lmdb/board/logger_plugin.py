@@ -35,6 +35,12 @@ from typing import Any
 from snakemake_interface_logger_plugins.base import LogHandlerBase
 
 from imagefolder_lmdb.board import progress as progress_board
+from imagefolder_lmdb.board.plugin_environment import (
+    ERROR_FILE_VARIABLE,
+    INTERRUPT_FILE_VARIABLE,
+    PARENT_VARIABLE,
+    TERMINAL_VARIABLE,
+)
 from imagefolder_lmdb.board.rule_runner import INTERRUPTED_MESSAGE
 from imagefolder_lmdb.board.snakemake_words import (
     COMPLETE_LOGS,
@@ -45,12 +51,6 @@ from imagefolder_lmdb.board.snakemake_words import (
     stop_signal,
 )
 from imagefolder_lmdb.board.summary import up_to_date_lines
-from imagefolder_lmdb.run.launch import (
-    ERROR_FILE_VARIABLE,
-    INTERRUPT_FILE_VARIABLE,
-    PARENT_VARIABLE,
-    TERMINAL_VARIABLE,
-)
 
 #: Set in the jobs' environment: a failing step writes its message beside its log, not to stderr.
 MESSAGES_VARIABLE = "IMAGEFOLDER_LMDB_MESSAGES"

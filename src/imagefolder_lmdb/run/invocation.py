@@ -22,7 +22,7 @@ from imagefolder_lmdb.work.paths import RunPaths
 from imagefolder_lmdb.writing.hold_points import hold_point
 
 if TYPE_CHECKING:
-    from imagefolder_lmdb.run.plan import ConvertRequest
+    from imagefolder_lmdb.run.request import ConvertRequest
 
 PathLike = str | os.PathLike[str]
 
