@@ -1,5 +1,5 @@
 # The config's checks (src/imagefolder_lmdb/config/check.py), every file's path
-# (src/imagefolder_lmdb/run/paths.py) and the input functions the rule files use. Stale locks and
+# (src/imagefolder_lmdb/work/paths.py) and the input functions the rule files use. Stale locks and
 # leftovers of killed runs: rules/resume.smk.
 import os
 import sys
@@ -23,10 +23,10 @@ from imagefolder_lmdb.run.made_from import (
 )
 from imagefolder_lmdb.reader.revision_format import data_folder
 from imagefolder_lmdb.run.change import settled_splits, workflow_changes
-from imagefolder_lmdb.run.paths import SHARD, RunPaths
-from imagefolder_lmdb.run.progress import register as register_progress
-from imagefolder_lmdb.run.progress import stop_board
-from imagefolder_lmdb.run.rule_table import TIMED_RULES
+from imagefolder_lmdb.work.paths import SHARD, RunPaths
+from imagefolder_lmdb.board.progress import register as register_progress
+from imagefolder_lmdb.board.progress import stop_board
+from imagefolder_lmdb.board.rule_table import TIMED_RULES
 from imagefolder_lmdb.sources import input_files
 from imagefolder_lmdb.work.files import shard_name
 
@@ -60,7 +60,7 @@ CHECKED = check_config(
 CLASS_PLAN = CHECKED.classes
 PATHS = RunPaths(
     config["results"], config["work"]
-)  # every file's path: src/imagefolder_lmdb/run/paths.py
+)  # every file's path: src/imagefolder_lmdb/work/paths.py
 SPLITS = list(config["splits"])
 # Each split's made_from.json, judged against its dataset once, in the main process, before the DAG is
 # built: Snakemake then runs what a change in the source or the settings needs, whatever of the work
@@ -80,7 +80,7 @@ if (
         for line in workflow_changes(config, VERDICTS, CLASS_PLAN):
             print(line, file=sys.stderr)
         write_made_from(config, VERDICTS)
-# the splits the progress board shows (src/imagefolder_lmdb/run/progress.py)
+# the splits the progress board shows (src/imagefolder_lmdb/board/progress.py)
 register_progress(PATHS, SPLITS)
 
 
@@ -250,7 +250,7 @@ def final_outputs() -> list[str]:
 
 def benchmark_files(wildcards) -> list[str]:
     """Snakemake's benchmark record of every job of a split (the report tabulates them), for each
-    timed entry of run/rule_table.py (one per split, or one per shard)."""
+    timed entry of board/rule_table.py (one per split, or one per shard)."""
     per_split = [
         PATHS.benchmark(rule.name, wildcards.split)
         for rule in TIMED_RULES
@@ -266,7 +266,7 @@ def benchmark_files(wildcards) -> list[str]:
 
 def print_summary(config: dict) -> None:
     """After a successful run: per split, what was stored and where the outputs are."""
-    from imagefolder_lmdb.run.summary import summary_lines
+    from imagefolder_lmdb.board.summary import summary_lines
 
     stop_board()  # its final state first: no redraw lands after the summary
     for line in summary_lines(config, time.time() - RUN_STARTED):

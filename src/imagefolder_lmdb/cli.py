@@ -19,16 +19,13 @@ import os
 import signal
 import sys
 from importlib import metadata
-from typing import TYPE_CHECKING
+from typing import Any
 
 from imagefolder_lmdb.config.flags import CONVERT_FLAGS
 from imagefolder_lmdb.writing.hold_points import hold_point
 
 # The crash tests' moment while the command still imports (a Ctrl-C here: run/early_interrupt.py).
 hold_point("starting")
-
-if TYPE_CHECKING:
-    from imagefolder_lmdb.run.request import ConvertArguments
 
 PROG = "imagefolder-lmdb"
 #: subcommand: (module of the package[:its main function], one line of help)
@@ -178,12 +175,11 @@ def convert_parser(prog: str) -> argparse.ArgumentParser:
     return parser
 
 
-def command_arguments(args: argparse.Namespace) -> ConvertArguments:
-    """The command line's arguments of a SOURCE OUTDIR conversion, ``--splits a,b`` as a list."""
-    from imagefolder_lmdb.run.request import ConvertArguments
-
+def command_arguments(args: argparse.Namespace) -> dict[str, Any]:
+    """The command line's arguments by name (``run/request.py`` ``ARGUMENTS`` among them), ``--splits a,b``
+    as a list."""
     splits = [name for name in (args.splits or "").split(",") if name]
-    return ConvertArguments.from_keywords({**vars(args), "splits": splits})
+    return {**vars(args), "splits": splits}
 
 
 def command_settings(args: argparse.Namespace) -> list:

@@ -30,7 +30,7 @@ from imagefolder_lmdb.run.launch import PROFILES, SNAKEFILE, WORKFLOW, ConvertEr
 from imagefolder_lmdb.run.outputs import SplitOutputs
 from imagefolder_lmdb.run.ownership import owning_outdirs
 from imagefolder_lmdb.run.request import (
-    ConvertArguments,
+    ARGUMENTS,
     command_request,
     predicate_importable,
     python_settings,
@@ -86,7 +86,7 @@ def convert(
     (a KeyboardInterrupt) once Snakemake and its jobs have stopped (SIGTERM: run/launch.py).
     """
     destination, outdir, work = url_outdir(source, outdir, work)  # checks Snakemake too
-    arguments = ConvertArguments.from_keywords(locals())  # the parameters by name; outdir and work as above
+    arguments = {name: value for name, value in locals().items() if name in ARGUMENTS}  # outdir, work as above
     with interruptible_call(), owning_outdirs(), predicate_importable(config, is_valid_file, configfile):
         request = command_request(arguments, python_settings(config, shards, is_valid_file), cli=False)
         run = plan_run(request, outdir, work, configfile, run_options(cores, profile, snakemake_args, cli=False))

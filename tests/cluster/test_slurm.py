@@ -29,8 +29,8 @@ import psutil
 import pytest
 import yaml
 
+from imagefolder_lmdb.board.rule_table import RULES
 from imagefolder_lmdb.run.made_from import RECORDED_VARIABLE
-from imagefolder_lmdb.run.rule_table import RULES
 from imagefolder_lmdb.work.files import read_manifest, shard_range
 from slurm_node import (
     SLURM_CONF,

@@ -24,6 +24,8 @@ each other relatively, so both names work.
   headings, links.
 - ``support.config_reference``: docs/configuration.md's tables, generated from config/schema.yaml.
 - ``support.settings``: settings as the schema's defaults make them (``encode_settings(quality=90)``).
+- ``support.prose_names``: what a name in prose can name: each command's flags, Snakemake's, the
+  names a module defines, the config schema's keys.
 - ``support.package``: the working tree as a commit holds it, the wheel pip builds from it, a fresh
   venv to install it into.
 - ``support.emulators``: Azurite and fake-gcs-server on free loopback ports, for the gs:// and az://

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from imagefolder_lmdb.run.rule_runner import explain
+from imagefolder_lmdb.board.rule_runner import explain
 from imagefolder_lmdb.writing.atomic import atomic_file, write_json_atomic
 
 

@@ -11,7 +11,7 @@ from imagefolder_lmdb.cli import convert_parser
 from imagefolder_lmdb.config.flags import CONVERT_FLAGS, FLAG_KEYS
 from imagefolder_lmdb.config.schema import load_schema
 from imagefolder_lmdb.convert import convert
-from imagefolder_lmdb.run.request import ConvertArguments
+from imagefolder_lmdb.run.request import ARGUMENTS, ConvertRequest
 from support import REPO
 
 
@@ -48,8 +48,9 @@ def test_each_setting_flag_sets_a_key_of_the_schema() -> None:
 
 
 def test_a_requests_arguments_are_named_as_convert_and_the_command_line_name_them() -> None:
-    """``ConvertArguments.from_keywords`` finds each argument by name: in ``convert()``'s parameters
-    and in the command line's namespace."""
-    names = {field.name for field in dataclasses.fields(ConvertArguments)}
+    """``command_request`` finds each argument of the one request type by name: in ``convert()``'s
+    parameters and in the command line's namespace."""
+    names = set(ARGUMENTS)
+    assert names <= {field.name for field in dataclasses.fields(ConvertRequest)}
     assert names <= set(inspect.signature(convert).parameters)
     assert names <= set(vars(convert_parser("imagefolder-lmdb convert").parse_args(["data", "out"])))

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from imagefolder_lmdb.board.progress import interruption_lines
 from imagefolder_lmdb.publish.upload import after_forwarded_signal
 from imagefolder_lmdb.run import early_interrupt
-from imagefolder_lmdb.run.progress import interruption_lines
 
 
 @pytest.mark.parametrize(

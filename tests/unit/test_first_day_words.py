@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from imagefolder_lmdb.board.label_origin import origin_lines
 from imagefolder_lmdb.config.problems import key_problem
 from imagefolder_lmdb.config.settings import Setting, command_line_text, in_command_line_words
 from imagefolder_lmdb.config.shards import choose_shards
-from imagefolder_lmdb.run.label_origin import origin_lines
 from imagefolder_lmdb.sources.label_files.metadata import json_array_refusal
 
 

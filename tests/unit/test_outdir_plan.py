@@ -12,7 +12,8 @@ import pytest
 
 from imagefolder_lmdb.config.shards import choose_shards
 from imagefolder_lmdb.run.existing import Existing, differences
-from imagefolder_lmdb.run.plan import ConvertRequest, PlanError, plan, split_note, splits_of
+from imagefolder_lmdb.run.plan import PlanError, plan, split_note, splits_of
+from imagefolder_lmdb.run.request import ConvertRequest
 
 ENCODE = {"quality": 95, "on_error": "fail"}
 

@@ -125,3 +125,14 @@ def test_the_readers_other_names_resolve_with_a_deprecation_naming_their_home() 
         assert imagefolder_lmdb.record_key is format.record_key
     with pytest.raises(AttributeError):
         _ = imagefolder_lmdb.no_such_name
+
+
+def test_snakemake_finds_the_logger_plugin_by_its_package_name() -> None:
+    """Snakemake finds a logger plugin as a top-level package named ``snakemake_logger_plugin_<name>``
+    (no entry point): that package keeps its name while the plugin's code lives in board/ (issue 62)."""
+    from snakemake_interface_logger_plugins.registry import LoggerPluginRegistry
+
+    from imagefolder_lmdb.board.logger_plugin import LogHandler
+    from imagefolder_lmdb.board.plugin_environment import PLUGIN
+
+    assert LoggerPluginRegistry().get_plugin(PLUGIN).log_handler is LogHandler

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from imagefolder_lmdb.run import progress
+from imagefolder_lmdb.board import progress
+from imagefolder_lmdb.board.progress import HEARTBEAT_INTERVAL, Board, SplitState
 from imagefolder_lmdb.run.launch import relay
-from imagefolder_lmdb.run.paths import RunPaths
-from imagefolder_lmdb.run.progress import HEARTBEAT_INTERVAL, Board, SplitState
+from imagefolder_lmdb.work.paths import RunPaths
 
 
 def test_an_unchanged_line_is_printed_again_only_as_a_heartbeat(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,4 +1,4 @@
-"""One table of rules (run/rule_table.py): the Snakefile's rules, their scripts, the wheel's copies of
+"""One table of rules (board/rule_table.py): the Snakefile's rules, their scripts, the wheel's copies of
 the scripts and docs/cluster.md's resources table agree with it, so a rule added in one place and
 not the others fails here rather than leaving the summary or the report silently short."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 import tomllib
 
-from imagefolder_lmdb.run.progress import STAGES
-from imagefolder_lmdb.run.rule_table import RULES
+from imagefolder_lmdb.board.progress import STAGES
+from imagefolder_lmdb.board.rule_table import RULES
 from support import REPO
 from support.readme import section
 
@@ -30,7 +30,7 @@ def test_every_rule_of_the_workflow_is_in_the_table_and_the_reverse() -> None:
     defined = set(rule_files())
     snakefile = (REPO / "Snakefile").read_text(encoding="utf-8")
     assert re.findall(r"^rule (\w+):", snakefile, re.M) == [TARGET_RULE], "rules live in rules/, not the Snakefile"
-    assert defined == {rule.name for rule in RULES}, "add the rule to run/rule_table.py's RULES (or remove it there)"
+    assert defined == {rule.name for rule in RULES}, "add the rule to board/rule_table.py's RULES (or remove it there)"
     included = re.findall(r'^include: "rules/(\w+)\.smk"', snakefile, re.M)
     assert [name for name in included if name in defined] == [rule.name for rule in RULES], "the table's order"
 

@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from imagefolder_lmdb.run.logger_plugin import closing_lines
-from imagefolder_lmdb.run.paths import RunPaths
-from imagefolder_lmdb.run.progress import Board, SplitState, how_far, interruption_lines
-from imagefolder_lmdb.run.summary import kept_bytes_line, ratio_words, speed_line
+from imagefolder_lmdb.board.logger_plugin import closing_lines
+from imagefolder_lmdb.board.progress import Board, SplitState, how_far, interruption_lines
+from imagefolder_lmdb.board.summary import kept_bytes_line, ratio_words, speed_line
 from imagefolder_lmdb.steps.report_split import HEIGHT, LABEL_BAND, MARGIN, NAMED_BARS, WIDTH, class_histogram
+from imagefolder_lmdb.work.paths import RunPaths
 
 
 def progress_file(paths: RunPaths, shard: str, done: int, started: float, updated: float) -> None:

@@ -103,8 +103,8 @@ def test_a_manifest_that_is_not_the_stamps_is_refused(tmp_path: Path) -> None:
 
 
 def test_the_summary_says_what_the_work_folder_keeps_and_its_size(tmp_path: Path) -> None:
-    from imagefolder_lmdb.run.paths import RunPaths
-    from imagefolder_lmdb.run.summary import work_line
+    from imagefolder_lmdb.board.summary import work_line
+    from imagefolder_lmdb.work.paths import RunPaths
 
     paths = RunPaths(str(tmp_path / "results"), str(tmp_path / "work"))
     assert work_line(paths, "train") == []  # no work folder (--clean)

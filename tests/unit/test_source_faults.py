@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from imagefolder_lmdb.board.summary import split_summary
 from imagefolder_lmdb.reader import STORAGE_CODES, format_version_of
-from imagefolder_lmdb.run.paths import RunPaths
-from imagefolder_lmdb.run.summary import split_summary
 from imagefolder_lmdb.sources.folder import FileReader
 from imagefolder_lmdb.sources.parquet import ParquetColumns, ParquetSourceError, check_has_image_bytes, file_info
 from imagefolder_lmdb.sources.tree import FolderLinkError, scan_folder
 from imagefolder_lmdb.steps.encode_shard import SourceReadError, read_and_encode
 from imagefolder_lmdb.work.files import Sample
+from imagefolder_lmdb.work.paths import RunPaths
 from imagefolder_lmdb.writing.reencode import BadImageError, encode_image, jpeg_end
 from support.images import jpeg_bytes
 from support.parquet import Row, write_hf_parquet

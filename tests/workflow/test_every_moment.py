@@ -323,7 +323,7 @@ def assert_revision_whole(dataset: Path, tree: Path) -> None:
 def assert_change_finished(outdir: Path, tree: Path) -> None:
     """The changed tree's revision current and whole, its reports naming it, no file left unnamed."""
     from imagefolder_lmdb.reader.revision_format import data_file_path
-    from imagefolder_lmdb.run.split_document import split_document
+    from imagefolder_lmdb.work.split_document import split_document
     from imagefolder_lmdb.writing.revisions import read_split
 
     dataset = outdir / "train.lmdb"

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from imagefolder_lmdb.board.progress import PROGRESS_SUFFIX, Progress, read_progress
 from imagefolder_lmdb.run import shared_temporaries
-from imagefolder_lmdb.run.progress import PROGRESS_SUFFIX, Progress, read_progress
 from support.datasets import assert_same_dataset
 from support.images import make_images
 from support.interrupting import StartedCommands

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 from torchvision.datasets import ImageFolder
 
+from imagefolder_lmdb.board.rule_table import TIMED_RULES
 from imagefolder_lmdb.reader import LMDBDataset
-from imagefolder_lmdb.run.rule_table import TIMED_RULES
 from support.images import TREE_CLASSES, TREE_IMAGES
 from support.workflow import Converted, run_snakemake, write_config
 
-#: The rules every run has (run/rule_table.py); report_split runs only for --report.
+#: The rules every run has (board/rule_table.py); report_split runs only for --report.
 RULES = [rule.name for rule in TIMED_RULES if rule.runs(merging=True)]  # a run of the default: one file, merged
 
 

@@ -1,4 +1,4 @@
-"""Snakemake's words that the logger plugin matches (run/snakemake_words.py): the pinned Snakemake,
+"""Snakemake's words that the logger plugin matches (board/snakemake_words.py): the pinned Snakemake,
 run on a workflow of three tiny rules, still says each one the plugin waits for (a finished job's
 rule, a failed job's closing lines, "Nothing to be done", the stop on SIGINT and on SIGTERM), and
 the words were read from the release installed."""
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from imagefolder_lmdb.run import snakemake_words
+from imagefolder_lmdb.board import snakemake_words
 from support.interrupting import StartedCommands
 from support.workflow import BIN, snakemake_environment
 
@@ -64,7 +64,9 @@ def stopped(commands: StartedCommands, folder: Path, signum: int) -> str:
 
 
 def test_the_words_were_read_from_the_installed_snakemake() -> None:
-    assert version("snakemake") == snakemake_words.READ_FROM, "read run/snakemake_words.py's words again, then its pin"
+    assert version("snakemake") == snakemake_words.READ_FROM, (
+        "read board/snakemake_words.py's words again, then its pin"
+    )
 
 
 def test_snakemake_still_says_each_word_the_plugin_waits_for(commands: StartedCommands, folder: Path) -> None:

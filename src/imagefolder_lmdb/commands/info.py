@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from imagefolder_lmdb.board.label_origin import origin_lines
 from imagefolder_lmdb.commands.info_views import view_infos
 from imagefolder_lmdb.reader.urls import is_url
-from imagefolder_lmdb.run.label_origin import origin_lines
 
 # Beside verify, which takes the same paths (issue 42: the steps import nothing of this command).
 from imagefolder_lmdb.verify.datasets import InfoError, datasets_in

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: MIT
 """Every option of ``imagefolder-lmdb convert``, declared once: ``CONVERT_FLAGS``. The parser
 (cli.py ``convert_parser``), the setting flags' config keys (config/settings.py ``FLAG_KEYS``) and the
-flags refused beside ``--configfile`` (cli.py ``FLAG_NAMES``) are all read from it, so a new flag is
-one row here (tests/unit/test_convert_flags.py checks the parser against the table).
+flags refused beside ``--configfile``, those marked ``source_outdir`` (cli.py
+``refuse_settings_with_configfile``), are all read from it, so a new flag is one row here
+(tests/unit/test_convert_flags.py checks the parser against the table).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from imagefolder_lmdb.run.launch import ConvertError, check_snakemake
 from imagefolder_lmdb.run.outputs import SplitOutputs
-from imagefolder_lmdb.run.paths import RunPaths
+from imagefolder_lmdb.work.paths import RunPaths
 
 if TYPE_CHECKING:
     from imagefolder_lmdb.run.invocation import Run

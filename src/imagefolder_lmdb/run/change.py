@@ -281,11 +281,11 @@ def write_reports(config: Mapping[str, Any], name: str) -> None:
     """What rules verify and report_split make of a new dataset, for the split's current revision: the
     verify report (with the facts a file's report gives, so that the summary and the up-to-date check read
     it as they read a file's), the contact sheet and the class histogram."""
-    from imagefolder_lmdb.run.paths import RunPaths
     from imagefolder_lmdb.verify.checks import dataset_facts
     from imagefolder_lmdb.verify.class_histogram import class_histogram
     from imagefolder_lmdb.verify.command import verify, write_report
     from imagefolder_lmdb.verify.contact_sheet import contact_sheet
+    from imagefolder_lmdb.work.paths import RunPaths
 
     paths = RunPaths(config["results"], config["work"])
     dataset, checks = paths.dataset(name), config["verify"]
@@ -308,7 +308,7 @@ def apply_changes(
 ) -> list[Applied]:
     """Every split of ``config`` whose dataset a change brings up to date, written as a new revision
     (those in ``skip``: replaced by --overwrite); their verdicts become "same"."""
-    from imagefolder_lmdb.run.paths import RunPaths
+    from imagefolder_lmdb.work.paths import RunPaths
 
     paths = RunPaths(config["results"], config["work"])
     shared: dict[str, list[str]] = {}
@@ -339,8 +339,8 @@ def apply_changes(
 def reports_stale(dataset: str, document: Mapping[str, Any] | None) -> bool:
     """Whether a split of revisions' verify report names another revision than its current one."""
     from imagefolder_lmdb.reader.identity import meta_digest
-    from imagefolder_lmdb.run.paths import RunPaths
-    from imagefolder_lmdb.run.split_document import is_pointer
+    from imagefolder_lmdb.work.paths import RunPaths
+    from imagefolder_lmdb.work.split_document import is_pointer
 
     if document is None or not is_pointer(dataset):
         return False  # a single file: the workflow's rules make its reports
@@ -368,8 +368,8 @@ def ordered(config: Mapping[str, Any], plan: ClassPlan) -> list[str]:
 def workflow_changes(config: dict[str, Any], verdicts: dict[str, Verdict], plan: ClassPlan) -> list[str]:
     """rules/common.smk's main process (``snakemake --configfile``, ``convert --configfile``): the changes
     applied before the DAG is built, so that Snakemake finds those splits up to date; what each did."""
-    from imagefolder_lmdb.run.paths import RunPaths
-    from imagefolder_lmdb.run.split_document import split_document
+    from imagefolder_lmdb.work.paths import RunPaths
+    from imagefolder_lmdb.work.split_document import split_document
 
     paths = RunPaths(config["results"], config["work"])
     documents = {name: split_document(paths.dataset(name)) for name in config["splits"]}
@@ -381,8 +381,8 @@ def settled_splits(config: Mapping[str, Any]) -> set[str]:
     """The splits whose dataset is a split of revisions that matches what it is made from (its
     ``made_from.json`` older than it: run/made_from.py): nothing of the workflow's jobs is to run for them."""
     from imagefolder_lmdb.run.made_from import newer_than
-    from imagefolder_lmdb.run.paths import RunPaths
-    from imagefolder_lmdb.run.split_document import is_pointer
+    from imagefolder_lmdb.work.paths import RunPaths
+    from imagefolder_lmdb.work.split_document import is_pointer
 
     paths = RunPaths(config["results"], config["work"])
     return {

@@ -9,7 +9,7 @@ from typing import Any
 
 from imagefolder_lmdb.run.launch import ConvertError
 from imagefolder_lmdb.run.outputs import SplitOutputs, outputs_of
-from imagefolder_lmdb.run.paths import RunPaths
+from imagefolder_lmdb.work.paths import RunPaths
 
 
 def write_config(config: dict[str, Any], path: Path) -> Path:

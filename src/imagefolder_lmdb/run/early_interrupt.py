@@ -24,7 +24,7 @@ import sys
 
 #: What a Ctrl-C before a command's work prints, by command: true at that moment, and true of what
 #: the command's own handling says later where it says nothing more precise. convert's are
-#: run/progress.py's interruption_lines with no split started (a unit test holds the two equal;
+#: board/progress.py's interruption_lines with no split started (a unit test holds the two equal;
 #: that module is too heavy to import this early).
 BEFORE_WORK: dict[str, tuple[str, ...]] = {
     "convert": ("interrupted: nothing started.", "Run the same command again: it goes on from there."),

@@ -24,9 +24,9 @@ from imagefolder_lmdb.run.change import reads_folder
 from imagefolder_lmdb.run.made_from import KEY as MADE_FROM
 from imagefolder_lmdb.run.made_from import VERSION as MADE_FROM_VERSION
 from imagefolder_lmdb.run.made_from import Verdict, classes_in_words, recipe, recipe_differences
-from imagefolder_lmdb.run.paths import RunPaths
 from imagefolder_lmdb.sources.label_files.settings import LabelSettings
 from imagefolder_lmdb.sources.layouts import DEFAULT_LAYOUT, layout_named
+from imagefolder_lmdb.work.paths import RunPaths
 
 
 class OutputsError(ValueError):
@@ -52,7 +52,7 @@ class Existing:
 
 def existing_splits(results: str) -> dict[str, Existing]:
     """Every dataset in ``results`` by split name (``train.lmdb`` -> train)."""
-    from imagefolder_lmdb.run.split_document import split_document  # the reader (numpy) only when asked
+    from imagefolder_lmdb.work.split_document import split_document  # the reader (numpy) only when asked
 
     found = {}
     for path in sorted(glob.glob(os.path.join(glob.escape(results), "*.lmdb"))):

@@ -18,11 +18,11 @@ from imagefolder_lmdb.run.config_file import config_outputs, configfile_folders,
 from imagefolder_lmdb.run.launch import ConvertError, Interrupted, run_snakemake, snakemake_command
 from imagefolder_lmdb.run.outputs import SplitOutputs, outputs_of
 from imagefolder_lmdb.run.overwrite import put_back, set_aside
-from imagefolder_lmdb.run.paths import RunPaths
+from imagefolder_lmdb.work.paths import RunPaths
 from imagefolder_lmdb.writing.hold_points import hold_point
 
 if TYPE_CHECKING:
-    from imagefolder_lmdb.run.plan import ConvertRequest
+    from imagefolder_lmdb.run.request import ConvertRequest
 
 PathLike = str | os.PathLike[str]
 
@@ -161,7 +161,7 @@ def progress_runs(run: Run) -> list[tuple[Any, list[str]]]:
 
 def show_existing(run: Run) -> None:
     """Nothing to convert: the summary of what OUTDIR holds, and its paths."""
-    from imagefolder_lmdb.run.summary import summary_lines
+    from imagefolder_lmdb.board.summary import summary_lines
 
     config = cast("dict[str, Any]", run.config)  # a planned run's config
     verb = "is" if len(run.outputs) == 1 else "are"

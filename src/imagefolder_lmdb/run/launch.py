@@ -20,6 +20,13 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any, TextIO
 
+from imagefolder_lmdb.board.plugin_environment import (
+    ERROR_FILE_VARIABLE,
+    INTERRUPT_FILE_VARIABLE,
+    PARENT_VARIABLE,
+    PLUGIN,
+    TERMINAL_VARIABLE,
+)
 from imagefolder_lmdb.run.ownership import TEMPORARY_FOLDER, clear_temporaries, inherited_lock_fds, lock_environment
 from imagefolder_lmdb.run.shared_temporaries import shared_temporary_folder
 from imagefolder_lmdb.run.workflow_folder import workflow_folder
@@ -29,18 +36,6 @@ WORKFLOW = workflow_folder()
 SNAKEFILE = WORKFLOW / "Snakefile"
 #: Profiles shipped with the workflow: ``default`` (always applied) and ``slurm`` (``--profile slurm``).
 PROFILES = WORKFLOW / "profiles"
-#: The logger plugin (``snakemake_logger_plugin_imagefolder_lmdb``) as ``--logger`` names it.
-PLUGIN = "imagefolder-lmdb"
-#: Set for the plugin: where its closing lines go (this process shows them, once).
-ERROR_FILE_VARIABLE = "IMAGEFOLDER_LMDB_ERROR_FILE"
-#: Set for the plugin: where the closing lines of an interrupted run go (this process names the
-#: signal it got there first).
-INTERRUPT_FILE_VARIABLE = "IMAGEFOLDER_LMDB_INTERRUPT_FILE"
-#: Set for the plugin: this process's id. Snakemake runs in a process group of its own, which a kill
-#: of this process (or of its group) does not reach: the plugin stops the run once its parent is gone.
-PARENT_VARIABLE = "IMAGEFOLDER_LMDB_PARENT"
-#: Set for the plugin: "1" where this process's stderr is a terminal (the plugin's is a pipe to it).
-TERMINAL_VARIABLE = "IMAGEFOLDER_LMDB_TERMINAL"
 #: Lines Snakemake prints before its logger exists, shown only with ``verbose``.
 CHATTER = (b"Using workflow specific profile ", b"Using profiles ", b"Using profile ")
 #: A run's temporary folder inside the work folder's ``.temporary`` (which only its owner clears).
@@ -199,7 +194,7 @@ class Interrupted(KeyboardInterrupt):
 
 def interruption_fallback(runs: Sequence[tuple[Any, list[str]]], signum: int) -> list[str]:
     """The closing lines from the work folder's files, where Snakemake's logger left none."""
-    from imagefolder_lmdb.run.progress import interruption_lines, states_from_files
+    from imagefolder_lmdb.board.progress import interruption_lines, states_from_files
 
     return interruption_lines(states_from_files(list(runs)), signal.Signals(signum).name)
 

@@ -19,10 +19,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from imagefolder_lmdb.board.label_origin import same_contents
 from imagefolder_lmdb.classes.lists import is_shipped, shipped_path
 from imagefolder_lmdb.classes.plan import ClassPlan, ClassSource
-from imagefolder_lmdb.run.label_origin import same_contents
-from imagefolder_lmdb.run.paths import RunPaths
 from imagefolder_lmdb.sources import input_files, kind_of_layout, kind_recipe
 from imagefolder_lmdb.sources.label_files.rules import LABEL_RULE, classes_read_differently, read_differently
 from imagefolder_lmdb.sources.label_files.settings import METADATA, LabelsFrom
@@ -31,6 +30,7 @@ from imagefolder_lmdb.sources.listing_options import ListingOptions
 from imagefolder_lmdb.sources.source_files import SourceFilesError
 from imagefolder_lmdb.sources.source_record import SourceRecord, file_digest, record_files, record_folder
 from imagefolder_lmdb.sources.tree import find_classes
+from imagefolder_lmdb.work.paths import RunPaths
 from imagefolder_lmdb.writing.atomic import write_json_atomic
 
 #: The meta document's key, and the version of what it holds.
@@ -311,7 +311,7 @@ def groups_in_words(groups: list[str]) -> str:
 
 def split_verdicts(config: dict[str, Any], plan: ClassPlan) -> dict[str, Verdict]:
     """Each split of a checked config against its dataset in ``config["results"]``."""
-    from imagefolder_lmdb.run.split_document import split_document
+    from imagefolder_lmdb.work.split_document import split_document
 
     paths = RunPaths(config["results"], config["work"])
     verdicts = {}

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """What a conversion produces: each split's final files (``SplitOutputs``, which ``convert()``
-returns), named by run/paths.py."""
+returns), named by work/paths.py."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from imagefolder_lmdb.run.paths import RunPaths
+from imagefolder_lmdb.work.paths import RunPaths
 
 
 @dataclass(frozen=True)

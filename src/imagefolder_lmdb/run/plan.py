@@ -35,42 +35,21 @@ from imagefolder_lmdb.run.existing import (
 )
 from imagefolder_lmdb.run.made_from import Verdict, changed_lines, split_verdicts, write_made_from
 from imagefolder_lmdb.run.ownership import clear_temporaries, own_outdir
-from imagefolder_lmdb.run.paths import RunPaths
 from imagefolder_lmdb.run.places import mixed_places
+from imagefolder_lmdb.run.request import PROFILE_CORES, ConvertRequest
 from imagefolder_lmdb.run.split_labels import SplitLabelsError, split_label_settings
 from imagefolder_lmdb.sources.base import CountMismatchError
 from imagefolder_lmdb.sources.label_files.settings import METADATA
 from imagefolder_lmdb.sources.missing_paths import missing_path_hint, taken_from
 from imagefolder_lmdb.sources.splits import SPLIT_NAMES, SplitsError, find_splits
+from imagefolder_lmdb.work.paths import RunPaths
 from imagefolder_lmdb.writing.added_records import AddedImageError
 from imagefolder_lmdb.writing.hold_points import hold_point
 from imagefolder_lmdb.writing.revisions import RevisionConflictError
 
-#: ``ConvertRequest.cores`` of a run with a profile and no --cores: the cores are the cluster's.
-PROFILE_CORES = "profile"
-
 
 class PlanError(ValueError):
     """The command cannot run as given; the message is the line to show (the fix included)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class ConvertRequest:
-    """What a conversion of SOURCE into OUTDIR asks for: made once per call, by ``command_request``
-    (src/imagefolder_lmdb/run/request.py) from the command line's arguments or ``convert()``'s keywords."""
-
-    source: str | list[str]
-    outdir: str
-    split: str | None = None  # None: every split SOURCE holds, else the one its folder is named after, or train
-    layout: str = "imagefolder"
-    splits: Sequence[str] = ()  # --splits: the split folders to convert
-    work: str | None = None
-    settings: Sequence[Setting] = ()
-    overwrite: bool = False
-    classes_from: str | None = None
-    cli: bool = True  # messages name flags (--overwrite) rather than convert()'s parameters
-    cores: int | str | None = None  # --cores, which the shard count follows (None: all; PROFILE_CORES)
-    dry_run: bool = False  # -- --dry-run: planned, nothing written (run/dry_run.py)
 
 
 @dataclass

@@ -1,12 +1,11 @@
 # SPDX-License-Identifier: MIT
-"""What the user asked ``convert`` for, made into a ``ConvertRequest`` (run/plan.py plans it) the
-same way from the command line's arguments (cli.py) and ``convert()``'s keywords (convert.py): the
+"""What the user asked ``convert`` for, as one ``ConvertRequest`` (run/plan.py plans it) made the same
+way from the command line's arguments (cli.py) and ``convert()``'s keywords (convert.py): the
 arguments, the settings, the Snakemake options, and the choices of ``--layout``."""
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -17,56 +16,62 @@ from imagefolder_lmdb.run.launch import PROFILES, WORKFLOW, ConvertError
 
 if TYPE_CHECKING:
     from imagefolder_lmdb.config.settings import Setting
-    from imagefolder_lmdb.run.plan import ConvertRequest
 
 PathLike = str | os.PathLike[str]
 
 
+#: ``ConvertRequest.cores`` of a run with a profile and no --cores: the cores are the cluster's.
+PROFILE_CORES = "profile"
+
+
 @dataclass(frozen=True, kw_only=True)
-class ConvertArguments:
-    """The arguments of a SOURCE OUTDIR conversion as the user gave them: named as both the command
-    line's options and ``convert()``'s parameters are (``--classes-from``, ``classes_from=``)."""
+class ConvertRequest:
+    """What a conversion of SOURCE into OUTDIR asks for (run/plan.py plans it): made once per call, by
+    ``command_request`` from the command line's arguments or ``convert()``'s keywords."""
 
-    source: PathLike | Sequence[PathLike] | None
-    outdir: PathLike | None
-    split: str | None = None
-    layout: str = "imagefolder"
-    splits: Sequence[str] = ()
-    work: PathLike | None = None
-    cores: int | str | None = None
-    profile: str | None = None
+    source: str | list[str]
+    outdir: str
+    split: str | None = None  # None: every split SOURCE holds, else the one its folder is named after, or train
+    layout: str = "imagefolder"  # sources/layouts.py DEFAULT_LAYOUT (sources/ loads numpy: not imported here)
+    splits: Sequence[str] = ()  # --splits: the split folders to convert
+    work: str | None = None
+    cores: int | str | None = None  # --cores, which the shard count follows (None: all; PROFILE_CORES)
+    profile: str | None = None  # --profile: a shipped profile's name (slurm) or a folder
     overwrite: bool = False
-    classes_from: PathLike | None = None
-
-    @classmethod
-    def from_keywords(cls, keywords: Mapping[str, Any]) -> ConvertArguments:
-        """The arguments found by name in ``keywords`` (``convert()``'s parameters; the command
-        line's namespace, its ``--splits`` made a list); the others there are not a request's."""
-        return cls(**{field.name: keywords[field.name] for field in dataclasses.fields(cls)})
+    classes_from: str | None = None
+    settings: Sequence[Setting] = ()  # the flags', --set's or config='s settings, in order (a later one wins)
+    cli: bool = True  # messages name flags (--overwrite) rather than convert()'s parameters
+    dry_run: bool = False  # -- --dry-run: planned, nothing written (run/dry_run.py)
 
 
-def command_request(arguments: ConvertArguments, settings: Sequence[Setting], cli: bool) -> ConvertRequest | None:
-    """What ``convert SOURCE OUTDIR`` asks for, a ConvertRequest, made once per call: the paths as
-    strings, the cores a profile's cluster's where --cores is not given (``cli``: its messages name
-    flags, else ``convert()``'s parameters). None without SOURCE and OUTDIR (a config file's run)."""
-    from imagefolder_lmdb.run.plan import PROFILE_CORES, ConvertRequest
+#: The request's arguments as the user gave them, found by name: both the command line's options and
+#: ``convert()``'s parameters are named so (``--classes-from``, ``classes_from=``).
+ARGUMENTS = ("source", "outdir", "split", "layout", "splits", "work", "cores", "profile", "overwrite", "classes_from")
 
-    source, outdir, cores = arguments.source, arguments.outdir, arguments.cores
+
+def command_request(keywords: Mapping[str, Any], settings: Sequence[Setting], cli: bool) -> ConvertRequest | None:
+    """What ``convert SOURCE OUTDIR`` asks for, made once per call from ``keywords`` (``convert()``'s
+    parameters; the command line's namespace, its ``--splits`` made a list), its ARGUMENTS found there by
+    name: the paths as strings, the cores a profile's cluster's where --cores is not given (``cli``: its
+    messages name flags, else ``convert()``'s parameters). None without SOURCE and OUTDIR (a config
+    file's run)."""
+    source, outdir, cores, profile = (keywords[name] for name in ("source", "outdir", "cores", "profile"))
     if source is None or outdir is None:
         return None
-    given = os.fspath(source) if isinstance(source, str | os.PathLike) else [os.fspath(p) for p in source]
+    work, classes_from = keywords["work"], keywords["classes_from"]
     return ConvertRequest(
-        source=given,
+        source=os.fspath(source) if isinstance(source, str | os.PathLike) else [os.fspath(p) for p in source],
         outdir=os.fspath(outdir),
-        split=arguments.split,
-        layout=arguments.layout,
-        splits=tuple(arguments.splits),
-        work=None if arguments.work is None else os.fspath(arguments.work),
+        split=keywords["split"],
+        layout=keywords["layout"],
+        splits=tuple(keywords["splits"]),
+        work=None if work is None else os.fspath(work),
+        cores=PROFILE_CORES if cores is None and profile is not None else cores,
+        profile=profile,
+        overwrite=keywords["overwrite"],
+        classes_from=None if classes_from is None else os.fspath(classes_from),
         settings=tuple(settings),
-        overwrite=arguments.overwrite,
-        classes_from=None if arguments.classes_from is None else os.fspath(arguments.classes_from),
         cli=cli,
-        cores=PROFILE_CORES if cores is None and arguments.profile is not None else cores,
     )
 
 

@@ -15,13 +15,13 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, TextIO
 
+from imagefolder_lmdb.board.rule_runner import progress_kwargs, run_rule
 from imagefolder_lmdb.classes.lists import ClassList, is_dataset, missing_from_source
 from imagefolder_lmdb.classes.plan import ClassSource
 from imagefolder_lmdb.config.shards import too_many_shards
 from imagefolder_lmdb.config.step_settings import CountSettings
 from imagefolder_lmdb.run.made_from import CHANGED_GROUPS
 from imagefolder_lmdb.run.read_once import check_files_read, check_settings_read
-from imagefolder_lmdb.run.rule_runner import progress_kwargs, run_rule
 from imagefolder_lmdb.sources import layout_hint, source_of_kind, work_file_options
 from imagefolder_lmdb.sources.base import CountMismatchError, Labels, Listing
 from imagefolder_lmdb.sources.folder import FolderSource

@@ -15,9 +15,9 @@ import logging
 from functools import partial
 from typing import Any, TextIO
 
+from imagefolder_lmdb.board.rule_runner import run_rule
 from imagefolder_lmdb.config.step_settings import WriteMetaSettings
 from imagefolder_lmdb.reader import Meta, record_key
-from imagefolder_lmdb.run.rule_runner import run_rule
 from imagefolder_lmdb.steps.merge import MergeError
 from imagefolder_lmdb.steps.write_meta import build_meta, place_with_meta, recorded_made_from
 from imagefolder_lmdb.work.files import ShardReport, read_counts, read_manifest_header, read_shard_report

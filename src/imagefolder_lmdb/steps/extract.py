@@ -14,8 +14,8 @@ import sys
 from functools import partial
 from typing import Any, TextIO
 
+from imagefolder_lmdb.board.rule_runner import progress_kwargs, run_rule
 from imagefolder_lmdb.config.step_settings import ExtractSettings
-from imagefolder_lmdb.run.rule_runner import progress_kwargs, run_rule
 from imagefolder_lmdb.sources import claiming_source, work_file_options
 from imagefolder_lmdb.sources.archive_members import copy_member
 from imagefolder_lmdb.sources.base import Request

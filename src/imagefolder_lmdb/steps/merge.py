@@ -29,9 +29,9 @@ from typing import Any, TextIO
 
 from tqdm import tqdm
 
+from imagefolder_lmdb.board.rule_runner import progress_kwargs, run_rule
 from imagefolder_lmdb.config.step_settings import MergeSettings
 from imagefolder_lmdb.reader import checksum, record_key
-from imagefolder_lmdb.run.rule_runner import progress_kwargs, run_rule
 from imagefolder_lmdb.sources import open_sample_reader
 from imagefolder_lmdb.sources.base import SampleReader
 from imagefolder_lmdb.work.files import (

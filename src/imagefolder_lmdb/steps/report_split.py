@@ -7,7 +7,7 @@ import os
 from functools import partial
 from typing import Any, TextIO
 
-from imagefolder_lmdb.run.rule_runner import run_rule
+from imagefolder_lmdb.board.rule_runner import run_rule
 from imagefolder_lmdb.verify.class_histogram import (  # noqa: F401 - the rule's, and named here for the tests
     HEIGHT,
     LABEL_BAND,

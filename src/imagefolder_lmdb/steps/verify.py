@@ -10,7 +10,7 @@ import sys
 from functools import partial
 from typing import Any, TextIO
 
-from imagefolder_lmdb.run.rule_runner import run_rule
+from imagefolder_lmdb.board.rule_runner import run_rule
 from imagefolder_lmdb.verify.command import main, summary_line, verify, write_report
 from imagefolder_lmdb.verify.contact_sheet import contact_sheet
 from imagefolder_lmdb.writing.hold_points import hold_point

@@ -21,6 +21,7 @@ from typing import Any, TextIO
 import lmdb
 import numpy as np
 
+from imagefolder_lmdb.board.rule_runner import run_rule
 from imagefolder_lmdb.classes.lists import wordnet_words
 from imagefolder_lmdb.config.step_settings import WriteMetaSettings
 from imagefolder_lmdb.reader import LOCATION_DTYPE, META_KEYS, Meta, encode_meta
@@ -28,7 +29,6 @@ from imagefolder_lmdb.reader.format_targets import FieldColumn
 from imagefolder_lmdb.reader.format_unlabelled import UNLABELLED
 from imagefolder_lmdb.run.made_from import CHANGED_GROUPS
 from imagefolder_lmdb.run.made_from import KEY as MADE_FROM_KEY
-from imagefolder_lmdb.run.rule_runner import run_rule
 from imagefolder_lmdb.sources import files_in_place
 from imagefolder_lmdb.work.files import (
     CountsReport,

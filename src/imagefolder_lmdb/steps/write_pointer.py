@@ -15,9 +15,9 @@ import os
 from functools import partial
 from typing import Any, TextIO
 
+from imagefolder_lmdb.board.rule_runner import run_rule
 from imagefolder_lmdb.config.step_settings import MergeSettings
 from imagefolder_lmdb.reader import META_KEYS
-from imagefolder_lmdb.run.rule_runner import run_rule
 from imagefolder_lmdb.steps.merge import MergeError, check_enough_stored
 from imagefolder_lmdb.work.files import ShardReport, read_manifest_header
 from imagefolder_lmdb.writing.first_revision import first_revision

@@ -1,6 +1,6 @@
 """The files the rules pass to each other, as types: one writer and one reader for each.
 
-    file (run/paths.py)            type                      written by     read by
+    file (work/paths.py)           type                      written by     read by
     source/source.json             SourceDescription         extract        count_check
     source/members.jsonl           Member rows               extract        count_check
     manifest.jsonl                 ManifestHeader + Sample   count_check    encode_shard, merge, write_meta

@@ -1,4 +1,4 @@
-"""Snakemake's own words that the logger plugin (run/logger_plugin.py) matches, in one place, with the
+"""Snakemake's own words that the logger plugin (board/logger_plugin.py) matches, in one place, with the
 release they were read from. Snakemake has no structured event for these, so its English is the
 interface; tests/workflow/test_snakemake_words.py runs the pinned Snakemake to produce each one (an
 interruption, a failed job, a finished job, "Nothing to be done") and checks it is still recognised.

@@ -10,9 +10,9 @@ import json
 import os
 from typing import Any
 
+from imagefolder_lmdb.board.rule_table import TIMED_RULES, WorkflowRule
 from imagefolder_lmdb.printable import printable
-from imagefolder_lmdb.run.paths import RunPaths
-from imagefolder_lmdb.run.rule_table import TIMED_RULES, WorkflowRule
+from imagefolder_lmdb.work.paths import RunPaths
 
 
 def counted(number: int, noun: str) -> str:
@@ -57,10 +57,10 @@ def class_list_line(report: dict[str, Any], paths: RunPaths, split: str) -> list
 
 
 def labels_lines(dataset: str) -> list[str]:
-    """Where the split's labels came from (a label file and its columns: run/label_origin.py), and
+    """Where the split's labels came from (a label file and its columns: board/label_origin.py), and
     that a split without labels has none; nothing for class folders."""
+    from imagefolder_lmdb.board.label_origin import origin_lines
     from imagefolder_lmdb.reader.document import read_document
-    from imagefolder_lmdb.run.label_origin import origin_lines
 
     document = read_document(dataset) or {}
     if document.get("label_kind") == "none":
@@ -112,7 +112,7 @@ def data_files_words(report: dict[str, Any]) -> str:
 
 def encoding_time(paths: RunPaths, split: str) -> float:
     """Seconds the split's encode jobs spent encoding, summed over the jobs (0.0 without their files)."""
-    from imagefolder_lmdb.run.progress import PROGRESS_SUFFIX, read_progress
+    from imagefolder_lmdb.board.progress import PROGRESS_SUFFIX, read_progress
 
     folder = os.path.dirname(paths.part_report(split, "x"))
     states = [read_progress(path) for path in glob.glob(os.path.join(glob.escape(folder), f"*{PROGRESS_SUFFIX}"))]
@@ -125,7 +125,7 @@ def unverified_summary(name: str, paths: RunPaths) -> list[str]:
     dataset = paths.dataset(name)
     if not os.path.exists(dataset):
         return [f"{name}: not built"]
-    from imagefolder_lmdb.run.split_document import split_document
+    from imagefolder_lmdb.work.split_document import split_document
 
     document = split_document(dataset) or {}
     counts = f"{counted(document.get('length', 0), 'image')}, {counted(len(document.get('classes', [])), 'class')}, "
@@ -235,7 +235,7 @@ def summary_lines(config: dict[str, Any], elapsed_seconds: float | None = None) 
 def up_to_date_lines() -> list[str]:
     """A run that found nothing to do (Snakemake then skips the workflow's onsuccess, which prints
     the summary): the summary of every registered split's outputs, as they are."""
-    from imagefolder_lmdb.run.progress import REGISTERED
+    from imagefolder_lmdb.board.progress import REGISTERED
 
     lines = ["Nothing to be done: every output is up to date.", ""]
     for paths, names in REGISTERED:

@@ -6,7 +6,7 @@ Snakemake finds it as the top-level package ``snakemake_logger_plugin_imagefolde
 re-exports :class:`LogHandler`): ``snakemake --logger imagefolder-lmdb ...``; ``imagefolder-lmdb
 convert`` selects it unless ``--verbose``. A dry run shows Snakemake's own lines, as without it.
 
-A failing job's own message comes from its step (src/imagefolder_lmdb/run/rule_runner.py), which,
+A failing job's own message comes from its step (src/imagefolder_lmdb/board/rule_runner.py), which,
 when this plugin runs the show (``IMAGEFOLDER_LMDB_MESSAGES`` in the jobs' environment), writes it
 to ``<its log>.message`` instead of the terminal; Snakemake's internals (the rule's temp script,
 ``CalledProcessError``, ``WorkflowError``) are left out. Where ``IMAGEFOLDER_LMDB_ERROR_FILE`` is
@@ -14,7 +14,7 @@ set (by ``imagefolder_lmdb.convert``), the closing lines go to that file for the
 (or raise as ``ConvertError``) instead of to stderr.
 
 An interrupted run (Ctrl-C, SIGINT to Snakemake, SIGTERM, which Snakemake answers by letting its
-running jobs end) ends with the lines of :func:`imagefolder_lmdb.run.progress.interruption_lines`
+running jobs end) ends with the lines of :func:`imagefolder_lmdb.board.progress.interruption_lines`
 instead: how far each split got and that the same command goes on from there; the jobs it stopped
 are not failures (a step stopped by SIGINT leaves ``INTERRUPTED_MESSAGE`` as its message). Where
 ``IMAGEFOLDER_LMDB_INTERRUPT_FILE`` is set, those lines go to that file.
@@ -34,15 +34,15 @@ from typing import Any
 
 from snakemake_interface_logger_plugins.base import LogHandlerBase
 
-from imagefolder_lmdb.run import progress as progress_board
-from imagefolder_lmdb.run.launch import (
+from imagefolder_lmdb.board import progress as progress_board
+from imagefolder_lmdb.board.plugin_environment import (
     ERROR_FILE_VARIABLE,
     INTERRUPT_FILE_VARIABLE,
     PARENT_VARIABLE,
     TERMINAL_VARIABLE,
 )
-from imagefolder_lmdb.run.rule_runner import INTERRUPTED_MESSAGE
-from imagefolder_lmdb.run.snakemake_words import (
+from imagefolder_lmdb.board.rule_runner import INTERRUPTED_MESSAGE
+from imagefolder_lmdb.board.snakemake_words import (
     COMPLETE_LOGS,
     INTERNAL_LINE,
     NOTHING_TO_BE_DONE,
@@ -50,7 +50,7 @@ from imagefolder_lmdb.run.snakemake_words import (
     finished_rule,
     stop_signal,
 )
-from imagefolder_lmdb.run.summary import up_to_date_lines
+from imagefolder_lmdb.board.summary import up_to_date_lines
 
 #: Set in the jobs' environment: a failing step writes its message beside its log, not to stderr.
 MESSAGES_VARIABLE = "IMAGEFOLDER_LMDB_MESSAGES"

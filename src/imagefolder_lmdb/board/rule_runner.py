@@ -66,7 +66,7 @@ def run_rule(main: Callable[[Any, TextIO], None], smk: Any) -> None:
 def stopped(log_path: str | None) -> None:
     """SIGINT (Ctrl-C, or imagefolder-lmdb convert stopping the run): no traceback, the true count
     of images done for the closing lines, and the mark that says interrupted rather than failed."""
-    from imagefolder_lmdb.run.progress import flush_progress
+    from imagefolder_lmdb.board.progress import flush_progress
 
     flush_progress()
     log.info("interrupted (SIGINT): the same command goes on from here")

@@ -20,8 +20,8 @@ import time
 from dataclasses import dataclass, field
 from typing import NamedTuple, TextIO
 
-from imagefolder_lmdb.run.paths import RunPaths
-from imagefolder_lmdb.run.rule_table import RULES
+from imagefolder_lmdb.board.rule_table import RULES
+from imagefolder_lmdb.work.paths import RunPaths
 
 #: What an encode job's progress file is called, beside its shard report ``parts/{shard}.json``.
 PROGRESS_SUFFIX = ".progress"
@@ -30,7 +30,7 @@ WRITE_INTERVAL = 1.0
 #: Seconds between redraws on a terminal, and between plain lines elsewhere; an unchanged plain line
 #: is printed again only after HEARTBEAT_INTERVAL (a log shows the run is alive, without a line every 5 s).
 TERMINAL_INTERVAL, PLAIN_INTERVAL, HEARTBEAT_INTERVAL = 0.5, 5.0, 60.0
-#: The step a rule's job puts its split at, as the display names it (run/rule_table.py).
+#: The step a rule's job puts its split at, as the display names it (board/rule_table.py).
 STAGES = {rule.name: rule.stage for rule in RULES}
 
 
