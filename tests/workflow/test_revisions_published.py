@@ -3,11 +3,12 @@ session's SeaweedFS: ``convert SRC s3://…`` on a changed source publishes only
 the pointer (the published single file moved beside it by a server-side copy), computed against the
 PUBLISHED pointer (a cleared local cache too); ``LMDBDataset(s3://…)`` reads the current revision,
 keeps the one it opened across a change and DataLoader workers, opens ``revision=1``, and names a
-gc'd data file in one line; two publishers racing: one wins, the other stops in one line and its
-rerun builds on the winner's revision; SeaweedFS honours If-Match on PUT."""
+gc'd data file in one line, over http(s) too (never written); two publishers racing: one wins, the
+other stops in one line and its rerun builds on the winner's revision; SeaweedFS honours If-Match."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -24,6 +25,7 @@ from torchvision.datasets import ImageFolder
 from imagefolder_lmdb.reader import LMDBReader
 from imagefolder_lmdb.reader.revisions import MissingDataFileError
 from support import BIN
+from support.http_range import RangeServer
 from support.interrupting import StartedCommands
 from support.label_trees import write_images
 from support.seaweed import Seaweed
@@ -68,7 +70,7 @@ def add_image(tree: Path, path: str, like: str) -> None:
 
 
 def test_a_change_publishes_its_data_file_and_pointer_and_readers_keep_their_revision(
-    s3_env: Seaweed, tmp_path: Path
+    s3_env: Seaweed, range_server: RangeServer, tmp_path: Path
 ) -> None:
     tree, cache, prefix = tree_of(tmp_path / "tree"), tmp_path / "cache", f"s3://rev-{uuid.uuid4().hex[:8]}/data"
     s3_env.put(prefix.removeprefix("s3://").split("/")[0], "probe", b"")
@@ -97,6 +99,18 @@ def test_a_change_publishes_its_data_file_and_pointer_and_readers_keep_their_rev
     loader = DataLoader(pinned, batch_size=4, num_workers=2, collate_fn=lambda batch: batch)
     assert [target for batch in loader for _, target in batch] == [target for _, target in before]
     assert len(LMDBReader(url, revision=1)) == 8
+    verified = subprocess.run([str(BIN / "imagefolder-lmdb"), "verify", url], capture_output=True, text=True)
+    assert verified.returncode == 0 and verified.stdout.startswith(f"OK {url}: 10 images"), verified.stderr
+    info = subprocess.run([str(BIN / "imagefolder-lmdb"), "info", url, "--json"], capture_output=True, text=True)
+    assert json.loads(info.stdout)["revision"] == 3, info.stderr
+
+    local = next(cache.rglob("train.lmdb"))  # the same split over http(s): read, never written
+    for path in [local, *sorted(Path(f"{local}.d").iterdir())]:
+        range_server.put(f"web/{path.relative_to(local.parent)}", path.read_bytes())
+    over_http = LMDBReader(f"{range_server.url}/web/train.lmdb")
+    assert over_http.revision == 3 and over_http.samples == LMDBReader(url).samples
+    current = LMDBReader(url)
+    assert [over_http.get_bytes(i) for i in range(len(current))] == [current.get_bytes(i) for i in range(len(current))]
 
     newest = LMDBReader(url)._records.files[-1].url  # type: ignore[attr-defined]
     urllib.request.urlopen(
@@ -122,6 +136,7 @@ def test_two_publishers_racing_one_wins_the_other_stops_in_one_line(
     s3_env.put(prefix.removeprefix("s3://").split("/")[0], "probe", b"")
     url = f"{prefix}/train.lmdb"
     converted(tree, prefix, tmp_path / "cache-a")
+    shutil.copytree(tmp_path / "cache-a", tmp_path / "cache-b")  # a second machine that converted it too
     add_image(tree, "cat/7.jpg", "dog/2.jpg")  # their change; the same source, as on two machines
 
     marker = tmp_path / "held"  # the loser has read the pointer and holds before its data file's upload completes
@@ -135,8 +150,8 @@ def test_two_publishers_racing_one_wins_the_other_stops_in_one_line(
     assert "revision 2 published" in converted(tree, prefix, tmp_path / "cache-a")
     ours = ImageFolder(str(tree)).samples
     marker.unlink()
-    _, errors = loser.communicate(timeout=120)
-    assert loser.returncode == 1
+    output, errors = loser.communicate(timeout=120)
+    assert loser.returncode == 1, output + errors
     stopped = [line for line in errors.splitlines() if line.startswith("imagefolder-lmdb convert:")]
     assert len(stopped) == 1 and "another publisher replaced it while this one ran" in stopped[0], errors
     assert errors.strip().endswith(stopped[0]), errors  # its last line, no traceback
@@ -166,3 +181,9 @@ def test_seaweedfs_honours_if_match_and_if_none_match_on_put(s3_env: Seaweed) ->
         with pytest.raises(urllib.error.HTTPError, match="412"):
             _put(s3_env, f"{bucket}/p", b"three", **condition)
     assert urllib.request.urlopen(f"{s3_env.endpoint}/{bucket}/p", timeout=10).read() == b"two"
+
+
+def test_an_http_url_is_read_never_written(tmp_path: Path) -> None:
+    done = convert(tree_of(tmp_path / "tree"), "https://example.org/data", tmp_path / "cache")
+    assert done.returncode == 1
+    assert "an http(s) URL is read, never written: publish to s3://, gs:// or az://" in done.stderr

@@ -30,6 +30,12 @@ def url_outdir(
     check_snakemake()
     if not isinstance(outdir, str) or source is None or not is_url(outdir):
         return None, outdir, work
+    if outdir.lower().startswith(("http://", "https://")):  # a web server serves files; nothing writes to it here
+        raise ConvertError(
+            f"{outdir}: an http(s) URL is read, never written: publish to s3://, gs:// or az:// (then read the "
+            "split over https if the bucket serves it), or convert to a folder and copy it to the web server",
+            1,
+        )
     from imagefolder_lmdb.extras import installed, missing_extra
 
     if not installed("obstore"):

@@ -88,7 +88,7 @@ def published_state(url: str) -> PublishedState | None:
         return None
     try:
         values = read_values(url, RemoteSettings())
-    except (FormatError, ValueError):
+    except (FormatError, ValueError, OSError):  # not an LMDB (a short object too): not a dataset of ours
         return PublishedState(found.get("e_tag"), found.get("version"), None, None, None)
     pointer = pointer_of(values)
     if pointer is not None:

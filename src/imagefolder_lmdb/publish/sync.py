@@ -4,13 +4,15 @@
     python -m imagefolder_lmdb.publish.sync s3://bucket/prefix LOCAL_FOLDER
 
 A change is computed against the PUBLISHED split, not against whatever this machine converted last:
-for each split object directly under the prefix whose local copy differs (another machine published
-since, or the local folder was cleared), the published state is taken down into the local folder:
-for a pointer, each data file of its current revision the local data folder lacks, then the pointer
-(renamed into place last); for a single split file, the file. The same command then applies the change
-on it and publishes only the new data files and the pointer (publish/revisions.py). Taking a split
-down downloads its current revision's data files once per machine; an up-to-date folder downloads
-nothing (one ranged read of each object's meta).
+for each split of revisions directly under the prefix whose local copy differs (another machine
+published since, or the local folder was cleared), the published state is taken down into the local
+folder: each data file of its current revision the local data folder lacks, then the pointer (renamed
+into place last). A published single split file (a split never changed) is not: taking it down is
+downloading the whole split, before the settings are compared; its first change from a cleared folder
+is a conversion and an upload of the whole split, as before. On a split taken down the same command
+applies the change and publishes only the new data files and the pointer (publish/revisions.py).
+Taking a split down downloads its current revision's data files once per machine; an up-to-date folder
+downloads nothing (one ranged read of each object's meta).
 
 A process of its own, as the upload is: obstore never runs in ``convert``'s process (remote/client.py).
 Exit 0: done (a line per split taken down); 1: the problem on stderr.
@@ -29,22 +31,17 @@ from imagefolder_lmdb.remote.urls import RemoteSettings
 USAGE = "python -m imagefolder_lmdb.publish.sync s3://bucket/prefix LOCAL_FOLDER"
 
 
-def local_state(path: str) -> tuple[bytes | None, str | None]:
-    """The local split's pointer meta/json, or its single file's content id (both None: no split there)."""
-    from imagefolder_lmdb.reader.format import FormatError, decode_meta
-    from imagefolder_lmdb.reader.identity import content_id
-    from imagefolder_lmdb.reader.revisions import opened_env
+def local_pointer_json(path: str) -> bytes | None:
+    """The meta/json of the local split's pointer as stored (None: no split of revisions there)."""
+    from imagefolder_lmdb.reader.format import FormatError
 
     if not os.path.isfile(path):
-        return None, None
-    pointer = local_pointer(path)
-    if pointer is not None:
-        return pointer[1], None
+        return None
     try:
-        with opened_env(path).begin() as txn:
-            return None, content_id(decode_meta(txn, path))
+        found = local_pointer(path)
     except FormatError:
-        return None, None  # not a dataset of ours: the published one is taken
+        return None  # not a dataset of ours: the published one is taken
+    return None if found is None else found[1]
 
 
 def _download(url: str, path: str) -> int:
@@ -66,13 +63,11 @@ def take_down(url: str, path: str, state: PublishedState) -> str | None:
     """The published split at ``url`` made the local one at ``path`` if they differ; a line saying so."""
     from imagefolder_lmdb.remote.revisions import data_file_url
 
-    pointer_json, single = local_state(path)
     if state.pointer is None:
-        if state.single_file_id is None or single == state.single_file_id:
-            return None
-        size = _download(url, path)
-        return f"{url}: taken as the local {path} ({size / 1e6:,.1f} MB downloaded): a change is applied on it"
-    if pointer_json == state.pointer_json:
+        # a split never changed is not taken down: its download (the whole split) would come before the
+        # settings are compared, and a conversion not yet uploaded may lie here for --overwrite to upload
+        return None
+    if local_pointer_json(path) == state.pointer_json:
         return None
     current = next(entry for entry in state.pointer["revisions"] if entry["revision"] == state.pointer["revision"])
     size = 0

@@ -31,7 +31,7 @@ from imagefolder_lmdb.reader.revision_format import (
 from imagefolder_lmdb.reader.revisions import MissingDataFileError, NoTargets, composed_meta, missing_message
 
 from .cache import RecordCache
-from .opening import RemoteFile, RemoteValues, open_remote
+from .opening import RemoteFile, RemoteValues, open_remote, read_values
 from .problems import NoSuchObjectError
 from .records import RemoteRecords
 from .urls import RemoteSettings
@@ -77,6 +77,29 @@ def open_remote_revision(
     sources = [_records_of(file, settings, cache) for file in files]
     records = RemoteRevisionRecords(opened.order, sources)
     return Opened(records, meta.document, meta.classes, meta.paths, meta.targets(), meta, opened.number)
+
+
+@dataclass(frozen=True)
+class RemoteSplit:
+    """What ``info URL`` shows of a split object: a split file's meta, or a pointer's current revision's."""
+
+    size: int  # of the file, or of the revision's data files together
+    etag: str | None  # of the file or of the pointer
+    meta: Meta
+    revision: int | None
+
+
+def remote_split(url: str, settings: RemoteSettings) -> RemoteSplit:
+    """The meta of the split at ``url`` by ranged reads (no record read): a file's, or the current revision's."""
+    found = read_values(url, settings)
+    pointer = pointer_of(found)
+    if pointer is None:
+        remote = open_remote(url, settings, found)
+        return RemoteSplit(remote.size, remote.etag, remote.meta, None)
+    opened = decode_revision(found, entry_of(pointer, None, url), url)
+    files = [_opened_file(url, opened.number, file, settings) for file in opened.files]
+    meta = composed_meta(opened, [file.meta for file in files])
+    return RemoteSplit(sum(file.size for file in files), found.etag, meta, opened.number)
 
 
 def _opened_file(pointer: str, number: int, file: DataFile, settings: RemoteSettings) -> RemoteFile:
@@ -130,6 +153,22 @@ class RemoteRevisionRecords:
             for slot, (image, _) in zip(slots, part, strict=True):
                 batch[slot] = (image, targets[positions[slot]])
         return batch
+
+    @property
+    def size(self) -> int:
+        """The bytes of the revision's data files together (``verify``'s ``file_bytes``)."""
+        return sum(file.size or 0 for file in self.files)
+
+    def fetch(self, positions: list[int]) -> dict[int, bytes]:
+        """The stored bytes of ``positions``, unchecked (``verify`` checks them), each file's fetched together."""
+        wanted = np.asarray(positions, dtype=np.int64)
+        files, records = self.files_of[wanted], self.records_of[wanted]
+        found: dict[int, bytes] = {}
+        for index in np.unique(files).tolist():
+            slots = np.flatnonzero(files == index).tolist()
+            fetched = self.files[index].fetch(records[slots].tolist())
+            found.update({positions[slot]: fetched[int(records[slot])] for slot in slots})
+        return found
 
     def get_bytes(self, index: int, begin: Any) -> bytes:
         return self.files[int(self.files_of[index])].get_bytes(int(self.records_of[index]), begin)
