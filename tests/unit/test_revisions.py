@@ -183,8 +183,6 @@ def test_flatten_over_the_pointer_then_gc_leaves_one_file(changed: Path) -> None
     assert ds.samples == [("a/0.bin", 0), ("a/1.bin", 0), ("b/0.bin", 1), ("b/1.bin", 1)]
     collected = collect_garbage(str(changed))
     assert len(collected.removed) == 2 and not os.path.exists(f"{changed}.d")
-    with pytest.raises(ValueError, match=r"revision=2 is for a split of revisions read in place, not a URL"):
-        LMDBReader("s3://bucket/train.lmdb", revision=2)
 
 
 def test_a_relabelling_keeps_every_record_and_changes_the_labels(changed: Path) -> None:

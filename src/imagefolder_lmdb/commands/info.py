@@ -75,16 +75,17 @@ def read_remote(url: str) -> dict[str, Any]:
     """``read_dataset`` of an object: its meta by the ranged reads ``verify URL`` makes (no record read)."""
     from imagefolder_lmdb.reader import FormatError
     from imagefolder_lmdb.remote.client import allow_in_process
-    from imagefolder_lmdb.remote.opening import open_remote
+    from imagefolder_lmdb.remote.revisions import remote_split
     from imagefolder_lmdb.remote.urls import RemoteSettings, RemoteURLError, check_url
 
     allow_in_process()  # this command forks no workers: obstore may run in it
     try:
         check_url(url)
-        remote = open_remote(url, RemoteSettings())
+        remote = remote_split(url, RemoteSettings())  # a split file, or a pointer's current revision (issue 58)
     except (FormatError, OSError, RemoteURLError) as exc:
         raise InfoError(str(exc)) from None
-    return {"file": url, "file_bytes": remote.size, "etag": remote.etag, **counted(remote.meta)}
+    revision = {} if remote.revision is None else {"revision": remote.revision}
+    return {"file": url, "file_bytes": remote.size, "etag": remote.etag, **revision, **counted(remote.meta)}
 
 
 def counted(meta: Meta) -> dict[str, Any]:

@@ -30,6 +30,12 @@ def url_outdir(
     check_snakemake()
     if not isinstance(outdir, str) or source is None or not is_url(outdir):
         return None, outdir, work
+    if outdir.lower().startswith(("http://", "https://")):  # a web server serves files; nothing writes to it here
+        raise ConvertError(
+            f"{outdir}: an http(s) URL is read, never written: publish to s3://, gs:// or az:// (then read the "
+            "split over https if the bucket serves it), or convert to a folder and copy it to the web server",
+            1,
+        )
     from imagefolder_lmdb.extras import installed, missing_extra
 
     if not installed("obstore"):
@@ -39,9 +45,26 @@ def url_outdir(
     try:
         folder = local_folder(outdir, source, None if work is None else os.fspath(work))
         check_destination(outdir)  # a missing bucket or refused keys: said before converting
+        take_published(outdir, folder)  # a change is applied on what is published (issue 58, point 7)
     except (PublishError, ValueError) as exc:
         raise ConvertError(str(exc), 1) from None
     return outdir, folder, None
+
+
+def take_published(destination: str, folder: str) -> None:
+    """The splits published under ``destination`` taken into the local ``folder`` where it differs
+    (publish/sync.py), in a process of its own: obstore never runs in this one."""
+    import subprocess
+    import sys
+
+    from imagefolder_lmdb.publish.upload import PublishError
+
+    command = [sys.executable, "-m", "imagefolder_lmdb.publish.sync", destination, folder]
+    done = subprocess.run(command, stderr=subprocess.PIPE, text=True, check=False)
+    if done.returncode in (130, -2):  # the terminal's Ctrl-C reached it
+        raise KeyboardInterrupt
+    if done.returncode != 0:
+        raise PublishError(done.stderr.strip() or f"{destination}: taking the published splits down failed")
 
 
 def replaceable(run: Run, destination: str | None, overwrite: bool) -> tuple[Run, str | None]:

@@ -67,16 +67,29 @@ def existing(url: str) -> Found | None:
     """What is at ``url`` now (None: nothing), its meta read by ranged reads if it is ours (with or
     without record locations)."""
     from imagefolder_lmdb.reader import FormatError
-    from imagefolder_lmdb.remote.opening import read_meta
 
     found = head(url)
     if found is None:
         return None
     try:
-        document: dict[str, Any] | None = read_meta(url, RemoteSettings()).meta.document
+        document: dict[str, Any] | None = _published_document(url)
     except (FormatError, ValueError, OSError):
         document = None
     return Found(int(found["size"]), found.get("last_modified"), found.get("e_tag"), document)
+
+
+def _published_document(url: str) -> dict[str, Any]:
+    """The meta document of the dataset at ``url``: a split file's, or a pointer's current revision's."""
+    from imagefolder_lmdb.reader.format import decode_meta
+    from imagefolder_lmdb.reader.revision_format import decode_revision, entry_of
+    from imagefolder_lmdb.remote.opening import read_values
+    from imagefolder_lmdb.remote.revisions import pointer_of
+
+    values = read_values(url, RemoteSettings())
+    pointer = pointer_of(values)
+    if pointer is None:
+        return decode_meta(values, url).document
+    return decode_revision(values, entry_of(pointer, None, url), url).document
 
 
 def recorded_recipe(document: dict[str, Any]) -> dict[str, Any] | None:

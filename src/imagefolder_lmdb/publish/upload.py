@@ -36,6 +36,7 @@ from typing import Any
 
 from imagefolder_lmdb.publish.pending import UploadRecord, abort_recorded, obstore_note, others_note
 from imagefolder_lmdb.publish.replace_rule import STOPS, Found, PublishError, existing, head, replace_problem
+from imagefolder_lmdb.publish.revisions import RevisionsPublished, publish_revisions
 from imagefolder_lmdb.publish.s3_multipart import Credentials, S3Multipart, S3RequestError
 from imagefolder_lmdb.remote.urls import RemoteSettings, check_url, store_and_key
 from imagefolder_lmdb.writing.hold_points import hold_point
@@ -239,6 +240,16 @@ def publish(
     return Published(url, size, etag, seconds, max(1, -(-size // part_size(size))), checked)
 
 
+def publish_any(path: str, url: str, overwrite: bool, work: str | None) -> Published | RevisionsPublished | None:
+    """A split file published by ``publish``; a split of revisions (its pointer) by publish/revisions.py."""
+    from imagefolder_lmdb.reader.document import read_document
+    from imagefolder_lmdb.reader.revision_format import is_pointer_document
+
+    if is_pointer_document(read_document(path)):
+        return publish_revisions(path, url, lambda file, target: publish(file, target, True, work=work), overwrite)
+    return publish(path, url, overwrite, work=work)
+
+
 def _pending_lines(url: str, credentials: Credentials, record: UploadRecord) -> list[str]:
     """The upload an interrupted publish of ``url`` recorded, aborted; the key's others, named."""
     bucket, key = url.split("://", 1)[1].split("/", 1)
@@ -289,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     allow_in_process()  # a process of its own that forks nothing
     signal.signal(signal.SIGTERM, _interrupt)
     try:
-        done = publish(args.file, args.url, args.overwrite, work=args.work)
+        done = publish_any(args.file, args.url, args.overwrite, args.work)
     except KeyboardInterrupt:
         print(_interrupted_line(args.url, "interrupted"), file=sys.stderr)
         return 130

@@ -83,13 +83,14 @@ def _open_path(
     """``ds.path`` opened: a file in place, or a URL (s3://, gs://, az://, http(s)://) through
     imagefolder_lmdb.remote (the [remote] extra), reading records by ranged requests."""
     if is_url(ds.path):
-        if revision is not None:  # issue 58: revisions are read in place so far
-            raise ValueError(f"revision={revision} is for a split of revisions read in place, not a URL ({ds.path})")
         if ds.lock:  # LMDB's lock file and reader table live beside a file, never beside an object
             raise ValueError(f"lock=True is for a file read in place; {ds.path} is read by ranged requests")
 
         # the [remote] extra's opener, registered from above (reader/url_openers.py): no import up
-        return url_opener(ds.path)(ds.path, max_in_flight, cache_dir, cache_bytes)
+        opener = url_opener(ds.path)
+        if revision is None:  # an opener of before issue 58 takes no revision
+            return opener(ds.path, max_in_flight, cache_dir, cache_bytes)
+        return opener(ds.path, max_in_flight, cache_dir, cache_bytes, revision)
     if cache_dir is not None:
         raise ValueError(f"cache_dir is for datasets read from a URL; {ds.path} is read in place")
     forget_if_replaced(ds.path)

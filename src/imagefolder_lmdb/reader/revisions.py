@@ -185,8 +185,9 @@ def composed_meta(revision: Revision, metas: Sequence[Meta | None]) -> Meta:
     )
 
 
-class _NoTargets(Sequence[Any]):
-    """The targets handed to a data file's source: the revision's own replace them (see RevisionRecords.read)."""
+class NoTargets(Sequence[Any]):
+    """The targets handed to a data file's source: the revision's own replace them (see RevisionRecords.read;
+    a URL's revision too: remote/revisions.py)."""
 
     def __getitem__(self, index: Any) -> Any:
         return None
@@ -248,7 +249,7 @@ class RevisionRecords:
         """Decoded images and targets of ``positions``, each data file's records read together."""
         if len(positions) == 1:  # ds[i]: spared the array work of a batch
             source, begin_file = self._source(self.files_of.item(positions[0]))
-            image = source.read([self.records_of.item(positions[0])], decode, begin_file, _NoTargets())[0][0]
+            image = source.read([self.records_of.item(positions[0])], decode, begin_file, NoTargets())[0][0]
             return [(image, targets[positions[0]])]
         wanted = np.asarray(positions, dtype=np.int64)
         files, records = self.files_of[wanted], self.records_of[wanted]
@@ -256,7 +257,7 @@ class RevisionRecords:
         for index in np.unique(files).tolist():
             slots = np.flatnonzero(files == index).tolist()
             source, begin_file = self._source(index)
-            part = source.read(records[slots].tolist(), decode, begin_file, _NoTargets())
+            part = source.read(records[slots].tolist(), decode, begin_file, NoTargets())
             for slot, (image, _) in zip(slots, part, strict=True):
                 batch[slot] = (image, targets[positions[slot]])
         return batch

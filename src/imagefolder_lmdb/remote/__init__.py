@@ -14,7 +14,9 @@ is one ranged GET, never a walk of LMDB's B-tree. The modules:
 - ``opening``: the meta and the record locations, fetched with the few ranged reads the path from
   LMDB's root to the meta keys takes;
 - ``records``: the record source of a remote dataset (a batch's ranges merged and fetched at once,
-  every record checked against its CRC-32), and ``cache``: the records fetched, kept on local disk.
+  every record checked against its CRC-32), and ``cache``: the records fetched, kept on local disk;
+- ``revisions``: a split of revisions (docs/FORMAT.md, version 5): its pointer read once, the revision's
+  data files opened by content id and read as above (issue 58).
 """
 
 from __future__ import annotations

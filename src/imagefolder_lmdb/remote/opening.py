@@ -118,20 +118,13 @@ def _holding(keys: list[bytes]) -> Callable[[bytes | None, bytes | None], bool]:
     return wanted
 
 
-class _Values:
-    """The meta values found, as decode_meta asks for them (``get(key)``)."""
-
-    def __init__(self, values: dict[bytes, bytes]) -> None:
-        self.values = values
-
-    def get(self, key: bytes, default: bytes | None = None) -> bytes | None:
-        return self.values.get(key, default)
-
-
 def _meta_values(pages: _Pages, meta: lmdb_pages.MetaPage) -> dict[bytes, bytes]:
     entries = [entry for entry in _descend(pages, meta, _reaches_meta) if entry.key.startswith(_META_PREFIX)]
     values = {
+        # an empty value may sit at its page's very end: its offset is then the next page's first byte
         entry.key: pages.pages[entry.offset // meta.page_size][entry.offset % meta.page_size :][: entry.length]
+        if entry.length
+        else b""
         for entry in entries
         if entry.inline
     }
@@ -193,10 +186,25 @@ class RemoteMeta:
     pages: _Pages
 
 
-def read_meta(url: str, settings: RemoteSettings) -> RemoteMeta:
-    """The meta of the file at ``url``, by rounds 1-3 of the module's docstring; its record locations
-    are not checked (publish/upload.py reads an object's meta this way: one made before locations
-    were recorded is still ours)."""
+@dataclass
+class RemoteValues:
+    """Every ``meta/...`` key of the LMDB object at ``url`` and its value, read by ranged reads pinned
+    to ``etag``: a split file's meta, or a pointer's revisions (remote/revisions.py)."""
+
+    url: str
+    etag: str | None
+    size: int
+    head: lmdb_pages.MetaPage
+    pages: _Pages
+    values: dict[bytes, bytes]
+
+    def get(self, key: bytes, default: bytes | None = None) -> bytes | None:
+        """A value as a read transaction gives it (decode_meta and decode_revision ask only this)."""
+        return self.values.get(key, default)
+
+
+def read_values(url: str, settings: RemoteSettings) -> RemoteValues:
+    """The meta keys of the LMDB object at ``url``, by rounds 1-3 of the module's docstring."""
     first = client.fetch(url, [(0, _HEAD)], None, settings)
     head_bytes, etag, size = first.parts[0], first.etag, first.size
     try:
@@ -220,13 +228,22 @@ def read_meta(url: str, settings: RemoteSettings) -> RemoteMeta:
         ) from exc
     if META_KEYS["json"] not in values:
         raise FormatError(f"{url} is an LMDB, but not a finished imagefolder-lmdb dataset (no meta/json key)")
-    meta = decode_meta(_Values(values), url)  # get() is all decode_meta asks of a txn (format.ReadTxn)
-    return RemoteMeta(url, etag, size, meta, head, pages)
+    return RemoteValues(url, etag, size, head, pages, values)
 
 
-def open_remote(url: str, settings: RemoteSettings) -> RemoteFile:
-    """Fetch and check the meta and record locations of the file at ``url`` (see the module's docstring)."""
-    found = read_meta(url, settings)
+def read_meta(url: str, settings: RemoteSettings, found: RemoteValues | None = None) -> RemoteMeta:
+    """The meta of the file at ``url`` (``found``: its keys, read already); its record locations are
+    not checked (publish/upload.py reads an object's meta this way: one made before locations were
+    recorded is still ours)."""
+    found = found or read_values(url, settings)
+    meta = decode_meta(found, url)  # get() is all decode_meta asks of a txn (format.ReadTxn)
+    return RemoteMeta(url, found.etag, found.size, meta, found.head, found.pages)
+
+
+def open_remote(url: str, settings: RemoteSettings, values: RemoteValues | None = None) -> RemoteFile:
+    """Fetch and check the meta and record locations of the file at ``url`` (see the module's docstring;
+    ``values``: its meta keys, read already)."""
+    found = read_meta(url, settings, values)
     _check_locations(url, found.meta, found.head, found.size)
     offsets, lengths = _unlocated(url, found.meta, found.pages, found.head)
     return RemoteFile(url, found.etag, found.size, found.meta, offsets, lengths, found.pages.requests)

@@ -12,8 +12,9 @@ import numpy as np
 from imagefolder_lmdb.extras import installed, missing_extra
 
 from .cache import RecordCache
-from .opening import open_remote
+from .opening import open_remote, read_values
 from .records import RemoteRecords
+from .revisions import CacheSettings, open_remote_revision, pointer_of
 from .urls import RemoteSettings, check_url
 
 #: The cache's default limit on the bytes it keeps (``cache_bytes``).
@@ -21,9 +22,14 @@ DEFAULT_CACHE_BYTES = 64 << 30
 
 
 def open_remote_records(
-    url: str, max_in_flight: int, cache_dir: str | os.PathLike[str] | None, cache_bytes: int
+    url: str,
+    max_in_flight: int,
+    cache_dir: str | os.PathLike[str] | None,
+    cache_bytes: int,
+    revision: int | None = None,
 ) -> Any:
-    """The reader's ``Opened`` for the dataset at ``url``: its meta, and RemoteRecords to read it."""
+    """The reader's ``Opened`` for the dataset at ``url``: its meta, and RemoteRecords to read it; for
+    a split of revisions, revision ``revision`` (None: the current one) read from its data files."""
     from imagefolder_lmdb.reader.format import NOT_JPEG_CODES
     from imagefolder_lmdb.reader.records import Opened
 
@@ -33,7 +39,17 @@ def open_remote_records(
         raise ValueError(f"max_in_flight must be at least 1, not {max_in_flight}")
     check_url(url)  # a mistyped scheme is named here, before any request
     settings = RemoteSettings(max_in_flight=max_in_flight)
-    remote = open_remote(url, settings)
+    found = read_values(url, settings)
+    pointer = pointer_of(found)
+    if pointer is not None:  # a split of revisions (issue 58): its data files, by content id
+        kept = CacheSettings(None if cache_dir is None else os.fspath(cache_dir), cache_bytes)
+        return open_remote_revision(found, pointer, revision, settings, kept)
+    if revision is not None:
+        raise ValueError(
+            f"revision={revision}: {url} is a single split file, not a split of revisions (it never changed "
+            "since its conversion); open it without revision="
+        )
+    remote = open_remote(url, settings, found)
     if remote.etag is None:
         _warn_no_etag(url)
     meta = remote.meta

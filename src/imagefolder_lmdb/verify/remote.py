@@ -22,6 +22,7 @@ from imagefolder_lmdb.reader import FormatError, LMDBReader
 from imagefolder_lmdb.reader.format import TargetsFormatError
 from imagefolder_lmdb.remote import client
 from imagefolder_lmdb.remote.records import RemoteRecords
+from imagefolder_lmdb.remote.revisions import RemoteRevisionRecords
 from imagefolder_lmdb.remote.urls import RemoteSettings, RemoteURLError
 from imagefolder_lmdb.verify import checks as local
 
@@ -46,7 +47,7 @@ def verify_remote(url: str, sample: int, full: bool, seed: int) -> tuple[dict[st
     problems = local.label_range_problems(ds) + local.size_problems(ds) + local.document_problems(ds.meta_document)
     indices = local.sample_indices(len(ds), sample, False, seed)
     records = ds._records
-    assert isinstance(records, RemoteRecords)
+    assert isinstance(records, RemoteRecords | RemoteRevisionRecords)  # a split file, or a revision (issue 58)
     fetched = records.fetch(indices)
     failures = [problem for problem in (local.bytes_problem(ds, i, fetched[i]) for i in indices) if problem]
     problems += failures[: local.LISTED_FAILURES]
