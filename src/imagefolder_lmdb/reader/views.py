@@ -193,8 +193,8 @@ def view_opened(parts: Sequence[LMDBReader], index: ViewIndex, request: ViewRequ
         fields=_common_fields(parts, index) or None,
     )
     records = ViewRecords(parts, index.files, index.records)
-    if names is parts[0]._index_arrays[2] and index.classes == parts[0].classes:  # the whole file: its own lists
-        return Opened(records, meta.document, index.classes, names, parts[0].targets, meta, samples=parts[0].samples)
+    if names is parts[0]._index_arrays[2] and index.classes == parts[0].classes:  # the whole file: its own targets
+        return Opened(records, meta.document, index.classes, names, parts[0].targets, meta)
     return Opened(records, meta.document, index.classes, names, meta.targets(), meta)
 
 
@@ -219,6 +219,8 @@ def _common_fields(parts: Sequence[LMDBReader], index: ViewIndex) -> dict[str, F
     """The fields every file has with one type, their values taken for the view's samples."""
     first = parts[0].field_types
     common = [name for name, kind in first.items() if all(part.field_types.get(name) == kind for part in parts)]
+    if not common:
+        return {}  # spared the positions of every sample (a per-record list)
     positions = index.positions([len(part.samples) for part in parts]).tolist()
     fields = {}
     for name in common:
