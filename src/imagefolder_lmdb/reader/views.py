@@ -181,19 +181,24 @@ MIXING = {
 def view_opened(parts: Sequence[LMDBReader], index: ViewIndex, request: ViewRequest, multi: bool) -> Opened:
     """What opening the view found, as opening a file finds it (reader/records.Opened)."""
     names = _gathered_names(parts, index)
+    whole = names is parts[0]._index_arrays[2]  # all of one file in its order: its own arrays, not copies
+
+    def gather(per_part: list[Any]) -> np.ndarray:
+        return per_part[0] if whole else index.gather(per_part)
+
     meta = Meta(
         document=view_document(parts, index, request, multi),
         labels=index.labels.astype(np.int32),
-        sizes=index.gather([part.image_sizes for part in parts]),
-        crc32=index.gather([part.checksums for part in parts]),
-        storage=index.gather([part.storage_codes for part in parts]),
+        sizes=gather([part.image_sizes for part in parts]),
+        crc32=gather([part.checksums for part in parts]),
+        storage=gather([part.storage_codes for part in parts]),
         source_bytes=np.zeros(len(index.records), dtype=np.uint64),  # not kept by a dataset; no view needs it
         paths=names,
         label_lists=index.label_lists,
         fields=_common_fields(parts, index) or None,
     )
     records = ViewRecords(parts, index.files, index.records)
-    if names is parts[0]._index_arrays[2] and index.classes == parts[0].classes:  # the whole file: its own targets
+    if whole and index.classes == parts[0].classes:  # the whole file: its own targets
         return Opened(records, meta.document, index.classes, names, parts[0].targets, meta)
     return Opened(records, meta.document, index.classes, names, meta.targets(), meta)
 
