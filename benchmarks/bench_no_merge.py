@@ -8,8 +8,10 @@
    against the output's size.
 2. Reads: a split of N data files made from the one-file output (its records cut into N runs, each file
    written with write_meta's builder, the pointer by writing/first_revision.py): ``ds[i]`` (decode="bytes",
-   random indices) over 256 files against the one file, alternating; and the open of 1,000 files (time,
-   descriptors held).
+   random indices, warm) over 256 files against the one file, in alternating chunks of 20 reads; a worker's
+   first batch (256 random indices, every file closed first as a fork closes them, warm cache) over 256
+   files against the one file; and the open of 1,000 files (time, descriptors held after it and after
+   reading a record of each file). ``--one-file OUT/train.lmdb``: these over an existing one-file output.
 
 Raw figures: benchmarks/out/no_merge.json.
 """
@@ -117,31 +119,67 @@ def split_of_files(one_file: Path, files: int, folder: Path) -> Path:
     return pointer
 
 
-def reads_per_second(path: Path, indices: list[int]) -> float:
-    """``ds[i]`` (decode="bytes") over ``indices``, warm (a first pass reads them into the page cache)."""
+def read_ratio(one_file: Path, split: Path, indices: list[int], chunk: int = 20) -> float:
+    """``ds[i]`` (decode="bytes") of ``indices`` over the split against the one file, warm (a first pass reads
+    them into the page cache), timed in alternating chunks of ``chunk`` reads (a busy machine's drift falls on
+    both alike), in CPU seconds of this thread (time.thread_time: without the waits for a core that other
+    processes add on a shared machine): the one file's seconds over the split's (1.0: the same speed)."""
     close_all_envs()
+    one, many = LMDBReader(str(one_file), decode="bytes"), LMDBReader(str(split), decode="bytes")
+    for index in indices:
+        one[index], many[index]
+    seconds = {"one": 0.0, "many": 0.0}
+    for start in range(0, len(indices), chunk):
+        part = indices[start : start + chunk]
+        for name in rotated(("one", "many"), start // chunk):
+            ds = one if name == "one" else many
+            started = time.thread_time()
+            for index in part:
+                ds[index]
+            seconds[name] += time.thread_time() - started
+    return seconds["one"] / seconds["many"]
+
+
+def first_batch_seconds(path: Path, batch: list[int]) -> float:
+    """A worker's first batch: the dataset made, every file closed (as a fork does), one batch read (warm)."""
     ds = LMDBReader(str(path), decode="bytes")
-    for index in indices:
-        ds[index]
-    started = time.perf_counter()
-    for index in indices:
-        ds[index]
-    return len(indices) / (time.perf_counter() - started)
-
-
-def open_many(one_file: Path, files: int) -> dict[str, float]:
-    """Open a split of ``files`` data files: seconds, and descriptors held after the open and after reading each."""
-    pointer = split_of_files(one_file, files, RUNS / f"files{files}")
+    ds.__getitems__(batch)
     close_all_envs()
-    before = len(os.listdir("/proc/self/fd"))
     started = time.perf_counter()
-    ds = LMDBReader(str(pointer), decode="bytes")
-    opened = time.perf_counter() - started
-    after_open = len(os.listdir("/proc/self/fd")) - before
+    ds.__getitems__(batch)
+    return time.perf_counter() - started
+
+
+def first_batches(one_file: Path, split: Path, batch: list[int], repeats: int) -> dict[str, Any]:
+    """The split's first batch over the one file's, alternating, medians of ``repeats``."""
+    times: dict[str, list[float]] = {"one_file": [], "no_merge": []}
+    for turn in range(repeats):
+        for name in rotated(CONTENDERS, turn):
+            times[name].append(first_batch_seconds(split if name == "no_merge" else one_file, batch))
+    one, many = median(times["one_file"]), median(times["no_merge"])
+    return {"one_file_s": one, "no_merge_s": many, "ratio": many / one, "batch": len(batch)}
+
+
+def held_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def open_many(one_file: Path, files: int, repeats: int = 3) -> dict[str, float]:
+    """Open a split of ``files`` data files: seconds (median), and descriptors held after the open and after
+    reading a record of each file."""
+    pointer = split_of_files(one_file, files, RUNS / f"files{files}")
+    times = []
+    for _ in range(repeats):
+        close_all_envs()
+        before = held_descriptors()
+        started = time.perf_counter()
+        ds = LMDBReader(str(pointer), decode="bytes")
+        times.append(time.perf_counter() - started)
+        after_open = held_descriptors() - before
     for index in range(0, len(ds), max(1, len(ds) // files)):
         ds[index]
-    after_reads = len(os.listdir("/proc/self/fd")) - before
-    return {"files": files, "open_s": opened, "fds_after_open": after_open, "fds_after_reads": after_reads}
+    after_reads = held_descriptors() - before
+    return {"files": files, "open_s": median(times), "fds_after_open": after_open, "fds_after_reads": after_reads}
 
 
 def main() -> None:
@@ -149,27 +187,28 @@ def main() -> None:
     parser.add_argument("--images", type=int, default=12000)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--skip-convert", action="store_true", help="the reads only, from an earlier one-file run")
+    parser.add_argument("--one-file", type=Path, help="the reads over this one-file output (implies --skip-convert)")
     args = parser.parse_args()
-    source = tree(args.images)
+    source = None if args.one_file else tree(args.images)
     results: dict[str, Any] = {"images": args.images, "runs": []}
-    for turn in range(0 if args.skip_convert else args.repeats):
+    for turn in range(0 if args.skip_convert or args.one_file else args.repeats):
         for name in rotated(CONTENDERS, turn):
+            assert source is not None
             run = convert(source, RUNS / name, name == "no_merge")
             results["runs"].append({"contender": name, "turn": turn, **run})
             print(name, json.dumps(run), flush=True)
     walls = {name: median([r["wall"] for r in results["runs"] if r["contender"] == name]) for name in CONTENDERS}
     results["wall_ratio"] = walls["no_merge"] / walls["one_file"] if results["runs"] else None
-    one_file = RUNS / "one_file" / "train.lmdb"
-    indices = random.Random(0).sample(range(args.images), min(args.images, 20000))
+    one_file = args.one_file or RUNS / "one_file" / "train.lmdb"
+    length = len(LMDBReader(str(one_file), decode="bytes"))
+    close_all_envs()  # split_of_files opens it on its own
+    results["images"] = length
+    indices = random.Random(0).sample(range(length), min(length, 20000))
     split = split_of_files(one_file, 256, RUNS / "files256")
-    ratios = []
-    for turn in range(3):
-        rates = {}
-        for name in rotated(CONTENDERS, turn):
-            rates[name] = reads_per_second(split if name == "no_merge" else one_file, indices)
-        ratios.append(rates["no_merge"] / rates["one_file"])
-        print("reads", json.dumps(rates), flush=True)
-    results["reads_ratio_256"] = median(ratios)
+    results["reads_ratios_256"] = [read_ratio(one_file, split, indices) for _ in range(3)]
+    results["reads_ratio_256"] = median(results["reads_ratios_256"])
+    print("reads", results["reads_ratios_256"], flush=True)
+    results["first_batch_256"] = first_batches(one_file, split, indices[:256], repeats=5)
     results["open_1000"] = open_many(one_file, 1000)
     print(json.dumps({k: v for k, v in results.items() if k != "runs"}, indent=1))
     (OUT / "no_merge.json").write_text(json.dumps(results, indent=1))

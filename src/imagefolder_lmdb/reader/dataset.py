@@ -43,7 +43,7 @@ from imagefolder_lmdb.reader.revisions import open_if_revisions, refuse_if_point
 from imagefolder_lmdb.reader.targets import LabelsAndFields, TargetType, check_target_options
 from imagefolder_lmdb.reader.url_openers import url_opener
 from imagefolder_lmdb.reader.urls import is_url
-from imagefolder_lmdb.reader.view_records import DatasetState
+from imagefolder_lmdb.reader.view_records import DatasetState, listed_samples
 from imagefolder_lmdb.reader.views import ClassNames, DatasetPaths, open_view, view_request
 
 
@@ -135,7 +135,7 @@ class _Index(DropIn, LabelsAndFields, DatasetState):
         self.meta_document: dict[str, Any] = opened.document
         self.classes: list[str] = opened.classes
         self.class_to_idx: dict[str, int] = {name: i for i, name in enumerate(self.classes)}
-        self.imgs = self.samples = opened.samples or list(zip(opened.names, opened.targets, strict=True))
+        self.imgs = self.samples = listed_samples(opened, listed=not isinstance(self, _ViewFile))
         self.root: str | None = source_root(opened.document)
         # a copy prepared at a smaller size (encode.short_side, encode.max_side); None: source sizes
         self.short_side: int | None = size_setting(opened.document, "short_side")
@@ -367,7 +367,7 @@ class LMDBReader(_Index):
         self.allow_pickle = allow_pickle
         self.crc_check = crc_check
         if not isinstance(view, str):
-            return open_view(self, view, LMDBReader, max_in_flight, cache_dir, cache_bytes, revision)
+            return open_view(self, view, _ViewFile, max_in_flight, cache_dir, cache_bytes, revision)
         self._set_index(_open_path(self, max_in_flight, cache_dir, cache_bytes, revision))
 
     def _env(self) -> lmdb.Environment:
@@ -417,6 +417,10 @@ class LMDBReader(_Index):
 
     def __repr__(self) -> str:
         return _described(self)
+
+
+class _ViewFile(LMDBReader):
+    """A file of a view, a dataset of its own whose ``samples`` are made on demand (view_records.listed_samples)."""
 
 
 def _transformed(ds: LMDBReader, image: Any, target: Any, index: int, wanting: list[Any]) -> tuple[Any, Any]:

@@ -1,6 +1,7 @@
 """Opening a file read-only, and the per-process table of open files: one LMDB environment, one
 descriptor and one PageGuard per file and process (``shared_env``, ``shared_fd``), closed before
-every fork (``close_all_envs``); the reader slots of ``lock=True`` files (``ReadersFullError``)."""
+every fork (``close_all_envs``); the reader slots of ``lock=True`` files (``ReadersFullError``). A
+data file of a split of revisions read by offset holds the descriptor only (reader/data_files.py)."""
 
 from __future__ import annotations
 
@@ -243,6 +244,12 @@ def shared_fd(path: str) -> tuple[int, tuple[int, int]]:
     return _made_once(_FDS, path, open_fd)
 
 
+def opened_fd(path: str) -> tuple[int, tuple[int, int]] | None:
+    """This process's descriptor of ``path`` and the identity of its file, as shared_fd gives them; None:
+    not open here (a split's data file checks the file at its first read in each process: revisions.py)."""
+    return _FDS.get(_env_key(path))
+
+
 def opened_token(path: str) -> LocalFileToken | None:
     """The storage token of the file this process's environment of ``path`` opened (None: not open)."""
     return _TOKENS.get(_env_key(path))
@@ -271,13 +278,15 @@ def forget_if_replaced(path: str) -> None:
     (``FileChangedError``). Forgotten, not closed: another thread may be reading through them."""
     key = _env_key(path)
     with _ENVS_LOCK:
-        opened = _TOKENS.get(key)
-        if opened is None:
+        opened, descriptor = _TOKENS.get(key), _FDS.get(key)  # a split's data file may have a descriptor only
+        if opened is None and descriptor is None:
             return
         try:
-            replaced = local_token(path) != opened
+            now = local_token(path)
         except OSError:  # gone: opening it names that
             replaced = True
+        else:
+            replaced = now != (opened or now) or (descriptor is not None and descriptor[1] != (now.device, now.inode))
         if replaced:
             for table in (_ENVS, _TOKENS, _FDS, _GUARDS):
                 table.pop(key, None)

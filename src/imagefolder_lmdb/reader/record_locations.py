@@ -47,9 +47,15 @@ def locations_problem(fd: int, env: lmdb.Environment, meta: Meta) -> str | None:
     Returns:
         str or None: the problem, in words that follow the file's name; None if they fit.
     """
+    info = env.info()
+    return fitting_problem(fd, meta, info["last_txnid"], info["last_pgno"], env.stat()["psize"])
+
+
+def fitting_problem(fd: int, meta: Meta, txnid: int, last_pgno: int, page_size: int) -> str | None:
+    """locations_problem of a file whose LMDB header (transaction, last page, page size) was read
+    without LMDB (reader/data_files.py reads a split's data files by plain reads only)."""
     assert meta.locations is not None
     recorded = meta.document.get("locations")
-    txnid = env.info()["last_txnid"]
     taken = recorded.get("txnid") if isinstance(recorded, dict) else None
     if taken != txnid:
         return (
@@ -60,8 +66,8 @@ def locations_problem(fd: int, env: lmdb.Environment, meta: Meta) -> str | None:
         return f"meta/locations has {len(meta.locations)} entries for its {meta.length} records: it is damaged"
     if isinstance(recorded, dict) and "crc32" in recorded and recorded["crc32"] != locations_checksum(meta.locations):
         return "its record locations (meta/locations) do not match their checksum: they are damaged"
-    pages_end = (env.info()["last_pgno"] + 1) * env.stat()["psize"]
-    problem = locations_layout_problem(meta.locations, env.stat()["psize"], min(pages_end, os.fstat(fd).st_size))
+    pages_end = (last_pgno + 1) * page_size
+    problem = locations_layout_problem(meta.locations, page_size, min(pages_end, os.fstat(fd).st_size))
     if problem is not None:
         return problem
     return _spot_check_problem(fd, meta)

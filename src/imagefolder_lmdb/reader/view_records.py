@@ -5,13 +5,14 @@ offset, through LMDB, by ranged requests); and what a loader's state says of the
 
 from __future__ import annotations
 
+import gc
 import hashlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from imagefolder_lmdb.reader.records import Begin, RecordSource
+from imagefolder_lmdb.reader.records import Begin, Opened, RecordSource
 
 if TYPE_CHECKING:
     from imagefolder_lmdb.reader.identity import FileIdentity
@@ -77,6 +78,39 @@ class ViewRecords:
     def get_bytes(self, index: int, begin: Begin) -> bytes:
         part, record = self.source(index)
         return part.get_bytes(record)
+
+
+def listed_samples(opened: Opened, listed: bool) -> Sequence[tuple[str, Any]]:
+    """ImageFolder's ``samples`` of what opening found: the list of (path, target) pairs, made with the cycle
+    collector paused (each pair is an allocation that can set off a collection scanning the pairs made so far,
+    none of them in a cycle: up to twice the time for a million); unless ``listed``, a Sequence making each on
+    demand (a file of a view: the view lists its own, and a file's list is most of what opening it costs)."""
+    if opened.samples is not None:
+        return opened.samples
+    if not listed:
+        return PairedSamples(opened.names, opened.targets)
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return list(zip(opened.names, opened.targets, strict=True))
+    finally:
+        if collecting:
+            gc.enable()
+
+
+class PairedSamples(Sequence[tuple[str, Any]]):
+    """``samples`` of a view's file: (path, target) pairs made when asked for."""
+
+    def __init__(self, names: Sequence[str], targets: Sequence[Any]) -> None:
+        self.names, self.targets = names, targets
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return list(zip(self.names[index], self.targets[index], strict=True))
+        return self.names[index], self.targets[index]
 
 
 class Described(Protocol):

@@ -181,20 +181,25 @@ MIXING = {
 def view_opened(parts: Sequence[LMDBReader], index: ViewIndex, request: ViewRequest, multi: bool) -> Opened:
     """What opening the view found, as opening a file finds it (reader/records.Opened)."""
     names = _gathered_names(parts, index)
+    whole = names is parts[0]._index_arrays[2]  # all of one file in its order: its own arrays, not copies
+
+    def gather(per_part: list[Any]) -> np.ndarray:
+        return per_part[0] if whole else index.gather(per_part)
+
     meta = Meta(
         document=view_document(parts, index, request, multi),
         labels=index.labels.astype(np.int32),
-        sizes=index.gather([part.image_sizes for part in parts]),
-        crc32=index.gather([part.checksums for part in parts]),
-        storage=index.gather([part.storage_codes for part in parts]),
+        sizes=gather([part.image_sizes for part in parts]),
+        crc32=gather([part.checksums for part in parts]),
+        storage=gather([part.storage_codes for part in parts]),
         source_bytes=np.zeros(len(index.records), dtype=np.uint64),  # not kept by a dataset; no view needs it
         paths=names,
         label_lists=index.label_lists,
         fields=_common_fields(parts, index) or None,
     )
     records = ViewRecords(parts, index.files, index.records)
-    if names is parts[0]._index_arrays[2] and index.classes == parts[0].classes:  # the whole file: its own lists
-        return Opened(records, meta.document, index.classes, names, parts[0].targets, meta, samples=parts[0].samples)
+    if whole and index.classes == parts[0].classes:  # the whole file: its own targets
+        return Opened(records, meta.document, index.classes, names, parts[0].targets, meta)
     return Opened(records, meta.document, index.classes, names, meta.targets(), meta)
 
 
@@ -219,6 +224,8 @@ def _common_fields(parts: Sequence[LMDBReader], index: ViewIndex) -> dict[str, F
     """The fields every file has with one type, their values taken for the view's samples."""
     first = parts[0].field_types
     common = [name for name, kind in first.items() if all(part.field_types.get(name) == kind for part in parts)]
+    if not common:
+        return {}  # spared the positions of every sample (a per-record list)
     positions = index.positions([len(part.samples) for part in parts]).tolist()
     fields = {}
     for name in common:
