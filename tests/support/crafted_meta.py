@@ -201,7 +201,7 @@ REFUSED = [
     Shape("version-missing", entry("version", ...), "version is None"),
     Shape("version-list", entry("version", [4]), "version is [4]"),
     Shape("version-999", entry("version", 999), "version 999, but this reader knows"),
-    Shape("version-7", entry("version", 7), "version 7, but this reader knows"),
+    Shape("version-8", entry("version", 8), "version 8, but this reader knows"),  # 7: WebP codes (issue 62)
     Shape("version-5-not-a-pointer", entry("version", 5), "version 5, a split of revisions, but is no pointer's"),
     Shape("version-huge", entry("version", 2**70), f"version {2**70}, but"),
     # length and classes

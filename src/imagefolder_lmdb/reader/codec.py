@@ -133,10 +133,13 @@ JPEG = Codec(
     "jpeg", ("JPEG", "MPO"), 65500, _jpeg_tensor, _jpeg_lazy, _jpeg_reaches_its_end, _jpeg_decodes, _saver("JPEG")
 )
 PNG = Codec("png", ("PNG",), 2**31 - 1, *_PILLOW_DECODES, _saver("PNG"))
+WEBP = Codec("webp", ("WEBP",), 16383, *_PILLOW_DECODES, _saver("WEBP"))
 #: The source's own bytes in any format Pillow reads (``reencode: never``): never written by this project.
 AS_IS = Codec("as-is", (), None, *_PILLOW_DECODES)
 
-CODECS = {codec.name: codec for codec in (JPEG, PNG, AS_IS)}
+CODECS = {codec.name: codec for codec in (JPEG, PNG, WEBP, AS_IS)}
+#: The codecs ``encode.codec`` may name (config/schema.yaml): those a re-encode writes by choice.
+ENCODE_CHOICES = ("jpeg", "webp")
 
 
 def codec_for_format(pillow_format: str | None) -> Codec:
@@ -158,8 +161,10 @@ class StorageCode:
     since: int = 1
 
 
-#: The reasons to re-encode, in the order of their codes (JPEG's 1-7).
+#: The reasons to re-encode, in the order of their codes (JPEG's 1-7, WebP's 10-16).
 REENCODE_WHYS = ("not-jpeg", "cmyk", "grayscale", "mpo", "other-mode", "resized", "always")
+#: The format version that introduced the WebP codes.
+WEBP_VERSION = 7
 KEPT = "kept"
 
 STORAGE: dict[int, StorageCode] = {
@@ -168,6 +173,10 @@ STORAGE: dict[int, StorageCode] = {
     8: StorageCode("stored-as-is", KEPT, AS_IS),  # encode.reencode = never, not a plain RGB JPEG
     # to re-encode (any reason), a side above JPEG's limit: a lossless RGB PNG
     9: StorageCode("reencoded:png-too-large-for-jpeg", "too-large", PNG, since=2),
+    **{
+        code: StorageCode(f"reencoded-webp:{why}", why, WEBP, since=WEBP_VERSION)
+        for code, why in enumerate(REENCODE_WHYS, 10)
+    },
 }
 #: The word of each code, as meta/json records it.
 STORAGE_REASONS: dict[int, str] = {code: row.name for code, row in STORAGE.items()}
@@ -196,3 +205,9 @@ def reencoded_code(reason: str, codec: Codec) -> int:
 def format_version_of(storage: Iterable[int]) -> int:
     """The version a file with records of these storage codes is written as: the oldest that has them."""
     return max((STORAGE[int(code)].since for code in set(storage)), default=1)
+
+
+def listed_reasons(version: int) -> dict[str, str]:
+    """meta/json's ``storage_reasons`` of a file of ``version``: the codes of versions 1 and 2 in every
+    file (as before WebP existed, so its bytes stay), a later version's only in files of that version."""
+    return {str(code): row.name for code, row in STORAGE.items() if row.since <= max(version, 2)}

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from imagefolder_lmdb.reader import meta_checks
+from imagefolder_lmdb.reader.codec import WEBP_VERSION
 from imagefolder_lmdb.reader.format_targets import (
     MULTI_LABEL,
     SINGLE_LABEL,
@@ -51,12 +52,12 @@ class ReadTxn(Protocol):
 
 
 FORMAT_ID = "imagefolder-lmdb"
-#: The newest version this reader knows. Version 2 is version 1 with one more storage code (9, a
-#: PNG value: reader/codec.py); a writer writes the oldest version that holds its records (format_version_of),
-#: so a file without such records stays readable by every version-1 reader, and one with them is refused
-#: by those readers (they accept version 1 only) instead of being decoded as JPEG.
-FORMAT_VERSION = 4
-READABLE_VERSIONS = (1, 2, 3, 4, UNLABELLED_VERSION)  # 5: a pointer (reader/revision_format.py)
+#: The newest version of a single file. Versions 2 and 7 add storage codes (9, a PNG value; 10-16, WebP:
+#: reader/codec.py); a writer writes the oldest version that holds its records (format_version_of), so a
+#: file without such records stays readable by older readers, and one with them is refused by those
+#: readers (by its version) instead of being decoded as JPEG.
+FORMAT_VERSION = WEBP_VERSION
+READABLE_VERSIONS = (1, 2, 3, 4, UNLABELLED_VERSION, WEBP_VERSION)  # 5: a pointer (reader/revision_format.py)
 #: Version 3 is version 2 whose meta/paths may hold names that are not valid UTF-8 (a latin-1
 #: ``caf\xe9.jpg``), stored as the file system gave their bytes; written only by a file that has such a
 #: name (``encode_meta``), so that an older reader refuses it instead of calling the file damaged.
@@ -280,8 +281,10 @@ def _targets_values(meta: Meta) -> dict[bytes, bytes]:
         meta.document["fields"] = fields_entry(meta.fields)
     if values:
         meta.document["version"] = max(int(meta.document.get("version", 1)), TARGETS_VERSION)
-    if meta.unlabelled:  # and only then version 6: every other file as before it existed
-        meta.document.update(label_kind=UNLABELLED, version=UNLABELLED_VERSION)
+    if meta.unlabelled:  # and only then version 6 (or later): every other file as before it existed
+        meta.document.update(
+            label_kind=UNLABELLED, version=max(int(meta.document.get("version", 1)), UNLABELLED_VERSION)
+        )
     return values
 
 

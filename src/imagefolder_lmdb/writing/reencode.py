@@ -5,13 +5,14 @@ command (commands/convert_legacy.py):
 
 - ``encode.reencode: auto``: a valid RGB JPEG is stored byte for byte; anything else (PNG even
   when named .JPEG, CMYK, grayscale, MPO, other formats) is re-encoded as ImageFolder's loader
-  would see it: ``convert("RGB")``, then JPEG at ``encode.quality``.
+  would see it: ``convert("RGB")``, then JPEG (or ``encode.codec: webp``: WebP) at ``encode.quality``.
 - ``always``: every image is re-encoded; ``never``: every readable image is stored as it is.
 - ``encode.short_side`` and ``encode.max_side`` shrink larger images (re-encoding them): see
   :func:`stored_size` for the size, :func:`reencode` for the resampling. Every image is checked
   first (``encode.check``: a full decode, or headers and the JPEG end marker).
-- An image to re-encode with a side above libjpeg's 65,500 is saved as a lossless RGB PNG instead
-  (``reencoded:png-too-large-for-jpeg``): a valid image is never dropped for its size.
+- An image to re-encode with a side above its codec's limit falls back (WebP's 16,383: JPEG; libjpeg's
+  65,500: a lossless RGB PNG, ``reencoded:png-too-large-for-jpeg``): a valid image is never dropped
+  for its size.
 
 The storage codes and what each codec does are the format's: reader/codec.py (its registry). Which
 stored values a shard's part holds, and which merge copies from the source: ``kept_in_part``.
@@ -20,12 +21,13 @@ stored values a shard's part holds, and which merge copies from the source: ``ke
 import io
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from PIL import Image, UnidentifiedImageError
 
 from imagefolder_lmdb.reader.codec import (
+    CODECS,
     JPEG,
     PNG,
     STORAGE_CODES,
@@ -52,11 +54,22 @@ class EncodeSettings:
     short_side: int | None
     check: str  # decode | header
     on_error: str  # fail | skip
+    #: What a re-encode writes (reader/codec.py, ENCODE_CHOICES); absent from a config: JPEG.
+    codec: str = JPEG.name
 
     @classmethod
     def from_config(cls, encode: Mapping[str, Any]) -> "EncodeSettings":
-        """The settings of a checked config's encode section (every key there, the defaults filled in)."""
-        return cls(**{key: encode[key] for key in cls.__dataclass_fields__})
+        """The settings of a checked config's encode section (every key there, the defaults filled in;
+        ``codec`` has none in the schema, so that a config without it keeps its params)."""
+        return cls(**{key: encode[key] for key in cls.__dataclass_fields__ if key in encode})
+
+    def recorded(self) -> dict[str, Any]:
+        """The settings as meta/json's ``settings.encode`` records them: ``codec`` only where it is not
+        JPEG, so that a file written without WebP keeps its bytes."""
+        recorded = asdict(self)
+        if self.codec == JPEG.name:
+            del recorded["codec"]
+        return recorded
 
 
 @dataclass
@@ -107,8 +120,8 @@ def reencode_reason(image: Image.Image, settings: EncodeSettings) -> str | None:
     """Why ``image`` must be re-encoded (a STORAGE_REASONS value), or None to keep its bytes.
 
     A shrunk image is ``reencoded:resized`` whatever its format or mode: every re-encode converts
-    to RGB JPEG (or PNG: ``reencoded_code``), and the change of size is what a reader of a resized
-    dataset must be able to see."""
+    to RGB (JPEG, or ``encode.codec``'s: ``reencoded_code``), and the change of size is what a reader
+    of a resized dataset must be able to see."""
     if stored_size(*image.size, settings) != image.size:
         reason = "reencoded:resized"
     elif image.format == "MPO":
@@ -186,15 +199,15 @@ def encode_image(data: bytes, settings: EncodeSettings) -> Encoded:
             check_decodes(image)
         return Encoded(data, STORAGE_CODES[reason or "passthrough"], width, height)
     rgb = reencode(image, settings)
-    codec = stored_codec(rgb.size)
+    codec = stored_codec(settings.codec, rgb.size)
     assert codec.save is not None  # every codec stored_codec picks is one this project writes
     return Encoded(codec.save(rgb, settings.quality), reencoded_code(reason, codec), *rgb.size)
 
 
-def stored_codec(size: tuple[int, int]) -> Codec:
-    """The codec a re-encoded image of ``size`` is saved in: JPEG, else (a side above 65,500) a
-    lossless PNG: kept whole, never dropped for its size."""
-    return next(codec for codec in (JPEG, PNG) if max(size) <= (codec.max_side or 0))
+def stored_codec(name: str, size: tuple[int, int]) -> Codec:
+    """The codec a re-encoded image of ``size`` is saved in: ``encode.codec``'s where it holds the
+    size, else JPEG, else (a side above 65,500) a lossless PNG: kept whole, never dropped for its size."""
+    return next(codec for codec in (CODECS[name], JPEG, PNG) if max(size) <= (codec.max_side or 0))
 
 
 #: What Pillow (and our own checks) raise for an image that cannot be stored.
