@@ -345,6 +345,7 @@ READ_BY_ALL = [
     Shape("source-images-wrong", entry("source.images", 99), "but the source had 99 images"),
     Shape("stats-bytes-wrong", entry("stats.source_bytes", 5), "meta/source_bytes adds up to"),
     Shape("storage-code", array("storage", "u1", setting(4, 77)), "meta/storage holds codes outside"),
+    Shape("storage-code-newer", array("storage", "u1", setting(4, 10)), "meta/storage holds codes of format version 7"),
     Shape("stats-missing", entry("stats", ...), "meta/json lacks stats"),
     Shape("created-missing", entry("created", ...), "meta/json lacks created"),
     Shape("locations-odd", stored_bytes("locations", lambda value: value[:-5], resum=False), "meta/locations"),
