@@ -1,12 +1,14 @@
 """WebP as a stored codec through the real CLI (issue 62, point 2): ``imagefolder-lmdb convert --set
 encode.codec=webp`` writes a version-7 file whose re-encoded images are WebP and whose valid RGB JPEGs
 are still the source's bytes; LMDBDataset reads it (decode="pil" and "tensor"), ``verify`` passes it,
-and the reader before WebP refuses it by its version."""
+and the reader before WebP refuses it by its version. Without the setting, images of every format and
+mode the writer re-encodes are stored byte for byte as the workflow before the codec registry stored them."""
 
 from __future__ import annotations
 
 import importlib.util
 import io
+import json
 import os
 import subprocess
 import sys
@@ -19,6 +21,10 @@ from PIL import Image
 
 from imagefolder_lmdb.reader import LMDBDataset, LMDBReader, close_all_envs, dataset, decoding
 from support import BIN, REPO
+from support.datasets import every_key_and_value
+from support.http_range import RangeServer
+from support.odd_images import make_odd_tree
+from support.workflow import convert_with, workflow_at
 
 #: main when WebP was added: its reader knows versions 1 to 4 and 6.
 BEFORE_WEBP = "40933bd"
@@ -91,6 +97,20 @@ def test_a_webp_conversion_reads_back_as_tensors(converted: Path, monkeypatch: p
     close_all_envs()
 
 
+def test_a_webp_file_reads_from_a_url_as_in_place(converted: Path) -> None:
+    """The remote reader decodes each record by its code's codec too."""
+    pytest.importorskip("obstore")
+    path = converted / "out" / "train.lmdb"
+    server = RangeServer().start()
+    try:
+        remote, local = LMDBDataset(server.put("train.lmdb", path.read_bytes())), LMDBDataset(path)
+        for index in range(len(local)):
+            assert np.array_equal(np.asarray(remote[index][0]), np.asarray(local[index][0]))
+    finally:
+        server.stop()
+        close_all_envs()
+
+
 def test_verify_passes_a_webp_file(converted: Path) -> None:
     checked = imagefolder_lmdb("verify", "out/train.lmdb", "--full", cwd=converted)
     assert checked.returncode == 0 and "OK " in checked.stdout, checked.stdout + checked.stderr
@@ -112,3 +132,20 @@ def test_the_reader_before_webp_refuses_version_7_by_its_version(converted: Path
         "imagefolder-lmdb version 7, but this reader knows version 1 and version 2 and version 3 and version 4 "
         "and version 6 only" in done.stderr
     )
+
+
+def test_a_conversion_without_a_codec_is_byte_identical_to_the_workflow_before_webp(tmp_path: Path) -> None:
+    """Every format and mode the writer checks and re-encodes (PNG, palette, RGBA, CMYK, grayscale, MPO,
+    EXIF-turned and progressive JPEGs), through the codec registry now and the code before it."""
+    splits = {"train": {"source": str(make_odd_tree(tmp_path / "odd" / "train")), "shards": 2}}
+    snakefile = workflow_at(BEFORE_WEBP, tmp_path / "repo")
+    if snakefile is None:
+        pytest.skip(f"commit {BEFORE_WEBP} is not in this clone's history")
+    convert_with(snakefile, tmp_path / "before", splits, package=snakefile.parent / "src")
+    convert_with(REPO / "Snakefile", tmp_path / "now", splits)
+    before, now = (every_key_and_value(tmp_path / run / "results" / "train.lmdb") for run in ("before", "now"))
+    documents = [json.loads(items.pop(b"meta/json")) for items in (before, now)]
+    for document in documents:
+        document.pop("created")
+    assert documents[0] == documents[1] and documents[1]["version"] == 1
+    assert before == now, [key for key in before if before[key] != now.get(key)][:5]
