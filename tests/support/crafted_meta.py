@@ -201,7 +201,7 @@ REFUSED = [
     Shape("version-missing", entry("version", ...), "version is None"),
     Shape("version-list", entry("version", [4]), "version is [4]"),
     Shape("version-999", entry("version", 999), "version 999, but this reader knows"),
-    Shape("version-7", entry("version", 7), "version 7, but this reader knows"),
+    Shape("version-8", entry("version", 8), "version 8, but this reader knows"),  # 7: WebP codes (issue 62)
     Shape("version-5-not-a-pointer", entry("version", 5), "version 5, a split of revisions, but is no pointer's"),
     Shape("version-huge", entry("version", 2**70), f"version {2**70}, but"),
     # length and classes
@@ -345,6 +345,7 @@ READ_BY_ALL = [
     Shape("source-images-wrong", entry("source.images", 99), "but the source had 99 images"),
     Shape("stats-bytes-wrong", entry("stats.source_bytes", 5), "meta/source_bytes adds up to"),
     Shape("storage-code", array("storage", "u1", setting(4, 77)), "meta/storage holds codes outside"),
+    Shape("storage-code-newer", array("storage", "u1", setting(4, 10)), "meta/storage holds codes of format version 7"),
     Shape("stats-missing", entry("stats", ...), "meta/json lacks stats"),
     Shape("created-missing", entry("created", ...), "meta/json lacks created"),
     Shape("locations-odd", stored_bytes("locations", lambda value: value[:-5], resum=False), "meta/locations"),

@@ -37,7 +37,7 @@ def schema_defaults() -> dict[str, object]:
         if name == "splits":
             continue
         if spec.get("type") == "object":
-            keys.update({f"{name}.{k}": v.get("default") for k, v in spec["properties"].items()})
+            keys.update({f"{name}.{k}": v.get("default", "—") for k, v in spec["properties"].items()})
         else:
             keys[name] = spec.get("default")
     for name, spec in schema["$defs"]["split"]["properties"].items():

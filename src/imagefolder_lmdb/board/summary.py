@@ -76,7 +76,7 @@ def resized_line(report: dict[str, Any]) -> list[str]:
     bounds = [f"{words} at most {encode[key]}" for key, words in sides if encode.get(key) is not None]
     if not bounds:
         return []
-    shrunk = report["storage"].get("reencoded:resized", 0)
+    shrunk = reencoded_for(report["storage"], ("resized",))
     return [f"  resized: {counted(shrunk, 'image')} shrunk to a {' and a '.join(bounds)}, the others as they were"]
 
 
@@ -135,10 +135,15 @@ def unverified_summary(name: str, paths: RunPaths) -> list[str]:
     ]
 
 
-#: Storage reasons of an image re-encoded because the source's file was no RGB JPEG (another format,
-#: CMYK, grayscale, ...): not by a setting (reencoded:resized, reencoded:always).
-FROM_ANOTHER_FORMAT: tuple[str, ...] = ("reencoded:not-jpeg", "reencoded:cmyk", "reencoded:grayscale")
-FROM_ANOTHER_FORMAT += ("reencoded:mpo", "reencoded:other-mode")
+#: Why an image was re-encoded because the source's file was no RGB JPEG (another format, CMYK,
+#: grayscale, ...): not by a setting (resized, always).
+FROM_ANOTHER_FORMAT: tuple[str, ...] = ("not-jpeg", "cmyk", "grayscale", "mpo", "other-mode")
+
+
+def reencoded_for(storage: dict[str, int], whys: tuple[str, ...]) -> int:
+    """How many images of ``storage`` (meta/json's counts by name) were re-encoded for one of ``whys``,
+    into any codec: the names are ``reencoded[-<codec>]:<why>`` (reader/codec.py, STORAGE)."""
+    return sum(n for name, n in storage.items() if name.startswith("reencoded") and name.split(":")[-1] in whys)
 
 
 def kept_bytes_line(report: dict[str, Any]) -> list[str]:
@@ -146,14 +151,16 @@ def kept_bytes_line(report: dict[str, Any]) -> list[str]:
     setting that keeps every file's bytes as they are (``encode.reencode: never``)."""
     storage, images = report["storage"], report["images"]
     encode = report.get("settings", {}).get("encode", {})
-    reencoded = sum(storage.get(reason, 0) for reason in FROM_ANOTHER_FORMAT)
+    reencoded = reencoded_for(storage, FROM_ANOTHER_FORMAT)
     if encode.get("reencode") != "auto" or not reencoded:
         return []
     ratio = report.get("stored_to_source_ratio") or 0
     grown = f", the file {ratio:.2f}x its source" if ratio > 1.5 else ""
     quality = f" q{encode['quality']}" if encode.get("quality") else ""
+    name = encode.get("codec", "jpeg")  # meta/json records the codec only where it is not JPEG
+    codec = "WebP" if name == "webp" else name.upper()
     return [
-        f"  re-encoded: {reencoded:,} of {images:,} images were no RGB JPEG, stored as JPEG{quality}{grown} "
+        f"  re-encoded: {reencoded:,} of {images:,} images were no RGB JPEG, stored as {codec}{quality}{grown} "
         "(--set encode.reencode=never keeps every file as it is)"
     ]
 

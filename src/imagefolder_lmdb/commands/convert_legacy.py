@@ -29,7 +29,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import lmdb
@@ -157,7 +157,7 @@ def build_meta(columns: RecordColumns, classes: list[str], source: str, images: 
         tool=TOOL,
         classes=classes,
         storage=columns.storage,
-        settings={"encode": asdict(settings)},
+        settings={"encode": settings.recorded()},
         source={
             "path": os.path.abspath(source),
             "root": None,  # records were legacy keys, not files under a folder

@@ -34,9 +34,9 @@ def load_schema(path: str) -> dict[str, Any]:
 def section_defaults(schema: Mapping[str, Any], section: str) -> dict[str, Any]:
     """The default of every key of the config's top-level ``section`` (``encode``: reencode auto,
     quality 95, ...), as the schema gives them: the one home of defaults, for a command without a
-    config (convert-legacy)."""
+    config (convert-legacy); a key without one (``encode.codec``: absent means JPEG) is left out."""
     properties = schema["properties"][section]["properties"]
-    return {key: copy.deepcopy(spec["default"]) for key, spec in properties.items()}
+    return {key: copy.deepcopy(spec["default"]) for key, spec in properties.items() if "default" in spec}
 
 
 def schema_problems(config: dict[str, Any], schema: dict[str, Any]) -> list[Problem]:

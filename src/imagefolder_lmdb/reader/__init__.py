@@ -7,7 +7,8 @@ home each).
 Importing it imports no torch: ``LMDBDataset`` does, on first access. What lives where:
 
 ==================== ===================================================================================
-``format``           the on-disk format: keys, meta layout, storage codes, ``Meta``, ``FormatError``
+``format``           the on-disk format: keys, meta layout, ``Meta``, ``FormatError``
+``codec``            the codec registry: what each codec does, each storage code's reason and codec
 ``format_targets``   the format's version-4 keys: label lists and typed fields, packed, unpacked, checked
 ``lmdb_layout``      LMDB's on-disk layout (pages, nodes, meta page), shared with lmdb_pages.py
 ``lmdb_pages``       where each value lies, found by walking the B-tree with plain reads (``walk``)
@@ -44,6 +45,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from imagefolder_lmdb.reader import dataset as _dataset
+from imagefolder_lmdb.reader.codec import (
+    CODECS,
+    STORAGE,
+    STORAGE_CODES,
+    STORAGE_REASONS,
+    Codec,
+    codec_of,
+    format_version_of,
+)
 from imagefolder_lmdb.reader.dataset import LMDBReader, class_words, size_setting, source_root
 from imagefolder_lmdb.reader.decoding import (
     DECODE_CHOICES,
@@ -71,10 +81,7 @@ from imagefolder_lmdb.reader.format import (
     LOCATION_DTYPE,
     MAX_RECORDS,
     META_KEYS,
-    NOT_JPEG_CODES,
     READABLE_VERSIONS,
-    STORAGE_CODES,
-    STORAGE_REASONS,
     DamagedRecordError,
     FormatError,
     Meta,
@@ -83,7 +90,6 @@ from imagefolder_lmdb.reader.format import (
     encode_document,
     encode_meta,
     field_checksum,
-    format_version_of,
     is_legacy_pickle_lmdb,
     record_key,
 )
@@ -121,6 +127,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CHECKSUMMED_ARRAYS",
     "CHECKSUMMED_FIELDS",
+    "CODECS",
     "DECODE_CHOICES",
     "DEFAULT_MAX_READERS",
     "FORMAT_ID",
@@ -133,12 +140,13 @@ __all__ = [
     "MALLOC_ENV",
     "MAX_RECORDS",
     "META_KEYS",
-    "NOT_JPEG_CODES",
     "READABLE_VERSIONS",
     "SPOT_CHECKS",
+    "STORAGE",
     "STORAGE_CODES",
     "STORAGE_REASONS",
     "TORCHCODEC_PIN",
+    "Codec",
     "DamagedRecordError",
     "Decode",
     "FileChangedError",
@@ -158,6 +166,7 @@ __all__ = [
     "checksum",
     "class_words",
     "close_all_envs",
+    "codec_of",
     "content_id",
     "decode_meta",
     "encode_document",

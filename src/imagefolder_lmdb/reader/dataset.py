@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import lmdb
 import numpy as np
 
+from imagefolder_lmdb.reader.codec import STORAGE_REASONS
 from imagefolder_lmdb.reader.dataset_document import class_words, resized_words, size_setting, source_root
 from imagefolder_lmdb.reader.decoding import (
     DECODE_CHOICES,
@@ -25,7 +26,6 @@ from imagefolder_lmdb.reader.drop_in import DropIn, dataset_bases, joint_transfo
 from imagefolder_lmdb.reader.file_checks import LmdbReadTxn
 from imagefolder_lmdb.reader.format import (
     META_KEYS,
-    STORAGE_REASONS,
     DamagedRecordError,
     FormatError,
     checksum,
@@ -235,7 +235,7 @@ class _Index(DropIn, LabelsAndFields, DatasetState):
             )
 
     def storage_reason(self, index: int) -> str:
-        """How record ``index`` was stored: ``passthrough`` or ``reencoded:<why>``."""
+        """How record ``index`` was stored: ``passthrough``, ``reencoded:<why>``, ``reencoded-webp:<why>``, ..."""
         self._require_meta("storage reasons")
         assert self.storage_codes is not None
         return STORAGE_REASONS[int(self.storage_codes[self._check_index(index)])]

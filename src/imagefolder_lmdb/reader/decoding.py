@@ -121,7 +121,7 @@ def tensor_decode(data: bytes | memoryview, jpeg: bool = True) -> torch.Tensor:
     Args:
         data (bytes or memoryview): a stored value. With ``jpeg=True`` TorchCodec's ``decode_jpeg``
             reads it in place (no copy, so it may be an LMDB buffer while its transaction is alive).
-        jpeg (bool): the value is an RGB JPEG (every storage code but NOT_JPEG_CODES). False:
+        jpeg (bool): the value is an RGB JPEG (a storage code of reader/codec.py's JPEG). False:
             Pillow decodes it (PNG, BMP, CMYK JPEG, ...), as ImageFolder would.
 
     Returns:
@@ -132,13 +132,17 @@ def tensor_decode(data: bytes | memoryview, jpeg: bool = True) -> torch.Tensor:
     """
     if not jpeg:
         return pil_to_chw(pil_decode(data))
+    return encoded_tensor_decode(encoded_tensor(data), jpeg=True)
+
+
+def encoded_tensor(data: bytes | bytearray | memoryview) -> torch.Tensor:
+    """Stored bytes as a uint8 tensor over the same memory (no copy: an LMDB buffer stays one)."""
     import torch
 
     with warnings.catch_warnings():
-        # LMDB's mapped memory is read-only, which torch warns about once; the decoder only reads it.
+        # LMDB's mapped memory is read-only, which torch warns about once; the decoders only read it.
         warnings.filterwarnings("ignore", message="The given buffer is not writable", category=UserWarning)
-        encoded = torch.frombuffer(data, dtype=torch.uint8)
-    return encoded_tensor_decode(encoded, jpeg=True)
+        return torch.frombuffer(data, dtype=torch.uint8)
 
 
 def encoded_tensor_decode(encoded: torch.Tensor, jpeg: bool = True) -> torch.Tensor:
@@ -150,18 +154,6 @@ def encoded_tensor_decode(encoded: torch.Tensor, jpeg: bool = True) -> torch.Ten
     if not jpeg or _may_be_turned(encoded.numpy().data):
         return pil_to_chw(pil_decode(encoded.numpy().data))
     return torchcodec_jpeg_decoder()(encoded, mode="RGB")
-
-
-def decode_stored(data: bytes | memoryview, decode: str, jpeg: bool) -> Any:
-    """``data`` (possibly an LMDB buffer, valid only inside its transaction) as a value that owns
-    its memory: the one and only copy or decode of the stored bytes."""
-    if decode == "pil":
-        return pil_decode(data)
-    if decode == LAZY:
-        return lazy_jpeg_decode(data, jpeg)
-    if decode == "tensor":
-        return tensor_decode(data, jpeg=jpeg)
-    return bytes(data)
 
 
 # -- the EXIF orientation TorchCodec would apply ---------------------------------------------------

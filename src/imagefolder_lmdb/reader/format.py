@@ -19,13 +19,14 @@ from __future__ import annotations
 import importlib
 import json
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 
 from imagefolder_lmdb.reader import meta_checks
+from imagefolder_lmdb.reader.codec import WEBP_VERSION
 from imagefolder_lmdb.reader.format_targets import (
     MULTI_LABEL,
     SINGLE_LABEL,
@@ -51,12 +52,12 @@ class ReadTxn(Protocol):
 
 
 FORMAT_ID = "imagefolder-lmdb"
-#: The newest version this reader knows. Version 2 is version 1 with one more storage code (9, a
-#: PNG value); a writer writes the oldest version that holds its records (format_version_of), so a
-#: file without such records stays readable by every version-1 reader, and one with them is refused
-#: by those readers (they accept version 1 only) instead of being decoded as JPEG.
-FORMAT_VERSION = 4
-READABLE_VERSIONS = (1, 2, 3, 4, UNLABELLED_VERSION)  # 5: a pointer (reader/revision_format.py)
+#: The newest version of a single file. Versions 2 and 7 add storage codes (9, a PNG value; 10-16, WebP:
+#: reader/codec.py); a writer writes the oldest version that holds its records (format_version_of), so a
+#: file without such records stays readable by older readers, and one with them is refused by those
+#: readers (by its version) instead of being decoded as JPEG.
+FORMAT_VERSION = WEBP_VERSION
+READABLE_VERSIONS = (1, 2, 3, 4, UNLABELLED_VERSION, WEBP_VERSION)  # 5: a pointer (reader/revision_format.py)
 #: Version 3 is version 2 whose meta/paths may hold names that are not valid UTF-8 (a latin-1
 #: ``caf\xe9.jpg``), stored as the file system gave their bytes; written only by a file that has such a
 #: name (``encode_meta``), so that an older reader refuses it instead of calling the file damaged.
@@ -77,7 +78,7 @@ META_KEYS = {
     "labels": b"meta/labels",  # int32 little-endian, one per record
     "sizes": b"meta/sizes",  # uint32 little-endian (width, height) pairs of the stored image
     "crc32": b"meta/crc32",  # uint32 little-endian CRC-32 (zlib) of each stored value
-    "storage": b"meta/storage",  # uint8, how each record was stored (STORAGE_REASONS)
+    "storage": b"meta/storage",  # uint8, how each record was stored (reader/codec.py, STORAGE)
     "source_bytes": b"meta/source_bytes",  # uint64 little-endian size of each source file
     "paths": b"meta/paths",  # UTF-8 relative paths, each followed by one NUL byte
     "locations": b"meta/locations",  # LOCATION_DTYPE per record; optional (older files lack it)
@@ -90,32 +91,6 @@ META_KEYS = {
 #: through LMDB". Valid only for the file whose LMDB transaction id meta/json records under
 #: "locations" (a compacting copy rewrites every page); see LMDBReader and scripts/add_locations.py.
 LOCATION_DTYPE = np.dtype([("offset", "<u8"), ("length", "<u4")])
-
-#: How a record's bytes came to be. Code 0 is the only one whose value equals the source file.
-STORAGE_REASONS: dict[int, str] = {
-    0: "passthrough",  # a valid RGB JPEG, stored byte for byte
-    1: "reencoded:not-jpeg",  # PNG (also when named .JPEG), GIF, BMP, WebP, TIFF, ...
-    2: "reencoded:cmyk",  # CMYK / YCCK JPEG
-    3: "reencoded:grayscale",  # single-channel JPEG
-    4: "reencoded:mpo",  # multi-picture JPEG from cameras: only the first frame is kept
-    5: "reencoded:other-mode",  # any other pixel mode of a JPEG
-    6: "reencoded:resized",  # shrunk: larger than encode.short_side or encode.max_side
-    7: "reencoded:always",  # encode.reencode = always
-    8: "stored-as-is",  # encode.reencode = never and the file is not a plain RGB JPEG
-    9: "reencoded:png-too-large-for-jpeg",  # a side above 65,500 (libjpeg's limit): a lossless RGB PNG
-}
-STORAGE_CODES = {reason: code for code, reason in STORAGE_REASONS.items()}
-#: The format version that introduced each storage code newer than version 1.
-_CODE_VERSIONS = {9: 2}
-#: Codes whose value is no JPEG (any format Pillow reads): decoded with Pillow, never with
-#: TorchCodec's decode_jpeg; every other code's value is a valid RGB JPEG.
-NOT_JPEG_CODES = frozenset({STORAGE_CODES["stored-as-is"], STORAGE_CODES["reencoded:png-too-large-for-jpeg"]})
-
-
-def format_version_of(storage: Iterable[int]) -> int:
-    """The version a file with records of these storage codes is written as: the oldest that has them."""
-    return max((_CODE_VERSIONS.get(int(code), 1) for code in set(storage)), default=1)
-
 
 #: The meta arrays whose CRC-32 meta/json records under "checksums" (meta/locations has its own,
 #: under "locations": the reader can do without it, so its damage only slows reads down).
@@ -306,8 +281,10 @@ def _targets_values(meta: Meta) -> dict[bytes, bytes]:
         meta.document["fields"] = fields_entry(meta.fields)
     if values:
         meta.document["version"] = max(int(meta.document.get("version", 1)), TARGETS_VERSION)
-    if meta.unlabelled:  # and only then version 6: every other file as before it existed
-        meta.document.update(label_kind=UNLABELLED, version=UNLABELLED_VERSION)
+    if meta.unlabelled:  # and only then version 6 (or later): every other file as before it existed
+        meta.document.update(
+            label_kind=UNLABELLED, version=max(int(meta.document.get("version", 1)), UNLABELLED_VERSION)
+        )
     return values
 
 

@@ -8,7 +8,7 @@ import pickle
 from collections.abc import Sequence
 from typing import Any
 
-from imagefolder_lmdb.reader.decoding import decode_stored
+from imagefolder_lmdb.reader.codec import AS_IS
 from imagefolder_lmdb.reader.file_checks import LmdbReadTxn
 from imagefolder_lmdb.reader.format import FormatError
 from imagefolder_lmdb.reader.records import Begin, Opened
@@ -112,7 +112,7 @@ class _LegacyRecords:
             batch = []
             for index in positions:
                 data, target = self.record(txn, index)
-                batch.append((decode_stored(data, decode, jpeg=False), target))
+                batch.append((AS_IS.decode(data, decode), target))
         return batch
 
     def get_bytes(self, index: int, begin: Begin) -> bytes:

@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from imagefolder_lmdb.reader.decoding import decode_stored
+from imagefolder_lmdb.reader.codec import Codec, codec_of
 from imagefolder_lmdb.reader.file_checks import LmdbReadTxn
-from imagefolder_lmdb.reader.format import NOT_JPEG_CODES, FormatError, check_record, record_key
+from imagefolder_lmdb.reader.format import FormatError, check_record, record_key
 from imagefolder_lmdb.reader.records import Begin
 
 
@@ -24,13 +24,12 @@ class LmdbRecords:
 
     def __init__(self, path: str, storage: np.ndarray, crc32: np.ndarray | None) -> None:
         self.path = path
-        self.storage = storage  # storage code of each record (STORAGE_REASONS)
+        self.storage = storage  # storage code of each record (reader/codec.py)
         self.crc32 = crc32  # CRC-32 of each record, checked on every read; None: crc_check=False
 
-    def jpeg(self, index: int) -> bool:
-        """Whether record ``index`` may go to decode_jpeg: every value but a stored-as-is or PNG one
-        (NOT_JPEG_CODES), which Pillow decodes."""
-        return self.storage.item(index) not in NOT_JPEG_CODES
+    def codec(self, index: int) -> Codec:
+        """The codec of record ``index`` (reader/codec.py), which decodes it."""
+        return codec_of(self.storage.item(index))
 
     def read(self, positions: list[int], decode: str, begin: Begin, targets: Sequence[Any]) -> list[tuple[Any, Any]]:
         """Decoded images and labels of ``positions``, all from one LMDB transaction.
@@ -43,7 +42,7 @@ class LmdbRecords:
             batch = []
             for index in positions:
                 data = self._value(txn, index)
-                batch.append((decode_stored(data, decode, self.jpeg(index)), targets[index]))
+                batch.append((self.codec(index).decode(data, decode), targets[index]))
                 del data  # drop the buffer before the transaction ends
         return batch
 

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any, cast
 import lmdb
 import numpy as np
 
-from imagefolder_lmdb.reader.decoding import LAZY, encoded_tensor_decode, lazy_jpeg_decode, pil_decode
 from imagefolder_lmdb.reader.format import Meta, check_record
 from imagefolder_lmdb.reader.handles import shared_fd
 from imagefolder_lmdb.reader.offset_reads import CAN_ADVISE, CAN_PREAD, CAN_PROBE, fetch_record, pread_bytes
@@ -190,11 +189,7 @@ class LocatedRecords:
 
     def _decoded(self, data: bytes | torch.Tensor, index: int, decode: str) -> Any:
         """Record ``index``'s bytes as read by offset (a tensor for decode="tensor"), checked, decoded."""
-        if decode == "tensor":  # read straight into a tensor (offset_reads.fetch_record)
-            encoded = cast("torch.Tensor", data)
-            check_record(self.lmdb.path, index, encoded.numpy().data, self.lmdb.crc32)
-            return encoded_tensor_decode(encoded, jpeg=self.lmdb.jpeg(index))
-        check_record(self.lmdb.path, index, cast(bytes, data), self.lmdb.crc32)
-        if decode == LAZY:
-            return lazy_jpeg_decode(cast(bytes, data), self.lmdb.jpeg(index))
-        return pil_decode(cast(bytes, data)) if decode == "pil" else data
+        # decode="tensor": read straight into a tensor (offset_reads.fetch_record)
+        stored = cast("torch.Tensor", data).numpy().data if decode == "tensor" else cast(bytes, data)
+        check_record(self.lmdb.path, index, stored, self.lmdb.crc32)
+        return self.lmdb.codec(index).decode(data, decode)

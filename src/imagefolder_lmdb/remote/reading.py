@@ -7,8 +7,6 @@ import os
 import warnings
 from typing import Any
 
-import numpy as np
-
 from imagefolder_lmdb.extras import installed, missing_extra
 
 from .cache import RecordCache
@@ -30,7 +28,6 @@ def open_remote_records(
 ) -> Any:
     """The reader's ``Opened`` for the dataset at ``url``: its meta, and RemoteRecords to read it; for
     a split of revisions, revision ``revision`` (None: the current one) read from its data files."""
-    from imagefolder_lmdb.reader.format import NOT_JPEG_CODES
     from imagefolder_lmdb.reader.records import Opened
 
     if not installed("obstore"):  # the extra's one dependency, asked for before any request
@@ -53,9 +50,8 @@ def open_remote_records(
     if remote.etag is None:
         _warn_no_etag(url)
     meta = remote.meta
-    jpeg = ~np.isin(meta.storage, sorted(NOT_JPEG_CODES))
     cache = RecordCache(os.fspath(cache_dir), url, remote.etag, cache_bytes) if cache_dir is not None else None
-    records = RemoteRecords(url, remote.etag, remote.offsets, remote.lengths, meta.crc32, jpeg, settings, cache)
+    records = RemoteRecords(url, remote.etag, remote.offsets, remote.lengths, meta.crc32, meta.storage, settings, cache)
     records.size = remote.size
     return Opened(records, meta.document, meta.classes, meta.paths, meta.targets(), meta)
 

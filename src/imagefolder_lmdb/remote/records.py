@@ -79,13 +79,13 @@ class RemoteRecords:
         offsets: np.ndarray,
         lengths: np.ndarray,
         crc32: np.ndarray,
-        jpeg: np.ndarray,
+        storage: np.ndarray,
         settings: RemoteSettings,
         cache: RecordCache | None,
     ) -> None:
         self.url, self.etag, self.settings, self.cache = url, etag, settings, cache
         self.offsets, self.lengths, self.crc32 = offsets, lengths, crc32
-        self.jpeg = jpeg  # bool per record: may go to a JPEG decoder
+        self.storage = storage  # each record's storage code: its codec decodes it (reader/codec.py)
         self.size: int | None = None  # the object's size in bytes, where known
 
     @property
@@ -140,11 +140,11 @@ class RemoteRecords:
 
     def read(self, positions: list[int], decode: str, begin: Any, targets: Sequence[Any]) -> list[tuple[Any, Any]]:
         """Decoded images and labels of ``positions``, in order (``begin``, LMDB's transaction, is unused)."""
-        from imagefolder_lmdb.reader.decoding import decode_stored
+        from imagefolder_lmdb.reader.codec import codec_of
 
         datas = self.stored_bytes(positions)
         return [
-            (decode_stored(data, decode, bool(self.jpeg[index])), targets[index])
+            (codec_of(self.storage.item(index)).decode(data, decode), targets[index])
             for index, data in zip(positions, datas, strict=True)
         ]
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from imagefolder_lmdb.reader.format import NOT_JPEG_CODES, FormatError, Meta
+from imagefolder_lmdb.reader.format import FormatError, Meta
 from imagefolder_lmdb.reader.identity import FileChangedError, content_id
 from imagefolder_lmdb.reader.records import Opened
 from imagefolder_lmdb.reader.revision_format import (
@@ -123,9 +123,10 @@ def _opened_file(pointer: str, number: int, file: DataFile, settings: RemoteSett
 def _records_of(remote: RemoteFile, settings: RemoteSettings, cache: CacheSettings) -> RemoteRecords:
     """The record source of one data file, pinned to the ETag it had at open."""
     meta: Meta = remote.meta
-    jpeg = ~np.isin(meta.storage, sorted(NOT_JPEG_CODES))
     kept = None if cache.folder is None else RecordCache(cache.folder, remote.url, remote.etag, cache.limit)
-    records = RemoteRecords(remote.url, remote.etag, remote.offsets, remote.lengths, meta.crc32, jpeg, settings, kept)
+    records = RemoteRecords(
+        remote.url, remote.etag, remote.offsets, remote.lengths, meta.crc32, meta.storage, settings, kept
+    )
     records.size = remote.size
     return records
 

@@ -14,7 +14,6 @@ import json
 import logging
 import os
 import shutil
-from dataclasses import asdict
 from functools import partial
 from typing import Any, TextIO
 
@@ -117,7 +116,7 @@ def build_meta(
         tool=TOOL,
         classes=header.classes,
         storage=column(reports, "storage"),
-        settings={"encode": asdict(settings.encode)},
+        settings={"encode": settings.encode.recorded()},
         source={
             "path": counts.source,
             "root": recorded_root(header, kept, elsewhere),

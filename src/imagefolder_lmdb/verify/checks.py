@@ -32,6 +32,7 @@ from imagefolder_lmdb.reader import (
     check_lmdb_file,
     checksum,
     decode_meta,
+    format_version_of,
     lmdb_check,
     lmdb_pages,
     record_key,
@@ -126,6 +127,8 @@ def totals_problems(meta: Meta, walk: lmdb_pages.Walk | None) -> list[str]:
     stats, problems = meta.document["stats"], []
     if set(np.unique(meta.storage).tolist()) - set(STORAGE_REASONS):
         problems.append(f"meta/storage holds codes outside {sorted(STORAGE_REASONS)}")
+    elif format_version_of(meta.storage.tolist()) > meta.document["version"]:  # a WebP code in a version-1 file
+        problems.append(f"meta/storage holds codes of format version {format_version_of(meta.storage.tolist())}")
     elif storage_counts(meta.storage.tolist()) != stats["storage"]:
         problems.append(
             f"meta/storage counts {storage_counts(meta.storage.tolist())}, meta/json says {stats['storage']}"

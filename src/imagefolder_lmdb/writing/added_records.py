@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -111,7 +111,7 @@ def added_meta(columns: AddedColumns, classes: list[str], settings: EncodeSettin
         tool=TOOL,
         classes=classes,
         storage=columns.storage,
-        settings={"encode": asdict(settings)},
+        settings={"encode": settings.recorded()},
         source={**source, "images": len(columns.paths) + len(columns.skipped), "classes": len(classes)},
         source_bytes=columns.source_bytes,
         stored_bytes=columns.stored_bytes,

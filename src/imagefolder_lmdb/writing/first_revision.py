@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from imagefolder_lmdb.reader import Meta
-from imagefolder_lmdb.reader.format import STORAGE_REASONS
+from imagefolder_lmdb.reader.codec import STORAGE_REASONS
 from imagefolder_lmdb.reader.handles import forget_if_replaced
 from imagefolder_lmdb.reader.identity import content_id
 from imagefolder_lmdb.reader.revision_format import ORDER_DTYPE, DataFile, Revision, data_file_path, encode_revision

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from imagefolder_lmdb.reader import FORMAT_ID, STORAGE_REASONS, Meta, format_version_of
+from imagefolder_lmdb.reader.codec import listed_reasons
 from imagefolder_lmdb.reader.format_targets import (
     NO_SINGLE_LABEL,
     FieldColumn,
@@ -53,9 +54,10 @@ def build_document(
 ) -> dict[str, Any]:
     """The document for ``len(storage)`` records. ``source``: where they came from (path, images,
     classes, ignored_files, ...); ``extra``: further top-level entries (e.g. ``class_list``)."""
+    version = format_version_of(storage)
     return {
         "format": FORMAT_ID,
-        "version": format_version_of(storage),
+        "version": version,
         "length": len(storage),
         "classes": classes,
         "class_to_idx": {name: i for i, name in enumerate(classes)},
@@ -67,7 +69,7 @@ def build_document(
             "storage": storage_counts(storage),
             "skipped": skipped,
         },
-        "storage_reasons": {str(code): reason for code, reason in STORAGE_REASONS.items()},
+        "storage_reasons": listed_reasons(version),
         "tool": tool,
         "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         **extra,

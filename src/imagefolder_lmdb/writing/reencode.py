@@ -5,34 +5,37 @@ command (commands/convert_legacy.py):
 
 - ``encode.reencode: auto``: a valid RGB JPEG is stored byte for byte; anything else (PNG even
   when named .JPEG, CMYK, grayscale, MPO, other formats) is re-encoded as ImageFolder's loader
-  would see it: ``convert("RGB")``, then JPEG at ``encode.quality``.
+  would see it: ``convert("RGB")``, then JPEG (or ``encode.codec: webp``: WebP) at ``encode.quality``.
 - ``always``: every image is re-encoded; ``never``: every readable image is stored as it is.
 - ``encode.short_side`` and ``encode.max_side`` shrink larger images (re-encoding them): see
   :func:`stored_size` for the size, :func:`reencode` for the resampling. Every image is checked
   first (``encode.check``: a full decode, or headers and the JPEG end marker).
-- An image to re-encode with a side above libjpeg's 65,500 is saved as a lossless RGB PNG instead
-  (``reencoded:png-too-large-for-jpeg``): a valid image is never dropped for its size.
+- An image to re-encode with a side above its codec's limit falls back (WebP's 16,383: JPEG; libjpeg's
+  65,500: a lossless RGB PNG, ``reencoded:png-too-large-for-jpeg``): a valid image is never dropped
+  for its size.
 
-The storage reasons themselves are part of the format: ``dataset.STORAGE_REASONS``. Which stored
-values a shard's part holds, and which merge copies from the source: ``kept_in_part``.
+The storage codes and what each codec does are the format's: reader/codec.py (its registry). Which
+stored values a shard's part holds, and which merge copies from the source: ``kept_in_part``.
 """
 
 import io
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from PIL import Image, UnidentifiedImageError
 
-from imagefolder_lmdb.reader import STORAGE_CODES, jpeg_markers
-
-#: JPEG's end-of-image marker. Most files end with it; where one does not (cameras and phones pad or
-#: append trailers after it), the JPEG's markers are walked to find where its image ends.
-JPEG_EOI = b"\xff\xd9"
-#: The largest width or height libjpeg writes (its JPEG_MAX_DIMENSION; the format's own 16 bits
-#: would allow 65,535). A larger image cannot be stored as JPEG.
-JPEG_MAX_SIDE = 65500
+from imagefolder_lmdb.reader.codec import (
+    CODECS,
+    JPEG,
+    PNG,
+    STORAGE_CODES,
+    Codec,
+    codec_for_format,
+    reencoded_code,
+)
+from imagefolder_lmdb.reader.codec import jpeg_end as jpeg_end  # the JPEG marker walk, long imported from here
 
 
 class BadImageError(ValueError):
@@ -51,17 +54,28 @@ class EncodeSettings:
     short_side: int | None
     check: str  # decode | header
     on_error: str  # fail | skip
+    #: What a re-encode writes (reader/codec.py, ENCODE_CHOICES); absent from a config: JPEG.
+    codec: str = JPEG.name
 
     @classmethod
     def from_config(cls, encode: Mapping[str, Any]) -> "EncodeSettings":
-        """The settings of a checked config's encode section (every key there, the defaults filled in)."""
-        return cls(**{key: encode[key] for key in cls.__dataclass_fields__})
+        """The settings of a checked config's encode section (every key there, the defaults filled in;
+        ``codec`` has none in the schema, so that a config without it keeps its params)."""
+        return cls(**{key: encode[key] for key in cls.__dataclass_fields__ if key in encode})
+
+    def recorded(self) -> dict[str, Any]:
+        """The settings as meta/json's ``settings.encode`` records them: ``codec`` only where it is not
+        JPEG, so that a file written without WebP keeps its bytes."""
+        recorded = asdict(self)
+        if self.codec == JPEG.name:
+            del recorded["codec"]
+        return recorded
 
 
 @dataclass
 class Encoded:
     value: bytes
-    storage: int  # a key of dataset.STORAGE_REASONS
+    storage: int  # a storage code (reader/codec.py, STORAGE)
     width: int
     height: int
 
@@ -85,22 +99,9 @@ def open_checked(data: bytes, check: str) -> Image.Image:
     images stored as they are, or in re-encoding for the others.
     """
     image = Image.open(io.BytesIO(data))  # Pillow's decompression-bomb guard stays on
-    if check == "decode":
-        return image
-    if image.format in ("JPEG", "MPO"):
-        if not data.endswith(JPEG_EOI) and jpeg_end(data) is None:
-            raise OSError("JPEG has no end-of-image marker: the file is truncated")
-    else:
-        Image.open(io.BytesIO(data)).verify()  # checksums and structure, without decoding pixels
+    if check == "header":  # a JPEG reaches its end marker; any other format passes Pillow's verify
+        codec_for_format(image.format).header_check(data)
     return image
-
-
-def jpeg_end(data: bytes) -> int | None:
-    """Where the JPEG in ``data`` ends (the offset just after its end-of-image marker), found by
-    walking its marker segments and the entropy-coded data of each scan, so that whatever follows
-    (a phone's trailer, a motion photo's video) is not mistaken for the image; None if the data
-    ends first (a file cut short) or stops being a JPEG."""
-    return next((end for marker, _, end in jpeg_markers.segments(data) if marker == jpeg_markers.EOI), None)
 
 
 def check_decodes(image: Image.Image) -> None:
@@ -112,16 +113,15 @@ def check_decodes(image: Image.Image) -> None:
     inverse DCT, upsampling and colour conversion, which are most of the work of a decode and can
     only fail on data the entropy decoder already accepted (1.4x less CPU measured here).
     """
-    if image.format in ("JPEG", "MPO"):
-        image.draft(image.mode, (1, 1))
-    image.load()
+    codec_for_format(image.format).decode_check(image)
 
 
 def reencode_reason(image: Image.Image, settings: EncodeSettings) -> str | None:
     """Why ``image`` must be re-encoded (a STORAGE_REASONS value), or None to keep its bytes.
 
     A shrunk image is ``reencoded:resized`` whatever its format or mode: every re-encode converts
-    to RGB JPEG, and the change of size is what a reader of a resized dataset must be able to see."""
+    to RGB (JPEG, or ``encode.codec``'s: ``reencoded_code``), and the change of size is what a reader
+    of a resized dataset must be able to see."""
     if stored_size(*image.size, settings) != image.size:
         reason = "reencoded:resized"
     elif image.format == "MPO":
@@ -183,7 +183,7 @@ def reencode(image: Image.Image, settings: EncodeSettings) -> Image.Image:
         return image.convert("RGB")
     if settings.short_side is None:
         return image.convert("RGB").resize(size, Image.Resampling.LANCZOS)
-    if image.format in ("JPEG", "MPO"):
+    if codec_for_format(image.format) is JPEG:
         image.draft(image.mode, size)  # picks the largest reduction whose result is still >= size
     rgb = image.convert("RGB")
     return rgb if rgb.size == size else rgb.resize(size, Image.Resampling.BILINEAR)
@@ -199,12 +199,15 @@ def encode_image(data: bytes, settings: EncodeSettings) -> Encoded:
             check_decodes(image)
         return Encoded(data, STORAGE_CODES[reason or "passthrough"], width, height)
     rgb = reencode(image, settings)
-    buffer = io.BytesIO()
-    if max(rgb.size) > JPEG_MAX_SIDE:  # no JPEG can hold it: kept whole, losslessly
-        rgb.save(buffer, format="PNG")
-        return Encoded(buffer.getvalue(), STORAGE_CODES["reencoded:png-too-large-for-jpeg"], *rgb.size)
-    rgb.save(buffer, format="JPEG", quality=settings.quality)
-    return Encoded(buffer.getvalue(), STORAGE_CODES[reason], *rgb.size)
+    codec = stored_codec(settings.codec, rgb.size)
+    assert codec.save is not None  # every codec stored_codec picks is one this project writes
+    return Encoded(codec.save(rgb, settings.quality), reencoded_code(reason, codec), *rgb.size)
+
+
+def stored_codec(name: str, size: tuple[int, int]) -> Codec:
+    """The codec a re-encoded image of ``size`` is saved in: ``encode.codec``'s where it holds the
+    size, else JPEG, else (a side above 65,500) a lossless PNG: kept whole, never dropped for its size."""
+    return next(codec for codec in (CODECS[name], JPEG, PNG) if max(size) <= (codec.max_side or 0))
 
 
 #: What Pillow (and our own checks) raise for an image that cannot be stored.
