@@ -30,6 +30,7 @@ import pytest
 import yaml
 
 from imagefolder_lmdb.board.rule_table import RULES
+from imagefolder_lmdb.reader.revision_format import data_folder
 from imagefolder_lmdb.run.made_from import RECORDED_VARIABLE
 from imagefolder_lmdb.work.files import read_manifest, shard_range
 from slurm_node import (
@@ -42,7 +43,7 @@ from slurm_node import (
     ensure_plugins,
 )
 from support import BIN, REPO
-from support.datasets import assert_same_dataset
+from support.datasets import assert_same_dataset, assert_same_samples
 from support.images import make_images
 from support.readme import page_text, section
 from support.workflow import Converted, run_snakemake, snakemake_command, write_config
@@ -409,6 +410,31 @@ def test_demo_through_slurm_gives_the_local_result(
     for split in splits:
         assert (cluster / "results" / f"{split}.classes.png").is_file()
         assert_same_dataset(cluster / "results" / f"{split}.lmdb", local / "results" / f"{split}.lmdb")
+
+
+def test_no_merge_through_slurm_gives_the_one_file_result(
+    slurm: SingleNodeSlurm, tree_copy: Path, converted: Converted, tmp_path: Path
+) -> None:
+    """``merge: false`` on SLURM (issue 60, docs/cluster.md "Without a merge"): the shards go as one
+    array; each shard's data_file is a plain job of its own, submitted as its task finishes (never an
+    array of the one-by-one batches plugin 2.8.0 drops); write_pointer and verify one job each, at the
+    figures docs/cluster.md lists; the split reads sample for sample as the local one-file conversion."""
+    config = write_config(tmp_path, {"train": {"source": str(tree_copy), "shards": SHARDS}}, merge=False)
+    run = run_through_slurm(tmp_path, config, slurm=slurm).check()
+
+    assert run.history is not None
+    jobs = run.history.jobs
+    [tasks] = arrays(jobs).values()
+    assert {(rule_of(task), task.state) for task in tasks} == {("encode_shard", "COMPLETED")}
+    assert len(tasks) == SHARDS
+    per_split = [label(rule, "train") for rule in ("extract", "count_check", "write_pointer", "verify")]
+    per_shard = [label("data_file", "train", f"{shard:05d}") for shard in range(SHARDS)]
+    assert labels_and_states(plain_jobs(jobs)) == sorted((name, "COMPLETED") for name in per_split + per_shard)
+    assert_first_attempt_requests(jobs)
+    split = tmp_path / "results" / "train.lmdb"
+    assert len(list(Path(data_folder(str(split))).iterdir())) == SHARDS
+    assert not list(tmp_path.rglob("*.incomplete")), "keep-incomplete kept a part-written data file"
+    assert_same_samples(split, converted.lmdb, same_source_path=False)  # tree_copy: a copy of its tree
 
 
 def test_a_task_failing_once_is_the_only_job_resubmitted(
