@@ -5,14 +5,16 @@ split of revisions"), not the whole split again.
 What changed follows from the source and the dataset, never from Snakemake's records: the split is
 listed as ImageFolder lists it now (the workflow's own listing, sources/folder.py) and set against the
 current revision's samples. A path only the listing has is added (or, where a path only the revision
-has carries its file name, its size and its bytes, moved); a path only the revision has is removed; a
+has carries its file name and size, and its file was written before the revision or holds the stored
+bytes, moved); a path only the revision has is removed; a
 path in both is replaced where its file is not the one stored (its size differs from the recorded
 source size, or, touched since the revision was made, its CRC-32 differs from a record stored byte for
 byte); a path in both under another label is relabelled. Only the added and replaced images are read,
 and only in groups (class folders) whose record changed (run/made_from.py, sources/source_record.py).
 
 The change runs in this process (writing/added_records.py, then ``new_revision``), with the reports
-Snakemake would make again (verify report, contact sheet, class histogram) written after it.
+Snakemake would make again (verify report, contact sheet, class histogram) written after it, each made
+from what changed (``write_reports``).
 """
 
 from __future__ import annotations
@@ -175,30 +177,43 @@ def find_change(pointer: str, listing: Listing, changed_groups: Mapping[str, str
         and is_other_file(os.path.join(root, path), stored[path], made)
     }
     moved = moved_images(
-        root, [path for path, _ in samples if path not in stored], {p: s for p, s in stored.items() if p not in now}
+        root,
+        [path for path, _ in samples if path not in stored],
+        {p: s for p, s in stored.items() if p not in now},
+        made,
     )
     added = [(path, label) for path, label in samples if (path not in stored and path not in moved) or path in replaced]
     return SplitChange(root, samples, list(listing.classes), added, moved, len(replaced), state.number)
 
 
-def moved_images(root: str, new_paths: list[str], gone: Mapping[str, Stored]) -> dict[str, str]:
+def moved_images(root: str, new_paths: list[str], gone: Mapping[str, Stored], made: float) -> dict[str, str]:
     """``{new path: old path}`` of images moved to another folder: a path gone with the same file name
-    whose record is this file (its size, and its CRC-32 where it was stored byte for byte)."""
+    whose record is this file (see ``is_moved_file``)."""
     by_name: dict[str, list[str]] = {}
     for path in gone:
         by_name.setdefault(os.path.basename(path), []).append(path)
     moved: dict[str, str] = {}
     for path in new_paths:
         for old in by_name.get(os.path.basename(path), []):
-            record = gone[old]
-            full = os.path.join(root, path)
-            if os.path.getsize(full) == record.source_bytes and (
-                not record.passthrough or file_crc(full) == record.crc32
-            ):
+            if is_moved_file(os.path.join(root, path), gone[old], made):
                 moved[path] = old
                 by_name[os.path.basename(path)].remove(old)
                 break
     return moved
+
+
+def is_moved_file(path: str, record: Stored, made: float) -> bool:
+    """Whether the file at ``path`` (a new path with a gone path's file name) is that path's stored file.
+    A move (a rename) keeps a file's size and modification time: the same size and a time from before
+    the revision was made is taken as the same file without reading it, as the source record takes an
+    unchanged folder (sources/source_record.py); a file written since is read once, where its record
+    holds its bytes as they were (stored byte for byte), to compare CRC-32s."""
+    info = os.stat(path)
+    if info.st_size != record.source_bytes:
+        return False
+    if info.st_mtime < made - TOUCHED_SLACK:
+        return True  # its bytes written before the revision; a rename changes the ctime, never the mtime
+    return record.passthrough and file_crc(path) == record.crc32
 
 
 @dataclass(frozen=True)
@@ -277,10 +292,19 @@ def remove_added_file(config: Mapping[str, Any], name: str) -> None:
         os.remove(added_file_path(config, name))
 
 
-def write_reports(config: Mapping[str, Any], name: str) -> None:
-    """What rules verify and report_split make of a new dataset, for the split's current revision: the
-    verify report (with the facts a file's report gives, so that the summary and the up-to-date check read
-    it as they read a file's), the contact sheet and the class histogram."""
+#: The images a change's contact sheet shows at most (of those it added): a sheet of 64 photos is a
+#: ~2.7 MB PNG, more than a change of a few images writes for its dataset (issue 58: <= 1 MB).
+CHANGE_SHEET_IMAGES = 16
+
+
+def write_reports(config: Mapping[str, Any], name: str, since: int | None) -> None:
+    """What rules verify and report_split make of a new dataset, for the split's current revision written
+    on revision ``since`` (None: every revision): the verify report (with the facts a file's report gives,
+    so that the summary and the up-to-date check read it as they read a file's), the contact sheet and
+    the class histogram. Made from what changed (docs/FORMAT.md, "A change's reports"): verify checks the
+    pointer and only the data files added since ``since`` (``verify --since``); the contact sheet shows
+    some of the images added (a change that added none keeps the sheet as it is); the histogram is drawn
+    again from the new class counts (the pointer's labels: no image read)."""
     from imagefolder_lmdb.run.paths import RunPaths
     from imagefolder_lmdb.verify.checks import dataset_facts
     from imagefolder_lmdb.verify.class_histogram import class_histogram
@@ -289,14 +313,30 @@ def write_reports(config: Mapping[str, Any], name: str) -> None:
 
     paths = RunPaths(config["results"], config["work"])
     dataset, checks = paths.dataset(name), config["verify"]
-    report, ds, indices = verify(dataset, checks["sample"], checks["all"], checks["seed"])
+    report, ds, indices = verify(dataset, checks["sample"], checks["all"], checks["seed"], since=since)
     if not report["ok"] or ds is None:
         problems = "; ".join(report["problems"])
         raise ChangeError(f"{dataset}: the new revision failed verification: {problems}")
     report = {**dataset_facts(ds, dataset, []), **report}
     write_report(report, paths.verify_report(name))
-    contact_sheet(ds, indices, paths.contact_sheet(name))
+    if indices or since is None or not os.path.exists(paths.contact_sheet(name)):
+        shown = indices if since is None else indices[:CHANGE_SHEET_IMAGES]
+        contact_sheet(ds, shown, paths.contact_sheet(name))
     class_histogram(report["class_counts"], paths.class_histogram(name), name)
+
+
+def parent_revision(dataset: str) -> int | None:
+    """The revision the current one of the pointer at ``dataset`` was written on (None: its first). Read
+    in an environment of its own (read_document): ``verify`` opens the pointer after it in this process."""
+    from imagefolder_lmdb.reader.document import read_document
+    from imagefolder_lmdb.reader.revision_format import entry_of, is_pointer_document
+
+    document = read_document(dataset)
+    if not is_pointer_document(document):
+        return None
+    assert document is not None
+    parent = entry_of(document, None, dataset).get("parent")
+    return parent if isinstance(parent, int) else None
 
 
 def apply_changes(
@@ -322,7 +362,8 @@ def apply_changes(
             if document is not None:
                 shared[name] = list(document["classes"])
             if name not in skip and verdict.up_to_date and reports_stale(paths.dataset(name), document):
-                write_reports(config, name)  # a change killed before its reports: never Snakemake over a pointer
+                # a change killed before its reports: never Snakemake over a pointer
+                write_reports(config, name, parent_revision(paths.dataset(name)))
                 remove_added_file(config, name)  # linked into the data folder before the kill
             continue
         started = time.monotonic()
@@ -330,7 +371,7 @@ def apply_changes(
         shared[name] = list(listing.classes)
         change = find_change(paths.dataset(name), listing, verdict.changed_groups)
         done = apply_change(name, paths.dataset(name), change, config, verdict)
-        write_reports(config, name)
+        write_reports(config, name, change.planned_on or 1)  # a single file was revision 1
         applied.append(dataclasses.replace(done, seconds=time.monotonic() - started))
         verdicts[name] = Verdict(verdict.made_from, "same")
     return applied
