@@ -28,7 +28,9 @@ import time
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from imagefolder_lmdb.classes.lists import ClassList, is_dataset
 from imagefolder_lmdb.classes.plan import ClassPlan, ClassSource
@@ -39,6 +41,9 @@ from imagefolder_lmdb.sources.folder import FolderSource, list_tree
 from imagefolder_lmdb.sources.label_files.settings import LabelsFrom
 from imagefolder_lmdb.sources.listing_options import ListingOptions
 from imagefolder_lmdb.work.folder_listing import LOOSE_FILES
+
+if TYPE_CHECKING:
+    from imagefolder_lmdb.reader.format import Meta
 
 #: A file touched this many seconds before its revision was made may still be another than the one
 #: stored (the revision's time is that of its end, in whole seconds).
@@ -151,6 +156,29 @@ def is_other_file(path: str, stored: Stored, made: float) -> bool:
     return not stored.passthrough or file_crc(path) != stored.crc32
 
 
+@dataclass(frozen=True)
+class StoredRecords:
+    """What the current revision recorded of each sample's source file, found by path: one dict of
+    positions into the revision's columns, a ``Stored`` made only for the paths looked at."""
+
+    position: dict[str, int]
+    source_bytes: np.ndarray
+    crc32: np.ndarray
+    passthrough: np.ndarray
+
+    @classmethod
+    def of(cls, meta: Meta) -> StoredRecords:
+        positions = dict(zip(meta.paths, range(len(meta.paths)), strict=True))
+        return cls(positions, meta.source_bytes, meta.crc32, meta.storage == 0)
+
+    def __contains__(self, path: object) -> bool:
+        return path in self.position
+
+    def __getitem__(self, path: str) -> Stored:
+        at = self.position[path]
+        return Stored(int(self.source_bytes[at]), int(self.crc32[at]), bool(self.passthrough[at]))
+
+
 def find_change(pointer: str, listing: Listing, changed_groups: Mapping[str, str], time_of: Any = None) -> SplitChange:
     """The change from the split at ``pointer`` to ``listing``; ``changed_groups``: the groups whose
     record changed (only their images are looked at again)."""
@@ -158,14 +186,8 @@ def find_change(pointer: str, listing: Listing, changed_groups: Mapping[str, str
     from imagefolder_lmdb.writing.revisions import read_split
 
     state = read_split(pointer)
-    parent = composed_meta(state.current, state.metas)
+    stored = StoredRecords.of(composed_meta(state.current, state.metas))
     made = made_time(state.current.created) if time_of is None else time_of
-    stored = {
-        path: Stored(int(size), int(crc), int(code) == 0)
-        for path, size, crc, code in zip(
-            parent.paths, parent.source_bytes.tolist(), parent.crc32.tolist(), parent.storage.tolist(), strict=True
-        )
-    }
     samples = [(sample.path, sample.label) for sample in listing.samples]
     now = {path for path, _ in samples}
     root = listing.root
@@ -176,12 +198,8 @@ def find_change(pointer: str, listing: Listing, changed_groups: Mapping[str, str
         and group_of(path) in changed_groups
         and is_other_file(os.path.join(root, path), stored[path], made)
     }
-    moved = moved_images(
-        root,
-        [path for path, _ in samples if path not in stored],
-        {p: s for p, s in stored.items() if p not in now},
-        made,
-    )
+    gone = {path: stored[path] for path in stored.position if path not in now}
+    moved = moved_images(root, [path for path, _ in samples if path not in stored], gone, made) if gone else {}
     added = [(path, label) for path, label in samples if (path not in stored and path not in moved) or path in replaced]
     return SplitChange(root, samples, list(listing.classes), added, moved, len(replaced), state.number)
 
