@@ -2,6 +2,7 @@
 
     python scripts/verify.py results/train.lmdb [--full] [--sample 64] [--report r.json] [--contact c.png]
     imagefolder-lmdb verify results/train.lmdb [...]      (the same, installed with pip)
+    imagefolder-lmdb verify results/train.lmdb --since 3  (a split of revisions: what came after revision 3)
 
 Checks that the meta is complete and consistent with the records, decodes a random sample (every
 record with ``--full``), compares each decoded record's checksum and size with the meta, writes a
