@@ -45,8 +45,11 @@ from imagefolder_lmdb.work.folder_listing import LOOSE_FILES
 if TYPE_CHECKING:
     from imagefolder_lmdb.reader.format import Meta
 
-#: A file touched this many seconds before its revision was made may still be another than the one
-#: stored (the revision's time is that of its end, in whole seconds).
+#: A file touched this many seconds before its revision's time may still be another than the one
+#: stored, where that time is in whole seconds (a single file's: the end of its conversion) or the
+#: file's own times are (a filesystem with coarse timestamps). A revision a change wrote is dated by
+#: the listing it was made from, to the microsecond: a file of fine timestamps touched before it is
+#: the one the change saw (issue 58: the images a change had just moved were read again by the next).
 TOUCHED_SLACK = 2.0
 
 
@@ -65,6 +68,7 @@ class SplitChange:
     moved: dict[str, str] = field(default_factory=dict)  # new path -> old path
     replaced: int = 0
     planned_on: int | None = None
+    listed: str | None = None  # when the listing was taken: the new revision's date
 
 
 def changeable(split: Mapping[str, Any], verdict: Verdict, document: Mapping[str, Any] | None) -> bool:
@@ -127,6 +131,11 @@ def made_time(created: str) -> float:
         return 0.0
 
 
+def listing_time() -> str:
+    """Now, to the microsecond: a change's revision is dated by when its source was listed."""
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="microseconds")
+
+
 def group_of(path: str) -> str:
     """The source record's group a listed path lies in: its class folder, or the loose files."""
     return path.split("/", 1)[0] if "/" in path else LOOSE_FILES
@@ -151,9 +160,17 @@ def is_other_file(path: str, stored: Stored, made: float) -> bool:
     info = os.stat(path)
     if info.st_size != stored.source_bytes:
         return True
-    if max(info.st_mtime, info.st_ctime) < made - TOUCHED_SLACK:
-        return False  # untouched since before the revision was made: the file stored
+    if max(info.st_mtime, info.st_ctime) < made - slack(info, made):
+        return False  # untouched since the revision's listing: the file stored
     return not stored.passthrough or file_crc(path) != stored.crc32
+
+
+def slack(info: os.stat_result, made: float) -> float:
+    """How long before ``made`` a touch may still be after it: none where both the revision's time and
+    the file's are finer than a second, else ``TOUCHED_SLACK``."""
+    whole = 1_000_000_000
+    fine = made % 1 != 0 and (info.st_mtime_ns % whole != 0 or info.st_ctime_ns % whole != 0)
+    return 0.0 if fine else TOUCHED_SLACK
 
 
 @dataclass(frozen=True)
@@ -229,7 +246,7 @@ def is_moved_file(path: str, record: Stored, made: float) -> bool:
     info = os.stat(path)
     if info.st_size != record.source_bytes:
         return False
-    if info.st_mtime < made - TOUCHED_SLACK:
+    if info.st_mtime < made - slack(info, made):
         return True  # its bytes written before the revision; a rename changes the ctime, never the mtime
     return record.passthrough and file_crc(path) == record.crc32
 
@@ -293,6 +310,7 @@ def apply_change(name: str, pointer: str, change: SplitChange, config: Mapping[s
         planned_on=change.planned_on,
         moved=change.moved,
         document=document,
+        created=change.listed,
     )
     hold_point("change-written")  # the pointer replaced, the added file and the reports not yet
     remove_added_file(config, name)  # linked into the data folder by new_revision
@@ -384,11 +402,11 @@ def apply_changes(
                 write_reports(config, name, parent_revision(paths.dataset(name)))
                 remove_added_file(config, name)  # linked into the data folder before the kill
             continue
-        started = time.monotonic()
+        started, listed = time.monotonic(), listing_time()
         listing = listing_now(split, plan.source(name), shared)
         shared[name] = list(listing.classes)
         change = find_change(paths.dataset(name), listing, verdict.changed_groups)
-        done = apply_change(name, paths.dataset(name), change, config, verdict)
+        done = apply_change(name, paths.dataset(name), dataclasses.replace(change, listed=listed), config, verdict)
         write_reports(config, name, change.planned_on or 1)  # a single file was revision 1
         applied.append(dataclasses.replace(done, seconds=time.monotonic() - started))
         verdicts[name] = Verdict(verdict.made_from, "same")
