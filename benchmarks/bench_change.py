@@ -1,8 +1,12 @@
-"""Section 20: a change at the cost of the change (issue 58). A tree of ~110 KB JPEGs is converted by the
+"""Section 21: a change at the cost of the change (issue 58). A tree of ~110 KB JPEGs is converted by the
 command line (``imagefolder-lmdb convert SRC OUT``); then, each by the same command: nothing changed
 (``T_noop``), n images added, 10,000 images relabelled (moved to another class folder: the same name,
-their records kept), 1,000 removed. Wall seconds of each, the bytes each wrote into OUT (new files and
-the pointer), and the issue's targets worked out from ``T_noop`` and the full conversion's per-image cost.
+their records kept), 1,000 removed, one image replaced under its name. Wall seconds of each, the bytes
+each wrote into OUT (new files and the pointer), and the issue's targets worked out from ``T_noop`` and
+the full conversion's per-image cost. Then reads over the split of 5 revisions against the file
+``flatten`` makes of it (``ds[i]`` warm, batches of 256 with the page cache emptied), and section 13's
+baseline: one image replaced, made again by ``--overwrite`` (every shard encoded, merged), and by
+``--overwrite --keep-parts`` (the changed shard encoded, merged).
 
     PYTHONPATH=src .venv/bin/python -m benchmarks.bench_change --images 12000 --added 120
 """
@@ -12,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -19,17 +24,22 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.bench_common import OUT, fresh_dir
+from benchmarks.bench_common import OUT, fresh_dir, median
 from benchmarks.bench_data import image_files, image_tree
 
 COMMAND = [sys.executable, "-m", "imagefolder_lmdb.cli", "convert"]
 
 
-def convert(source: Path, out: Path) -> float:
-    """Wall seconds of the same command (it must succeed)."""
+def convert(source: Path, out: Path, *options: str, code: Path | None = None) -> float:
+    """Wall seconds of the same command (it must succeed); ``code``: another checkout's ``src`` to run."""
+    environment = {**os.environ, "PYTHONPATH": str(code)} if code is not None else None
     started = time.perf_counter()
     done = subprocess.run(
-        [*COMMAND, str(source), str(out), "--cores", "2"], capture_output=True, text=True, check=False
+        [*COMMAND, str(source), str(out), "--cores", "2", *options],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=environment,
     )
     seconds = time.perf_counter() - started
     if done.returncode != 0:
@@ -100,20 +110,121 @@ def remove(source: Path, count: int) -> None:
         image.unlink()
 
 
-def measure(images: int, added: int, classes: int) -> dict[str, Any]:
+def replace_one(source: Path) -> None:
+    """Another image under one image's name (`mv new.jpg cls/old.jpg`), as section 13 replaces one."""
+    images = sorted(image_files(source))
+    victim, other = images[len(images) // 3], images[-1]
+    replacement = source.parent / "new.jpg"
+    replacement.write_bytes(other.read_bytes())
+    os.replace(replacement, victim)
+
+
+def empty_cache(paths: list[Path]) -> None:
+    """The files' pages out of the page cache (no root needed)."""
+    os.sync()
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def items_per_second(path: Path, indices: list[int]) -> float:
+    """``ds[i]`` (decode="bytes") over ``indices``, warm (a first pass reads them into the page cache)."""
+    from imagefolder_lmdb.reader import LMDBReader, close_all_envs
+
+    close_all_envs()
+    ds = LMDBReader(str(path), decode="bytes")
+    for index in indices:
+        ds[index]
+    started = time.perf_counter()
+    for index in indices:
+        ds[index]
+    return len(indices) / (time.perf_counter() - started)
+
+
+def cold_batches_per_second(path: Path, files: list[Path], batches: list[list[int]]) -> float:
+    """Batches (``__getitems__``, decode="bytes") read with the dataset's files out of the page cache."""
+    from imagefolder_lmdb.reader import LMDBReader, close_all_envs
+
+    close_all_envs()
+    empty_cache(files)
+    ds = LMDBReader(str(path), decode="bytes")
+    started = time.perf_counter()
+    for batch in batches:
+        ds.__getitems__(batch)
+    return len(batches) / (time.perf_counter() - started)
+
+
+def reads(out: Path, images: int) -> dict[str, Any]:
+    """Reads over the split of revisions at ``out`` against the file ``flatten`` makes of it: the
+    median of 3 alternating turns of each, as a ratio (split / flat)."""
+    pointer, flat = out / "train.lmdb", out.parent / "flat.lmdb"
+    subprocess.run([sys.executable, "-m", "imagefolder_lmdb.cli", "flatten", str(pointer), str(flat)], check=True)
+    split_files = [pointer, *sorted((out / "train.lmdb.d").glob("*.lmdb"))]
+    picker = random.Random(0)
+    indices = picker.sample(range(images), min(images, 20000))
+    batches = [picker.sample(range(images), 256) for _ in range(8)]
+    item_ratios, batch_ratios = [], []
+    for _ in range(3):
+        item_ratios.append(items_per_second(pointer, indices) / items_per_second(flat, indices))
+        split_rate = cold_batches_per_second(pointer, split_files, batches)
+        batch_ratios.append(split_rate / cold_batches_per_second(flat, [flat], batches))
+    revisions = len(json.loads(subprocess.run(
+        [sys.executable, "-m", "imagefolder_lmdb.cli", "info", str(pointer), "--json"],
+        capture_output=True, text=True, check=True,
+    ).stdout)["revisions"])  # fmt: skip
+    return {
+        "revisions": revisions,
+        "data_files": len(split_files) - 1,
+        "items_ratio": median(item_ratios),
+        "cold_batches_ratio": median(batch_ratios),
+        "items_ratios": item_ratios,
+        "cold_batches_ratios": batch_ratios,
+    }
+
+
+def baseline(work: Path, code: Path) -> dict[str, float]:
+    """Section 13's figure, by the commit before a change was a revision (``code``: its ``src``): one
+    image replaced, the same command again, by default (every shard encoded again, merged) over a copy
+    of the first conversion, and with ``--keep-parts`` (the changed shard, merged) over one of its own.
+    Their sources were linked before the first conversion: a hard link made later changes the ctime
+    of the images the changes are measured on, and a change reads a file touched since its revision."""
+    source = work / "source"
+    source.rename(work / "changed-source")  # the first conversion's source back at its path (it records it)
+    (work / "base-source").rename(source)
+    replace_one(source)
+    default = convert(source, work / "base-out", code=code)
+    kept_source, kept_out = work / "kept-source", work / "kept-out"
+    full = convert(kept_source, kept_out, "--keep-parts", code=code)
+    replace_one(kept_source)
+    kept = convert(kept_source, kept_out, "--keep-parts", code=code)
+    return {"default": default, "keep-parts conversion": full, "--keep-parts": kept}
+
+
+def measure(images: int, added: int, classes: int, base_code: Path | None) -> dict[str, Any]:
     tree = image_tree(images, classes)
     work = fresh_dir(OUT / "change")
     source, out = work / "source", work / "out"
     shutil.copytree(tree, source, copy_function=os.link)  # hard links: a private tree, no copy of the bytes
+    if base_code is not None:
+        for name in ("base-source", "kept-source"):
+            shutil.copytree(tree, work / name, copy_function=os.link)
     full = convert(source, out)
+    if base_code is not None:  # the first conversion, as the commit before would rerun it (hard links)
+        shutil.copytree(out, work / "base-out", copy_function=os.link)
     noop = convert(source, out)
     added_bytes = sum(path.stat().st_size for path in sorted(image_files(source))[:added])
     runs = {
         "added": timed_change(source, out, lambda: add_images(source, added)),
         "relabelled": timed_change(source, out, lambda: relabel(source, min(10000, images))),
         "removed": timed_change(source, out, lambda: remove(source, min(1000, images // 10))),
+        "one replaced": timed_change(source, out, lambda: replace_one(source)),
     }
     runs["nothing changed, a split of revisions"] = {"wall": convert(source, out), "bytes": 0, "report_bytes": 0}
+    read = reads(out, len(image_files(source)))
+    baselines = baseline(work, base_code) if base_code is not None else {}
     per_image = full / images
     return {
         "images": images,
@@ -123,10 +234,13 @@ def measure(images: int, added: int, classes: int) -> dict[str, Any]:
         "n_added": added,
         "added_source_bytes": added_bytes,
         "runs": runs,
+        "reads": read,
+        "baselines": baselines,
         "targets": {
             "added": noop + 1.3 * added * per_image + 1,
             "relabelled": noop + 1,
             "removed": noop + 1,
+            "one replaced": noop + 1.3 * per_image + 1,
             "added_bytes": 1.05 * added_bytes + 2200 * added + 1e6,
         },
     }
@@ -148,6 +262,15 @@ def markdown(result: dict[str, Any]) -> str:
         written, reports = f"{run['bytes'] / 1e6:.3f} MB", f"{run.get('report_bytes', 0) / 1e6:.2f} MB"
         untouched = run.get("earlier_untouched", "-")
         lines.append(f"| {name} | {run['wall']:.2f} | {shown} | {written} | {reports} | {untouched} |")
+    for name in ("default", "--keep-parts"):
+        if name in result["baselines"]:
+            wall = result["baselines"][name]
+            lines.append(f"| section 13: one replaced, the commit before, {name} | {wall:.2f} | | | | |")
+    read = result["reads"]
+    lines.append(
+        f"\nReads over the split of {read['revisions']} revisions ({read['data_files']} data files) against "
+        f"the flattened file: ds[i] {read['items_ratio']:.3f}x, cold batches {read['cold_batches_ratio']:.3f}x."
+    )
     lines.append(
         f"\n{result['n_added']} added: {result['added_source_bytes'] / 1e6:.1f} MB of images; byte target "
         f"{targets['added_bytes'] / 1e6:.2f} MB."
@@ -160,8 +283,11 @@ def main() -> None:
     parser.add_argument("--images", type=int, default=12000)
     parser.add_argument("--added", type=int, default=120)
     parser.add_argument("--classes", type=int, default=100)
+    parser.add_argument(
+        "--baseline-src", type=Path, help="src/ of a checkout of the commit before a change was a revision (42ef07b)"
+    )
     args = parser.parse_args()
-    result = measure(args.images, args.added, args.classes)
+    result = measure(args.images, args.added, args.classes, args.baseline_src)
     (OUT / "change.json").write_text(json.dumps(result, indent=1))
     print(markdown(result))
 

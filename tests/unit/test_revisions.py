@@ -4,8 +4,11 @@ format's version seen by today's split-file reader, and a sampler state over ano
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
+import time
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -192,3 +195,49 @@ def test_a_relabelling_keeps_every_record_and_changes_the_labels(changed: Path) 
     ds = LMDBReader(changed, decode="bytes")
     assert ds.revision == 3 and ds.targets == [0, 1, 1, 1] and ds.get_bytes(1) == FIRST["a/1.bin"]
     assert LMDBReader(changed, revision=2).targets == [0, 0, 1, 1]
+
+
+def test_an_image_moved_before_its_revision_is_taken_by_name_size_and_time_unread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A change finds an image moved to another class folder without reading it (issue 58: no unchanged
+    image read again): a rename keeps size and modification time; a file written since is read once."""
+    from imagefolder_lmdb.run import change
+
+    image = tmp_path / "dogs" / "000.jpg"
+    image.parent.mkdir()
+    image.write_bytes(b"jpeg" * 10)
+    made = time.time()
+    os.utime(image, (made - 3600, made - 3600))  # written an hour before the revision, then moved
+    stored = change.Stored(source_bytes=40, crc32=zlib.crc32(b"jpeg" * 10), passthrough=True)
+    read: list[str] = []
+    monkeypatch.setattr(change, "file_crc", lambda path: read.append(path) or zlib.crc32(Path(path).read_bytes()))
+    gone = {"cats/000.jpg": stored, "cats/001.jpg": dataclasses.replace(stored, source_bytes=41)}
+    assert change.moved_images(str(tmp_path), ["dogs/000.jpg"], gone, made) == {"dogs/000.jpg": "cats/000.jpg"}
+    assert read == []
+    os.utime(image, (made, made))  # written since the revision: its bytes compared with the record's
+    assert change.moved_images(str(tmp_path), ["dogs/000.jpg"], gone, made) == {"dogs/000.jpg": "cats/000.jpg"}
+    assert read == [str(image)]
+    image.write_bytes(b"JPEG" * 10)  # another file of the same name and size: added, not moved
+    assert change.moved_images(str(tmp_path), ["dogs/000.jpg"], gone, made) == {}
+
+
+def test_a_file_touched_before_the_listing_of_its_revision_is_not_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A change's revision is dated by its listing, to the microsecond: a file renamed (its ctime set)
+    just before that listing is the one stored, not read again by the next change (issue 58: a removal
+    read again the 9,160 images a relabelling had moved within the old 2 s slack); one touched after is."""
+    from imagefolder_lmdb.run import change
+
+    image = tmp_path / "cats" / "000.jpg"
+    image.parent.mkdir()
+    image.write_bytes(b"jpeg" * 10)
+    stored = change.Stored(source_bytes=40, crc32=zlib.crc32(b"jpeg" * 10), passthrough=False)
+    monkeypatch.setattr(change, "file_crc", lambda path: pytest.fail(f"{path} read"))
+    os.utime(image, (time.time() - 3600, time.time() - 3600))  # written an hour ago, its ctime set now (a rename)
+    touched = image.stat().st_ctime
+    listed = touched + 0.25 if (touched + 0.25) % 1 else touched + 0.26  # the next revision's listing, just after
+    assert not change.is_other_file(str(image), stored, listed)
+    assert change.is_other_file(str(image), stored, listed - 0.5)  # touched after its listing: never trusted
+    assert change.is_other_file(str(image), stored, float(int(listed + 1)))  # a date in whole seconds: the slack

@@ -10,6 +10,7 @@ files of earlier revisions keep their inode and bytes; ``flatten`` equals a fres
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from pathlib import Path
 
@@ -176,3 +177,34 @@ def test_with_classes_given_a_new_class_folder_is_set_aside(tmp_path: Path) -> N
     assert "train: revision 2: 1 added, 0 relabelled, 0 removed" in output, output
     dataset = LMDBDataset(str(out / "train.lmdb"))
     assert dataset.classes == ["ants", "cats"] and not any(path.startswith("bees/") for path, _ in dataset.samples)
+
+
+def test_a_change_reports_what_changed_and_verify_since_checks_only_that(tmp_path: Path) -> None:
+    """The reports of a change are made from what changed: its verify report checks the data file it
+    added (none for a removal), the contact sheet of a change that added nothing is kept; ``verify
+    --since N`` checks what came after revision N (a single file: one line)."""
+    tree, out = make_tree(tmp_path / "data" / "train"), tmp_path / "out"
+    convert(tmp_path, tree, out)
+    single = run_command(tmp_path, "verify", out / "train.lmdb", "--since", "1")
+    assert single.returncode == 1 and "--since 1 checks a split of revisions" in single.stdout, single.stdout
+    sheet = out / "train.contact.png"
+    drawn = (sheet.stat().st_ino, sheet.stat().st_mtime_ns)
+    remove_one(tree)
+    convert(tmp_path, tree, out)
+    report = json.loads((out / "train.verify.json").read_text())
+    assert report["checked"] == {"records": 0, "mode": "sample", "since": 1} and report["data_files"] == []
+    assert (sheet.stat().st_ino, sheet.stat().st_mtime_ns) == drawn, "a removal drew the contact sheet again"
+    earlier = set(data_files(out))
+    add_class_between(tree)
+    convert(tmp_path, tree, out)
+    report = json.loads((out / "train.verify.json").read_text())
+    (added,) = set(data_files(out)) - earlier
+    assert report["checked"]["since"] == 2 and report["checked"]["records"] == 1, report["checked"]
+    assert [Path(file).name for file in report["data_files"]] == [added]
+    assert (sheet.stat().st_ino, sheet.stat().st_mtime_ns) != drawn, "the added image is not on the sheet"
+    since = tmp_path / "since.json"
+    checked = succeeded(run_command(tmp_path, "verify", out / "train.lmdb", "--since", "1", "--report", since))
+    assert checked.stdout.startswith("OK"), checked.stdout
+    assert json.loads(since.read_text())["checked"]["records"] == 1  # the one image added since revision 1
+    every = succeeded(run_command(tmp_path, "verify", out / "train.lmdb", "--report", since))
+    assert every.stdout.startswith("OK") and json.loads(since.read_text())["checked"]["records"] == 6

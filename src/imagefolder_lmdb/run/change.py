@@ -5,14 +5,16 @@ split of revisions"), not the whole split again.
 What changed follows from the source and the dataset, never from Snakemake's records: the split is
 listed as ImageFolder lists it now (the workflow's own listing, sources/folder.py) and set against the
 current revision's samples. A path only the listing has is added (or, where a path only the revision
-has carries its file name, its size and its bytes, moved); a path only the revision has is removed; a
+has carries its file name and size, and its file was written before the revision or holds the stored
+bytes, moved); a path only the revision has is removed; a
 path in both is replaced where its file is not the one stored (its size differs from the recorded
 source size, or, touched since the revision was made, its CRC-32 differs from a record stored byte for
 byte); a path in both under another label is relabelled. Only the added and replaced images are read,
 and only in groups (class folders) whose record changed (run/made_from.py, sources/source_record.py).
 
 The change runs in this process (writing/added_records.py, then ``new_revision``), with the reports
-Snakemake would make again (verify report, contact sheet, class histogram) written after it.
+Snakemake would make again (verify report, contact sheet, class histogram) written after it, each made
+from what changed (``write_reports``).
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ import time
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from imagefolder_lmdb.classes.lists import ClassList, is_dataset
 from imagefolder_lmdb.classes.plan import ClassPlan, ClassSource
@@ -38,8 +42,14 @@ from imagefolder_lmdb.sources.label_files.settings import LabelsFrom
 from imagefolder_lmdb.sources.listing_options import ListingOptions
 from imagefolder_lmdb.work.folder_listing import LOOSE_FILES
 
-#: A file touched this many seconds before its revision was made may still be another than the one
-#: stored (the revision's time is that of its end, in whole seconds).
+if TYPE_CHECKING:
+    from imagefolder_lmdb.reader.format import Meta
+
+#: A file touched this many seconds before its revision's time may still be another than the one
+#: stored, where that time is in whole seconds (a single file's: the end of its conversion) or the
+#: file's own times are (a filesystem with coarse timestamps). A revision a change wrote is dated by
+#: the listing it was made from, to the microsecond: a file of fine timestamps touched before it is
+#: the one the change saw (issue 58: the images a change had just moved were read again by the next).
 TOUCHED_SLACK = 2.0
 
 
@@ -58,6 +68,7 @@ class SplitChange:
     moved: dict[str, str] = field(default_factory=dict)  # new path -> old path
     replaced: int = 0
     planned_on: int | None = None
+    listed: str | None = None  # when the listing was taken: the new revision's date
 
 
 def changeable(split: Mapping[str, Any], verdict: Verdict, document: Mapping[str, Any] | None) -> bool:
@@ -120,6 +131,11 @@ def made_time(created: str) -> float:
         return 0.0
 
 
+def listing_time() -> str:
+    """Now, to the microsecond: a change's revision is dated by when its source was listed."""
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="microseconds")
+
+
 def group_of(path: str) -> str:
     """The source record's group a listed path lies in: its class folder, or the loose files."""
     return path.split("/", 1)[0] if "/" in path else LOOSE_FILES
@@ -144,9 +160,40 @@ def is_other_file(path: str, stored: Stored, made: float) -> bool:
     info = os.stat(path)
     if info.st_size != stored.source_bytes:
         return True
-    if max(info.st_mtime, info.st_ctime) < made - TOUCHED_SLACK:
-        return False  # untouched since before the revision was made: the file stored
+    if max(info.st_mtime, info.st_ctime) < made - slack(info, made):
+        return False  # untouched since the revision's listing: the file stored
     return not stored.passthrough or file_crc(path) != stored.crc32
+
+
+def slack(info: os.stat_result, made: float) -> float:
+    """How long before ``made`` a touch may still be after it: none where both the revision's time and
+    the file's are finer than a second, else ``TOUCHED_SLACK``."""
+    whole = 1_000_000_000
+    fine = made % 1 != 0 and (info.st_mtime_ns % whole != 0 or info.st_ctime_ns % whole != 0)
+    return 0.0 if fine else TOUCHED_SLACK
+
+
+@dataclass(frozen=True)
+class StoredRecords:
+    """What the current revision recorded of each sample's source file, found by path: one dict of
+    positions into the revision's columns, a ``Stored`` made only for the paths looked at."""
+
+    position: dict[str, int]
+    source_bytes: np.ndarray
+    crc32: np.ndarray
+    passthrough: np.ndarray
+
+    @classmethod
+    def of(cls, meta: Meta) -> StoredRecords:
+        positions = dict(zip(meta.paths, range(len(meta.paths)), strict=True))
+        return cls(positions, meta.source_bytes, meta.crc32, meta.storage == 0)
+
+    def __contains__(self, path: object) -> bool:
+        return path in self.position
+
+    def __getitem__(self, path: str) -> Stored:
+        at = self.position[path]
+        return Stored(int(self.source_bytes[at]), int(self.crc32[at]), bool(self.passthrough[at]))
 
 
 def find_change(pointer: str, listing: Listing, changed_groups: Mapping[str, str], time_of: Any = None) -> SplitChange:
@@ -156,14 +203,8 @@ def find_change(pointer: str, listing: Listing, changed_groups: Mapping[str, str
     from imagefolder_lmdb.writing.revisions import read_split
 
     state = read_split(pointer)
-    parent = composed_meta(state.current, state.metas)
+    stored = StoredRecords.of(composed_meta(state.current, state.metas))
     made = made_time(state.current.created) if time_of is None else time_of
-    stored = {
-        path: Stored(int(size), int(crc), int(code) == 0)
-        for path, size, crc, code in zip(
-            parent.paths, parent.source_bytes.tolist(), parent.crc32.tolist(), parent.storage.tolist(), strict=True
-        )
-    }
     samples = [(sample.path, sample.label) for sample in listing.samples]
     now = {path for path, _ in samples}
     root = listing.root
@@ -174,31 +215,40 @@ def find_change(pointer: str, listing: Listing, changed_groups: Mapping[str, str
         and group_of(path) in changed_groups
         and is_other_file(os.path.join(root, path), stored[path], made)
     }
-    moved = moved_images(
-        root, [path for path, _ in samples if path not in stored], {p: s for p, s in stored.items() if p not in now}
-    )
+    gone = {path: stored[path] for path in stored.position if path not in now}
+    moved = moved_images(root, [path for path, _ in samples if path not in stored], gone, made) if gone else {}
     added = [(path, label) for path, label in samples if (path not in stored and path not in moved) or path in replaced]
     return SplitChange(root, samples, list(listing.classes), added, moved, len(replaced), state.number)
 
 
-def moved_images(root: str, new_paths: list[str], gone: Mapping[str, Stored]) -> dict[str, str]:
+def moved_images(root: str, new_paths: list[str], gone: Mapping[str, Stored], made: float) -> dict[str, str]:
     """``{new path: old path}`` of images moved to another folder: a path gone with the same file name
-    whose record is this file (its size, and its CRC-32 where it was stored byte for byte)."""
+    whose record is this file (see ``is_moved_file``)."""
     by_name: dict[str, list[str]] = {}
     for path in gone:
         by_name.setdefault(os.path.basename(path), []).append(path)
     moved: dict[str, str] = {}
     for path in new_paths:
         for old in by_name.get(os.path.basename(path), []):
-            record = gone[old]
-            full = os.path.join(root, path)
-            if os.path.getsize(full) == record.source_bytes and (
-                not record.passthrough or file_crc(full) == record.crc32
-            ):
+            if is_moved_file(os.path.join(root, path), gone[old], made):
                 moved[path] = old
                 by_name[os.path.basename(path)].remove(old)
                 break
     return moved
+
+
+def is_moved_file(path: str, record: Stored, made: float) -> bool:
+    """Whether the file at ``path`` (a new path with a gone path's file name) is that path's stored file.
+    A move (a rename) keeps a file's size and modification time: the same size and a time from before
+    the revision was made is taken as the same file without reading it, as the source record takes an
+    unchanged folder (sources/source_record.py); a file written since is read once, where its record
+    holds its bytes as they were (stored byte for byte), to compare CRC-32s."""
+    info = os.stat(path)
+    if info.st_size != record.source_bytes:
+        return False
+    if info.st_mtime < made - slack(info, made):
+        return True  # its bytes written before the revision; a rename changes the ctime, never the mtime
+    return record.passthrough and file_crc(path) == record.crc32
 
 
 @dataclass(frozen=True)
@@ -260,6 +310,7 @@ def apply_change(name: str, pointer: str, change: SplitChange, config: Mapping[s
         planned_on=change.planned_on,
         moved=change.moved,
         document=document,
+        created=change.listed,
     )
     hold_point("change-written")  # the pointer replaced, the added file and the reports not yet
     remove_added_file(config, name)  # linked into the data folder by new_revision
@@ -277,10 +328,19 @@ def remove_added_file(config: Mapping[str, Any], name: str) -> None:
         os.remove(added_file_path(config, name))
 
 
-def write_reports(config: Mapping[str, Any], name: str) -> None:
-    """What rules verify and report_split make of a new dataset, for the split's current revision: the
-    verify report (with the facts a file's report gives, so that the summary and the up-to-date check read
-    it as they read a file's), the contact sheet and the class histogram."""
+#: The images a change's contact sheet shows at most (of those it added): a sheet of 64 photos is a
+#: ~2.7 MB PNG, more than a change of a few images writes for its dataset (issue 58: <= 1 MB).
+CHANGE_SHEET_IMAGES = 16
+
+
+def write_reports(config: Mapping[str, Any], name: str, since: int | None) -> None:
+    """What rules verify and report_split make of a new dataset, for the split's current revision written
+    on revision ``since`` (None: every revision): the verify report (with the facts a file's report gives,
+    so that the summary and the up-to-date check read it as they read a file's), the contact sheet and
+    the class histogram. Made from what changed (docs/FORMAT.md, "A change's reports"): verify checks the
+    pointer and only the data files added since ``since`` (``verify --since``); the contact sheet shows
+    some of the images added (a change that added none keeps the sheet as it is); the histogram is drawn
+    again from the new class counts (the pointer's labels: no image read)."""
     from imagefolder_lmdb.verify.checks import dataset_facts
     from imagefolder_lmdb.verify.class_histogram import class_histogram
     from imagefolder_lmdb.verify.command import verify, write_report
@@ -289,14 +349,30 @@ def write_reports(config: Mapping[str, Any], name: str) -> None:
 
     paths = RunPaths(config["results"], config["work"])
     dataset, checks = paths.dataset(name), config["verify"]
-    report, ds, indices = verify(dataset, checks["sample"], checks["all"], checks["seed"])
+    report, ds, indices = verify(dataset, checks["sample"], checks["all"], checks["seed"], since=since)
     if not report["ok"] or ds is None:
         problems = "; ".join(report["problems"])
         raise ChangeError(f"{dataset}: the new revision failed verification: {problems}")
     report = {**dataset_facts(ds, dataset, []), **report}
     write_report(report, paths.verify_report(name))
-    contact_sheet(ds, indices, paths.contact_sheet(name))
+    if indices or since is None or not os.path.exists(paths.contact_sheet(name)):
+        shown = indices if since is None else indices[:CHANGE_SHEET_IMAGES]
+        contact_sheet(ds, shown, paths.contact_sheet(name))
     class_histogram(report["class_counts"], paths.class_histogram(name), name)
+
+
+def parent_revision(dataset: str) -> int | None:
+    """The revision the current one of the pointer at ``dataset`` was written on (None: its first). Read
+    in an environment of its own (read_document): ``verify`` opens the pointer after it in this process."""
+    from imagefolder_lmdb.reader.document import read_document
+    from imagefolder_lmdb.reader.revision_format import entry_of, is_pointer_document
+
+    document = read_document(dataset)
+    if not is_pointer_document(document):
+        return None
+    assert document is not None
+    parent = entry_of(document, None, dataset).get("parent")
+    return parent if isinstance(parent, int) else None
 
 
 def apply_changes(
@@ -322,15 +398,16 @@ def apply_changes(
             if document is not None:
                 shared[name] = list(document["classes"])
             if name not in skip and verdict.up_to_date and reports_stale(paths.dataset(name), document):
-                write_reports(config, name)  # a change killed before its reports: never Snakemake over a pointer
+                # a change killed before its reports: never Snakemake over a pointer
+                write_reports(config, name, parent_revision(paths.dataset(name)))
                 remove_added_file(config, name)  # linked into the data folder before the kill
             continue
-        started = time.monotonic()
+        started, listed = time.monotonic(), listing_time()
         listing = listing_now(split, plan.source(name), shared)
         shared[name] = list(listing.classes)
         change = find_change(paths.dataset(name), listing, verdict.changed_groups)
-        done = apply_change(name, paths.dataset(name), change, config, verdict)
-        write_reports(config, name)
+        done = apply_change(name, paths.dataset(name), dataclasses.replace(change, listed=listed), config, verdict)
+        write_reports(config, name, change.planned_on or 1)  # a single file was revision 1
         applied.append(dataclasses.replace(done, seconds=time.monotonic() - started))
         verdicts[name] = Verdict(verdict.made_from, "same")
     return applied

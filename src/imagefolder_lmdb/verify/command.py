@@ -2,6 +2,7 @@
 
     python scripts/verify.py results/train.lmdb [--full] [--sample 64] [--report r.json] [--contact c.png]
     imagefolder-lmdb verify results/train.lmdb [...]      (the same, installed with pip)
+    imagefolder-lmdb verify results/train.lmdb --since 3  (a split of revisions: what came after revision 3)
 
 Checks that the meta is complete and consistent with the records, decodes a random sample (every
 record with ``--full``), compares each decoded record's checksum and size with the meta, writes a
@@ -39,19 +40,37 @@ from imagefolder_lmdb.writing.hold_points import hold_point
 
 
 def verify(
-    path: str, sample: int = 64, full: bool = False, seed: int = 0
+    path: str, sample: int = 64, full: bool = False, seed: int = 0, since: int | None = None
 ) -> tuple[dict[str, Any], LMDBReader | None, list[int]]:
     """The report, the opened dataset (None if it could not be opened) and the checked indices.
-    A URL (s3://, gs://, az://, http(s)://) is checked by verify/remote.py (the [remote] extra)."""
+    A URL (s3://, gs://, az://, http(s)://) is checked by verify/remote.py (the [remote] extra).
+    ``since``: of a split of revisions, only what came after that revision (verify/revisions.py)."""
+    if since is not None and (is_url(path) or not _is_split_of_revisions(path)):
+        return since_refused(path, since), None, []
     if is_url(path):
         from imagefolder_lmdb.verify.remote import verify_remote
 
         return verify_remote(path, sample, full, seed)
-    from imagefolder_lmdb.verify.revisions import is_split_of_revisions, verify_revisions
+    from imagefolder_lmdb.verify.revisions import verify_revisions
 
-    if is_split_of_revisions(path):  # a split changed since its conversion (issue 58): its current revision
-        return verify_revisions(path, sample, full, seed)
+    if _is_split_of_revisions(path):  # a split changed since its conversion (issue 58): its current revision
+        return verify_revisions(path, sample, full, seed, since=since)
     return verify_file(path, sample, full, seed)
+
+
+def _is_split_of_revisions(path: str) -> bool:
+    from imagefolder_lmdb.verify.revisions import is_split_of_revisions
+
+    return is_split_of_revisions(path)
+
+
+def since_refused(path: str, since: int) -> dict[str, Any]:
+    """The report of ``--since`` given for what has no revisions to check after another (one line)."""
+    where = path if is_url(path) else os.path.abspath(path)
+    what = "a URL" if is_url(path) else "not a split of revisions (a single file, never changed)"
+    problem = f"{where}: --since {since} checks a split of revisions read in place, and this is {what}; "
+    problem += "verify it without --since"
+    return {"path": where, "ok": False, "problems": [problem]}
 
 
 def ratio_to_source(report: dict[str, Any]) -> str:
@@ -82,20 +101,23 @@ def write_report(report: dict[str, Any], output: str) -> None:
 
 
 def verify_or_report_crash(
-    path: str, sample: int, full: bool, seed: int
+    path: str, sample: int, full: bool, seed: int, since: int | None = None
 ) -> tuple[dict[str, Any], LMDBReader | None, list[int]]:
     """``verify``, with anything that breaks while checking (a damaged B-tree, a meta document that
     lacks a field) reported as a problem instead of a traceback."""
     try:
-        return verify(path, sample=sample, full=full, seed=seed)
+        return verify(path, sample=sample, full=full, seed=seed, since=since)
     except Exception as exc:  # noqa: BLE001 - for a checker, every failure is a finding
         where = path if is_url(path) else os.path.abspath(path)
         report = {"path": where, "ok": False, "problems": [f"{type(exc).__name__}: {exc}"]}
         return report, None, []
 
 
-def run(path: str, sample: int, full: bool, seed: int, report_path: str | None, contact_path: str | None) -> bool:
-    report, ds, indices = verify_or_report_crash(path, sample=sample, full=full, seed=seed)
+def run(
+    path: str, sample: int, full: bool, seed: int, outputs: tuple[str | None, str | None], since: int | None = None
+) -> bool:
+    report_path, contact_path = outputs
+    report, ds, indices = verify_or_report_crash(path, sample=sample, full=full, seed=seed, since=since)
     if report_path:
         write_report(report, report_path)
     if contact_path and ds is not None:
@@ -119,6 +141,13 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="seed of the random sample")
     parser.add_argument("--report", help="write the JSON report here (one dataset only)")
     parser.add_argument("--contact", help="write a contact sheet PNG here (one dataset only)")
+    parser.add_argument(
+        "--since",
+        type=int,
+        metavar="N",
+        help="of a split of revisions: check only what came after revision N (its new data files, a sample "
+        "of the samples read from them) besides the pointer's own checks",
+    )
     args = parser.parse_args(argv)
     if any(is_url(path) for path in args.paths):
         allow_in_process()  # this command forks no workers: obstore may run in it
@@ -135,7 +164,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     for number, path in enumerate(paths):
         try:
             hold_point("verify-file", number)  # the Ctrl-C tests' moment: the files before it checked
-            results.append(run(path, args.sample, args.full, args.seed, args.report, args.contact))
+            results.append(run(path, args.sample, args.full, args.seed, (args.report, args.contact), args.since))
         except KeyboardInterrupt:
             return interrupted_while_checking(path)
     return 0 if all(results) else 1

@@ -12,11 +12,17 @@ import numpy as np
 
 from imagefolder_lmdb.reader import DamagedRecordError, FormatError, LMDBReader, decode_meta
 from imagefolder_lmdb.reader.document import read_document
-from imagefolder_lmdb.reader.revision_format import data_file_path, data_folder, is_pointer_document
-from imagefolder_lmdb.reader.revisions import opened_env
+from imagefolder_lmdb.reader.revision_format import (
+    data_file_path,
+    data_folder,
+    decode_pointer,
+    decode_revision,
+    entry_of,
+    is_pointer_document,
+)
+from imagefolder_lmdb.reader.revisions import RevisionRecords, opened_env
 from imagefolder_lmdb.verify.checks import dataset_facts, verify_file
 from imagefolder_lmdb.verify.datasets import InfoError
-from imagefolder_lmdb.writing.revisions import read_split
 
 
 def is_split_of_revisions(path: str) -> bool:
@@ -25,24 +31,31 @@ def is_split_of_revisions(path: str) -> bool:
 
 
 def verify_revisions(
-    path: str, sample: int = 64, full: bool = False, seed: int = 0, revision: int | None = None
+    path: str,
+    sample: int = 64,
+    full: bool = False,
+    seed: int = 0,
+    revision: int | None = None,
+    since: int | None = None,
 ) -> tuple[dict[str, Any], LMDBReader | None, list[int]]:
     """The report of revision ``revision`` (None: the current one) of the split at ``path``, its reader
-    and the indices checked, as verify/checks.py's ``verify_file`` gives them for a file."""
+    and the indices checked, as verify/checks.py's ``verify_file`` gives them for a file. With ``since``
+    (``verify --since N``, and a change's own report), only what came after revision ``since``: the data
+    files it does not name and a sample of the samples read from them; the pointer's own checks (each
+    value's CRC-32, each data file's content id) as ever. No record of an earlier data file is read."""
     report: dict[str, Any] = {"path": os.path.abspath(path), "ok": False, "problems": []}
     try:
         ds = LMDBReader(path, decode="bytes", revision=revision)
+        earlier = set() if since is None else files_of_revision(path, since)
     except Exception as exc:  # noqa: BLE001 - for a checker, every failure is a finding
         report["problems"].append(f"{type(exc).__name__}: {exc}")
         return report, None, []
-    files = _data_files(ds)
+    files = [file for file in _data_files(ds) if _content_of(file) not in earlier]
     for file in files:
         file_report = verify_file(file, sample, full, seed)[0]
         report["problems"] += [f"{file}: {problem}" for problem in file_report["problems"]]
     report["problems"] += removed_problems(path, ds.revision)
-    indices = (
-        sorted(random.Random(seed).sample(range(len(ds)), min(sample, len(ds)))) if not full else list(range(len(ds)))
-    )
+    indices = checked_indices(ds, earlier, sample, full, seed)
     for index in indices:
         try:
             ds.get_bytes(index)
@@ -50,6 +63,7 @@ def verify_revisions(
             report["problems"].append(str(exc))
     stats = ds.meta_document.get("stats", {})
     report |= dataset_facts(ds, path, [])  # as a file's report has them: the workflow's summary and report read them
+    mode = "full" if full else "sample"
     report |= {
         "ok": not report["problems"],
         "revision": ds.revision,
@@ -58,9 +72,34 @@ def verify_revisions(
         "classes": len(ds.classes),
         "stored_bytes": int(stats.get("stored_bytes", 0)),
         "skipped": list(stats.get("skipped", [])),
-        "checked": {"records": len(indices), "mode": "full" if full else "sample"},
+        "checked": {"records": len(indices), "mode": mode, **({} if since is None else {"since": since})},
     }
     return report, ds, indices
+
+
+def files_of_revision(path: str, number: int) -> set[str]:
+    """The content ids of the data files revision ``number`` of the pointer at ``path`` names (its
+    entry alone: no data file opened); FormatError where the pointer no longer keeps it."""
+    with opened_env(path).begin() as txn:
+        pointer = decode_pointer(bytes(txn.get(b"meta/json") or b""), path)
+    return {str(file["id"]) for file in entry_of(pointer, number, path)["files"]}
+
+
+def _content_of(file: str) -> str:
+    return os.path.basename(file).removesuffix(".lmdb")
+
+
+def checked_indices(ds: LMDBReader, earlier: set[str], sample: int, full: bool, seed: int) -> list[int]:
+    """The samples to read: a random ``sample`` (every one with ``full``) of those whose record lies in
+    a data file not among ``earlier`` (empty: every sample)."""
+    candidates = list(range(len(ds)))
+    records = ds._records
+    if earlier and isinstance(records, RevisionRecords):
+        new = [index for index, file in enumerate(records.files) if file.id not in earlier]
+        candidates = np.flatnonzero(np.isin(records.files_of, new)).tolist()
+    if full:
+        return candidates
+    return sorted(random.Random(seed).sample(candidates, min(sample, len(candidates))))
 
 
 def _data_files(ds: LMDBReader) -> list[str]:
@@ -70,7 +109,9 @@ def _data_files(ds: LMDBReader) -> list[str]:
 
 def removed_problems(path: str, revision: int | None) -> list[str]:
     """The records the revision lists as removed whose data file is still there, each against its CRC-32."""
-    current = read_split(path, revision).current
+    with opened_env(path).begin() as txn:  # the pointer alone: only the files with removed records are opened
+        pointer = decode_pointer(bytes(txn.get(b"meta/json") or b""), path)
+        current = decode_revision(txn, entry_of(pointer, revision, path), path)
     problems = []
     for index, content in enumerate(current.removed_from):
         file = data_file_path(path, content)
@@ -86,8 +127,6 @@ def removed_problems(path: str, revision: int | None) -> list[str]:
 
 def revisions_info(path: str) -> dict[str, Any]:
     """``info``'s description of a split of revisions: its current revision as a file's, and its revisions."""
-    from imagefolder_lmdb.reader.revision_format import decode_pointer
-
     try:  # a pointer copied without its data files, a damaged one: one line, as for a file
         ds = LMDBReader(path, decode="bytes")
     except (FormatError, OSError, ValueError) as exc:

@@ -4,7 +4,9 @@ held; what changed; the meta document of the file the revision flattens to."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import lmdb
@@ -16,9 +18,6 @@ from imagefolder_lmdb.reader.identity import content_id
 from imagefolder_lmdb.reader.revision_format import ORDER_DTYPE, REMOVED_DTYPE, DataFile, Revision
 from imagefolder_lmdb.reader.revisions import composed_meta
 from imagefolder_lmdb.writing.meta_document import checked, storage_counts
-
-#: Where a path's record lies while planning: (index into the planned files, record index).
-Location = tuple[int, int]
 
 
 def planned(
@@ -39,7 +38,7 @@ def planned(
         order, labels = parent.order.copy(), _labels(samples, classes)  # relabelled only: every sample kept
     else:
         where = _locations(parent, parent_paths, metas, len(parent.files), moved)
-        order, labels = _order(samples, classes, where)
+        order, labels = _order(samples, classes, where), _labels(samples, classes)
     used = np.unique(order["file"]).tolist()
     renumber = np.zeros(len(files), np.uint32)
     renumber[used] = np.arange(len(used), dtype=np.uint32)
@@ -56,9 +55,8 @@ def planned(
     used_metas = [metas[index] for index in used]
     paths = [path for path, _ in samples]
     composed = composed_meta(revision, used_metas)  # each sample under its data file's own path
-    revision.moved = {
-        position: path for position, (path, own) in enumerate(zip(paths, composed.paths, strict=True)) if path != own
-    }
+    differ = np.flatnonzero(_objects(paths) != _objects(composed.paths))  # compared in numpy's loop, not Python's
+    revision.moved = {position: paths[position] for position in differ.tolist()}
     composed.paths = paths
     revision.removed, revision.removed_from = _removed(parent, parent_metas, order)
     revision.changes = _changes(parent, parent_paths, order, labels, classes, paths, len(revision.removed))
@@ -88,34 +86,51 @@ def _size_hint(meta: Meta) -> int:
     return int(stats.get("stored_bytes", 0)) if isinstance(stats, dict) else 0
 
 
+@dataclass(frozen=True)
+class Candidates:
+    """Every record a sample of the new revision may be: the parent's samples' (in its order), then each
+    added file's; ``row`` finds a path's, the last given winning (a moved image's old one, an added file's)."""
+
+    row: dict[str, int]
+    files: np.ndarray
+    records: np.ndarray
+
+
 def _locations(
     parent: Revision, parent_paths: list[str], metas: Sequence[Meta], first_added: int, moved: Mapping[str, str]
-) -> dict[str, Location]:
+) -> Candidates:
     """Each path's record: the parent's, then a moved image's old record, then the added files' (the last wins)."""
-    where: dict[str, Location] = {
-        path: (int(f), int(r)) for path, (f, r) in zip(parent_paths, parent.order.tolist(), strict=True)
-    }
+    row = dict(zip(parent_paths, range(len(parent_paths)), strict=True))
     for new, old in moved.items():
-        if old not in where:
+        if old not in row:
             raise ValueError(f"moved: {old!r} (now {new!r}) is not a sample of revision {parent.number}")
-        where[new] = where[old]
+        row[new] = row[old]
+    files, records = [parent.order["file"]], [parent.order["record"]]
     for index in range(first_added, len(metas)):
-        where |= {path: (index, record) for record, path in enumerate(metas[index].paths)}
-    return where
+        start = sum(len(part) for part in files)
+        row.update(zip(metas[index].paths, range(start, start + metas[index].length), strict=True))
+        files.append(np.full(metas[index].length, index, np.uint32))
+        records.append(np.arange(metas[index].length, dtype=np.uint32))
+    return Candidates(row, np.concatenate(files), np.concatenate(records))
 
 
-def _order(
-    samples: Sequence[tuple[str, int]], classes: list[str], where: Mapping[str, Location]
-) -> tuple[np.ndarray, np.ndarray]:
-    """Each sample's (file, record) among the candidate files, and its label, checked."""
+def _order(samples: Sequence[tuple[str, int]], classes: list[str], where: Candidates) -> np.ndarray:
+    """Each sample's (file, record) among the candidate files, checked: no path twice, none unfound."""
     paths = [path for path, _ in samples]
     if len(set(paths)) != len(paths):
         raise ValueError(f"{_first_repeated(paths)!r} is listed twice in the new samples")
-    located = [where.get(path) for path in paths]
-    if None in located:
-        path = paths[located.index(None)]
+    rows = np.fromiter(map(where.row.get, paths, itertools.repeat(-1)), dtype=np.int64, count=len(paths))
+    unfound = np.flatnonzero(rows < 0)
+    if unfound.size:
+        path = paths[int(unfound[0])]
         raise ValueError(f"{path!r} is in no data file: neither a sample of the split nor a record of an added file")
-    return np.array(located, dtype=ORDER_DTYPE).reshape(len(samples)), _labels(samples, classes)
+    order = np.zeros(len(paths), ORDER_DTYPE)
+    order["file"], order["record"] = where.files[rows], where.records[rows]
+    return order
+
+
+def _objects(strings: Sequence[str]) -> np.ndarray:
+    return np.asarray(strings, dtype=object)
 
 
 def _labels(samples: Sequence[tuple[str, int]], classes: list[str]) -> np.ndarray:
@@ -145,13 +160,14 @@ def _keys(order: np.ndarray) -> np.ndarray:
 def _removed(parent: Revision, parent_metas: Sequence[Meta], order: np.ndarray) -> tuple[np.ndarray, list[str]]:
     """The parent's records the new order no longer holds, each with its CRC-32, and the files they lie in."""
     gone = np.flatnonzero(~np.isin(_keys(parent.order), _keys(order)))
-    files = sorted({int(parent.order["file"][position]) for position in gone})
-    index_of = {file: index for index, file in enumerate(files)}
+    gone_files, gone_records = parent.order["file"][gone], parent.order["record"][gone]
+    files = np.unique(gone_files)
     removed = np.zeros(len(gone), REMOVED_DTYPE)
-    for slot, position in enumerate(gone.tolist()):
-        file, record = int(parent.order["file"][position]), int(parent.order["record"][position])
-        removed[slot] = (index_of[file], record, parent_metas[file].crc32[record])
-    return removed, [parent.files[file].id for file in files]
+    removed["file"], removed["record"] = np.searchsorted(files, gone_files), gone_records
+    for file in files.tolist():
+        mask = gone_files == file
+        removed["crc32"][mask] = parent_metas[file].crc32[gone_records[mask].astype(np.int64)]
+    return removed, [parent.files[file].id for file in files.tolist()]
 
 
 def _changes(
@@ -175,7 +191,7 @@ def _changes(
     new_index = {name: index for index, name in enumerate(classes)}
     renamed = np.array([new_index.get(name, -1) for name in parent.classes], dtype=np.int64)
     relabelled = int((renamed[parent.labels[before]] != labels[kept_at]).sum()) if kept_at.size else 0
-    moved = sum(parent_paths[b] != paths[p] for b, p in zip(before.tolist(), kept_at.tolist(), strict=True))
+    moved = int((_objects(parent_paths)[before] != _objects(paths)[kept_at]).sum())
     return {"added": int((~kept).sum()), "removed": removed, "relabelled": relabelled, "moved": moved}
 
 

@@ -177,6 +177,7 @@ def new_revision(
     planned_on: int | None,
     moved: Mapping[str, str] | None = None,
     document: Mapping[str, Any] | None = None,
+    created: str | None = None,
 ) -> RevisionWritten:
     """Write the split's next revision: ``samples`` in their order, from the current revision's
     records and ``added_files``'.
@@ -192,6 +193,8 @@ def new_revision(
         moved: ``{new path: old path}`` of images moved to another class folder: the old record is kept.
         document: meta/json entries of the conversion that made the change (``source``, ``made_from``,
             ``settings``, ``class_words``, ``class_list``, ``stats.skipped``), over the parent revision's.
+        created: the revision's date, ISO 8601 (default: now, in whole seconds); the convert side gives
+            the time it listed the source, to the microsecond (run/change.py: what a later change trusts).
 
     Returns:
         RevisionWritten: the revision written and what changed.
@@ -207,7 +210,7 @@ def new_revision(
     with locked_split(path):
         state = read_split(path)
         _check_planned_on(state, planned_on)
-        revision = plan_revision(state, files, samples, list(classes), moved or {}, document or {})
+        revision = plan_revision(state, files, samples, list(classes), moved or {}, document or {}, created)
         _place_files(state, files)
         _write_revision(state, revision)
     # the single file's name now holds the pointer: forgotten, so that a reader here opens the file (an
@@ -264,6 +267,7 @@ def plan_revision(
     classes: list[str],
     moved: Mapping[str, str],
     document: Mapping[str, Any],
+    created: str | None = None,
 ) -> Revision:
     """The next revision of ``state``: each sample's record found, what changed against the current one."""
     lengths = {
@@ -272,7 +276,7 @@ def plan_revision(
     }
     lengths |= {content_id(file.meta): file.lengths for file in added}
     metas = [file.meta for file in added]
-    return planned(state.current, state.metas, metas, samples, classes, moved, document, _now(), lengths)
+    return planned(state.current, state.metas, metas, samples, classes, moved, document, created or _now(), lengths)
 
 
 def _place_files(state: SplitRevisions, added: Sequence[AddedFile]) -> None:
