@@ -17,9 +17,9 @@ from typing import Any, TextIO
 from imagefolder_lmdb.config.step_settings import ExtractSettings
 from imagefolder_lmdb.run.rule_runner import progress_kwargs, run_rule
 from imagefolder_lmdb.sources import claiming_source, work_file_options
-from imagefolder_lmdb.sources.archive_members import copy_member
 from imagefolder_lmdb.sources.base import Request
 from imagefolder_lmdb.sources.ilsvrc import check_official_md5
+from imagefolder_lmdb.sources.labellings import copy_labels_member
 from imagefolder_lmdb.work.files import SourceDescription, write_source_description
 from imagefolder_lmdb.writing.atomic import publish, remove_path, temporary_path
 from imagefolder_lmdb.writing.hold_points import hold_point
@@ -27,23 +27,16 @@ from imagefolder_lmdb.writing.hold_points import hold_point
 log = logging.getLogger("imagefolder_lmdb.extract")
 
 
-#: Where extract puts its copy of a val_labels CSV given as a member of the source archive.
-LABELS_COPY = "val_labels.csv"
-
-
 def make_source_readable(request: Request, output: str, labels_member: str | None = None) -> SourceDescription:
     """Build ``output`` under a temporary name and rename it into place when whole. ``request``:
     the split's source, layout and classes (``ExtractSettings.request``). ``labels_member``:
-    val_labels, a member of the source archive, copied (one small file) for count_check."""
+    a label file inside the source archive, copied (one small file) for count_check."""
     source = request.source
     building = temporary_path(output)
     remove_path(building)
     os.makedirs(building)
     description = claiming_source(request).prepare(request, building, output)
-    if labels_member:
-        log.info("copying %s from %s (val_labels)", labels_member, source)
-        copy_member(source, labels_member, os.path.join(building, LABELS_COPY))
-        description.labels = os.path.abspath(os.path.join(output, LABELS_COPY))
+    description.labelling = copy_labels_member(source, labels_member, building, output)
     description.options = work_file_options(description.options)
     write_source_description(building, description)
     hold_point("extract")
