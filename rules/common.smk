@@ -26,7 +26,6 @@ from imagefolder_lmdb.run.rule_table import TIMED_RULES
 from imagefolder_lmdb.sources import input_files
 from imagefolder_lmdb.sources.labellings import (
     label_inputs,
-    labels_member,
     listing_label_inputs,
 )
 from imagefolder_lmdb.work.files import shard_name
@@ -151,7 +150,6 @@ def extract_settings(wildcards) -> dict:
     return step_settings.extract_settings(
         split,
         wanted=None if wanted is None else list(wanted),
-        labels_member=labels_member(split),
         folder_stamp=folder_stamp(wildcards),
     ).as_param()
 

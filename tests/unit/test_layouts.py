@@ -70,7 +70,8 @@ def test_a_kinds_options_travel_as_one_mapping_and_keep_the_work_files_bytes(tmp
     assert json.loads((tmp_path / "source.json").read_text())["image_column"] is None
     assert read_source_description(str(tmp_path)) == description
     split = {"source": "/s", "layout": "parquet", "extract": False, "md5": False, "root": None}
-    param = extract_settings({**split, "image_column": "image", "label_column": "label"}).as_param()
+    given = {**split, "image_column": "image", "label_column": "label", "val_labels": None}
+    param = extract_settings(given).as_param()
     assert list(param) == [*split, "image_column", "label_column", "wanted", "labels_member", "folder_stamp"]
     settings = ExtractSettings.from_param(param)
     assert settings.options == {"image_column": "image", "label_column": "label"}

@@ -55,7 +55,7 @@ def plain(value: Any) -> bool:
 
 def test_each_rules_settings_are_plain_data_and_read_back_the_same() -> None:
     made = [
-        extract_settings(SPLIT, wanted=["a", "b"], labels_member=None, folder_stamp="3:abc"),
+        extract_settings(SPLIT, wanted=["a", "b"], folder_stamp="3:abc"),
         count_settings("train", SPLIT, class_list={"kind": "own"}),
         merge_settings("train", SPLIT),
     ]
@@ -98,7 +98,7 @@ def test_count_checks_param_spreads_the_labellings_settings_where_earlier_versio
 
 
 def test_extract_settings_ask_the_sources_for_the_split() -> None:
-    settings = extract_settings(SPLIT, wanted=["a"], labels_member=None, folder_stamp=None)
+    settings = extract_settings(SPLIT, wanted=["a"], folder_stamp=None)
     files = ["/data/train-0000.tar", "/data/train-0001.tar"]
     request = settings.request(files, {"disable": True})
     assert request == Request(

@@ -195,15 +195,15 @@ def split_problems(name: str, problems: list[KeyProblem]) -> list[Problem]:
 
 
 def extra_problems(name: str, split: dict[str, Any], config: dict[str, Any]) -> list[Problem]:
-    """A split whose layout or devkit needs a package of an extra that is not installed, named with the
-    extra to install (before any job, rather than a job's ImportError)."""
+    """A split whose layout or label files need a package of an extra that is not installed, named with
+    the extra to install (before any job, rather than a job's ImportError)."""
     from imagefolder_lmdb.extras import installed, missing_extra
 
     wanted = []
     kind = layout_named(split["layout"]).bytes.kind
     if kind in EXTRAS:  # a kind of source files read with a package of an extra
         wanted.append(("layout", EXTRAS[kind]))
-    wanted += [(key, EXTRAS[extra]) for key, extra in label_extras(split)]
+    wanted += [(key, (module, needs)) for key, module, needs in label_extras(split)]
     return [
         key_problem(("splits", name, key), missing_extra(needs, module))
         for key, (module, needs) in wanted
@@ -269,13 +269,13 @@ SPLIT_CHECKS: list[tuple[tuple[str, ...], SplitCheck]] = [
     (("layout", "source", *LABEL_KEYS), labelling_problems),
     (("shards", "expected_images"), shards_problems),
     (("source", "layout", "extensions", "allow_empty", "is_valid_file"), listing_problems),
-    (("layout", "devkit"), extra_problems),
+    (("layout", *LABEL_KEYS), extra_problems),
 ]
 
-#: What a split needs beyond the `convert` extra: (the module, what needs it); extras.py names the extra.
+#: What a kind of source needs beyond the `convert` extra: (the module, what needs it); extras.py names
+#: the extra. A labelling's label files name their own (sources/labelling.py ``extras``).
 EXTRAS = {
     "parquet": ("pyarrow", "layout parquet (its Parquet files)"),
-    "devkit": ("scipy", "the ILSVRC2012 devkit (its meta.mat)"),
 }
 
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from imagefolder_lmdb.sources import all_kind_options, kind_options
 from imagefolder_lmdb.sources.base import Request
-from imagefolder_lmdb.sources.labellings import PARAM_ORDER, label_settings
+from imagefolder_lmdb.sources.labellings import EXTRACT_KEYS, PARAM_ORDER, extract_label_settings, label_settings
 from imagefolder_lmdb.sources.listing_options import ListingOptions
 from imagefolder_lmdb.work.files import options_gathered, options_spread
 
@@ -71,13 +71,18 @@ class ExtractSettings(StepSettings):
     #: every kind's own keys (sources.all_kind_options: Parquet's columns), the split's kind's among them
     options: dict[str, Any]
     wanted: list[str] | None = None  # the shared class list: other class tars stay unread
-    labels_member: str | None = None  # val_labels, a member of the source archive
+    #: what the split's labelling copies out of the source (sources/labellings.py extract_label_settings)
+    labelling: dict[str, Any] = field(default_factory=dict)
     folder_stamp: str | None = None  # changes when a folder source's class folders do (work/folder_listing.py)
 
+    #: The mappings besides ``options`` spread into the param, each with the keys it gathers back.
+    SPREAD: ClassVar[dict[str, tuple[str, ...]]] = {"labelling": EXTRACT_KEYS}
+
     def as_param(self) -> dict[str, Any]:
-        """The options spread as keys of their own, where they stand: the param earlier versions gave,
-        when each was a field (a changed param would make Snakemake run extract again)."""
-        return options_spread(asdict(self))
+        """The options and the labelling's keys spread as keys of their own, where they stand: the
+        param earlier versions gave, when each was a field (a changed param would make Snakemake run
+        extract again)."""
+        return options_spread(asdict(self), self.SPREAD)
 
     @classmethod
     def from_param(cls, param: Mapping[str, Any]) -> Self:
@@ -197,10 +202,11 @@ class VerifySettings(StepSettings):
 
 def extract_settings(split: dict[str, Any], **derived: Any) -> ExtractSettings:
     """Rule extract's settings of the checked split config ``split``; ``derived``: what
-    rules/common.smk works out for it (wanted, labels_member, folder_stamp)."""
+    rules/common.smk works out for it (wanted, folder_stamp)."""
     keys = ("source", "layout", "extract", "md5", "root")
     options = {key: split[key] for key in all_kind_options()}
-    return ExtractSettings(**{key: split[key] for key in keys}, options=options, **derived)
+    labelling = extract_label_settings(split)
+    return ExtractSettings(**{key: split[key] for key in keys}, options=options, labelling=labelling, **derived)
 
 
 def count_settings(name: str, split: dict[str, Any], **derived: Any) -> CountSettings:

@@ -25,7 +25,7 @@ from imagefolder_lmdb.run.paths import RunPaths
 from imagefolder_lmdb.sources import input_files, kind_of_layout, kind_recipe
 from imagefolder_lmdb.sources.label_files.rules import classes_read_differently, read_differently
 from imagefolder_lmdb.sources.label_files.settings import LabelsFrom
-from imagefolder_lmdb.sources.labellings import label_recipe
+from imagefolder_lmdb.sources.labellings import LABEL_FILE_WORDS, label_recipe
 from imagefolder_lmdb.sources.layouts import LAYOUTS
 from imagefolder_lmdb.sources.listing_options import ListingOptions
 from imagefolder_lmdb.sources.source_files import SourceFilesError
@@ -171,9 +171,6 @@ def recipe_differences(recorded: dict[str, Any], now: dict[str, Any], dataset_cl
 
 #: A recipe's key that is no key of the config, in words.
 RECIPE_KEY_WORDS = {"label_columns": "the label file's columns", "listing": "the listing's settings"}
-
-#: What each label input of a recipe is, in words (its ``labels``' keys: sources/label_keys.py).
-LABEL_FILE_WORDS = {"labels": "the label file", "devkit": "the devkit", "val_labels": "the val_labels file"}
 
 
 def label_file_moves(old: dict[str, str], new: dict[str, str]) -> list[str]:

@@ -25,6 +25,8 @@ from imagefolder_lmdb.sources.splits import ARCHIVES
 #: (Snakemake compares the param's repr: another order would list every split again); any other
 #: (a label file's ``labels``) is written last.
 PARAM_ORDER = ("devkit", "val_labels")
+#: The label keys of rule extract's param: a label file inside the source archive, to copy out.
+EXTRACT_KEYS = ("labels_member",)
 #: A label file's columns: keys of the split's labelling (layout label-file) only.
 COLUMN_KEYS = ("file_column", "label_column", "label_separator")
 #: The split config's keys a labelling reads (the config's checks of them wait for the schema's).
@@ -36,6 +38,8 @@ VAL_LABELS_COPY = "val_labels.csv"
 #: The ``labels`` value of a split without labels (sources/unlabelled.py; not ``none``: YAML reads
 #: that as null, the default).
 UNLABELLED = "unlabelled"
+#: What each label file of a recipe's ``labels`` is, in words (by its key there).
+LABEL_FILE_WORDS = {"labels": "the label file", "devkit": "the devkit", "val_labels": "the val_labels file"}
 #: What ``labels`` takes, in words.
 LABELS_WANTED = (
     f"set labels to {METADATA} (Hugging Face's metadata.csv/.jsonl/.parquet files beside the images) or to the "

@@ -29,6 +29,7 @@ from imagefolder_lmdb.sources.label_keys import (
     label_file_recipe,
     label_file_settings,
     label_settings_problems,
+    labels_member,
     missing_label_files,
     recorded,
 )
@@ -98,6 +99,11 @@ class Labelling:
         """The label keys its listing reads, as plain data (rule count_check's param)."""
         return common_settings(split)
 
+    def extract_settings(self, split: Mapping[str, Any]) -> dict[str, Any]:
+        """What rule extract copies out of the source for the listing (rule extract's param, as plain
+        data): ``val_labels`` naming a member of the source archive."""
+        return {"labels_member": labels_member(split)}
+
     def read_with(self, settings: Labels, copies: Mapping[str, Any]) -> Labels:
         """``settings`` as the listing reads them, with extract's copies (source.json) in their place."""
         return {**settings, "val_labels": copies.get(COPIED_VAL_LABELS) or settings.get("val_labels")}
@@ -132,11 +138,11 @@ class Labelling:
         from, as parsed; None: no such check."""
         return None
 
-    def extras(self, split: Mapping[str, Any]) -> list[tuple[str, str]]:
-        """The keys given whose files need a package of an extra: (key, which extra entry, config/check.py
-        ``EXTRAS``)."""
+    def extras(self, split: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+        """The keys given whose files need a package of an extra: (key, module, what needs it)."""
         devkit = split["devkit"]
-        return [("devkit", "devkit")] if devkit is not None and not is_shipped(devkit) else []
+        needs = ("devkit", "scipy", "the ILSVRC2012 devkit (its meta.mat)")
+        return [needs] if devkit is not None and not is_shipped(devkit) else []
 
 
 class ClassFolders(Labelling):

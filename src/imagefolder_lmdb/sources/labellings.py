@@ -12,20 +12,22 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from imagefolder_lmdb.sources.base import Labels
+from imagefolder_lmdb.sources.base import Labels, Listing
 from imagefolder_lmdb.sources.inputs_read import InputRead
 from imagefolder_lmdb.sources.label_keys import (
     COPIED_VAL_LABELS,
+    EXTRACT_KEYS,
+    LABEL_FILE_WORDS,
     LABEL_KEYS,
     PARAM_ORDER,
+    UNLABELLED,
     VAL_LABELS_COPY,
     KeyProblem,
-    labels_member,
 )
 from imagefolder_lmdb.sources.labelling import Labelling
 from imagefolder_lmdb.sources.layouts import layout_named
 
-__all__ = ["LABEL_KEYS", "PARAM_ORDER", "KeyProblem", "labels_member"]
+__all__ = ["EXTRACT_KEYS", "LABEL_FILE_WORDS", "LABEL_KEYS", "PARAM_ORDER", "UNLABELLED", "KeyProblem"]
 
 log = logging.getLogger("imagefolder_lmdb.extract")
 
@@ -40,6 +42,11 @@ def label_settings(split: Mapping[str, Any]) -> dict[str, Any]:
     return labelling_of(split).settings(split)
 
 
+def extract_label_settings(split: Mapping[str, Any]) -> dict[str, Any]:
+    """What rule extract copies out of the source for the split's listing, as plain data (its param)."""
+    return labelling_of(split).extract_settings(split)
+
+
 def labels_read(layout: str, settings: Labels, copies: Mapping[str, Any]) -> Labels:
     """What rule count_check hands the listing: ``settings`` (its param) with extract's copies."""
     return layout_named(layout).labelling.read_with(settings, copies)
@@ -49,6 +56,13 @@ def classes_expected(layout: str, labels: Labels) -> tuple[list[str], list[Input
     """The classes a full source of the layout holds, and the files they were read from as parsed
     (``Labelling.classes_expected``; None: no such check)."""
     return layout_named(layout).labelling.classes_expected(labels)
+
+
+def lists_no_labels(listing: Listing) -> bool:
+    """Whether the listing's images have no label (an unlabelled split: no class of its own)."""
+    from imagefolder_lmdb.sources.unlabelled import NO_LABELS_KIND
+
+    return listing.label_kind == NO_LABELS_KIND
 
 
 def label_inputs(split: Mapping[str, Any]) -> list[str]:
@@ -76,14 +90,16 @@ def label_listing_problems(split: Mapping[str, Any], wanted: list[str] | None) -
     return labelling_of(split).listing_problems(split, wanted)
 
 
-def label_extras(split: Mapping[str, Any]) -> list[tuple[str, str]]:
+def label_extras(split: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     """The split's label keys whose files need a package of an extra (``Labelling.extras``)."""
     return labelling_of(split).extras(split)
 
 
-def copy_labels_member(source: str, member: str | None, building: str, output: str) -> dict[str, Any]:
-    """Rule extract: ``member`` of the source archive (``labels_member``), copied into the folder
-    being built (one small file) for count_check; source.json's entry for it."""
+def copy_labels_member(source: str, settings: Mapping[str, Any], building: str, output: str) -> dict[str, Any]:
+    """Rule extract: the label file ``settings`` (``extract_label_settings``) names inside the source
+    archive, copied into the folder being built (one small file) for count_check; source.json's
+    entry for it."""
+    member = settings.get("labels_member")
     if not member:
         return {COPIED_VAL_LABELS: None}
     from imagefolder_lmdb.sources.archive_members import copy_member

@@ -25,10 +25,9 @@ from imagefolder_lmdb.run.rule_runner import progress_kwargs, run_rule
 from imagefolder_lmdb.sources import layout_hint, source_of_kind, work_file_options
 from imagefolder_lmdb.sources.base import CountMismatchError, Labels, Listing
 from imagefolder_lmdb.sources.ilsvrc import train_devkit_problems
-from imagefolder_lmdb.sources.labellings import classes_expected, labels_read
+from imagefolder_lmdb.sources.labellings import classes_expected, labels_read, lists_no_labels
 from imagefolder_lmdb.sources.layouts import layout_named
 from imagefolder_lmdb.sources.listing_options import ListingOptions
-from imagefolder_lmdb.sources.unlabelled import NO_LABELS_KIND
 from imagefolder_lmdb.work.files import (
     CountsReport,
     ManifestHeader,
@@ -263,7 +262,7 @@ def count_check(
     held = list(listing.classes)
     with_images = classes_with_images(listing)  # what expected_classes counts: labels can name empty classes
     log.info("%d images in %d classes; %d files ignored", len(listing.samples), len(held), len(listing.ignored))
-    unlabelled = listing.label_kind == NO_LABELS_KIND  # no class of its own to miss from the list
+    unlabelled = lists_no_labels(listing)  # no class of its own to miss from the list
     if wanted is not None and not unlabelled and (error := missing_from_source(wanted, held, description.source)):
         raise error
     classes = wanted or ClassList(held, source.words(), explicit=False)

@@ -11,6 +11,7 @@ compressed archives, or on request.)
 import logging
 import os
 import sys
+from collections.abc import Mapping
 from functools import partial
 from typing import Any, TextIO
 
@@ -27,16 +28,19 @@ from imagefolder_lmdb.writing.hold_points import hold_point
 log = logging.getLogger("imagefolder_lmdb.extract")
 
 
-def make_source_readable(request: Request, output: str, labels_member: str | None = None) -> SourceDescription:
+def make_source_readable(
+    request: Request, output: str, labelling: Mapping[str, Any] | None = None
+) -> SourceDescription:
     """Build ``output`` under a temporary name and rename it into place when whole. ``request``:
-    the split's source, layout and classes (``ExtractSettings.request``). ``labels_member``:
-    a label file inside the source archive, copied (one small file) for count_check."""
+    the split's source, layout and classes (``ExtractSettings.request``). ``labelling``:
+    what the split's labelling copies out of the source for count_check (a label file inside the
+    archive: ``ExtractSettings.labelling``)."""
     source = request.source
     building = temporary_path(output)
     remove_path(building)
     os.makedirs(building)
     description = claiming_source(request).prepare(request, building, output)
-    description.labelling = copy_labels_member(source, labels_member, building, output)
+    description.labelling = copy_labels_member(source, labelling or {}, building, output)
     description.options = work_file_options(description.options)
     write_source_description(building, description)
     hold_point("extract")
@@ -59,7 +63,7 @@ def main(smk: Any, stream: TextIO) -> None:
     if settings.md5:
         check_checksums([*smk.input.source, *smk.input.labels], progress)
     request = settings.request(list(smk.input.source), progress)
-    make_source_readable(request, smk.output[0], settings.labels_member)
+    make_source_readable(request, smk.output[0], settings.labelling)
 
 
 #: What the rule's script (scripts/extract.py) calls with ``snakemake``: ``main`` with the rule's log set up.

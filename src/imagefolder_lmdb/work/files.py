@@ -206,7 +206,7 @@ class ManifestHeader:
         return cls(**options_gathered(cls, data))
 
 
-#: What a label file says of an image beyond its one class index (sources/labelling.py TableLabels):
+#: What a label file says of an image beyond its one class index (a label file's labelling, sources/labelling.py):
 #: ``labels``, its list of class indices (a multi-label split), and ``fields``, name: value.
 Annotations = dict[str, Any]
 
