@@ -1,6 +1,10 @@
 """How each image of a split gets its label: one of the two axes of a layout (sources/layouts.py;
 the other is where the bytes are, a kind of source: sources/__init__.py).
 
+What the rest of the workflow asks of a labelling (its keys' settings, files, recipe and checks)
+each answers for itself, asked through sources/labellings.py; the keys every split may give are
+sources/label_keys.py's.
+
 A kind of source that holds a tree of paths (a folder, an archive read in place or unpacked) asks
 the split's labelling to list it: ``list_tree`` for files on disk, ``list_members`` for an archive's
 members. A labelling that reads the label beside each image (WebDataset's ``.cls``, Parquet's
@@ -171,7 +175,7 @@ class LabelFile(Labelling):
     """Images whose labels a file gives, not the folders they lie in: every path is kept whole. Its
     cases: ILSVRC2012 val's devkit or CSV (``IlsvrcValLabels``), and a label file or Hugging Face's
     metadata files (``TableLabels``); the dataset's ``made_from`` records each file by path and content
-    (run/made_from.py ``label_files``)."""
+    (its ``recipe``)."""
 
     name = "a label file"
     strips_wrapper = False
