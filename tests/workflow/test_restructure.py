@@ -149,6 +149,7 @@ def every_kind_of_source(tree: Path, base: Path) -> dict[str, dict[str, Any]]:
     }
 
 
+@pytest.mark.timeout(2400)  # four workflows convert every kind (pyproject's 900 s ran out on a loaded 2-core machine)
 def test_every_kind_of_source_is_byte_identical_to_the_workflows_before_the_house_the_two_axes_and_the_labelling(
     image_tree: Path, tmp_path: Path
 ) -> None:
