@@ -7,11 +7,7 @@ import time
 
 from snakemake.utils import min_version
 
-from imagefolder_lmdb.config.check import (
-    check_config,
-    labels_member,
-    shipped_devkit,
-)
+from imagefolder_lmdb.config.check import check_config
 from imagefolder_lmdb.config.schema import load_schema
 from imagefolder_lmdb.config import step_settings
 from imagefolder_lmdb.run.made_from import (
@@ -28,6 +24,10 @@ from imagefolder_lmdb.board.progress import register as register_progress
 from imagefolder_lmdb.board.progress import stop_board
 from imagefolder_lmdb.board.rule_table import TIMED_RULES
 from imagefolder_lmdb.sources import input_files
+from imagefolder_lmdb.sources.labellings import (
+    label_inputs,
+    listing_label_inputs,
+)
 from imagefolder_lmdb.work.files import shard_name
 
 min_version("9.0")
@@ -150,7 +150,6 @@ def extract_settings(wildcards) -> dict:
     return step_settings.extract_settings(
         split,
         wanted=None if wanted is None else list(wanted),
-        labels_member=labels_member(split),
         folder_stamp=folder_stamp(wildcards),
     ).as_param()
 
@@ -159,10 +158,7 @@ def count_settings(wildcards) -> dict:
     """Rule count_check's one param: the split's CountSettings, with where its class list comes from."""
     class_list = CLASS_PLAN.source(wildcards.split).as_param()
     return step_settings.count_settings(
-        wildcards.split,
-        split_config(wildcards),
-        val_labels=label_file(wildcards),
-        class_list=class_list,
+        wildcards.split, split_config(wildcards), class_list=class_list
     ).as_param()
 
 
@@ -207,26 +203,15 @@ def shared_class_manifest(wildcards) -> list[str]:
 
 
 def label_files(wildcards) -> list[str]:
-    """The devkit / label CSV of a split, when it has one (not a CSV inside the source archive);
-    for ``devkit: imagenet1k`` the shipped list's file, so that a changed list reruns the split.
-    """
-    split = split_config(wildcards)
-    devkit = shipped_devkit(split) or split["devkit"]
-    return [path for path in (devkit, label_file(wildcards)) if path]
+    """Rule extract's label files, as the split's labelling names them (a devkit, a label CSV; not
+    one inside the source archive): src/imagefolder_lmdb/sources/labellings.py."""
+    return label_inputs(split_config(wildcards))
 
 
 def listing_label_files(wildcards) -> list[str]:
-    """Rule count_check's label files: extract's, and a label file of layout label-file (metadata
-    files lie in the source, which extract reads)."""
-    labels = split_config(wildcards)["labels"]
-    own = [labels] if labels and labels != "metadata" else []
-    return label_files(wildcards) + own
-
-
-def label_file(wildcards) -> str | None:
-    """``val_labels`` when it is a file of its own."""
-    split = split_config(wildcards)
-    return None if labels_member(split) else split["val_labels"]
+    """Rule count_check's label files, as the split's labelling names them (extract's, and a label
+    file of its own)."""
+    return listing_label_inputs(split_config(wildcards))
 
 
 def final_outputs() -> list[str]:

@@ -11,7 +11,7 @@ from imagefolder_lmdb.config.step_settings import ExtractSettings, extract_setti
 from imagefolder_lmdb.run.workflow_folder import workflow_folder
 from imagefolder_lmdb.sources import SOURCES, kind_of_layout, work_file_options
 from imagefolder_lmdb.sources.labelling import ClassFolders, IlsvrcValLabels, LabelFile, StoredLabels, TableLabels
-from imagefolder_lmdb.sources.layouts import DEFAULT_LAYOUT, LABEL_FILE_LAYOUT, LAYOUTS, file_set_layouts
+from imagefolder_lmdb.sources.layouts import DEFAULT_LAYOUT, LAYOUTS, file_set_layouts
 from imagefolder_lmdb.work.files import (
     ManifestHeader,
     SourceDescription,
@@ -48,7 +48,7 @@ def test_only_class_folders_are_classes_a_plan_can_read_and_only_a_label_file_ke
     for layout in LAYOUTS.values():
         labelled_by_file = isinstance(layout.labelling, LabelFile)
         assert layout.labelling.strips_wrapper is not labelled_by_file or isinstance(layout.labelling, StoredLabels)
-    assert isinstance(LAYOUTS[LABEL_FILE_LAYOUT].labelling, TableLabels)
+    assert isinstance(LAYOUTS["label-file"].labelling, TableLabels)
     assert isinstance(LAYOUTS["ilsvrc-val"].labelling, IlsvrcValLabels)  # both cases of the label-file labelling
     assert isinstance(LAYOUTS[DEFAULT_LAYOUT].labelling, ClassFolders) and LAYOUTS[DEFAULT_LAYOUT].listing_options
 
@@ -70,7 +70,8 @@ def test_a_kinds_options_travel_as_one_mapping_and_keep_the_work_files_bytes(tmp
     assert json.loads((tmp_path / "source.json").read_text())["image_column"] is None
     assert read_source_description(str(tmp_path)) == description
     split = {"source": "/s", "layout": "parquet", "extract": False, "md5": False, "root": None}
-    param = extract_settings({**split, "image_column": "image", "label_column": "label"}).as_param()
+    given = {**split, "image_column": "image", "label_column": "label", "val_labels": None}
+    param = extract_settings(given).as_param()
     assert list(param) == [*split, "image_column", "label_column", "wanted", "labels_member", "folder_stamp"]
     settings = ExtractSettings.from_param(param)
     assert settings.options == {"image_column": "image", "label_column": "label"}

@@ -47,11 +47,11 @@ def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_at_their_defaults_the_count_params_are_what_they_were(tree: Path) -> None:
     split = checked({"train": {"source": str(tree)}})["splits"]["train"]
-    param = count_settings("train", split, val_labels=None, class_list={}).as_param()
+    param = count_settings("train", split, class_list={}).as_param()
     assert "listing" not in param
     assert ListingOptions.from_split(split).recipe() == {}
     given = {"source": str(tree), "extensions": [".jpg"], "allow_empty": True}
-    changed = count_settings("train", checked({"train": given})["splits"]["train"], val_labels=None, class_list={})
+    changed = count_settings("train", checked({"train": given})["splits"]["train"], class_list={})
     assert changed.as_param()["listing"] == {"extensions": [".jpg"], "allow_empty": True}
 
 

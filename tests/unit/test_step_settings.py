@@ -4,6 +4,7 @@ settings back."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from imagefolder_lmdb.config.step_settings import (
@@ -35,6 +36,8 @@ SPLIT: dict[str, Any] = {
     "expected_classes": 2,
     "shards": 3,
     "devkit": None,
+    "val_labels": None,
+    "labels": None,
     "allow_skipped": 1,
 }
 
@@ -52,8 +55,8 @@ def plain(value: Any) -> bool:
 
 def test_each_rules_settings_are_plain_data_and_read_back_the_same() -> None:
     made = [
-        extract_settings(SPLIT, wanted=["a", "b"], labels_member=None, folder_stamp="3:abc"),
-        count_settings("train", SPLIT, val_labels=None, class_list={"kind": "own"}),
+        extract_settings(SPLIT, wanted=["a", "b"], folder_stamp="3:abc"),
+        count_settings("train", SPLIT, class_list={"kind": "own"}),
         merge_settings("train", SPLIT),
     ]
     for settings, kind in zip(made, (ExtractSettings, CountSettings, MergeSettings), strict=True):
@@ -64,8 +67,38 @@ def test_each_rules_settings_are_plain_data_and_read_back_the_same() -> None:
     assert made[1].shards == 3 and made[1].split == "train" and made[2].allow_skipped == 1
 
 
+def test_count_checks_param_spreads_the_labellings_settings_where_earlier_versions_had_each_key(
+    tmp_path: Path,
+) -> None:
+    """The split's labelling's settings travel as one mapping (CountSettings.labelling), and the
+    param keeps the keys and order earlier versions gave (Snakemake compares its repr): no rerun."""
+    own = {"kind": "own"}
+    param = count_settings("train", SPLIT, class_list=own).as_param()
+    assert list(param) == [
+        "split",
+        "expected_images",
+        "expected_classes",
+        "shards",
+        "devkit",
+        "val_labels",
+        "class_list",
+    ]
+    labels = tmp_path / "labels.csv"
+    labels.write_text("file_name,label\na.jpg,cat\n")
+    labelled = {**SPLIT, "source": str(tmp_path), "layout": "label-file", "labels": str(labels), "extensions": [".jpg"]}
+    settings = count_settings("train", labelled, class_list=own)
+    assert settings.labelling == {
+        "devkit": None,
+        "val_labels": None,
+        "labels": {"from": str(labels), "label_column": "cls"},
+    }
+    param = settings.as_param()
+    assert list(param)[4:] == ["devkit", "val_labels", "class_list", "listing", "labels"]
+    assert CountSettings.from_param(param) == settings
+
+
 def test_extract_settings_ask_the_sources_for_the_split() -> None:
-    settings = extract_settings(SPLIT, wanted=["a"], labels_member=None, folder_stamp=None)
+    settings = extract_settings(SPLIT, wanted=["a"], folder_stamp=None)
     files = ["/data/train-0000.tar", "/data/train-0001.tar"]
     request = settings.request(files, {"disable": True})
     assert request == Request(

@@ -12,32 +12,28 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from imagefolder_lmdb.classes.lists import ClassList, ClassListError, configured_names, is_shipped, shipped_path
+from imagefolder_lmdb.classes.lists import ClassListError, configured_names
 from imagefolder_lmdb.classes.plan import ClassPlan, plan_classes
 from imagefolder_lmdb.config.problems import KeyPath, Problem, config_error, key_problem
 from imagefolder_lmdb.config.schema import schema_problems
 from imagefolder_lmdb.config.shards import shards_allowed
 from imagefolder_lmdb.config.yaml_nodes import duplicate_keys
 from imagefolder_lmdb.sources import kind_of_layout, source_file_suffixes
-from imagefolder_lmdb.sources.label_files.problems import LabelFileError
-from imagefolder_lmdb.sources.label_files.reading import SUFFIXES as LABEL_FILE_SUFFIXES
-from imagefolder_lmdb.sources.label_files.settings import METADATA
-from imagefolder_lmdb.sources.labelling import IlsvrcValLabels
-from imagefolder_lmdb.sources.layouts import DEFAULT_LAYOUT, LABEL_FILE_LAYOUT, file_set_layouts, layout_named
+from imagefolder_lmdb.sources.labellings import (
+    LABEL_KEYS,
+    KeyProblem,
+    label_extras,
+    label_listing_problems,
+    label_problems,
+)
+from imagefolder_lmdb.sources.layouts import DEFAULT_LAYOUT, file_set_layouts, layout_named, picked_layout
 from imagefolder_lmdb.sources.missing_paths import missing_path_hint, taken_from
 from imagefolder_lmdb.sources.source_files import SourceFilesError
-from imagefolder_lmdb.sources.unlabelled import UNLABELLED, UNLABELLED_LAYOUT
 
 #: Layouts whose source is a set of source files (sources/layouts.py).
 FILE_SET_LAYOUTS = file_set_layouts()
 SOURCE_FILE_SUFFIXES = source_file_suffixes()
 ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".zip")
-
-#: What ``labels`` takes, in words.
-LABELS_WANTED = (
-    f"set labels to {METADATA} (Hugging Face's metadata.csv/.jsonl/.parquet files beside the images) or to the "
-    "path of one .csv, .jsonl or .parquet file naming each image and its label"
-)
 
 #: For a source that looks like a set of source files given without its layout (their publishers call
 #: them shards: WebDataset's tars, the Hugging Face hub's Parquet files).
@@ -67,7 +63,7 @@ def check_config(
     (the main process; a cluster job parsing the workflow again need not walk the folder again)."""
     problems = [duplicate.problem for path in config_files for duplicate in duplicate_keys(str(path))]
     found = schema_problems(config, schema)
-    label_file_layouts(config)
+    labels_pick_layouts(config)
     usable = Usable({problem.path for problem in found})
     problems += found + content_problems(config, usable) + class_list_problems(config, usable)
     if read_labels and not problems:
@@ -75,7 +71,7 @@ def check_config(
         problems += [
             problem
             for name, split in config["splits"].items()
-            for problem in folder_label_problems(name, split, wanted(name))
+            for problem in split_problems(name, label_listing_problems(split, wanted(name)))
         ]
     problems = [problem for problem in problems if not (paths_may_be_missing and problem.missing_path)]
     if problems:
@@ -188,74 +184,26 @@ def root_problems(name: str, split: dict[str, Any], config: dict[str, Any]) -> l
     return [key_problem(key, f"{root!r} {problem}: a folder inside the source (e.g. ILSVRC/Data/CLS-LOC/train)")]
 
 
-def label_problems(name: str, split: dict[str, Any], config: dict[str, Any]) -> list[Problem]:
-    """ILSVRC validation needs a label source; a given devkit or val_labels must be there."""
-    checks = (shipped_devkit_problem, missing_label_files, missing_labels)
-    return [problem for check in checks for problem in check(name, split, config)]
+def labelling_problems(name: str, split: dict[str, Any], config: dict[str, Any]) -> list[Problem]:
+    """The split's label keys, as its labelling checks them (sources/labelling.py ``problems``)."""
+    return split_problems(name, label_problems(split, config.get("classes")))
 
 
-def labelled_by_file(split: dict[str, Any]) -> bool:
-    """Whether the split's images get their labels from a label file (ILSVRC val's devkit or CSV)."""
-    return isinstance(layout_named(split["layout"]).labelling, IlsvrcValLabels)
-
-
-def shipped_devkit_problem(name: str, split: dict[str, Any], config: dict[str, Any]) -> list[Problem]:
-    """``devkit: imagenet1k`` names the labels' classes; ILSVRC val labels need the ground truth."""
-    if not labelled_by_file(split) or not is_shipped(split["devkit"]):
-        return []
-    from imagefolder_lmdb.sources.ilsvrc import SHIPPED_NOT_GROUND_TRUTH
-
-    text = f"{split['devkit']!r} cannot label layout ilsvrc-val: {SHIPPED_NOT_GROUND_TRUTH}"
-    return [key_problem(("splits", name, "devkit"), text)]
-
-
-def missing_label_files(name: str, split: dict[str, Any], config: dict[str, Any]) -> list[Problem]:
-    problems = []
-    for key in ("devkit", "val_labels"):
-        value = split[key]
-        if value is None or os.path.isfile(value):
-            continue
-        if key == "val_labels" and labels_member(split) is not None:
-            continue  # extract copies it out of the archive, or names the archive if it is not there
-        if key == "devkit" and is_shipped(value):
-            continue  # the shipped list stands in for the devkit's class list
-        member = " val_labels may also name a member of an archive source (LOC_val_solution.csv inside Kaggle's zip)."
-        text = f"{value!r} is not a file." + member * (key == "val_labels")
-        problems.append(key_problem(("splits", name, key), text, missing_path=not os.path.exists(value)))
-    return problems
-
-
-def missing_labels(name: str, split: dict[str, Any], config: dict[str, Any]) -> list[Problem]:
-    if not labelled_by_file(split) or split["devkit"] is not None or split["val_labels"] is not None:
-        return []
-    text = (
-        "layout ilsvrc-val needs the labels: set devkit (ILSVRC2012_devkit_t12.tar.gz) or val_labels "
-        "(LOC_val_solution.csv)." + ground_truth_hint(config.get("classes"))
-    )
-    return [key_problem(("splits", name, "devkit"), text)]
-
-
-def ground_truth_hint(classes: object) -> str:
-    """For ilsvrc-val without labels: why ``classes: imagenet1k`` does not label it either."""
-    if not is_shipped(classes):
-        return ""
-    return (
-        f" classes: {classes} names the classes, not the class of each validation image: those come "
-        "from the devkit's ground truth, which no class list can replace."
-    )
+def split_problems(name: str, problems: list[KeyProblem]) -> list[Problem]:
+    """Problems of the split's keys, each naming the split's key."""
+    return [key_problem(("splits", name, found.key), found.text, found.missing_path) for found in problems]
 
 
 def extra_problems(name: str, split: dict[str, Any], config: dict[str, Any]) -> list[Problem]:
-    """A split whose layout or devkit needs a package of an extra that is not installed, named with the
-    extra to install (before any job, rather than a job's ImportError)."""
+    """A split whose layout or label files need a package of an extra that is not installed, named with
+    the extra to install (before any job, rather than a job's ImportError)."""
     from imagefolder_lmdb.extras import installed, missing_extra
 
     wanted = []
     kind = layout_named(split["layout"]).bytes.kind
     if kind in EXTRAS:  # a kind of source files read with a package of an extra
         wanted.append(("layout", EXTRAS[kind]))
-    if split["devkit"] is not None and not is_shipped(split["devkit"]):
-        wanted.append(("devkit", EXTRAS["devkit"]))
+    wanted += [(key, (module, needs)) for key, module, needs in label_extras(split)]
     return [
         key_problem(("splits", name, key), missing_extra(needs, module))
         for key, (module, needs) in wanted
@@ -292,88 +240,14 @@ def listing_problems(name: str, split: dict[str, Any], config: dict[str, Any]) -
     return []
 
 
-def label_file_layouts(config: dict[str, Any]) -> None:
-    """A split that gives ``labels`` with the default layout reads them: its layout becomes label-file
-    (in place, as the schema's defaults are filled in), folder names no longer labels; ``labels:
-    unlabelled`` becomes layout unlabelled (and no label file), whatever runs the check again."""
+def labels_pick_layouts(config: dict[str, Any]) -> None:
+    """A split that gives ``labels`` with the default layout reads them: its layout becomes the one of
+    sources/layouts.py that they pick (in place, as the schema's defaults are filled in), whatever
+    runs the check again."""
     splits = config.get("splits")
     for split in splits.values() if isinstance(splits, dict) else ():
-        if isinstance(split, dict) and split.get("labels") == UNLABELLED:  # a split without labels: its layout
-            if split.get("layout", DEFAULT_LAYOUT) in (DEFAULT_LAYOUT, UNLABELLED_LAYOUT):
-                split["layout"], split["labels"] = UNLABELLED_LAYOUT, None
-        elif isinstance(split, dict) and split.get("labels") is not None and split.get("layout") == DEFAULT_LAYOUT:
-            split["layout"] = LABEL_FILE_LAYOUT
-
-
-def label_file_problems(name: str, split: dict[str, Any], config: dict[str, Any]) -> list[Problem]:
-    """``labels``: with a folder or an archive (layout label-file), ``metadata`` or a label file that
-    exists, ends in a label file's suffix and has the columns the settings name (read here, before any
-    job); the columns' settings only with ``labels``."""
-    labels, key = split["labels"], ("splits", name, "labels")
-    if split["layout"] == LABEL_FILE_LAYOUT and labels is None:
-        return [key_problem(key, f"layout {LABEL_FILE_LAYOUT} reads the labels from files: {LABELS_WANTED}")]
-    if labels is None:
-        given = [setting for setting in ("file_column", "label_separator") if split[setting] is not None]
-        return [
-            key_problem(("splits", name, setting), f"{setting} is set, but no labels: {LABELS_WANTED}")
-            for setting in given
-        ]
-    if labels == UNLABELLED:  # left so by label_file_layouts for another layout only
-        return [key_problem(key, f"labels: {UNLABELLED} is for a folder or an archive of images: remove layout")]
-    if split["layout"] != LABEL_FILE_LAYOUT:
-        text = (
-            f"labels set for layout {split['layout']}, which finds each image's label itself: remove labels, "
-            f"or remove layout for a folder or an archive of images labelled by the file"
-        )
-        return [key_problem(key, text)]
-    return [] if labels == METADATA else label_file_read_problems(key, labels, split)
-
-
-def folder_label_problems(name: str, split: dict[str, Any], wanted: list[str] | None = None) -> list[Problem]:
-    """A folder source's labels read against its images here, before any job: an image without a
-    row, a row without an image, costs a second, not a run (an archive's are read by its listing).
-    ``wanted``: the config's class list for the split, which sets the bound on its indices."""
-    from imagefolder_lmdb.sources.base import CountMismatchError
-    from imagefolder_lmdb.sources.label_files.settings import LabelsFrom
-    from imagefolder_lmdb.sources.table_listing import folder_labels
-    from imagefolder_lmdb.sources.tree import folder_inside
-
-    source, labels, key = split["source"], LabelsFrom.from_split(split), ("splits", name, "labels")
-    folder = folder_inside(source, split["root"]) if isinstance(source, str) else ""
-    if labels is None or not os.path.isdir(folder):
-        return []  # source_problems and extract name a missing folder
-    try:
-        folder_labels(labels, folder, None if wanted is None else ClassList(wanted, "config", True))
-    except CountMismatchError as exc:
-        return [key_problem(key, str(exc))]
-    return []
-
-
-def label_file_read_problems(key: KeyPath, labels: str, split: dict[str, Any]) -> list[Problem]:
-    """A label file that is not there, not of a known kind, or lacks a column the settings name."""
-    if labels.lower().endswith(".json") and os.path.isfile(labels):
-        from imagefolder_lmdb.sources.label_files.metadata import json_array_refusal
-
-        return [key_problem(key, json_array_refusal(labels))]
-    if not labels.lower().endswith(LABEL_FILE_SUFFIXES):
-        text = f"{labels!r} is not a label file: give a .csv, .jsonl or .parquet file, or {METADATA} ({LABELS_WANTED})"
-        return [key_problem(key, text)]
-    if not os.path.isfile(labels):
-        text = f"{labels!r} is not a file{taken_from(labels)}."
-        return [key_problem(key, text, missing_path=not os.path.exists(labels))]
-    from imagefolder_lmdb.sources.label_files.reading import read_table
-    from imagefolder_lmdb.sources.label_files.settings import LabelsFrom, resolve_columns
-
-    settings = LabelsFrom.from_split(split)
-    assert settings is not None
-    try:
-        with open(labels, "rb") as stream:
-            resolve_columns(read_table(labels, stream.read()), settings.settings)
-    except LabelFileError as exc:
-        return [key_problem(key, str(exc))]
-    except OSError as exc:
-        return [key_problem(key, f"{labels!r} cannot be read: {exc.strerror}")]
-    return []
+        if isinstance(split, dict) and split.get("labels") is not None:
+            split["layout"], split["labels"] = picked_layout(split.get("layout", DEFAULT_LAYOUT), split["labels"])
 
 
 def shards_problems(name: str, split: dict[str, Any], config: dict[str, Any]) -> list[Problem]:
@@ -392,17 +266,16 @@ def shards_problems(name: str, split: dict[str, Any], config: dict[str, Any]) ->
 SPLIT_CHECKS: list[tuple[tuple[str, ...], SplitCheck]] = [
     (("source", "layout"), source_problems),
     (("root", "layout"), root_problems),
-    (("layout", "devkit", "val_labels", "source"), label_problems),
-    (("layout", "labels", "file_column", "label_column", "label_separator"), label_file_problems),
+    (("layout", "source", *LABEL_KEYS), labelling_problems),
     (("shards", "expected_images"), shards_problems),
     (("source", "layout", "extensions", "allow_empty", "is_valid_file"), listing_problems),
-    (("layout", "devkit"), extra_problems),
+    (("layout", *LABEL_KEYS), extra_problems),
 ]
 
-#: What a split needs beyond the `convert` extra: (the module, what needs it); extras.py names the extra.
+#: What a kind of source needs beyond the `convert` extra: (the module, what needs it); extras.py names
+#: the extra. A labelling's label files name their own (sources/labelling.py ``extras``).
 EXTRAS = {
     "parquet": ("pyarrow", "layout parquet (its Parquet files)"),
-    "devkit": ("scipy", "the ILSVRC2012 devkit (its meta.mat)"),
 }
 
 
@@ -463,26 +336,3 @@ def resolved(path: str) -> str:
     """A configured path, with the real path it resolves to when that reads otherwise."""
     real = os.path.realpath(path)
     return repr(path) if real == path else f"{path!r} ({real})"
-
-
-# --------------------------------------------------------------------------------------------------
-# What the rules ask of a checked split
-# --------------------------------------------------------------------------------------------------
-
-
-def is_archive(path: str | list[str]) -> bool:
-    return isinstance(path, str) and os.path.isfile(path) and path.lower().endswith(ARCHIVE_SUFFIXES)
-
-
-def labels_member(split: dict[str, Any]) -> str | None:
-    """``val_labels`` naming a member of the source archive (Kaggle's LOC_val_solution.csv inside
-    the zip) rather than a file: extract copies it out."""
-    labels = split["val_labels"]
-    if labels is None or os.path.isfile(labels) or not is_archive(split["source"]):
-        return None
-    return labels
-
-
-def shipped_devkit(split: dict[str, Any]) -> str | None:
-    """The file of the shipped list ``devkit: imagenet1k`` names (None for a devkit file)."""
-    return shipped_path(split["devkit"]) if is_shipped(split["devkit"]) else None

@@ -16,12 +16,12 @@ config/schema.yaml alone: the config is checked (its defaults filled in) before 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from imagefolder_lmdb.sources import all_kind_options, kind_options
 from imagefolder_lmdb.sources.base import Request
-from imagefolder_lmdb.sources.label_files.settings import LabelsFrom
+from imagefolder_lmdb.sources.labellings import EXTRACT_KEYS, PARAM_ORDER, extract_label_settings, label_settings
 from imagefolder_lmdb.sources.listing_options import ListingOptions
 from imagefolder_lmdb.work.files import options_gathered, options_spread
 
@@ -64,20 +64,25 @@ class ExtractSettings(StepSettings):
     """Rule extract: what to make readable, and how (splits.<name> in config/schema.yaml)."""
 
     source: str | list[str]  # the config's value: a folder, an archive, or for source files a pattern or list
-    layout: str  # imagefolder | ilsvrc-train | ilsvrc-val | webdataset | parquet
+    layout: str  # a name of sources/layouts.py LAYOUTS (imagefolder, ilsvrc-val, label-file, parquet, ...)
     extract: bool  # unpack archives even where they could be read in place
     md5: bool  # check the official ILSVRC2012 archives against their md5 first
     root: str | None  # the folder inside the source to read
     #: every kind's own keys (sources.all_kind_options: Parquet's columns), the split's kind's among them
     options: dict[str, Any]
     wanted: list[str] | None = None  # the shared class list: other class tars stay unread
-    labels_member: str | None = None  # val_labels, a member of the source archive
+    #: what the split's labelling copies out of the source (sources/labellings.py extract_label_settings)
+    labelling: dict[str, Any] = field(default_factory=dict)
     folder_stamp: str | None = None  # changes when a folder source's class folders do (work/folder_listing.py)
 
+    #: The mappings besides ``options`` spread into the param, each with the keys it gathers back.
+    SPREAD: ClassVar[dict[str, tuple[str, ...]]] = {"labelling": EXTRACT_KEYS}
+
     def as_param(self) -> dict[str, Any]:
-        """The options spread as keys of their own, where they stand: the param earlier versions gave,
-        when each was a field (a changed param would make Snakemake run extract again)."""
-        return options_spread(asdict(self))
+        """The options and the labelling's keys spread as keys of their own, where they stand: the
+        param earlier versions gave, when each was a field (a changed param would make Snakemake run
+        extract again)."""
+        return options_spread(asdict(self), self.SPREAD)
 
     @classmethod
     def from_param(cls, param: Mapping[str, Any]) -> Self:
@@ -101,28 +106,45 @@ class ExtractSettings(StepSettings):
 
 @dataclass(frozen=True)
 class CountSettings(StepSettings):
-    """Rule count_check: what the listing is checked against, and where labels and classes come from."""
+    """Rule count_check: what the listing is checked against, where classes come from, and the
+    split's labelling's settings, handed to the listing as they are."""
 
     split: str
     expected_images: int | None
     expected_classes: int | None
     shards: int
-    devkit: str | None  # ILSVRC2012 devkit (or ``imagenet1k``)
-    val_labels: str | None  # a labels CSV of its own (not a member of the source archive)
     class_list: dict[str, Any]  # the split's ClassSource (classes/plan.py) as data
     #: ImageFolder's listing arguments not at their defaults (sources/listing_options.py); None: all are
     listing: dict[str, Any] | None = None
-    #: Layout label-file's label file or metadata files, and its columns (label_files/settings.py LabelsFrom)
-    labels: dict[str, Any] | None = None
+    #: the label keys the split's listing reads (sources/labellings.py label_settings), one mapping
+    #: here, keys of their own in the param (``labelling_spread``)
+    labelling: dict[str, Any] = field(default_factory=dict)
 
     def as_param(self) -> dict[str, Any]:
-        """As StepSettings', without ``listing`` and ``labels`` when not used: a work folder left by a
-        version without them runs nothing again."""
-        found = asdict(self)
-        for key in ("listing", "labels"):
-            if found[key] is None:
-                del found[key]
+        """As StepSettings', the labelling's keys spread and ``listing`` left out when not used: the
+        param earlier versions gave, so that a work folder they left runs nothing again."""
+        found = labelling_spread(asdict(self))
+        if found["listing"] is None:
+            del found["listing"]
         return found
+
+    @classmethod
+    def from_param(cls, param: Mapping[str, Any]) -> Self:
+        names = {spec.name for spec in fields(cls)}
+        labelling = {key: value for key, value in param.items() if key not in names}
+        return cls(**{key: value for key, value in param.items() if key in names}, labelling=labelling)
+
+
+def labelling_spread(found: dict[str, Any]) -> dict[str, Any]:
+    """CountSettings' fields with the labelling's keys as keys of their own: those of ``PARAM_ORDER``
+    after ``shards``, the rest last."""
+    labelling = found.pop("labelling")
+    spread: dict[str, Any] = {}
+    for key, value in found.items():
+        spread[key] = value
+        if key == "shards":
+            spread.update({name: labelling[name] for name in PARAM_ORDER if name in labelling})
+    return spread | {key: value for key, value in labelling.items() if key not in PARAM_ORDER}
 
 
 @dataclass(frozen=True)
@@ -180,21 +202,19 @@ class VerifySettings(StepSettings):
 
 def extract_settings(split: dict[str, Any], **derived: Any) -> ExtractSettings:
     """Rule extract's settings of the checked split config ``split``; ``derived``: what
-    rules/common.smk works out for it (wanted, labels_member, folder_stamp)."""
+    rules/common.smk works out for it (wanted, folder_stamp)."""
     keys = ("source", "layout", "extract", "md5", "root")
     options = {key: split[key] for key in all_kind_options()}
-    return ExtractSettings(**{key: split[key] for key in keys}, options=options, **derived)
+    labelling = extract_label_settings(split)
+    return ExtractSettings(**{key: split[key] for key in keys}, options=options, labelling=labelling, **derived)
 
 
 def count_settings(name: str, split: dict[str, Any], **derived: Any) -> CountSettings:
-    """Rule count_check's settings of split ``name``; ``derived``: val_labels and class_list."""
-    keys = ("expected_images", "expected_classes", "shards", "devkit")
+    """Rule count_check's settings of split ``name``; ``derived``: class_list."""
+    keys = ("expected_images", "expected_classes", "shards")
     listing = ListingOptions.from_split(split).as_param()
-    labels = LabelsFrom.from_split(split)
-    labels_param = None if labels is None else labels.as_data()
-    return CountSettings(
-        split=name, **{key: split[key] for key in keys}, listing=listing, labels=labels_param, **derived
-    )
+    given = {key: split[key] for key in keys}
+    return CountSettings(split=name, **given, listing=listing, labelling=label_settings(split), **derived)
 
 
 def merge_settings(name: str, split: dict[str, Any]) -> MergeSettings:

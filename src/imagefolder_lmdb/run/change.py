@@ -36,9 +36,9 @@ from imagefolder_lmdb.classes.lists import ClassList, is_dataset
 from imagefolder_lmdb.classes.plan import ClassPlan, ClassSource
 from imagefolder_lmdb.run.made_from import KEY, VERSION, Verdict, label_rule_changes, recipe_differences
 from imagefolder_lmdb.sources import kind_of_layout
-from imagefolder_lmdb.sources.base import Labels, Listing, Request
+from imagefolder_lmdb.sources.base import Listing, Request
 from imagefolder_lmdb.sources.folder import FolderSource, list_tree
-from imagefolder_lmdb.sources.label_files.settings import LabelsFrom
+from imagefolder_lmdb.sources.labellings import label_settings
 from imagefolder_lmdb.sources.listing_options import ListingOptions
 from imagefolder_lmdb.work.folder_listing import LOOSE_FILES
 
@@ -103,7 +103,7 @@ def listing_now(split: Mapping[str, Any], classes: ClassSource, shared: Mapping[
     """The split as the workflow's count_check lists it now, its labels on its class list."""
     request = Request(source=split["source"], layout=split["layout"], extract=False, root=split.get("root") or "")
     description = FolderSource().prepare(request, "", "")
-    labels = Labels(split.get("devkit"), split.get("val_labels"), LabelsFrom.from_split(dict(split)))
+    labels = label_settings(split)
     explicit = not is_dataset(classes.listed_in)  # as count_check: a list from another dataset may lack classes here
     wanted = None if classes.names is None else ClassList(list(classes.names), classes.words(), explicit)
     if classes.kind == "shared" and classes.shared_from in shared:

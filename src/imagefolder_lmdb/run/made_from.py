@@ -20,15 +20,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from imagefolder_lmdb.board.label_origin import same_contents
-from imagefolder_lmdb.classes.lists import is_shipped, shipped_path
 from imagefolder_lmdb.classes.plan import ClassPlan, ClassSource
 from imagefolder_lmdb.sources import input_files, kind_of_layout, kind_recipe
-from imagefolder_lmdb.sources.label_files.rules import LABEL_RULE, classes_read_differently, read_differently
-from imagefolder_lmdb.sources.label_files.settings import METADATA, LabelsFrom
+from imagefolder_lmdb.sources.label_files.rules import classes_read_differently, read_differently
+from imagefolder_lmdb.sources.label_files.settings import LabelsFrom
+from imagefolder_lmdb.sources.labellings import LABEL_FILE_WORDS, label_recipe
 from imagefolder_lmdb.sources.layouts import LAYOUTS
 from imagefolder_lmdb.sources.listing_options import ListingOptions
 from imagefolder_lmdb.sources.source_files import SourceFilesError
-from imagefolder_lmdb.sources.source_record import SourceRecord, file_digest, record_files, record_folder
+from imagefolder_lmdb.sources.source_record import SourceRecord, record_files, record_folder
 from imagefolder_lmdb.sources.tree import find_classes
 from imagefolder_lmdb.work.paths import RunPaths
 from imagefolder_lmdb.writing.atomic import write_json_atomic
@@ -71,6 +71,7 @@ def made_from(split: dict[str, Any], encode: dict[str, Any], classes: ClassSourc
 def recipe(split: dict[str, Any], encode: dict[str, Any], classes: ClassSource) -> dict[str, Any]:
     """Every setting and input besides the images that changes a split's records or labels."""
     sources = split["source"] if isinstance(split["source"], list) else [split["source"]]
+    labelling = label_recipe(split)  # its label files by path and content, and how they are read
     found = {
         "source": [os.path.realpath(path) for path in sources]
         if isinstance(split["source"], list)
@@ -78,13 +79,11 @@ def recipe(split: dict[str, Any], encode: dict[str, Any], classes: ClassSource) 
         "root": (split.get("root") or "").strip("/") or None,
         "layout": split["layout"],
         "classes": class_recipe(classes),
-        "labels": label_files(split),
+        "labels": labelling["labels"],
         "encode": {key: value for key, value in sorted(encode.items()) if key not in NOT_RECORDED},
     }
     found.update(kind_recipe(split))  # the kind's own options (a Parquet split's columns)
-    found.update(label_columns(split))  # a label file's columns, unless at their defaults
-    if split.get("labels"):  # the rule its labels are read by: only where a label file labels it
-        found["label_rule"] = LABEL_RULE
+    found.update({key: value for key, value in labelling.items() if key != "labels"})  # a label file's columns, rule
     found.update(ListingOptions.from_split(split).recipe())  # ImageFolder's listing arguments, unless defaults
     return found
 
@@ -97,35 +96,6 @@ def class_recipe(classes: ClassSource) -> dict[str, Any]:
     if classes.kind == "shared":
         return {"from": "split", "split": classes.shared_from}
     return {"from": "source"}  # its own listing, shared with others or not: the same labels here
-
-
-def label_columns(split: dict[str, Any]) -> dict[str, Any]:
-    """A label file's column settings not at their defaults (``label_columns``; none: no entry)."""
-    labels = LabelsFrom.from_split(split)
-    settings = {} if labels is None else labels.as_data()
-    settings.pop("from", None)
-    return {"label_columns": settings} if settings else {}
-
-
-def label_files(split: dict[str, Any]) -> dict[str, list[str]]:
-    """The devkit, val_labels and label files a split reads, each by path and content (Hugging
-    Face's metadata files by the source they lie in: its record holds their content)."""
-    files = {}
-    labels = split.get("labels")
-    if labels == METADATA:
-        return {"metadata": [METADATA, "in the source"]}
-    if labels:
-        files["labels"] = labels
-    devkit = split.get("devkit")
-    if devkit:
-        files["devkit"] = shipped_path(devkit) if is_shipped(devkit) else devkit
-    labels = split.get("val_labels")
-    if labels and os.path.isfile(labels):  # else a member of the source archive, recorded with it
-        files["val_labels"] = labels
-    return {
-        key: [os.path.realpath(path), file_digest(path) if os.path.isfile(path) else "missing"]
-        for key, path in files.items()
-    }
 
 
 def source_record(split: dict[str, Any]) -> SourceRecord:
@@ -201,9 +171,6 @@ def recipe_differences(recorded: dict[str, Any], now: dict[str, Any], dataset_cl
 
 #: A recipe's key that is no key of the config, in words.
 RECIPE_KEY_WORDS = {"label_columns": "the label file's columns", "listing": "the listing's settings"}
-
-#: What each label input of a recipe is, in words (``label_files``' keys).
-LABEL_FILE_WORDS = {"labels": "the label file", "devkit": "the devkit", "val_labels": "the val_labels file"}
 
 
 def label_file_moves(old: dict[str, str], new: dict[str, str]) -> list[str]:

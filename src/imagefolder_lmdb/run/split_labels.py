@@ -25,8 +25,8 @@ from typing import Any
 from imagefolder_lmdb.config.settings import Setting
 from imagefolder_lmdb.sources.base import CountMismatchError
 from imagefolder_lmdb.sources.label_files.settings import METADATA, LabelsFrom
+from imagefolder_lmdb.sources.labellings import UNLABELLED
 from imagefolder_lmdb.sources.listing_options import is_image
-from imagefolder_lmdb.sources.unlabelled import UNLABELLED
 
 #: Every split's ``labels`` key, as a flag or ``--set labels=...`` gives it.
 ANY_SPLIT = ("splits", "*", "labels")

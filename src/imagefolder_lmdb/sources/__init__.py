@@ -21,7 +21,8 @@ sources/tree.py; ILSVRC2012 val labelling is sources/ilsvrc_val.py; naming integ
 sources/labelled.py. A split's layout names a pair, where its bytes are (one of these kinds, or
 whichever the path is) and how its images get their labels (sources/labelling.py), in one table:
 sources/layouts.py. The rest of the workflow asks the kinds through the functions below, never by
-a kind's name; docs/architecture.md says how to add where bytes are and how labels are found.
+a kind's name (and the split's labelling through sources/labellings.py); docs/architecture.md says
+how to add where bytes are and how labels are found.
 """
 
 from __future__ import annotations

@@ -19,17 +19,14 @@ import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from imagefolder_lmdb.classes.lists import ClassList, OutsideClasses
 from imagefolder_lmdb.sources.inputs_read import InputRead
-from imagefolder_lmdb.sources.listing_options import is_image
+from imagefolder_lmdb.sources.listing_options import FOLDER_ONLY, ListingOptions, is_image
 from imagefolder_lmdb.work.files import ManifestHeader, Sample, SourceDescription
 from imagefolder_lmdb.work.shard_stamps import FileOrigins, Origins
 from imagefolder_lmdb.work.source_locations import Location
-
-if TYPE_CHECKING:  # label_files/ reads paths with sources/tree.py, which needs this module
-    from imagefolder_lmdb.sources.label_files.settings import LabelsFrom
 
 #: An archive's images, estimated from its size before it is listed: ImageNet's mean JPEG.
 ARCHIVE_BYTES_PER_IMAGE = 110_000
@@ -67,7 +64,7 @@ class Request:
     """What rule extract was asked to make readable (a split's config)."""
 
     source: str  # the folder or archive; for a set of source files, the config's pattern (or its first file)
-    layout: str  # imagefolder | ilsvrc-train | ilsvrc-val | webdataset | parquet
+    layout: str  # a name of sources/layouts.py LAYOUTS (imagefolder, ilsvrc-val, label-file, parquet, ...)
     extract: bool  # unpack archives even where they could be read in place
     wanted: Collection[str] | None = None  # the config's class list: other class tars stay unread
     progress: dict[str, Any] = field(default_factory=dict)
@@ -76,14 +73,10 @@ class Request:
     root: str = ""  # splits.<name>.root: the folder inside the source to read ("/"-separated; "" = all)
 
 
-@dataclass(frozen=True)
-class Labels:
-    """Where labels come from: ILSVRC2012 val's (one of ``devkit``, ``csv``, for layout ilsvrc-val),
-    or a label file or metadata files (``table``, for layout label-file)."""
-
-    devkit: str | None = None
-    csv: str | None = None
-    table: LabelsFrom | None = None
+#: How a split's labels are found, as its listing reads them: the split's label keys (``devkit``,
+#: ``val_labels``, a label file's ``labels``), one mapping from the checked config (its labelling's
+#: ``settings``, sources/labelling.py) through rule count_check's param to the listing.
+Labels = Mapping[str, Any]
 
 
 class SampleReader(ABC):
@@ -191,6 +184,19 @@ class Source(ABC):
         self, description: SourceDescription, source_dir: str, labels: Labels, progress: dict, wanted: ClassList | None
     ) -> Listing:
         """Rule count_check: the images in ImageFolder order, within ``wanted`` if given."""
+
+    def list_with_options(
+        self,
+        description: SourceDescription,
+        source_dir: str,
+        labels: Labels,
+        progress: dict,
+        wanted: ClassList | None,
+        options: ListingOptions,
+    ) -> Listing:
+        """``list`` with ImageFolder's listing arguments not at their defaults: refused by every kind but
+        a folder's, the one that takes them (config/check.py refuses them for the others before any job)."""
+        raise CountMismatchError(f"{description.source}: {FOLDER_ONLY}")
 
     @abstractmethod
     def reader(self, header: ManifestHeader) -> SampleReader:

@@ -41,13 +41,18 @@ class FolderSource(Source):
         return SourceDescription(self.kind, root, request.layout, root=root, inside=request.root)
 
     def list(
+        self, description: SourceDescription, source_dir: str, labels: Labels, progress: dict, wanted: ClassList | None
+    ) -> Listing:
+        return list_tree(description, labels, progress, wanted)
+
+    def list_with_options(
         self,
         description: SourceDescription,
         source_dir: str,
         labels: Labels,
         progress: dict,
         wanted: ClassList | None,
-        options: ListingOptions = DEFAULT_LISTING,
+        options: ListingOptions,
     ) -> Listing:
         return list_tree(description, labels, progress, wanted, options)
 

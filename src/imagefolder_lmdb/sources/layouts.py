@@ -69,14 +69,23 @@ LAYOUTS: dict[str, Layout] = {
 }
 #: The layout of a split that names none.
 DEFAULT_LAYOUT = "imagefolder"
-#: The layout of a split that gives ``labels`` (a label file, or Hugging Face's metadata files):
-#: a folder or an archive whose folder names are no labels.
-LABEL_FILE_LAYOUT = "label-file"
 
 
 def layout_named(name: str) -> Layout:
     """The layout of that name (the config's checks refused any other)."""
     return LAYOUTS[name]
+
+
+def picked_layout(layout: str, labels: object) -> tuple[str, object]:
+    """The layout and ``labels`` of a split that gives ``labels`` where its layout is the default (or
+    is already the one they picked: the check runs again): the first layout of ``LAYOUTS`` whose
+    labelling that value picks (a label file's, unlabelled's), and the value that labelling keeps.
+    Any other split keeps both."""
+    given = LAYOUTS.get(layout) if isinstance(layout, str) else None  # the schema names a layout it lacks
+    if labels is None or (layout != DEFAULT_LAYOUT and (given is None or not given.labelling.picks(labels))):
+        return layout, labels
+    picked = next((found for found in LAYOUTS.values() if found.labelling.picks(labels)), None)
+    return (layout, labels) if picked is None else (picked.name, picked.labelling.labels_kept(labels))
 
 
 def file_set_layouts() -> tuple[str, ...]:

@@ -125,8 +125,8 @@ class ParquetSource(Source):
     def list(
         self, description: SourceDescription, source_dir: str, labels: Labels, progress: dict, wanted: ClassList | None
     ) -> Listing:
-        own = None if labels.devkit else class_folder_names(description.label_names, description.source)
-        names = label_names(own, labels.devkit, wanted, description.source)
+        own = None if labels.get("devkit") else class_folder_names(description.label_names, description.source)
+        names = label_names(own, labels.get("devkit"), wanted, description.source)
         listing = labelled_listing(read_labelled_members(source_dir), names, wanted, RowNamer(description.containers))
         listing.root = description.source
         listing.containers = description.containers

@@ -14,15 +14,16 @@ from collections.abc import Callable, Iterable
 
 from imagefolder_lmdb.classes.lists import ClassList
 from imagefolder_lmdb.sources.base import Labels, Listing
+from imagefolder_lmdb.sources.label_keys import UNLABELLED
 from imagefolder_lmdb.sources.labelling import Labelling
 from imagefolder_lmdb.sources.listing_options import ListingOptions, is_image
 from imagefolder_lmdb.sources.tree import relative_files
 from imagefolder_lmdb.work.files import Sample
 from imagefolder_lmdb.work.source_locations import Location
 
-#: The config's ``labels`` value of such a split (not ``none``: YAML reads that as null, the default).
-UNLABELLED = "unlabelled"
-#: Its layout, which ``labels: unlabelled`` picks (config/check.py).
+__all__ = ["NO_LABEL", "NO_LABELS_KIND", "UNLABELLED", "UNLABELLED_LAYOUT", "NoLabels", "unlabelled_listing"]
+
+#: Its layout, which ``labels: unlabelled`` picks (sources/layouts.py ``picked_layout``).
 UNLABELLED_LAYOUT = "unlabelled"
 #: The manifest's label kind, as format version 6 names it (reader/format_unlabelled.py).
 NO_LABELS_KIND = "none"
@@ -35,6 +36,12 @@ class NoLabels(Labelling):
 
     name = "no labels"
     expects = "images (at any depth; no labels)"
+
+    def picks(self, labels: object) -> bool:
+        return labels == UNLABELLED
+
+    def labels_kept(self, labels: object) -> object:
+        return None  # no label file: the layout says it all
 
     def list_tree(
         self, root: str, labels: Labels, progress: dict, wanted: ClassList | None, options: ListingOptions

@@ -107,7 +107,7 @@ class WebDatasetSource(Source):
         self, description: SourceDescription, source_dir: str, labels: Labels, progress: dict, wanted: ClassList | None
     ) -> Listing:
         tar_files = description.containers
-        names = label_names(None, labels.devkit, wanted, description.source)
+        names = label_names(None, labels.get("devkit"), wanted, description.source)
         where = lambda member: sample_where(tar_files, member)  # noqa: E731
         listing = labelled_listing(iter_labelled_members(source_dir), names, wanted, where)
         listing.containers = tar_files

@@ -24,12 +24,10 @@ from imagefolder_lmdb.run.made_from import CHANGED_GROUPS
 from imagefolder_lmdb.run.read_once import check_files_read, check_settings_read
 from imagefolder_lmdb.sources import layout_hint, source_of_kind, work_file_options
 from imagefolder_lmdb.sources.base import CountMismatchError, Labels, Listing
-from imagefolder_lmdb.sources.folder import FolderSource
-from imagefolder_lmdb.sources.ilsvrc import devkit_class_list, train_devkit_problems
-from imagefolder_lmdb.sources.label_files.settings import LabelsFrom
+from imagefolder_lmdb.sources.ilsvrc import train_devkit_problems
+from imagefolder_lmdb.sources.labellings import classes_expected, labels_read, lists_no_labels
 from imagefolder_lmdb.sources.layouts import layout_named
-from imagefolder_lmdb.sources.listing_options import FOLDER_ONLY, ListingOptions
-from imagefolder_lmdb.sources.unlabelled import NO_LABELS_KIND
+from imagefolder_lmdb.sources.listing_options import ListingOptions
 from imagefolder_lmdb.work.files import (
     CountsReport,
     ManifestHeader,
@@ -217,23 +215,23 @@ def listed(
     wanted: ClassList | None,
     options: ListingOptions,
 ) -> Listing:
-    """The split's listing; ImageFolder's listing arguments go to a folder source only, the one kind
-    that takes them (config/check.py refuses them for the others before any job)."""
+    """The split's listing; ImageFolder's listing arguments, where given, to the kind's
+    ``list_with_options``, which every kind but a folder's refuses."""
     kind = source_of_kind(description.kind)
     if options.is_default:
         return kind.list(description, source_dir, labels, progress, wanted)
-    if not isinstance(kind, FolderSource):
-        raise CountMismatchError(f"{description.source}: {FOLDER_ONLY}")
-    return kind.list(description, source_dir, labels, progress, wanted, options)
+    return kind.list_with_options(description, source_dir, labels, progress, wanted, options)
 
 
-def train_devkit_classes(listing: Listing, layout: str, devkit: str | None) -> list[str] | None:
-    """The devkit's classes a split of ILSVRC2012's class tars is checked against (None: no such
-    check); the devkit, as parsed, joins the listing's inputs."""
-    if not layout_named(layout).labelling.class_tars or not devkit:
+def train_devkit_classes(listing: Listing, layout: str, labels: Labels) -> list[str] | None:
+    """The classes the split's labelling expects a full source to hold (ILSVRC2012's class tars
+    with a devkit; None: no such check); the file they were read from, as parsed, joins the
+    listing's inputs."""
+    found = classes_expected(layout, labels)
+    if found is None:
         return None
-    expected, read = devkit_class_list(devkit)
-    listing.inputs += [read] if read is not None else []
+    expected, read = found
+    listing.inputs += read
     return expected
 
 
@@ -252,21 +250,19 @@ def count_check(
     description = read_source_description(files.source)
     log.info("listing %s (%s, layout %s)", description.source, description.kind, description.layout)
     wanted = class_list_of(source, files.shared_manifest)
-    # extract's copy of a CSV inside the archive, else the split's own
-    table = None if settings.labels is None else LabelsFrom.from_data(settings.labels)
-    labels = Labels(settings.devkit, description.labels or settings.val_labels, table)
+    labels = labels_read(description.layout, settings.labelling, description.labelling)  # with extract's copies
     options = ListingOptions.from_param(settings.listing)
     if recipe is not None:
         check_settings_read(recipe, source, options)
     listing = listed(description, files.source, labels, progress, wanted, options)
-    expected_wnids = train_devkit_classes(listing, description.layout, settings.devkit)
+    expected_wnids = train_devkit_classes(listing, description.layout, labels)
     if recipe is not None:
         check_files_read(recipe, listing.inputs)
     listing.ignored = sorted([*listing.ignored, *description.set_aside])
     held = list(listing.classes)
     with_images = classes_with_images(listing)  # what expected_classes counts: labels can name empty classes
     log.info("%d images in %d classes; %d files ignored", len(listing.samples), len(held), len(listing.ignored))
-    unlabelled = listing.label_kind == NO_LABELS_KIND  # no class of its own to miss from the list
+    unlabelled = lists_no_labels(listing)  # no class of its own to miss from the list
     if wanted is not None and not unlabelled and (error := missing_from_source(wanted, held, description.source)):
         raise error
     classes = wanted or ClassList(held, source.words(), explicit=False)

@@ -11,15 +11,16 @@ compressed archives, or on request.)
 import logging
 import os
 import sys
+from collections.abc import Mapping
 from functools import partial
 from typing import Any, TextIO
 
 from imagefolder_lmdb.board.rule_runner import progress_kwargs, run_rule
 from imagefolder_lmdb.config.step_settings import ExtractSettings
 from imagefolder_lmdb.sources import claiming_source, work_file_options
-from imagefolder_lmdb.sources.archive_members import copy_member
 from imagefolder_lmdb.sources.base import Request
 from imagefolder_lmdb.sources.ilsvrc import check_official_md5
+from imagefolder_lmdb.sources.labellings import copy_labels_member
 from imagefolder_lmdb.work.files import SourceDescription, write_source_description
 from imagefolder_lmdb.writing.atomic import publish, remove_path, temporary_path
 from imagefolder_lmdb.writing.hold_points import hold_point
@@ -27,23 +28,19 @@ from imagefolder_lmdb.writing.hold_points import hold_point
 log = logging.getLogger("imagefolder_lmdb.extract")
 
 
-#: Where extract puts its copy of a val_labels CSV given as a member of the source archive.
-LABELS_COPY = "val_labels.csv"
-
-
-def make_source_readable(request: Request, output: str, labels_member: str | None = None) -> SourceDescription:
+def make_source_readable(
+    request: Request, output: str, labelling: Mapping[str, Any] | None = None
+) -> SourceDescription:
     """Build ``output`` under a temporary name and rename it into place when whole. ``request``:
-    the split's source, layout and classes (``ExtractSettings.request``). ``labels_member``:
-    val_labels, a member of the source archive, copied (one small file) for count_check."""
+    the split's source, layout and classes (``ExtractSettings.request``). ``labelling``:
+    what the split's labelling copies out of the source for count_check (a label file inside the
+    archive: ``ExtractSettings.labelling``)."""
     source = request.source
     building = temporary_path(output)
     remove_path(building)
     os.makedirs(building)
     description = claiming_source(request).prepare(request, building, output)
-    if labels_member:
-        log.info("copying %s from %s (val_labels)", labels_member, source)
-        copy_member(source, labels_member, os.path.join(building, LABELS_COPY))
-        description.labels = os.path.abspath(os.path.join(output, LABELS_COPY))
+    description.labelling = copy_labels_member(source, labelling or {}, building, output)
     description.options = work_file_options(description.options)
     write_source_description(building, description)
     hold_point("extract")
@@ -66,7 +63,7 @@ def main(smk: Any, stream: TextIO) -> None:
     if settings.md5:
         check_checksums([*smk.input.source, *smk.input.labels], progress)
     request = settings.request(list(smk.input.source), progress)
-    make_source_readable(request, smk.output[0], settings.labels_member)
+    make_source_readable(request, smk.output[0], settings.labelling)
 
 
 #: What the rule's script (scripts/extract.py) calls with ``snakemake``: ``main`` with the rule's log set up.

@@ -20,7 +20,7 @@ import json
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from typing import Any, ClassVar
 
 from imagefolder_lmdb.work.source_locations import (
     Location,
@@ -65,7 +65,9 @@ class SourceDescription:
     layout: str
     root: str | None = None  # a tree of files (a folder, an unpacked archive): the image tree's root
     inside: str = ""  # splits.<name>.root: the folder of the source the split was read from
-    labels: str | None = None  # val_labels given as a member of the archive: extract's copy of it
+    #: the labelling's files extract copied out of the source (sources/labellings.py copy_labels_member),
+    #: one mapping here, keys of their own in the file (``options_spread``)
+    labelling: dict[str, Any] = field(default_factory=dict)
     containers: list[str] = field(default_factory=list)  # the files Location numbers: archives, source files
     members: int = 0  # members listed (read in place) or unpacked
     strip: str = ""  # index: the wrapper folders removed from member paths
@@ -76,6 +78,9 @@ class SourceDescription:
     #: the kind's options its later rules read by (sources.work_file_options: every kind's, None where
     #: not its own), one mapping here, keys of their own in the file (``options_spread``)
     options: dict[str, Any] = field(default_factory=dict)
+
+    #: The mappings besides ``options`` spread into the file, each with the keys it gathers back.
+    SPREAD: ClassVar[dict[str, tuple[str, ...]]] = {"labelling": ("labels",)}
 
     def tree_root(self) -> str:
         """The image tree's root of a folder or an unpacked archive (a work file without one is damaged)."""
@@ -88,20 +93,22 @@ class SourceDescription:
 
 
 def write_source_description(folder: str, description: SourceDescription) -> None:
-    write_json_atomic(os.path.join(folder, DESCRIPTION), options_spread(asdict(description)))
+    write_json_atomic(os.path.join(folder, DESCRIPTION), options_spread(asdict(description), SourceDescription.SPREAD))
 
 
 def read_source_description(folder: str) -> SourceDescription:
     return SourceDescription(**options_gathered(SourceDescription, read_json(os.path.join(folder, DESCRIPTION))))
 
 
-def options_spread(document: dict[str, Any]) -> dict[str, Any]:
-    """A work file's fields with the kind's ``options`` as keys of their own, where ``options`` stands:
-    the bytes earlier versions wrote when each option was a field (Snakemake skips a job only while
-    its small inputs keep their checksum, so a work folder they left runs nothing again)."""
+def options_spread(document: dict[str, Any], spread_too: Iterable[str] = ()) -> dict[str, Any]:
+    """A work file's fields with the kind's ``options`` (and the mappings named in ``spread_too``) as
+    keys of their own, where each stands: the bytes earlier versions wrote when each was a field
+    (Snakemake skips a job only while its small inputs keep their checksum, so a work folder they left
+    runs nothing again)."""
+    mappings = {"options", *spread_too}
     spread: dict[str, Any] = {}
     for key, value in document.items():
-        if key == "options":
+        if key in mappings:
             spread.update(value)
         else:
             spread[key] = value
@@ -109,10 +116,14 @@ def options_spread(document: dict[str, Any]) -> dict[str, Any]:
 
 
 def options_gathered(kind: type, document: dict[str, Any]) -> dict[str, Any]:
-    """``options_spread`` undone: the keys that ``kind``'s fields do not name are the kind's options."""
+    """``options_spread`` undone: the keys of each mapping ``kind.SPREAD`` names go back into it, and
+    the keys that ``kind``'s fields do not name are the kind's options."""
     names = {spec.name for spec in fields(kind)}
-    options = {key: value for key, value in document.items() if key not in names}
-    return {**{key: value for key, value in document.items() if key in names}, "options": options}
+    spread: dict[str, tuple[str, ...]] = getattr(kind, "SPREAD", {})
+    owned = {key for keys in spread.values() for key in keys}
+    gathered = {field: {key: document[key] for key in keys if key in document} for field, keys in spread.items()}
+    options = {key: value for key, value in document.items() if key not in names and key not in owned}
+    return {**{key: value for key, value in document.items() if key in names}, **gathered, "options": options}
 
 
 @dataclass(frozen=True, slots=True)  # slots: an index holds ~1.4M of these (Kaggle's zip)
@@ -195,7 +206,7 @@ class ManifestHeader:
         return cls(**options_gathered(cls, data))
 
 
-#: What a label file says of an image beyond its one class index (sources/labelling.py TableLabels):
+#: What a label file says of an image beyond its one class index (a label file's labelling, sources/labelling.py):
 #: ``labels``, its list of class indices (a multi-label split), and ``fields``, name: value.
 Annotations = dict[str, Any]
 

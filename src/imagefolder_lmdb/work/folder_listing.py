@@ -41,11 +41,6 @@ def listing_stamp(source: str, cache_path: str = CACHE) -> str:
     return digest(json.dumps([[name, *value] for name, value in entries.items()], ensure_ascii=False))
 
 
-def class_folder_digests(source: str, cache_path: str = CACHE) -> dict[str, str]:
-    """Each class folder of ``source`` by name, with the digest of what it holds (names_digest)."""
-    return {name: value[0] for name, value in folder_entries(source, cache_path).items() if len(value) == 1}
-
-
 def folder_entries(source: str, cache_path: str = CACHE) -> dict[str, list[Any]]:
     """Each entry of ``source`` by name, sorted: ``[digest]`` for a folder (cached by the folder's
     time), ``[size, mtime_ns]`` for a file, ``["unreadable"]`` for a dangling link."""
