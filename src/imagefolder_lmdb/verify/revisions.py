@@ -167,7 +167,8 @@ def revision_lines(info: dict[str, Any]) -> list[str]:
         changed = ", ".join(f"{n:,} {what}" for what, n in changes.items())
         current = " (current)" if entry["revision"] == info["revision"] else ""
         lines.append(
-            f"    revision {entry['revision']}{current}: {entry['length']:,} images in {len(entry['files'])} files, "
+            f"    revision {entry['revision']}{current}: {entry['length']:,} images in {len(entry['files'])} "
+            f"{'file' if len(entry['files']) == 1 else 'files'}, "
             f"{entry.get('created')}; {changed or 'as converted'}"
         )
     return lines
