@@ -47,7 +47,7 @@ def _recorded(entry: Any) -> bool:
 
 
 def same_contents(recorded: Any, now: Any) -> bool:
-    """Whether two recipes' label files (run/made_from.py ``label_files``: each ``[path, digest]``)
+    """Whether two recipes' label files (a labelling's ``recipe``, sources/labelling.py: each ``[path, digest]``)
     are the same files by content, wherever they lie: a label file moved or copied elsewhere with the
     same bytes labels the images as before. A file missing (no digest) is never the same."""
     if not isinstance(recorded, dict) or not isinstance(now, dict) or set(recorded) != set(now):
