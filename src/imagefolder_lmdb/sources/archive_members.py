@@ -122,7 +122,8 @@ def unsafe_name_reason(name: str) -> str | None:
     """Why a member name is refused, or None if it stays inside the extraction folder."""
     if is_absolute(name):
         return "absolute path"
-    if ".." in PurePosixPath(name.replace("\\", "/")).parts:
+    # the parts only where ".." occurs at all: 1.28M names for ImageNet, a PurePosixPath each
+    if ".." in name and ".." in PurePosixPath(name.replace("\\", "/")).parts:
         return "'..' in path"
     return None
 
