@@ -5,7 +5,7 @@
 
 The layout of ILSVRC2012's three downloads, made here (cached under benchmarks/out/data/): a train tar of
 1,000 class tars (the real WNIDs) holding 1,281,167 tiny JPEGs (732-1,300 per class, as ImageNet's), a flat,
-shuffled val tar of 50,000 and a devkit that labels them. Every image is one ~330-byte 8x8 JPEG made unique
+shuffled val tar of 50,000 and a devkit that labels them. Every image is one 649-byte 8x8 JPEG made unique
 by a comment segment holding its number, so what is timed is the per-record work, not the decoding.
 
 Both modes run as config/imagenet.yaml sets the splits (train 16 shards, val 2), ``--cores 2``: the one-file
@@ -13,7 +13,7 @@ default and ``merge: false``. Reported per mode: the wall, the wall outside the 
 in which any encode job ran: each job's span is its benchmark record's end, the file's mtime, less its
 seconds), and every rule's jobs from Snakemake's benchmark records (seconds, CPU seconds, peak RSS).
 
-Raw figures: benchmarks/out/imagenet_count.json.
+``--scale`` scales each class's count and the val count. Raw figures: benchmarks/out/imagenet_count-SCALE.json.
 """
 
 from __future__ import annotations
@@ -175,8 +175,8 @@ def per_rule(records: dict[str, list[dict[str, float]]]) -> dict[str, dict[str, 
     return table
 
 
-def run_mode(mode: str, paths: dict[str, Path]) -> dict[str, Any]:
-    rundir = fresh_dir(OUT / "runs" / f"imagenet-count-{mode}")
+def run_mode(mode: str, paths: dict[str, Path], scale: float) -> dict[str, Any]:
+    rundir = fresh_dir(OUT / "runs" / f"imagenet-count-{scale:g}-{mode}")
     sections = {"merge": False} if mode == "no_merge" else {}
     config = write_config(rundir, splits(paths), **sections)
     os.sync()
@@ -198,7 +198,7 @@ def main() -> None:
     print(f"layout: {time.perf_counter() - started:.0f} s", flush=True)
     results: dict[str, Any] = {"scale": args.scale, "load_before": os.getloadavg(), "runs": []}
     for mode in args.modes:
-        run = run_mode(mode, paths)
+        run = run_mode(mode, paths, args.scale)
         results["runs"].append(run)
         print(json.dumps(run, indent=1), flush=True)
     results["load_after"] = os.getloadavg()
