@@ -66,3 +66,5 @@ def test_a_damaged_header_or_a_cut_is_left_to_tarfile(tmp_path: Path) -> None:
     assert plain_tar_members(str(tmp_path / "d.tar"), 0, len(damaged)) is None
     (tmp_path / "e.tar").write_bytes(data[:1024])  # the first member's data cut short
     assert plain_tar_members(str(tmp_path / "e.tar"), 0, 1024) is None
+    (tmp_path / "f.tar").write_bytes(data[:1536])  # the file ends before the size the outer tar gives
+    assert plain_tar_members(str(tmp_path / "f.tar"), 0, len(data)) is None

@@ -33,6 +33,8 @@ def plain_tar_members(path: str, base: int, size: int) -> list[tarfile.TarInfo] 
         offset = 0
         while offset + BLOCK <= size:
             header = os.pread(fd, BLOCK, base + offset)
+            if len(header) != BLOCK:
+                return None  # the file ends before the tar does: tarfile names it
             if not header.strip(b"\0"):
                 break  # the end-of-archive zeros (check_tar_complete checks they are where they belong)
             member = plain_member(header, offset)
