@@ -1,7 +1,7 @@
 """A B-tree walk's leaf pages checked and read many at a time (lmdb_pages.walk_tree's fast path).
 
 Checking a leaf page alone costs ~25 small numpy calls; a file of tiny records has a leaf page for
-every few records (ImageNet's count of 8x8 JPEGs: ~430,000 of them, walked twice by write_meta and
+every few records (ImageNet's count of 8x8 JPEGs: ~215,000 of them, walked twice by write_meta and
 once by verify: most of those steps' time, issue 60). Here the same checks run once over up to
 ``BATCH_PAGES`` pages, the pages stacked as rows and every node of them in flat arrays. When any
 check fails, the pages are checked again one by one (lmdb_pages' own path), so a damaged file gets
