@@ -44,6 +44,7 @@ from imagefolder_lmdb.reader.lmdb_layout import (
     meta_problem,
     unpack_meta,
 )
+from imagefolder_lmdb.reader.lmdb_leaves import BATCH_PAGES, BatchFailed, LeafBatch, batch_records, leaf_batch
 
 
 @dataclass(frozen=True)
@@ -190,29 +191,6 @@ def _leaf_nodes(page: bytes, count: int, pgno: int, meta: MetaPage) -> LeafNodes
     return LeafNodes(ptrs, ksize, length, big, data_at, first)
 
 
-def _leaf_records(page: bytes, nodes: LeafNodes, pgno: int, page_size: int, key_width: int) -> tuple[Nodes, int]:
-    """The record nodes of one leaf page, and how many of its keys are not record keys."""
-    raw = np.frombuffer(page, dtype=np.uint8)
-    is_record = nodes.ksize == key_width
-    candidates = np.flatnonzero(is_record)
-    digits = _gather(raw, nodes.ptrs[candidates] + NODE_HEADER, key_width).astype(np.int64) - ord("0")
-    is_digits = np.all((digits >= 0) & (digits <= 9), axis=1)
-    is_record[candidates[~is_digits]] = False
-    chosen = np.flatnonzero(is_record)
-    index = digits[is_digits] @ (10 ** np.arange(key_width - 1, -1, -1, dtype=np.int64))
-    big = nodes.big[chosen]
-    offset = np.uint64(pgno * page_size) + nodes.data_at[chosen].astype(np.uint64)
-    offset[big] = nodes.first_overflow[chosen][big] * np.uint64(page_size) + np.uint64(PAGE_HEADER)
-    records = Nodes(
-        index=index,
-        offset=offset,
-        length=nodes.length[chosen].astype(np.uint32),
-        leaf=np.full(len(chosen), pgno, dtype=np.uint64),
-        inline=~big,
-    )
-    return records, len(nodes.ptrs) - len(chosen)
-
-
 def _advise(fd: int, pages: list[int], page_size: int) -> None:
     """Ask the kernel for a whole level's pages at once: one deep queue instead of one read each."""
     if hasattr(os, "posix_fadvise"):
@@ -229,6 +207,8 @@ def _concat(parts: list[Nodes]) -> Nodes:
 
 #: Called with each leaf page of a tree walk: its number, its bytes and its checked nodes.
 OnLeaf = Callable[[int, bytes, "LeafNodes"], None]
+#: Called with many checked leaf pages of a tree walk at once (lmdb_leaves.py).
+OnLeaves = Callable[[LeafBatch], None]
 
 
 class KeyOrder:
@@ -262,15 +242,29 @@ class KeyOrder:
         self._check(pgno, self._keys(page, nodes.ptrs, nodes.ksize))
 
 
-def walk_tree(fd: int, meta: MetaPage, db: Database, name: str, on_leaf: OnLeaf, order: KeyOrder | None) -> Tree:
+def walk_tree(
+    fd: int,
+    meta: MetaPage,
+    db: Database,
+    name: str,
+    on_leaf: OnLeaf,
+    order: KeyOrder | None,
+    on_leaves: OnLeaves | None = None,
+) -> Tree:
     """Walk one database's B-tree level by level with plain reads, checking every page before its
     nodes are followed (and the order of its keys, given ``order``), and the totals against the
-    meta page's record of the database."""
+    meta page's record of the database. ``on_leaves``: instead of ``on_leaf``, the leaf pages are
+    checked and handed over many at a time (lmdb_leaves.py; the same checks, the same errors)."""
     tree = Tree()
     if db.root == P_INVALID:
         return tree
-    level, depth, branches, leaves, entries, overflow = [db.root], 0, 0, 0, 0, 0
+    level, depth, branches, leaves = [db.root], 0, 0, 0
     seen: set[int] = set()
+    leaf_pages: LeafPages = (
+        PendingLeaves(meta, order, tree, on_leaves)
+        if on_leaves is not None
+        else OneLeafAtATime(meta, order, tree, on_leaf)
+    )
     while level:
         depth += 1
         if depth > db.depth:
@@ -279,39 +273,124 @@ def walk_tree(fd: int, meta: MetaPage, db: Database, name: str, on_leaf: OnLeaf,
         below: list[int] = []
         for pgno in level:
             if not 2 <= pgno <= meta.last_pgno or pgno in seen:
+                leaf_pages.flush()  # an earlier page's error comes first, as in a walk page by page
                 raise ValueError(f"the {name} points to page {pgno}, which is not one of its own pages")
             seen.add(pgno)
-            page = _read_page(fd, pgno, meta.page_size)
-            flags, count = _page_header(page, pgno, meta.page_size)
+            page, flags, count = _checked_page(fd, pgno, meta.page_size, leaf_pages)
             if flags & P_BRANCH:
                 branches += 1
-                if count < 2 and name == "main database":  # LMDB asserts this never happens (abort)
-                    raise ValueError(f"branch page {pgno} of the {name} has {count} keys")
-                children = _children(page, count)
-                if order is not None:
-                    order.branch(pgno, page, count, children)
-                below.extend(children)
-                continue
-            leaves += 1
-            nodes = _leaf_nodes(page, count, pgno, meta)
-            if order is not None:
-                order.leaf(pgno, page, nodes)
-            entries += count
-            overflow += int(overflow_pages(nodes.length[nodes.big], meta.page_size).sum())
-            tree.runs.append((nodes.first_overflow[nodes.big], overflow_pages(nodes.length[nodes.big], meta.page_size)))
-            on_leaf(pgno, page, nodes)
+                below.extend(_branch_children(pgno, page, count, name, order))
+            else:
+                leaves += 1
+                leaf_pages.add(pgno, page, count)
+        leaf_pages.flush()
         level = below
     tree.pages = sorted(seen)
-    # A value's overflow run may be longer than its size needs (LMDB reuses a run for a smaller
-    # value), so the sizes give a lower bound of the meta page's count; check_fd reads the headers.
-    found = (depth, branches, leaves, entries)
+    _check_totals(name, db, (depth, branches, leaves, leaf_pages.entries), leaf_pages.overflow)
+    return tree
+
+
+def _branch_children(pgno: int, page: bytes, count: int, name: str, order: KeyOrder | None) -> list[int]:
+    if count < 2 and name == "main database":  # LMDB asserts this never happens (abort)
+        raise ValueError(f"branch page {pgno} of the {name} has {count} keys")
+    children = _children(page, count)
+    if order is not None:
+        order.branch(pgno, page, count, children)
+    return children
+
+
+def _check_totals(name: str, db: Database, found: tuple[int, int, int, int], overflow: int) -> None:
+    """(depth, branch pages, leaf pages, entries) as the meta page says. A value's overflow run may be
+    longer than its size needs (LMDB reuses a run for a smaller value), so the sizes give a lower
+    bound of the meta page's count; check_fd reads the headers."""
     expected = (db.depth, db.branch_pages, db.leaf_pages, db.entries)
     if found != expected or overflow > db.overflow_pages:
         raise ValueError(
             f"walked the {name}: (depth, branch pages, leaf pages, entries) = {found} and at least {overflow} "
             f"overflow pages, the meta page says {expected} and {db.overflow_pages}"
         )
-    return tree
+
+
+class OneLeafAtATime:
+    """Each leaf page checked and handed to ``on_leaf`` as it is read."""
+
+    def __init__(self, meta: MetaPage, order: KeyOrder | None, tree: Tree, on_leaf: OnLeaf) -> None:
+        self.meta, self.order, self.tree, self.on_leaf = meta, order, tree, on_leaf
+        self.entries = self.overflow = 0
+
+    def add(self, pgno: int, page: bytes, count: int) -> None:
+        nodes = _leaf_nodes(page, count, pgno, self.meta)
+        if self.order is not None:
+            self.order.leaf(pgno, page, nodes)
+        runs = overflow_pages(nodes.length[nodes.big], self.meta.page_size)
+        self.entries += count
+        self.overflow += int(runs.sum())
+        self.tree.runs.append((nodes.first_overflow[nodes.big], runs))
+        self.on_leaf(pgno, page, nodes)
+
+    def flush(self) -> None:
+        """Nothing waits."""
+
+
+def _checked_page(fd: int, pgno: int, page_size: int, pending: LeafPages) -> tuple[bytes, int, int]:
+    """Page ``pgno``, its flags and node count; before its own error, the pending leaves' (the order
+    of a walk page by page)."""
+    try:
+        page = _read_page(fd, pgno, page_size)
+        return (page, *_page_header(page, pgno, page_size))
+    except ValueError:
+        pending.flush()
+        raise
+
+
+class PendingLeaves:
+    """Leaf pages read but not yet checked: checked and handed over together (lmdb_leaves.py)."""
+
+    def __init__(self, meta: MetaPage, order: KeyOrder | None, tree: Tree, on_leaves: OnLeaves) -> None:
+        self.meta, self.order, self.tree, self.on_leaves = meta, order, tree, on_leaves
+        self.pages: list[tuple[int, bytes, int]] = []
+        self.entries = self.overflow = 0
+
+    def add(self, pgno: int, page: bytes, count: int) -> None:
+        self.pages.append((pgno, page, count))
+        if len(self.pages) >= BATCH_PAGES:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.pages:
+            return
+        pgnos, pages, counts = (list(column) for column in zip(*self.pages, strict=True))
+        try:
+            batch = leaf_batch(pages, pgnos, counts, self.meta.page_size, self.meta.last_pgno)
+        except BatchFailed:
+            self._one_by_one()
+            raise ValueError(f"leaf pages {pgnos[0]}..{pgnos[-1]} do not check out") from None  # not reached
+        if self.order is not None:
+            for row, (pgno, page) in enumerate(zip(pgnos, pages, strict=True)):
+                self.order.leaf(pgno, page, _page_nodes(batch, row))
+        self.pages = []
+        runs = overflow_pages(batch.length[batch.big], self.meta.page_size)
+        self.entries += len(batch.ptrs)
+        self.overflow += int(runs.sum())
+        self.tree.runs.append((batch.first_overflow[batch.big], runs))
+        self.on_leaves(batch)
+
+    def _one_by_one(self) -> None:
+        """Each page checked alone, as a walk page by page does: raises the first page's error."""
+        for pgno, page, count in self.pages:
+            nodes = _leaf_nodes(page, count, pgno, self.meta)
+            if self.order is not None:
+                self.order.leaf(pgno, page, nodes)
+
+
+LeafPages = OneLeafAtATime | PendingLeaves
+
+
+def _page_nodes(batch: LeafBatch, row: int) -> LeafNodes:
+    """The nodes of the batch's page ``row``, as _leaf_nodes gives them."""
+    span = slice(int(batch.starts[row]), int(batch.starts[row + 1]))
+    columns = (batch.ptrs, batch.ksize, batch.length, batch.big, batch.data_at, batch.first_overflow)
+    return LeafNodes(*(column[span] for column in columns))
 
 
 def _check_size(fd: int, meta: MetaPage) -> None:
@@ -331,17 +410,20 @@ def walk_fd(fd: int, key_width: int = 8, ordered: bool = False) -> Walk:
     walk = Walk(meta=meta, records=_concat([]))
     parts: list[Nodes] = []
 
-    def on_leaf(pgno: int, page: bytes, nodes: LeafNodes) -> None:
-        records, others = _leaf_records(page, nodes, pgno, meta.page_size, key_width)
-        parts.append(records)
-        if others:
-            walk.other_key_leaves.add(pgno)
-            walk.other_keys += others
+    def on_leaves(batch: LeafBatch) -> None:
+        found = batch_records(batch, meta.page_size, key_width)
+        parts.append(Nodes(found.index, found.offset, found.length, found.leaf, found.inline))
+        walk.other_key_leaves.update(found.other_key_pages.tolist())
+        walk.other_keys += found.other_keys
 
     order = KeyOrder(meta.main.root, bytes) if ordered else None  # LMDB's default order: memcmp
-    walk.tree = walk_tree(fd, meta, meta.main, "main database", on_leaf, order)
+    walk.tree = walk_tree(fd, meta, meta.main, "main database", _no_leaf, order, on_leaves)
     walk.records = _concat(parts)
     return walk
+
+
+def _no_leaf(pgno: int, page: bytes, nodes: LeafNodes) -> None:
+    """walk_fd's leaves go to its ``on_leaves`` instead."""
 
 
 def walk(path: str | os.PathLike[str], key_width: int = 8) -> Walk:

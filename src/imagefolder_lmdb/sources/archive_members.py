@@ -24,6 +24,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from imagefolder_lmdb.sources.tar_headers import plain_tar_members
 from imagefolder_lmdb.work.files import Member
 from imagefolder_lmdb.work.source_locations import TarLocation, ZipLocation
 from imagefolder_lmdb.writing.atomic import atomic_file
@@ -121,7 +122,8 @@ def unsafe_name_reason(name: str) -> str | None:
     """Why a member name is refused, or None if it stays inside the extraction folder."""
     if is_absolute(name):
         return "absolute path"
-    if ".." in PurePosixPath(name.replace("\\", "/")).parts:
+    # the parts only where ".." occurs at all: 1.28M names for ImageNet, a PurePosixPath each
+    if ".." in name and ".." in PurePosixPath(name.replace("\\", "/")).parts:
         return "'..' in path"
     return None
 
@@ -324,7 +326,9 @@ def index_tar_of_tars(
         for inner in tqdm(inner_tars, desc=f"index {os.path.basename(archive)}", unit="tar", **(progress or {})):
             where = f" (member {inner.name})"
             yield Member(class_of_tar(inner), None)  # the class folder, even if its tar is empty
-            members = list_tar(f"{archive}:{inner.name}", fileobj=outer.extractfile(inner))
+            members = plain_tar_members(archive, inner.offset_data, inner.size)  # fast: 1.28M headers for ImageNet
+            if members is None:  # not all plain files: tarfile reads it
+                members = list_tar(f"{archive}:{inner.name}", fileobj=outer.extractfile(inner))
             check_tar_members(f"{archive}:{inner.name}", members, links_allowed=False)
             check_tar_complete(archive, members, inner.size, file_reader(archive, inner.offset_data), where)
             for member in members:
