@@ -13,6 +13,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -87,3 +88,12 @@ class StartedCommands:
 
     def end(self) -> None:
         end_all(self.tag, self.processes)
+
+
+def wait_until_held(process: subprocess.Popen[str], marker: Path) -> None:
+    """Return once ``process`` has written ``marker`` at its hold point; its output in the failure if it ended first."""
+    deadline = time.monotonic() + 120
+    while not marker.exists():
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "the hold point was not reached"
+        time.sleep(0.05)

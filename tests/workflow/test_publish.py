@@ -14,7 +14,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from imagefolder_lmdb.convert import ConvertError
 from imagefolder_lmdb.publish.s3_multipart import Credentials, S3Multipart
 from imagefolder_lmdb.publish.upload import _send_parts
 from imagefolder_lmdb.reader import LMDBReader
-from support.interrupting import StartedCommands
+from support.interrupting import StartedCommands, wait_until_held
 from support.seaweed import Seaweed
 from support.workflow import Converted
 
@@ -36,14 +35,6 @@ def _start(commands: StartedCommands, command: list[str], hold: str, marker: Pat
     """``command`` parked at ``hold``, SIGINT at its default however the suite was started."""
     env = {**os.environ, "IMAGEFOLDER_LMDB_TEST_HOLD": hold, "IMAGEFOLDER_LMDB_TEST_HOLD_MARKER": str(marker)}
     return commands.start(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd="/")
-
-
-def _held(process: subprocess.Popen[str], marker: Path) -> None:
-    deadline = time.monotonic() + 120
-    while not marker.exists():
-        assert process.poll() is None, process.communicate()
-        assert time.monotonic() < deadline, "the hold point was not reached"
-        time.sleep(0.05)
 
 
 def _multipart(url: str) -> S3Multipart:
@@ -114,7 +105,7 @@ def test_an_interrupted_upload_leaves_nothing_and_the_same_command_uploads_witho
     for hold, signum, code in (("upload-part", signal.SIGINT, 130), ("upload-complete", signal.SIGTERM, 143)):
         marker = tmp_path / f"held-{hold}"
         process = _start(commands, upload, hold, marker)
-        _held(process, marker)
+        wait_until_held(process, marker)
         assert _pending(url) != []  # the upload is under way
         process.send_signal(signum)
         _, errors = process.communicate(timeout=60)
@@ -135,7 +126,7 @@ def test_convert_interrupted_while_uploading_exits_130_and_resumes_with_the_uplo
     command = [CLI, "convert", str(converted.source), prefix, "--split", "train", "--work", str(work), "--cores", "1"]
     marker = tmp_path / "held"
     process = _start(commands, command, "upload-part", marker)
-    _held(process, marker)
+    wait_until_held(process, marker)
     process.send_signal(signal.SIGINT)
     out, errors = process.communicate(timeout=60)
     assert process.returncode == 130, out + errors
@@ -325,7 +316,7 @@ def test_a_killed_upload_is_aborted_by_the_next_publish_and_another_is_only_name
         command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     )
     try:
-        _held(process, marker)  # a part is sent: the upload is pending
+        wait_until_held(process, marker)  # a part is sent: the upload is pending
     finally:
         os.killpg(process.pid, signal.SIGKILL)  # as a power cut or an OOM kill would
         process.communicate(timeout=30)

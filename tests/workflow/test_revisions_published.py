@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import subprocess
-import time
 import urllib.error
 import urllib.request
 import uuid
@@ -26,7 +25,7 @@ from imagefolder_lmdb.reader import LMDBReader
 from imagefolder_lmdb.reader.revisions import MissingDataFileError
 from support import BIN
 from support.http_range import RangeServer
-from support.interrupting import StartedCommands
+from support.interrupting import StartedCommands, wait_until_held
 from support.label_trees import write_images
 from support.seaweed import Seaweed
 
@@ -121,14 +120,6 @@ def test_a_change_publishes_its_data_file_and_pointer_and_readers_keep_their_rev
     assert "\n" not in str(exc.value)
 
 
-def _held(process: subprocess.Popen[str], marker: Path) -> None:
-    deadline = time.monotonic() + 120
-    while not marker.exists():
-        assert process.poll() is None, process.communicate()
-        assert time.monotonic() < deadline, "the hold point was not reached"
-        time.sleep(0.05)
-
-
 def test_two_publishers_racing_one_wins_the_other_stops_in_one_line(
     s3_env: Seaweed, tmp_path: Path, commands: StartedCommands
 ) -> None:
@@ -144,7 +135,7 @@ def test_two_publishers_racing_one_wins_the_other_stops_in_one_line(
     hold = {"IMAGEFOLDER_LMDB_TEST_HOLD": "upload-complete", "IMAGEFOLDER_LMDB_TEST_HOLD_MARKER": str(marker)}
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache-b"), **hold}
     loser = commands.start(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    _held(loser, marker)
+    wait_until_held(loser, marker)
     (tree / "cat/7.jpg").unlink()
     add_image(tree, "dog/9.jpg", "cat/0.jpg")  # our change, published while theirs is held
     assert "revision 2 published" in converted(tree, prefix, tmp_path / "cache-a")

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,7 @@ from torch.utils.data import DataLoader
 from imagefolder_lmdb import LMDBDataset
 from imagefolder_lmdb.sampler import ElasticDistributedSampler
 from support import BIN, REPO
+from support.earlier_readers import open_with_reader_at
 from support.label_trees import write_files, write_images
 
 #: Readers before version 6: the commit before revisions, and main before this change.
@@ -105,16 +105,7 @@ def test_info_and_verify_say_what_the_splits_are(converted: Path) -> None:
 
 @pytest.mark.parametrize("commit", EARLIER_COMMITS)
 def test_an_earlier_reader_refuses_version_6_by_its_version(converted: Path, tmp_path: Path, commit: str) -> None:
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", commit, "src"], capture_output=True, check=False)
-    assert archive.returncode == 0, archive.stderr
-    subprocess.run(["tar", "-x", "-C", str(tmp_path)], input=archive.stdout, check=True)
-    code = f"from imagefolder_lmdb.reader import LMDBReader\nLMDBReader({str(converted / 'out' / 'test.lmdb')!r})"
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        env={**os.environ, "PYTHONPATH": str(tmp_path / "src")},
-        capture_output=True,
-        text=True,
-    )
+    done = open_with_reader_at(commit, converted / "out" / "test.lmdb", tmp_path)
     assert done.returncode == 1 and "FormatError" in done.stderr
     assert (
         "imagefolder-lmdb version 6, but this reader knows version 1 and version 2 and version 3 and version 4 only"

@@ -9,9 +9,7 @@ from __future__ import annotations
 import importlib.util
 import io
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +20,7 @@ from PIL import Image
 from imagefolder_lmdb.reader import LMDBDataset, LMDBReader, close_all_envs, dataset, decoding
 from support import BIN, REPO
 from support.datasets import every_key_and_value
+from support.earlier_readers import open_with_reader_at
 from support.http_range import RangeServer
 from support.odd_images import make_odd_tree
 from support.workflow import convert_with, workflow_at
@@ -117,16 +116,7 @@ def test_verify_passes_a_webp_file(converted: Path) -> None:
 
 
 def test_the_reader_before_webp_refuses_version_7_by_its_version(converted: Path, tmp_path: Path) -> None:
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", BEFORE_WEBP, "src"], capture_output=True, check=False)
-    assert archive.returncode == 0, archive.stderr
-    subprocess.run(["tar", "-x", "-C", str(tmp_path)], input=archive.stdout, check=True)
-    code = f"from imagefolder_lmdb.reader import LMDBReader\nLMDBReader({str(converted / 'out' / 'train.lmdb')!r})"
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        env={**os.environ, "PYTHONPATH": str(tmp_path / "src")},
-        capture_output=True,
-        text=True,
-    )
+    done = open_with_reader_at(BEFORE_WEBP, converted / "out" / "train.lmdb", tmp_path)
     assert done.returncode == 1 and "FormatError" in done.stderr
     assert (
         "imagefolder-lmdb version 7, but this reader knows version 1 and version 2 and version 3 and version 4 "

@@ -40,8 +40,6 @@ from imagefolder_lmdb.reader import (
     META_KEYS,
     FormatError,
     Meta,
-    checksum,
-    encode_meta,
     guarded,
     is_legacy_pickle_lmdb,
     legacy_keys,
@@ -51,9 +49,10 @@ from imagefolder_lmdb.reader import (
 )
 from imagefolder_lmdb.run.early_interrupt import say_interrupted
 from imagefolder_lmdb.writing import meta_document
+from imagefolder_lmdb.writing.encoded_columns import EncodedColumns
 from imagefolder_lmdb.writing.hold_points import hold_point
 from imagefolder_lmdb.writing.lmdb_writer import atomic_lmdb
-from imagefolder_lmdb.writing.record_locations import add_locations
+from imagefolder_lmdb.writing.record_locations import store_meta_and_locations
 from imagefolder_lmdb.writing.reencode import UNUSABLE_IMAGE, Encoded, EncodeSettings, encode_image
 
 #: The writer meta/json's ``tool`` names (its version: writing/meta_document.py's TOOL_VERSION).
@@ -66,27 +65,14 @@ class LegacyConvertError(Exception):
 
 
 @dataclass
-class RecordColumns:
-    """Per-record meta gathered while converting, in output order."""
+class RecordColumns(EncodedColumns):
+    """Per-record meta gathered while converting, in output order: each record's legacy key too."""
 
-    labels: list[int] = field(default_factory=list)
-    paths: list[str] = field(default_factory=list)
     keys: list[str] = field(default_factory=list)
-    sizes: list[tuple[int, int]] = field(default_factory=list)
-    crc32: list[int] = field(default_factory=list)
-    storage: list[int] = field(default_factory=list)
-    source_bytes: list[int] = field(default_factory=list)
-    stored_bytes: list[int] = field(default_factory=list)
-    skipped: list[dict[str, Any]] = field(default_factory=list)
 
     def add(self, key: str, label: int, encoded: Encoded, source_size: int) -> None:
         self.keys.append(key)
-        self.labels.append(label)
-        self.sizes.append((encoded.width, encoded.height))
-        self.crc32.append(checksum(encoded.value))
-        self.storage.append(encoded.storage)
-        self.source_bytes.append(source_size)
-        self.stored_bytes.append(len(encoded.value))
+        self.add_encoded(label, encoded, source_size)
 
 
 def read_classes(path: str | None, labels: list[int]) -> list[str]:
@@ -187,10 +173,7 @@ def convert(source: str, output: str, settings: EncodeSettings, classes_path: st
             columns = convert_records(env, source, keys, settings, writer.append)
             classes = read_classes(classes_path, columns.labels)
             meta = build_meta(columns, classes, source, len(keys), settings)
-            values = encode_meta(meta)
-            del values[META_KEYS["locations"]]  # add_locations stores the real ones
-            writer.put_many(values)
-            add_locations(writer.env, writer.path)
+            store_meta_and_locations(writer, meta)
     finally:
         env.close()
     return meta

@@ -71,25 +71,20 @@ def check_replaceable(destination: str, planned: dict[str, dict[str, Any]]) -> N
 
 
 def main(argv: list[str] | None = None) -> int:
-    from imagefolder_lmdb.publish.replace_rule import PublishError
-    from imagefolder_lmdb.remote.client import allow_in_process
+    from imagefolder_lmdb.publish.step_process import run_step
 
     args = sys.argv[1:] if argv is None else argv
     if len(args) not in (1, 3) or (len(args) == 3 and args[1] != "--replacing"):
         print(f"usage: {USAGE}", file=sys.stderr)
         return 2
-    allow_in_process()  # a process of its own that forks nothing
-    try:
+
+    def step() -> None:
         if len(args) == 3:  # the second call of a publish: the bucket was checked by the first
             check_replaceable(args[0], json.loads(Path(args[2]).read_text()))
         else:
             check_writable(args[0])
-    except KeyboardInterrupt:
-        return 130
-    except (OSError, ValueError, PublishError) as exc:
-        print(str(exc), file=sys.stderr)
-        return 1
-    return 0
+
+    return run_step(step)
 
 
 if __name__ == "__main__":

@@ -96,23 +96,18 @@ def sync(destination: str, folder: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from imagefolder_lmdb.publish.replace_rule import PublishError
-    from imagefolder_lmdb.remote.client import allow_in_process
+    from imagefolder_lmdb.publish.step_process import run_step
 
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 2:
         print(f"usage: {USAGE}", file=sys.stderr)
         return 2
-    allow_in_process()  # a process of its own that forks nothing
-    try:
+
+    def step() -> None:
         for line in sync(args[0], args[1]):
             print(line, flush=True)
-    except KeyboardInterrupt:
-        return 130
-    except (OSError, ValueError, PublishError) as exc:
-        print(str(exc), file=sys.stderr)
-        return 1
-    return 0
+
+    return run_step(step)
 
 
 if __name__ == "__main__":

@@ -11,9 +11,7 @@ whose locations are absent or do not fit gives None here: it is read through LMD
 
 from __future__ import annotations
 
-import bisect
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,10 +21,7 @@ from imagefolder_lmdb.reader.file_checks import check_lmdb_file
 from imagefolder_lmdb.reader.format import META_KEYS, RECOPY_ADVICE, FormatError, Meta, decode_meta, record_key
 from imagefolder_lmdb.reader.identity import LocalFileToken
 from imagefolder_lmdb.reader.record_locations import fitting_problem
-
-_META_PREFIX = b"meta/"
-#: A key range [low, high) of the B-tree (None: unbounded), and whether a descent wants the leaves in it.
-Wanted = Callable[[bytes | None, bytes | None], bool]
+from imagefolder_lmdb.reader.tree_descent import META_PREFIX, Level, Wanted, holding, next_level, reaches_meta
 
 
 @dataclass
@@ -101,40 +96,25 @@ class _PagesRead:
 
 
 def _descend(pages: _PagesRead, wanted: Wanted) -> list[lmdb_pages.LeafEntry]:
-    """The entries of every leaf whose key range ``wanted`` accepts (remote/opening.py's descent, by pread)."""
+    """The entries of every leaf whose key range ``wanted`` accepts (the descent remote/opening.py takes, by pread)."""
     head = pages.head
     if head.main.root == lmdb_pages.P_INVALID:
         return []  # no key at all: no meta/json, which the caller names
-    level: list[tuple[int, bytes | None, bytes | None]] = [(head.main.root, None, None)]
+    level: Level = [(head.main.root, None, None)]
     leaves: list[lmdb_pages.LeafEntry] = []
     for _ in range(max(1, head.main.depth)):
-        below: list[tuple[int, bytes | None, bytes | None]] = []
-        for pgno, low, high in level:
-            page = pages.get(pgno)
-            if not lmdb_pages.is_branch(page, pgno, head.page_size):
-                leaves.extend(lmdb_pages.leaf_entries(page, pgno, head))
-                continue
-            keys, children = lmdb_pages.branch_entries(page, pgno, head.page_size)
-            edges = [low, *keys[1:], high]
-            below += [
-                (child, edges[i], edges[i + 1]) for i, child in enumerate(children) if wanted(edges[i], edges[i + 1])
-            ]
-        level = below
+        level = next_level(level, pages.get, head, wanted, leaves)
         if not level:
             return leaves
     raise ValueError("its B-tree is deeper than its meta page says")
-
-
-def _reaches_meta(low: bytes | None, high: bytes | None) -> bool:
-    return high is None or high > _META_PREFIX
 
 
 def _meta_values(pages: _PagesRead) -> dict[bytes, bytes]:
     """Every meta key's value: inline ones from their leaf, the others from their overflow pages."""
     size = pages.head.page_size
     values = {}
-    for entry in _descend(pages, _reaches_meta):
-        if not entry.key.startswith(_META_PREFIX):
+    for entry in _descend(pages, reaches_meta):
+        if not entry.key.startswith(META_PREFIX):
             continue
         if entry.inline:
             values[entry.key] = pages.get(entry.offset // size)[entry.offset % size :][: entry.length]
@@ -164,19 +144,9 @@ def _every_location(pages: _PagesRead, meta: Meta) -> tuple[np.ndarray, np.ndarr
     missing = np.flatnonzero(offsets == 0).tolist()
     if missing:
         keys = [record_key(index) for index in missing]
-        found = {entry.key: entry for entry in _descend(pages, _holding(keys))}
+        found = {entry.key: entry for entry in _descend(pages, holding(keys))}
         for index, key in zip(missing, keys, strict=True):
             if key not in found:
                 raise ValueError(f"record {index} is neither located nor in the B-tree: the file is damaged")
             offsets[index], lengths[index] = found[key].offset, found[key].length
     return offsets, lengths
-
-
-def _holding(keys: list[bytes]) -> Wanted:
-    """Whether a key range [low, high) holds one of ``keys`` (sorted)."""
-
-    def wanted(low: bytes | None, high: bytes | None) -> bool:
-        first = 0 if low is None else bisect.bisect_left(keys, low)
-        return first < len(keys) and (high is None or keys[first] < high)
-
-    return wanted

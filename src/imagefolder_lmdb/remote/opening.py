@@ -15,8 +15,6 @@ unchanged: any file with record locations opens this way.
 
 from __future__ import annotations
 
-import bisect
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,13 +23,13 @@ from imagefolder_lmdb.reader import lmdb_pages
 from imagefolder_lmdb.reader.file_checks import TruncatedFileError
 from imagefolder_lmdb.reader.format import META_KEYS, FormatError, Meta, decode_meta, record_key
 from imagefolder_lmdb.reader.record_locations import locations_checksum, locations_layout_problem
+from imagefolder_lmdb.reader.tree_descent import META_PREFIX, Level, Wanted, holding, next_level, reaches_meta
 
 from . import client
 from .records import merged_spans
 from .urls import RemoteSettings
 
 _HEAD = 8192
-_META_PREFIX = b"meta/"
 
 
 def _add_locations_hint(url: str) -> str:
@@ -77,49 +75,22 @@ class _Pages:
         return {number: self.pages[number] for number in numbers}
 
 
-def _descend(
-    pages: _Pages, meta: lmdb_pages.MetaPage, wanted: Callable[[bytes | None, bytes | None], bool]
-) -> list[lmdb_pages.LeafEntry]:
+def _descend(pages: _Pages, meta: lmdb_pages.MetaPage, wanted: Wanted) -> list[lmdb_pages.LeafEntry]:
     """The entries of every leaf whose key range [low, high) ``wanted`` accepts, one round a level."""
     if meta.main.root == lmdb_pages.P_INVALID:
         raise FormatError(f"{pages.url}: an empty LMDB (no keys): not an imagefolder-lmdb dataset")
-    level: list[tuple[int, bytes | None, bytes | None]] = [(meta.main.root, None, None)]
+    level: Level = [(meta.main.root, None, None)]
     leaves: list[lmdb_pages.LeafEntry] = []
     for _ in range(max(1, meta.main.depth)):
         fetched = pages.get([pgno for pgno, _, _ in level])
-        below: list[tuple[int, bytes | None, bytes | None]] = []
-        for pgno, low, high in level:
-            page = fetched[pgno]
-            if not lmdb_pages.is_branch(page, pgno, meta.page_size):
-                leaves.extend(lmdb_pages.leaf_entries(page, pgno, meta))
-                continue
-            keys, children = lmdb_pages.branch_entries(page, pgno, meta.page_size)
-            edges = [low, *keys[1:], high]
-            below += [
-                (child, edges[i], edges[i + 1]) for i, child in enumerate(children) if wanted(edges[i], edges[i + 1])
-            ]
-        level = below
+        level = next_level(level, fetched.__getitem__, meta, wanted, leaves)
         if not level:
             return leaves
     raise FormatError(f"{pages.url}: its B-tree is deeper than its meta page says: the file is damaged")
 
 
-def _reaches_meta(low: bytes | None, high: bytes | None) -> bool:
-    return high is None or high > _META_PREFIX
-
-
-def _holding(keys: list[bytes]) -> Callable[[bytes | None, bytes | None], bool]:
-    """Whether a key range [low, high) holds one of ``keys`` (sorted)."""
-
-    def wanted(low: bytes | None, high: bytes | None) -> bool:
-        first = 0 if low is None else bisect.bisect_left(keys, low)
-        return first < len(keys) and (high is None or keys[first] < high)
-
-    return wanted
-
-
 def _meta_values(pages: _Pages, meta: lmdb_pages.MetaPage) -> dict[bytes, bytes]:
-    entries = [entry for entry in _descend(pages, meta, _reaches_meta) if entry.key.startswith(_META_PREFIX)]
+    entries = [entry for entry in _descend(pages, meta, reaches_meta) if entry.key.startswith(META_PREFIX)]
     values = {
         # an empty value may sit at its page's very end: its offset is then the next page's first byte
         entry.key: pages.pages[entry.offset // meta.page_size][entry.offset % meta.page_size :][: entry.length]
@@ -166,7 +137,7 @@ def _unlocated(url: str, meta: Meta, pages: _Pages, head: lmdb_pages.MetaPage) -
     missing = np.flatnonzero(offsets == 0)
     if len(missing):
         keys = [record_key(int(i)) for i in missing]
-        found = {entry.key: entry for entry in _descend(pages, head, _holding(keys))}
+        found = {entry.key: entry for entry in _descend(pages, head, holding(keys))}
         for index, key in zip(missing.tolist(), keys, strict=True):
             if key not in found:
                 raise FormatError(f"{url}: record {index} is neither located nor in the B-tree: the file is damaged")

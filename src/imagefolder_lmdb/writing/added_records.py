@@ -15,11 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from imagefolder_lmdb.reader import META_KEYS, Meta, checksum, encode_meta, record_key
+from imagefolder_lmdb.reader import Meta, record_key
 from imagefolder_lmdb.writing import meta_document
+from imagefolder_lmdb.writing.encoded_columns import EncodedColumns
 from imagefolder_lmdb.writing.hold_points import hold_point
 from imagefolder_lmdb.writing.lmdb_writer import atomic_lmdb
-from imagefolder_lmdb.writing.record_locations import add_locations
+from imagefolder_lmdb.writing.record_locations import store_meta_and_locations
 from imagefolder_lmdb.writing.reencode import UNUSABLE_IMAGE, EncodeSettings, encode_image
 
 #: The writer meta/json's ``tool`` names: the workflow's, whose records these are.
@@ -31,17 +32,10 @@ class AddedImageError(ValueError):
 
 
 @dataclass
-class AddedColumns:
-    """Per-record meta of the added file, in its order."""
+class AddedColumns(EncodedColumns):
+    """Per-record meta of the added file, in its order: each record's image path too."""
 
-    labels: list[int] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
-    sizes: list[tuple[int, int]] = field(default_factory=list)
-    crc32: list[int] = field(default_factory=list)
-    storage: list[int] = field(default_factory=list)
-    source_bytes: list[int] = field(default_factory=list)
-    stored_bytes: list[int] = field(default_factory=list)
-    skipped: list[dict[str, Any]] = field(default_factory=list)
 
 
 def read_image(path: str) -> bytes:
@@ -68,11 +62,7 @@ def write_added(
     expected = sum(os.path.getsize(os.path.join(root, path)) for path, _ in samples)
     with atomic_lmdb(output, expected_bytes=2 * expected + (1 << 20)) as writer:
         columns = encode_all(writer.append, root, samples, settings)
-        meta = added_meta(columns, classes, settings, source)
-        values = encode_meta(meta)
-        del values[META_KEYS["locations"]]  # add_locations stores the real ones
-        writer.put_many(values)
-        add_locations(writer.env, writer.path)
+        store_meta_and_locations(writer, added_meta(columns, classes, settings, source))
     return columns.skipped
 
 
@@ -95,13 +85,8 @@ def encode_all(append: Any, root: str, samples: Sequence[tuple[str, int]], setti
             columns.skipped.append({"path": path, "reason": f"{type(exc).__name__}: {exc}"})
             continue
         append(record_key(len(columns.labels)), encoded.value)
-        columns.labels.append(label)
+        columns.add_encoded(label, encoded, len(data))
         columns.paths.append(path)
-        columns.sizes.append((encoded.width, encoded.height))
-        columns.crc32.append(checksum(encoded.value))
-        columns.storage.append(encoded.storage)
-        columns.source_bytes.append(len(data))
-        columns.stored_bytes.append(len(encoded.value))
     return columns
 
 

@@ -33,11 +33,13 @@ from imagefolder_lmdb.reader import (
     check_lmdb_file,
     decode_meta,
     encode_document,
+    encode_meta,
     lmdb_check,
     lmdb_pages,
     locations_checksum,
     locations_problem,
 )
+from imagefolder_lmdb.writing.lmdb_writer import LMDBWriter
 
 
 @dataclass(frozen=True)
@@ -192,6 +194,14 @@ def add_locations(env: lmdb.Environment, path: str) -> LocationCount:
     txnid = _commit(env, meta, locations)
     _check(path, env, locations, txnid)
     return LocationCount(records=meta.length, located=int(np.count_nonzero(locations["offset"])), txnid=txnid)
+
+
+def store_meta_and_locations(writer: LMDBWriter, meta: Meta) -> LocationCount:
+    """The last step of writing a file: ``meta`` stored, then the records' real locations."""
+    values = encode_meta(meta)
+    del values[META_KEYS["locations"]]  # an all-zero placeholder: add_locations stores the real ones
+    writer.put_many(values)
+    return add_locations(writer.env, writer.path)
 
 
 @dataclass(frozen=True)

@@ -8,13 +8,13 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from imagefolder_lmdb.reader import META_KEYS, encode_meta, record_key
+from imagefolder_lmdb.reader import record_key
 from imagefolder_lmdb.reader.file_checks import LmdbReadTxn
 from imagefolder_lmdb.reader.revision_format import data_folder, revision_key
 from imagefolder_lmdb.reader.revisions import OpenSettings, open_if_revisions, opened_env
 from imagefolder_lmdb.writing.atomic import TMP_SUFFIX, remove_path
 from imagefolder_lmdb.writing.lmdb_writer import atomic_lmdb
-from imagefolder_lmdb.writing.record_locations import add_locations
+from imagefolder_lmdb.writing.record_locations import store_meta_and_locations
 from imagefolder_lmdb.writing.revisions import locked_split, read_split, write_pointer
 
 
@@ -45,10 +45,7 @@ def flatten(split: str, output: str | None = None, revision: int | None = None) 
     with locked_split(split) if target == split else contextlib.nullcontext(), atomic_lmdb(target, expected) as writer:
         for index in range(meta.length):
             writer.append(record_key(index), records.get_bytes(index, _no_transaction))
-        values = encode_meta(meta)
-        del values[META_KEYS["locations"]]  # add_locations stores the real ones, as write_meta does
-        writer.put_many(values)
-        add_locations(writer.env, writer.path)
+        store_meta_and_locations(writer, meta)
     assert opened.revision is not None
     return Flattened(target, opened.revision, meta.length)
 
