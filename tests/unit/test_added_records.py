@@ -4,6 +4,7 @@ added file holds the same bytes with one thread or several, and a bad image is t
 from __future__ import annotations
 
 import datetime
+import threading
 import types
 from pathlib import Path
 
@@ -86,8 +87,6 @@ def test_threads_encode_a_large_change(tmp_path: Path, monkeypatch: pytest.Monke
     encode = added_records.encode_one
 
     def seen(where: str, settings: EncodeSettings) -> added_records.EncodedImage:
-        import threading
-
         threads.add(threading.current_thread().name)
         return encode(where, settings)
 
@@ -107,3 +106,20 @@ def test_the_first_bad_image_in_the_listing_is_named_in_one_line(tmp_path: Path,
     message = str(raised.value)
     assert "\n" not in message and message.startswith(str(tmp_path / "src" / samples[9][0]) + ": the image is unusable")
     assert not (tmp_path / "added.lmdb").exists()
+
+
+def test_ctrl_c_halfway_ends_the_threads_and_leaves_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C at the change's "change-encode" moment (its added file half written) with threads running:
+    it reaches the command, no thread keeps encoding, no added file or temporary is left."""
+
+    def interrupted(name: str) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(added_records, "hold_point", interrupted)
+    samples = added_tree(tmp_path / "src")
+    with pytest.raises(KeyboardInterrupt):
+        write_added(
+            str(tmp_path / "added.lmdb"), str(tmp_path / "src"), samples, ["class0", "class1"], settings(), {}, 2
+        )
+    assert not any(thread.name.startswith("change-encode") for thread in threading.enumerate())
+    assert [path.name for path in tmp_path.iterdir()] == ["src"]
