@@ -283,8 +283,11 @@ class Applied:
         return said
 
 
-def apply_change(name: str, pointer: str, change: SplitChange, config: Mapping[str, Any], verdict: Verdict) -> Applied:
-    """Encode the change's added images into one data file, then write the split's next revision."""
+def apply_change(
+    name: str, pointer: str, change: SplitChange, config: Mapping[str, Any], verdict: Verdict, workers: int = 1
+) -> Applied:
+    """Encode the change's added images into one data file (by ``workers`` threads), then write the
+    split's next revision."""
     from imagefolder_lmdb.writing.added_records import write_added
     from imagefolder_lmdb.writing.hold_points import hold_point
     from imagefolder_lmdb.writing.reencode import EncodeSettings
@@ -297,7 +300,7 @@ def apply_change(name: str, pointer: str, change: SplitChange, config: Mapping[s
             os.remove(added_file)  # a killed change's: its images may have changed since
         source = {"path": change.root, "root": change.root, "ignored_files": 0}
         settings = EncodeSettings.from_config(config["encode"])
-        skipped = write_added(added_file, change.root, change.added, change.classes, settings, source)
+        skipped = write_added(added_file, change.root, change.added, change.classes, settings, source, workers)
         hold_point("change-added")  # the added file complete, the pointer not yet replaced
     left_out = {entry["path"] for entry in skipped}
     samples = [(path, label) for path, label in change.samples if path not in left_out]
@@ -381,9 +384,11 @@ def apply_changes(
     verdicts: dict[str, Verdict],
     plan: ClassPlan,
     skip: list[str],
+    workers: int = 1,
 ) -> list[Applied]:
     """Every split of ``config`` whose dataset a change brings up to date, written as a new revision
-    (those in ``skip``: replaced by --overwrite); their verdicts become "same"."""
+    (those in ``skip``: replaced by --overwrite), its added images encoded by ``workers`` threads;
+    their verdicts become "same"."""
     from imagefolder_lmdb.work.paths import RunPaths
 
     paths = RunPaths(config["results"], config["work"])
@@ -406,7 +411,8 @@ def apply_changes(
         listing = listing_now(split, plan.source(name), shared)
         shared[name] = list(listing.classes)
         change = find_change(paths.dataset(name), listing, verdict.changed_groups)
-        done = apply_change(name, paths.dataset(name), dataclasses.replace(change, listed=listed), config, verdict)
+        change = dataclasses.replace(change, listed=listed)
+        done = apply_change(name, paths.dataset(name), change, config, verdict, workers)
         write_reports(config, name, change.planned_on or 1)  # a single file was revision 1
         applied.append(dataclasses.replace(done, seconds=time.monotonic() - started))
         verdicts[name] = Verdict(verdict.made_from, "same")

@@ -21,7 +21,7 @@ from typing import Any
 from imagefolder_lmdb.classes.plan import ClassPlan, plan_classes
 from imagefolder_lmdb.config.problems import BaseConfigError
 from imagefolder_lmdb.config.settings import Setting, apply, problems_in_users_words
-from imagefolder_lmdb.config.shards import choose_shards
+from imagefolder_lmdb.config.shards import choose_shards, cores_of
 from imagefolder_lmdb.run.change import Applied, ChangeError, apply_changes
 from imagefolder_lmdb.run.dry_run import takes_lock
 from imagefolder_lmdb.run.existing import (
@@ -111,7 +111,8 @@ def plan(request: ConvertRequest) -> Plan:
     filled = checked(config, request.settings)
     classes = plan_classes(filled)
     verdicts = split_verdicts(filled, classes)  # the walk of every source, made once
-    applied = [] if request.dry_run else changes_applied(filled, existing, verdicts, classes, replaced)
+    workers = 1 if request.cores == PROFILE_CORES else cores_of(request.cores)  # a profile's cores: the cluster's
+    applied = [] if request.dry_run else changes_applied(filled, existing, verdicts, classes, replaced, workers)
     if applied:  # their datasets are new revisions now: read again
         existing = existing_splits(results)
     nothing_to_do = not replaced and up_to_date(filled, existing, verdicts)
@@ -137,11 +138,13 @@ def changes_applied(
     verdicts: dict[str, Verdict],
     classes: ClassPlan,
     replaced: list[str],
+    workers: int = 1,
 ) -> list[Applied]:
-    """The splits whose images or labels changed, each written as a new revision (run/change.py)."""
+    """The splits whose images or labels changed, each written as a new revision (run/change.py), their
+    added images encoded by ``workers`` threads (--cores)."""
     documents = {name: found.document for name, found in existing.items()}
     try:
-        return apply_changes(config, documents, verdicts, classes, replaced)
+        return apply_changes(config, documents, verdicts, classes, replaced, workers)
     except (ChangeError, AddedImageError, RevisionConflictError, CountMismatchError) as exc:
         raise PlanError(str(exc)) from None  # the listing's own line (an empty class folder) too
 
