@@ -4,6 +4,7 @@ split's ``labels`` picks is one of ``LAYOUTS``."""
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,41 @@ def test_no_module_outside_sources_names_a_labelling_or_asks_a_kind_by_its_class
     }
     found = {what: naming(pattern, outside_sources()) for what, pattern in patterns.items()}
     assert found == {what: [] for what in patterns}
+
+
+#: What only sources/ names of a label file's and ILSVRC's labellings: their settings' names, and the
+#: keys a labelling reads by name (a message may still say them: a string holding more is no key).
+LABELLING_OWN_NAMES = frozenset({"METADATA", "LabelsFrom", "labels_member", "LabelSettings"})
+LABELLING_OWN_KEYS = frozenset({"devkit", "val_labels", "labels_member"})
+
+
+def labelling_names(path: Path) -> list[str]:
+    """``file:line`` where a module imports sources.label_files, names one of LABELLING_OWN_NAMES, or
+    reads one of LABELLING_OWN_KEYS by its name (a string that is just the key)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names: list[str] = []
+        if isinstance(node, ast.ImportFrom):
+            names = [node.module or "", *(alias.name for alias in node.names)]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.Name):
+            names = [node.id]
+        elif isinstance(node, ast.Attribute):
+            names = [node.attr]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            names = [node.value] if node.value in LABELLING_OWN_KEYS else []
+        if any(name in LABELLING_OWN_NAMES | LABELLING_OWN_KEYS or ".label_files" in name for name in names):
+            found.append(f"{path.relative_to(REPO)}:{getattr(node, 'lineno', 0)}: {', '.join(names)}")
+    return found
+
+
+def test_no_module_outside_sources_reads_a_labellings_settings_by_name() -> None:
+    """The command line's ``--labels`` per split, the words of the labels' origin, the judging of an
+    existing dataset against an edited label file, and the keys that are paths: each asked of
+    sources/labellings.py, which the labelling answers."""
+    modules = [path for path in outside_sources() if path.suffix == ".py"]
+    assert [line for path in modules for line in labelling_names(path)] == []
 
 
 def test_the_rules_path_reads_no_label_key_by_its_name() -> None:
