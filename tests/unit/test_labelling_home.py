@@ -5,6 +5,7 @@ split's ``labels`` picks is one of ``LAYOUTS``."""
 from __future__ import annotations
 
 import ast
+import builtins
 import re
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from imagefolder_lmdb.sources.labelling import Labelling
 from imagefolder_lmdb.sources.layouts import FOLDER_OR_ARCHIVE, LAYOUTS, Layout, picked_layout
 from imagefolder_lmdb.sources.unlabelled import UNLABELLED
 from support import REPO
+from support.label_trees import write_files, write_images
 
 PACKAGE = REPO / "src" / "imagefolder_lmdb"
 #: The modules a labelling's own modules are: only sources/ imports them.
@@ -132,3 +134,24 @@ def test_the_layout_that_labels_pick_is_one_of_layouts(monkeypatch: pytest.Monke
     added: dict[str, Any] = {"captioned": Layout("captioned", FOLDER_OR_ARCHIVE, Captions()), **LAYOUTS}
     monkeypatch.setattr(layouts_module, "LAYOUTS", added)
     assert picked_layout("imagefolder", "captions") == ("captioned", None)
+
+
+def test_the_plan_reads_a_label_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The config's check of a label file's columns and its check against the folder's images read
+    the same bytes: the file is opened once (before: twice)."""
+    from imagefolder_lmdb.config.check import check_config
+    from imagefolder_lmdb.config.schema import load_schema
+
+    write_images(tmp_path / "train", ["a.jpg", "b.jpg"])
+    write_files(tmp_path, {"train.csv": "file_name,label\na.jpg,cat\nb.jpg,dog\n"})
+    monkeypatch.chdir(tmp_path)
+    schema = load_schema(str(REPO / "config" / "schema.yaml"))
+    opened, real_open = [], builtins.open
+
+    def counting_open(file: Any, *args: Any, **kwargs: Any) -> Any:
+        opened.extend([file] if str(file).endswith("train.csv") else [])
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", counting_open)
+    check_config({"splits": {"train": {"source": "train", "labels": "train.csv"}}}, schema)
+    assert len(opened) == 1, opened
