@@ -4,6 +4,8 @@ split's ``labels`` picks is one of ``LAYOUTS``."""
 
 from __future__ import annotations
 
+import ast
+import builtins
 import re
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,7 @@ from imagefolder_lmdb.sources.labelling import Labelling
 from imagefolder_lmdb.sources.layouts import FOLDER_OR_ARCHIVE, LAYOUTS, Layout, picked_layout
 from imagefolder_lmdb.sources.unlabelled import UNLABELLED
 from support import REPO
+from support.label_trees import write_files, write_images
 
 PACKAGE = REPO / "src" / "imagefolder_lmdb"
 #: The modules a labelling's own modules are: only sources/ imports them.
@@ -60,6 +63,41 @@ def test_no_module_outside_sources_names_a_labelling_or_asks_a_kind_by_its_class
     assert found == {what: [] for what in patterns}
 
 
+#: What only sources/ names of a label file's and ILSVRC's labellings: their settings' names, and the
+#: keys a labelling reads by name (a message may still say them: a string holding more is no key).
+LABELLING_OWN_NAMES = frozenset({"METADATA", "LabelsFrom", "labels_member", "LabelSettings"})
+LABELLING_OWN_KEYS = frozenset({"devkit", "val_labels", "labels_member"})
+
+
+def labelling_names(path: Path) -> list[str]:
+    """``file:line`` where a module imports sources.label_files, names one of LABELLING_OWN_NAMES, or
+    reads one of LABELLING_OWN_KEYS by its name (a string that is just the key)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names: list[str] = []
+        if isinstance(node, ast.ImportFrom):
+            names = [node.module or "", *(alias.name for alias in node.names)]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.Name):
+            names = [node.id]
+        elif isinstance(node, ast.Attribute):
+            names = [node.attr]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            names = [node.value] if node.value in LABELLING_OWN_KEYS else []
+        if any(name in LABELLING_OWN_NAMES | LABELLING_OWN_KEYS or ".label_files" in name for name in names):
+            found.append(f"{path.relative_to(REPO)}:{getattr(node, 'lineno', 0)}: {', '.join(names)}")
+    return found
+
+
+def test_no_module_outside_sources_reads_a_labellings_settings_by_name() -> None:
+    """The command line's ``--labels`` per split, the words of the labels' origin, the judging of an
+    existing dataset against an edited label file, and the keys that are paths: each asked of
+    sources/labellings.py, which the labelling answers."""
+    modules = [path for path in outside_sources() if path.suffix == ".py"]
+    assert [line for path in modules for line in labelling_names(path)] == []
+
+
 def test_the_rules_path_reads_no_label_key_by_its_name() -> None:
     """The config's checks, the rules' settings and files, and the steps hand a labelling's keys on
     as one mapping (sources/labellings.py), never one by name."""
@@ -96,3 +134,24 @@ def test_the_layout_that_labels_pick_is_one_of_layouts(monkeypatch: pytest.Monke
     added: dict[str, Any] = {"captioned": Layout("captioned", FOLDER_OR_ARCHIVE, Captions()), **LAYOUTS}
     monkeypatch.setattr(layouts_module, "LAYOUTS", added)
     assert picked_layout("imagefolder", "captions") == ("captioned", None)
+
+
+def test_the_plan_reads_a_label_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The config's check of a label file's columns and its check against the folder's images read
+    the same bytes: the file is opened once (before: twice)."""
+    from imagefolder_lmdb.config.check import check_config
+    from imagefolder_lmdb.config.schema import load_schema
+
+    write_images(tmp_path / "train", ["a.jpg", "b.jpg"])
+    write_files(tmp_path, {"train.csv": "file_name,label\na.jpg,cat\nb.jpg,dog\n"})
+    monkeypatch.chdir(tmp_path)
+    schema = load_schema(str(REPO / "config" / "schema.yaml"))
+    opened, real_open = [], builtins.open
+
+    def counting_open(file: Any, *args: Any, **kwargs: Any) -> Any:
+        opened.extend([file] if str(file).endswith("train.csv") else [])
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", counting_open)
+    check_config({"splits": {"train": {"source": "train", "labels": "train.csv"}}}, schema)
+    assert len(opened) == 1, opened

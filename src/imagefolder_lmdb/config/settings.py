@@ -33,8 +33,9 @@ if TYPE_CHECKING:
 #: A key path in the config: ("splits", "train", "shards").
 KeyPath = tuple[str, ...]
 
-#: Keys whose value is a path: made absolute when it exists here (Snakemake runs in the work folder).
-PATH_KEYS = frozenset({"classes", "devkit", "val_labels", "labels"})
+#: Keys whose value is a path: made absolute when it exists here (Snakemake runs in the work folder);
+#: a labelling's own are its answer (sources/labellings.py LABEL_PATH_KEYS).
+PATH_KEYS = frozenset({"classes"})
 
 
 class SettingError(ValueError):
@@ -112,7 +113,10 @@ def expanded(path: KeyPath, splits: list[str]) -> list[KeyPath]:
 
 def absolute_path(key: str, value: Any) -> Any:
     """A path-valued key's relative path that exists here, made absolute."""
-    if key in PATH_KEYS and isinstance(value, str) and os.path.exists(value):
+    # here, not at the top: the sources import numpy, and the command line's --help needs none of it
+    from imagefolder_lmdb.sources.labellings import LABEL_PATH_KEYS
+
+    if (key in PATH_KEYS or key in LABEL_PATH_KEYS) and isinstance(value, str) and os.path.exists(value):
         return os.path.abspath(value)
     return value
 

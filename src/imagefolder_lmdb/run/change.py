@@ -34,11 +34,11 @@ import numpy as np
 
 from imagefolder_lmdb.classes.lists import ClassList, is_dataset
 from imagefolder_lmdb.classes.plan import ClassPlan, ClassSource
-from imagefolder_lmdb.run.made_from import KEY, VERSION, Verdict, label_rule_changes, recipe_differences
+from imagefolder_lmdb.run.made_from import KEY, VERSION, Verdict, recipe_differences
 from imagefolder_lmdb.sources import kind_of_layout
 from imagefolder_lmdb.sources.base import Listing, Request
 from imagefolder_lmdb.sources.folder import FolderSource, list_tree
-from imagefolder_lmdb.sources.labellings import label_settings
+from imagefolder_lmdb.sources.labellings import label_rule_changes, label_settings
 from imagefolder_lmdb.sources.listing_options import ListingOptions
 from imagefolder_lmdb.work.folder_listing import LOOSE_FILES
 

@@ -24,7 +24,7 @@ from imagefolder_lmdb.run.change import reads_folder
 from imagefolder_lmdb.run.made_from import KEY as MADE_FROM
 from imagefolder_lmdb.run.made_from import VERSION as MADE_FROM_VERSION
 from imagefolder_lmdb.run.made_from import Verdict, classes_in_words, recipe, recipe_differences
-from imagefolder_lmdb.sources.label_files.settings import LabelSettings
+from imagefolder_lmdb.sources.labellings import edited_label_file, label_file_change_words
 from imagefolder_lmdb.sources.layouts import DEFAULT_LAYOUT, layout_named
 from imagefolder_lmdb.work.paths import RunPaths
 
@@ -94,28 +94,17 @@ def label_file_difference(
 ) -> list[str]:
     """A label file (``labels: PATH``) edited at the same path: its labels are the dataset's, so a
     change replaces it only with --overwrite, named by the first image whose label differs."""
-    before, after = (recorded.get("labels") or {}).get("labels"), (now.get("labels") or {}).get("labels")
-    if not before or not after or before[0] != after[0] or before[1] == after[1]:
+    edited = edited_label_file(recorded, now)
+    if edited is None:
         return []
     from imagefolder_lmdb.reader import LMDBReader  # the reader (numpy) only when asked
-    from imagefolder_lmdb.sources.label_files.changes import label_file_change
-    from imagefolder_lmdb.sources.label_files.settings import LabelsFrom
 
-    settings = LabelsFrom.from_split(split)
     reader = LMDBReader(existing.path)
     named = [
         [reader.classes[label] for label in target] if isinstance(target, list) else reader.classes[target]
         for target in reader.targets
     ]
-    with open(after[0], "rb") as stream:
-        change = label_file_change(
-            after[0],
-            stream.read(),
-            settings.settings if settings else LabelSettings(),
-            [path for path, _ in reader.samples],
-            named,
-            source_files(split),
-        )
+    change = label_file_change_words(edited, split, [path for path, _ in reader.samples], named, source_files(split))
     return [f"with other labels: {change}"]
 
 

@@ -22,9 +22,7 @@ from typing import Any
 from imagefolder_lmdb.board.label_origin import same_contents
 from imagefolder_lmdb.classes.plan import ClassPlan, ClassSource
 from imagefolder_lmdb.sources import input_files, kind_of_layout, kind_recipe
-from imagefolder_lmdb.sources.label_files.rules import classes_read_differently, read_differently
-from imagefolder_lmdb.sources.label_files.settings import LabelsFrom
-from imagefolder_lmdb.sources.labellings import LABEL_FILE_WORDS, label_recipe
+from imagefolder_lmdb.sources.labellings import LABEL_FILE_WORDS, label_recipe, label_rule_changes
 from imagefolder_lmdb.sources.layouts import LAYOUTS
 from imagefolder_lmdb.sources.listing_options import ListingOptions
 from imagefolder_lmdb.sources.source_files import SourceFilesError
@@ -229,36 +227,13 @@ def label_paths(labels: dict[str, list[str]] | None) -> dict[str, str]:
 
 
 def label_changes(recorded: dict[str, Any], now: dict[str, Any]) -> list[str]:
-    """The label files (devkit, val_labels) whose content changed at the same path."""
+    """The label files of the recipe whose content changed at the same path."""
     old, new = recorded.get("labels") or {}, now.get("labels") or {}
     return [
         f"{key} file {new[key][0]} changed"
         for key in sorted(new)
         if key in old and old[key][0] == new[key][0] and old[key][1] != new[key][1]
     ]
-
-
-def label_rule_changes(recorded: dict[str, Any], now: dict[str, Any], dataset_classes: Any) -> list[str]:
-    """Where the dataset's labels were read by an earlier rule than ``now``'s (its recipe has none:
-    rule 1) and that rule read them otherwise: why it is made again. The same rule, no label file
-    now, or a file whose content changed (label_changes names that): nothing to add."""
-    rule = now.get("label_rule")
-    if rule is None or recorded.get("label_rule", 1) == rule:
-        return []
-    before, after = (recorded.get("labels") or {}).get("labels"), (now.get("labels") or {}).get("labels")
-    if after is None:  # Hugging Face's metadata files, inside the source: judged by the list they made
-        found = classes_read_differently(dataset_classes) if isinstance(dataset_classes, list) else None
-        return [found] if found else []
-    if before != after:
-        return []
-    try:
-        with open(after[0], "rb") as stream:
-            data = stream.read()
-    except OSError:
-        return []  # the listing names what is missing
-    labels = LabelsFrom.from_data({"from": after[0], **now.get("label_columns", {})})
-    found = read_differently(after[0], data, labels.settings)
-    return [found] if found else []
 
 
 def classes_in_words(entry: dict[str, Any] | None) -> str:

@@ -39,7 +39,7 @@ from imagefolder_lmdb.run.places import mixed_places
 from imagefolder_lmdb.run.request import PROFILE_CORES, ConvertRequest
 from imagefolder_lmdb.run.split_labels import SplitLabelsError, split_label_settings
 from imagefolder_lmdb.sources.base import CountMismatchError
-from imagefolder_lmdb.sources.label_files.settings import METADATA
+from imagefolder_lmdb.sources.labellings import is_metadata_labels
 from imagefolder_lmdb.sources.missing_paths import missing_path_hint, taken_from
 from imagefolder_lmdb.sources.splits import SPLIT_NAMES, SplitsError, find_splits
 from imagefolder_lmdb.work.paths import RunPaths
@@ -342,7 +342,7 @@ def unlisted_labels_message(
     """unlisted_message's line for a split labelled by a label file: as for class folders, the
     images of those labels would be set aside in silence; stop, unless the list is asked for."""
     what = f"label {shown} is not a class" if count == 1 else f"labels {shown} are not classes"
-    where = "its metadata files" if label_file == METADATA else label_file
+    where = "its metadata files" if is_metadata_labels(label_file) else label_file
     start = f"{name}: {what} of {', '.join(others)} (in {where}), whose numbering this split must share"
     if replacing:
         return (

@@ -23,9 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from imagefolder_lmdb.config.settings import Setting
-from imagefolder_lmdb.sources.base import CountMismatchError
-from imagefolder_lmdb.sources.label_files.settings import METADATA, LabelsFrom
-from imagefolder_lmdb.sources.labellings import UNLABELLED
+from imagefolder_lmdb.sources.labellings import COLUMN_KEYS, UNLABELLED, label_file_misfit, names_a_label_file
 from imagefolder_lmdb.sources.listing_options import is_image
 
 #: Every split's ``labels`` key, as a flag or ``--set labels=...`` gives it.
@@ -34,8 +32,7 @@ ANY_SPLIT = ("splits", "*", "labels")
 NAMED = re.compile(r"^(?P<split>[\w.-]+)=(?P<file>.+)$")
 #: The flag that names splits without labels.
 UNLABELLED_FLAG = "--unlabelled"
-#: The column settings a label file is read with (to try it on each split's images).
-COLUMN_KEYS = ("file_column", "label_column", "label_separator")
+#: The column settings a label file is read with (COLUMN_KEYS: to try it on each split's images).
 COLUMN_PATHS = tuple((key,) for key in COLUMN_KEYS)
 #: A split's keys that change how its folder is read: no refusal of a flat folder where one is set.
 READ_AS = ("layout", "root")
@@ -91,7 +88,7 @@ def label_target(
 ) -> tuple[str, Any, str | None]:
     """The split ``--labels`` labels ("": every split), its value, and the note that says so."""
     value = setting.value
-    if not isinstance(value, str) or value in (METADATA, UNLABELLED):
+    if not names_a_label_file(value):  # metadata files, unlabelled: every split's
         return "", value, None
     named = NAMED.match(value)
     if named and not os.path.exists(value):
@@ -161,15 +158,8 @@ def refuse_partial_fit(setting: Setting, splits: dict[str, dict[str, Any]], colu
 
 def fitting(label_file: str, split: dict[str, Any]) -> str | None:
     """Why ``label_file`` does not label the images of ``split``'s folder (None: it does)."""
-    from imagefolder_lmdb.sources.table_listing import folder_labels
-
-    labels = LabelsFrom.from_split({**split, "labels": label_file, **{key: split.get(key) for key in COLUMN_KEYS}})
-    assert labels is not None
-    try:
-        folder_labels(labels, str(folder_of(split)), None)
-    except CountMismatchError as exc:
-        return str(exc).split(": ", 1)[-1].split(": every image", 1)[0]
-    return None
+    labelled = {**split, "labels": label_file, **{key: split.get(key) for key in COLUMN_KEYS}}
+    return label_file_misfit(labelled, str(folder_of(split)))
 
 
 def unlabelled_splits(setting: Setting, names: list[str], labelled: set[str]) -> list[str]:

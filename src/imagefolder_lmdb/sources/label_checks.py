@@ -67,14 +67,13 @@ def label_file_read_problems(labels: str, split: Mapping[str, Any]) -> list[KeyP
     if not os.path.isfile(labels):
         text = f"{labels!r} is not a file{taken_from(labels)}."
         return [KeyProblem("labels", text, missing_path=not os.path.exists(labels))]
-    from imagefolder_lmdb.sources.label_files.reading import read_table
+    from imagefolder_lmdb.sources.label_files.reading import label_file_bytes, read_table
     from imagefolder_lmdb.sources.label_files.settings import resolve_columns
 
     settings = LabelsFrom.from_split(split)
     assert settings is not None
     try:
-        with open(labels, "rb") as stream:
-            resolve_columns(read_table(labels, stream.read()), settings.settings)
+        resolve_columns(read_table(labels, label_file_bytes(labels)), settings.settings)
     except LabelFileError as exc:
         return [KeyProblem("labels", str(exc))]
     except OSError as exc:

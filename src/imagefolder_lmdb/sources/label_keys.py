@@ -31,6 +31,8 @@ EXTRACT_KEYS = ("labels_member",)
 COLUMN_KEYS = ("file_column", "label_column", "label_separator")
 #: The split config's keys a labelling reads (the config's checks of them wait for the schema's).
 LABEL_KEYS = (*PARAM_ORDER, "labels", *COLUMN_KEYS)
+#: The label keys whose value is a path (made absolute where it exists: Snakemake runs in the work folder).
+LABEL_PATH_KEYS = frozenset({*PARAM_ORDER, "labels"})
 #: source.json's key for extract's copy of ``val_labels`` taken out of the source archive.
 COPIED_VAL_LABELS = "labels"
 #: Where extract puts that copy.

@@ -1,8 +1,10 @@
 """What the rest of the workflow asks of a split's labelling (sources/labelling.py), of the checked
 split config: the label keys its listing reads, the files rules extract and count_check read, what
-``made_from`` records, the config's checks, and extract's copy of a label file inside the source
-archive. Asked through these functions, never by a labelling's or a key's name, as a kind of source
-is asked through sources/__init__.py.
+``made_from`` records, the config's checks, extract's copy of a label file inside the source
+archive, the label keys that are paths, the command line's ``--labels`` per split, the words of the
+labels' origin, and whether an edited label file or a newer rule changes an existing dataset. Asked
+through these functions, never by a labelling's or a key's name, as a kind of source is asked
+through sources/__init__.py.
 """
 
 from __future__ import annotations
@@ -14,20 +16,34 @@ from typing import Any
 
 from imagefolder_lmdb.sources.base import Labels, Listing
 from imagefolder_lmdb.sources.inputs_read import InputRead
+from imagefolder_lmdb.sources.label_files.settings import METADATA
 from imagefolder_lmdb.sources.label_keys import (
+    COLUMN_KEYS,
     COPIED_VAL_LABELS,
     EXTRACT_KEYS,
     LABEL_FILE_WORDS,
     LABEL_KEYS,
+    LABEL_PATH_KEYS,
     PARAM_ORDER,
     UNLABELLED,
     VAL_LABELS_COPY,
     KeyProblem,
 )
+from imagefolder_lmdb.sources.label_origin import origin_words
+from imagefolder_lmdb.sources.label_origin import recorded as recorded_entry
 from imagefolder_lmdb.sources.labelling import Labelling
 from imagefolder_lmdb.sources.layouts import layout_named
 
-__all__ = ["EXTRACT_KEYS", "LABEL_FILE_WORDS", "LABEL_KEYS", "PARAM_ORDER", "UNLABELLED", "KeyProblem"]
+__all__ = [
+    "COLUMN_KEYS",
+    "EXTRACT_KEYS",
+    "LABEL_FILE_WORDS",
+    "LABEL_KEYS",
+    "LABEL_PATH_KEYS",
+    "PARAM_ORDER",
+    "UNLABELLED",
+    "KeyProblem",
+]
 
 log = logging.getLogger("imagefolder_lmdb.extract")
 
@@ -107,3 +123,88 @@ def copy_labels_member(source: str, settings: Mapping[str, Any], building: str, 
     log.info("copying %s from %s (val_labels)", member, source)
     copy_member(source, member, os.path.join(building, VAL_LABELS_COPY))
     return {COPIED_VAL_LABELS: os.path.abspath(os.path.join(output, VAL_LABELS_COPY))}
+
+
+def names_a_label_file(value: object) -> bool:
+    """Whether a ``labels`` value is a label file's path (not Hugging Face's metadata files, not ``unlabelled``)."""
+    return isinstance(value, str) and value not in (METADATA, UNLABELLED)
+
+
+def is_metadata_labels(value: object) -> bool:
+    """Whether a ``labels`` value reads Hugging Face's metadata files inside the source."""
+    return value == METADATA
+
+
+def label_file_misfit(split: Mapping[str, Any], folder: str) -> str | None:
+    """Why the label file of ``split`` (its ``labels`` and columns) does not label the images of
+    ``folder`` (None: it does), as the listing words it."""
+    from imagefolder_lmdb.sources.base import CountMismatchError
+    from imagefolder_lmdb.sources.label_files.settings import LabelsFrom
+    from imagefolder_lmdb.sources.table_listing import folder_labels
+
+    labels = LabelsFrom.from_split(split)
+    assert labels is not None
+    try:
+        folder_labels(labels, folder, None)
+    except CountMismatchError as exc:
+        return str(exc).split(": ", 1)[-1].split(": every image", 1)[0]
+    return None
+
+
+def label_origin_words(labels: dict[str, Any], recipe: dict[str, Any], document: dict[str, Any]) -> list[str]:
+    """``  labels from: ...`` lines of a dataset's recipe ``labels`` (sources/label_origin.py)."""
+    return origin_words(labels, recipe, document)
+
+
+def recorded_label_file(entry: Any) -> bool:
+    """Whether a recipe's label entry is a file's ``[path, digest]``."""
+    return recorded_entry(entry)
+
+
+def label_rule_changes(recorded: dict[str, Any], now: dict[str, Any], dataset_classes: Any) -> list[str]:
+    """Where the dataset's labels were read by an earlier rule than ``now``'s (its recipe has none:
+    rule 1) and that rule read them otherwise: why it is made again. The same rule, no label file
+    now, or a file whose content changed (run/made_from.py label_changes names that): nothing to add."""
+    from imagefolder_lmdb.sources.label_files.rules import classes_read_differently, read_differently
+    from imagefolder_lmdb.sources.label_files.settings import LabelsFrom
+
+    rule = now.get("label_rule")
+    if rule is None or recorded.get("label_rule", 1) == rule:
+        return []
+    before, after = (recorded.get("labels") or {}).get("labels"), (now.get("labels") or {}).get("labels")
+    if after is None:  # Hugging Face's metadata files, inside the source: judged by the list they made
+        found = classes_read_differently(dataset_classes) if isinstance(dataset_classes, list) else None
+        return [found] if found else []
+    if before != after:
+        return []
+    try:
+        with open(after[0], "rb") as stream:
+            data = stream.read()
+    except OSError:
+        return []  # the listing names what is missing
+    labels = LabelsFrom.from_data({"from": after[0], **now.get("label_columns", {})})
+    found = read_differently(after[0], data, labels.settings)
+    return [found] if found else []
+
+
+def edited_label_file(recorded: dict[str, Any], now: dict[str, Any]) -> str | None:
+    """The label file (``labels: PATH``) of two recipes edited at the same path (None: not so)."""
+    before, after = (recorded.get("labels") or {}).get("labels"), (now.get("labels") or {}).get("labels")
+    if not before or not after or before[0] != after[0] or before[1] == after[1]:
+        return None
+    return str(after[0])
+
+
+def label_file_change_words(
+    path: str, split: Mapping[str, Any], images: list[str], named: list[Any], files: list[str] | None
+) -> str:
+    """How the label file at ``path``, read with ``split``'s columns, labels a dataset's ``images``
+    (their labels ``named``) otherwise: the first image whose label differs (``files``: the folder's now)."""
+    from imagefolder_lmdb.sources.label_files.changes import label_file_change
+    from imagefolder_lmdb.sources.label_files.settings import LabelSettings, LabelsFrom
+
+    settings = LabelsFrom.from_split(split)
+    with open(path, "rb") as stream:
+        return label_file_change(
+            path, stream.read(), settings.settings if settings else LabelSettings(), images, named, files
+        )

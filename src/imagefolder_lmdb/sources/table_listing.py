@@ -24,7 +24,7 @@ from imagefolder_lmdb.sources.label_files import (
 )
 from imagefolder_lmdb.sources.label_files.labels import label_column
 from imagefolder_lmdb.sources.label_files.metadata import METADATA_NAMES
-from imagefolder_lmdb.sources.label_files.reading import read_table
+from imagefolder_lmdb.sources.label_files.reading import label_file_bytes, read_table
 from imagefolder_lmdb.sources.label_files.settings import LabelsFrom, resolve_columns
 from imagefolder_lmdb.sources.listing_options import is_image
 from imagefolder_lmdb.sources.tree import relative_files
@@ -41,9 +41,7 @@ def read_labels(
     try:
         if labels.metadata:
             return read_metadata_tree(where, paths, read, labels.settings, classes)
-        with open(labels.labels, "rb") as stream:
-            data = stream.read()
-        return read_label_file(labels.labels, data, paths, labels.settings, classes)
+        return read_label_file(labels.labels, label_file_bytes(labels.labels), paths, labels.settings, classes)
     except LabelFileError as exc:
         raise CountMismatchError(str(exc)) from None
 

@@ -9,6 +9,7 @@ import csv
 import hashlib
 import io
 import json
+import os
 import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,6 +39,24 @@ class RawTable:
     rows: tuple[RawRow, ...]
     text_cells: bool
     sha256: str
+
+
+def label_file_bytes(path: str) -> bytes:
+    """The bytes of the label file at ``path``, read once while it is unchanged: the plan's check of
+    its columns and its check against a folder's images read the same bytes (issue 62)."""
+    found = os.stat(path)
+    key = (os.path.realpath(path), found.st_ino, found.st_size, found.st_mtime_ns)
+    if key not in _LABEL_FILES_READ:
+        with open(path, "rb") as stream:
+            data = stream.read()
+        if len(_LABEL_FILES_READ) >= 4:  # a few splits' label files in one plan; no more held
+            _LABEL_FILES_READ.pop(next(iter(_LABEL_FILES_READ)))
+        _LABEL_FILES_READ[key] = data
+    return _LABEL_FILES_READ[key]
+
+
+#: The label files read, by real path and what ``os.stat`` says of them (a changed file: another key).
+_LABEL_FILES_READ: dict[tuple[str, int, int, int], bytes] = {}
 
 
 def read_table(name: str, data: bytes) -> RawTable:
