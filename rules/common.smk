@@ -218,7 +218,7 @@ def final_outputs() -> list[str]:
     """Rule all's targets: every split's outputs, but those of a split of revisions that is up to date.
     Snakemake would run its jobs again for a param that changed with the source (the folder stamp) and
     delete the pointer first: a change is written before the DAG (run/change.py), never by a job. Such a
-    split stands for itself by its data folder, which no rule makes: with every split settled, rule all
+    split stands for itself by its data folder, which no rule makes; with every split settled, rule all
     still has an input, and Snakemake says "Nothing to be done" instead of running it.
     """
     settled = settled_splits(config)

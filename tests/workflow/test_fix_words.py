@@ -20,6 +20,7 @@ import yaml
 
 from imagefolder_lmdb.sources.label_files.naming_hints import naming_hints
 from support import BIN
+from support.archives import make_tar
 from support.label_trees import write_files, write_images
 
 TROUBLESHOOTING = Path(__file__).resolve().parents[2] / "docs" / "troubleshooting.md"
@@ -154,10 +155,24 @@ def test_a_moved_label_file_is_said_in_words(converted: Path) -> None:
 
 
 def test_an_edited_label_file_is_held_against_the_source_as_it_is_now(converted: Path) -> None:
+    """A folder's label file corrected and an image added with its row: the split's next revision (issue
+    58), held against the folder as it is now (no "rows name no image")."""
     write_images(converted / "train", ["c.jpg"])
     (converted / "train.csv").write_text("id,label\na.jpg,dog\nb.jpg,dog\nc.jpg,cat\n")
-    last = refusal("convert", "train", "out", "--labels", "train.csv", cwd=converted)
-    assert "a.jpg was labelled 'cat', now 'dog'" in last and "rows name no image" not in last, last
+    done = imagefolder_lmdb("convert", "train", "out", "--labels", "train.csv", cwd=converted)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "train: revision 2: 1 added, 1 relabelled, 0 removed" in done.stdout + done.stderr
+
+
+def test_an_edited_label_file_of_an_archive_names_the_first_label_changed(tmp_path: Path) -> None:
+    """An archive's label file edited: refused without --overwrite, naming the first image whose label changed."""
+    labelled(tmp_path, ["a.jpg", "b.jpg"], "id,label\na.jpg,cat\nb.jpg,dog\n")
+    make_tar(tmp_path / "train", tmp_path / "train.tar")
+    arguments = ("convert", "train.tar", "out", "--split", "train", "--root", "train", "--labels", "train.csv")
+    assert imagefolder_lmdb(*arguments, cwd=tmp_path).returncode == 0
+    (tmp_path / "train.csv").write_text("id,label\na.jpg,dog\nb.jpg,dog\n")
+    last = refusal(*arguments, cwd=tmp_path)
+    assert "a.jpg was labelled 'cat', now 'dog'" in last and "Give --overwrite to replace it" in last, last
 
 
 #: A fragment of each message above, as its row in docs/troubleshooting.md quotes it.

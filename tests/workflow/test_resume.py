@@ -154,7 +154,8 @@ def test_failed_shard_is_the_only_thing_rerun(tree_copy: Path, tmp_path: Path) -
 
 def test_files_added_to_or_removed_from_a_class_folder_are_seen(tree_copy: Path, tmp_path: Path) -> None:
     # Snakemake compares a folder input by the folder's own time, which a file added to or removed
-    # from a class folder leaves alone: the workflow must still list the source again.
+    # from a class folder leaves alone: the workflow must still list the source again, and writes the
+    # change as the split's next revision before its DAG (issue 58).
     config = write_config(tmp_path, {"train": {"source": str(tree_copy), "shards": SHARDS}})
     run_snakemake(tmp_path, "--configfile", str(config)).check()
     images = sorted(tree_copy.rglob("*.JPEG"))
@@ -162,7 +163,7 @@ def test_files_added_to_or_removed_from_a_class_folder_are_seen(tree_copy: Path,
     shutil.copy(images[0], images[-1].with_name("zz_added.JPEG"))
 
     rerun = run_snakemake(tmp_path, "--configfile", str(config)).check()
-    assert "extract" in executed_jobs(rerun.output)
+    assert "train: revision 2: 1 added, 0 relabelled, 1 removed" in rerun.output
     folder, ds = ImageFolder(str(tree_copy)), LMDBDataset(tmp_path / "results" / "train.lmdb")
     assert [path for path, _ in ds.samples] == [Path(p).relative_to(tree_copy).as_posix() for p, _ in folder.samples]
     assert ds.targets == folder.targets

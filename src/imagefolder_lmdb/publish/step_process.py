@@ -1,5 +1,5 @@
-"""How a publish step run as a process of its own (``python -m imagefolder_lmdb.publish.X``) ends:
-0 when done, 130 at Ctrl-C, 1 with the problem's one line on stderr."""
+"""How a publish step run as a process of its own (``python -m imagefolder_lmdb.publish.sync``, ``.preflight``)
+ends: 0 when done, 130 at Ctrl-C, 1 with the problem's one line on stderr."""
 
 from __future__ import annotations
 
