@@ -44,6 +44,7 @@ from imagefolder_lmdb.work.folder_listing import LOOSE_FILES
 
 if TYPE_CHECKING:
     from imagefolder_lmdb.reader.format import Meta
+    from imagefolder_lmdb.work.paths import RunPaths
 
 #: A file touched this many seconds before its revision's time may still be another than the one
 #: stored, where that time is in whole seconds (a single file's: the end of its conversion) or the
@@ -474,4 +475,12 @@ def settled_splits(config: Mapping[str, Any]) -> set[str]:
         if os.path.exists(paths.made_from(name))
         and is_pointer(paths.dataset(name))
         and not newer_than(paths.made_from(name), paths.dataset(name))
+        and (parent_revision(paths.dataset(name)) is not None or reports_made(paths, name))
     }
+
+
+def reports_made(paths: RunPaths, name: str) -> bool:
+    """Whether every output of a first revision is there: a ``--no-merge`` pointer is written by rule
+    write_pointer, and a run killed before rules verify and report_split finished leaves them to Snakemake
+    (a change's own reports are remade in this process: ``reports_stale``)."""
+    return all(os.path.exists(path) for path in paths.final_outputs(name))
