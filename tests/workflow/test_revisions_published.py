@@ -120,6 +120,40 @@ def test_a_change_publishes_its_data_file_and_pointer_and_readers_keep_their_rev
     assert "\n" not in str(exc.value)
 
 
+def test_a_cleared_cache_changes_a_published_single_file_from_its_meta_alone(s3_env: Seaweed, tmp_path: Path) -> None:
+    """The first change of a split published as one file, from a cache without it: its meta taken by
+    ranged reads (never its records), the file moved by a server-side copy, the new data file and the
+    pointer uploaded; with nothing changed, the meta copy gives way to a conversion, as before it."""
+    tree, prefix = tree_of(tmp_path / "tree"), f"s3://meta-{uuid.uuid4().hex[:8]}/data"
+    s3_env.put(prefix.removeprefix("s3://").split("/")[0], "probe", b"")
+    url = f"{prefix}/train.lmdb"
+    converted(tree, prefix, tmp_path / "first")
+    published = (next((tmp_path / "first").rglob("train.lmdb"))).read_bytes()
+
+    converted(tree, prefix, tmp_path / "unchanged")  # nothing changed: the meta copy gives way to a conversion
+    again = next((tmp_path / "unchanged").rglob("train.lmdb"))
+    assert again.stat().st_size == len(published) and LMDBReader(str(again)).get_bytes(0)
+
+    add_image(tree, "dog/9.jpg", "cat/0.jpg")
+    cache = tmp_path / "cache"
+    said = converted(tree, prefix, cache)
+    assert f"{url}: a single split file" in said and "its meta taken as the local" in said, said
+    assert "revision 2 published: the pointer and 1 data file(s) uploaded" in said
+    assert "1 moved beside it by a server-side copy" in said
+    assert len(keys_under(s3_env, f"{url}.d")) == 2
+    assert_reads_as_imagefolder(LMDBReader(url), tree)
+    assert len(LMDBReader(url, revision=1)) == 8
+    local = next(cache.rglob("train.lmdb"))  # the published file's records never came here
+    assert all(len(published) > path.stat().st_size for path in Path(f"{local}.d").iterdir())
+    verified = subprocess.run([str(BIN / "imagefolder-lmdb"), "verify", url], capture_output=True, text=True)
+    assert verified.returncode == 0 and verified.stdout.startswith(f"OK {url}: 9 images"), verified.stderr
+
+    add_image(tree, "cat/8.jpg", "dog/1.jpg")  # the next change from this cache: on its meta copy again
+    said = converted(tree, prefix, cache)
+    assert "revision 3 published: the pointer and 1 data file(s) uploaded" in said, said
+    assert_reads_as_imagefolder(LMDBReader(url), tree)
+
+
 def test_two_publishers_racing_one_wins_the_other_stops_in_one_line(
     s3_env: Seaweed, tmp_path: Path, commands: StartedCommands
 ) -> None:

@@ -12,6 +12,8 @@ URL, read by ranged reads (its ETag learnt on the way):
   (``URL.d/<content id>.lmdb``; no bytes through this machine, one request, time on the server in
   proportion to the file), then as above;
 - nothing: every data file, then the pointer.
+A data file that is a meta copy (writing/revision_copy.py: a change computed on a published single
+file without its records) is never uploaded: it is the published file, moved by the copy above.
 The pointer is replaced last, by a conditional write: If-Match on the ETag read (created with
 If-None-Match where there was none), so of two publishers that read the same pointer one wins and
 the other stops in one line, its data files left unnamed (``gc`` removes them). A server that ignores
@@ -158,11 +160,25 @@ def publish_revisions(
             _copy(url, target)
             copied.append(content)
             continue
+        _check_uploadable(data_file_path(path, content), target)
         upload_file(data_file_path(path, content), target)
         sent += os.path.getsize(data_file_path(path, content))
         uploaded.append(content)
     etag = _replace_pointer(path, url, raw, state)
     return RevisionsPublished(url, int(local["revision"]), uploaded, copied, sent + len(raw), etag)
+
+
+def _check_uploadable(file: str, target: str) -> None:
+    """PublishError where ``file`` is a meta copy (its records are only in the published file it copies,
+    which is gone from ``url`` and not at ``target``): nothing of it is uploaded."""
+    from imagefolder_lmdb.writing.revision_copy import published_copy
+
+    copied = published_copy(file)
+    if copied is not None:
+        raise PublishError(
+            f"{target}: missing, and {file} holds only the meta of {copied.url} (gone since); nothing "
+            f"replaced. Remove {os.path.dirname(file)} and the pointer beside it, then convert again"
+        )
 
 
 def _store(url: str) -> tuple[Any, str]:
