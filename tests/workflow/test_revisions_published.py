@@ -4,7 +4,9 @@ the pointer (the published single file moved beside it by a server-side copy), c
 PUBLISHED pointer (a cleared local cache too); ``LMDBDataset(s3://…)`` reads the current revision,
 keeps the one it opened across a change and DataLoader workers, opens ``revision=1``, and names a
 gc'd data file in one line, over http(s) too (never written); two publishers racing: one wins, the
-other stops in one line and its rerun builds on the winner's revision; SeaweedFS honours If-Match."""
+other stops in one line and its rerun builds on the winner's revision; SeaweedFS honours If-Match, and
+Azurite the pointer's conditional write as obstore makes it. A published single file changed from a cache
+without it: its meta alone taken (a meta copy), the file moved by a server-side copy."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import urllib.error
 import urllib.request
 import uuid
@@ -206,6 +209,52 @@ def test_seaweedfs_honours_if_match_and_if_none_match_on_put(s3_env: Seaweed) ->
         with pytest.raises(urllib.error.HTTPError, match="412"):
             _put(s3_env, f"{bucket}/p", b"three", **condition)
     assert urllib.request.urlopen(f"{s3_env.endpoint}/{bucket}/p", timeout=10).read() == b"two"
+
+
+#: Run in a process of its own (obstore never runs in the test's process, which forks): the pointer's
+#: conditional write as publish/revisions.py makes it, against the object at argv[1].
+CONDITIONS = """
+import sys
+import obstore
+from imagefolder_lmdb.publish.replace_rule import PublishError
+from imagefolder_lmdb.publish.revisions import PublishedState, put_if_unchanged, _store
+
+url = sys.argv[1]
+def refused(data, state):
+    try:
+        put_if_unchanged(url, data, state)
+    except PublishError as exc:
+        return "another publisher replaced it" in str(exc)
+    return False
+
+put_if_unchanged(url, b"one", None)
+assert refused(b"created over it", None)
+store, key = _store(url)
+found = obstore.head(store, key)
+read = PublishedState(found["e_tag"], found.get("version"), None, None, None)
+put_if_unchanged(url, b"two", read)
+assert refused(b"on a stale ETag", read)
+print(bytes(obstore.get(store, key).bytes()).decode())
+"""
+
+
+def test_azurite_honours_the_pointers_conditional_write(tmp_path: Path) -> None:
+    """az://: the pointer is created only where none is (If-None-Match: *) and replaced only on the ETag
+    read (If-Match), through obstore as the publisher writes it; a stale one stops in one line."""
+    from support.emulators import Azurite, EmulatorMissing
+
+    try:
+        azurite = Azurite(tmp_path).start()
+    except EmulatorMissing as exc:
+        pytest.skip(str(exc))
+    try:
+        url = azurite.put("pointers", "probe", b"").replace("/probe", "/train.lmdb")
+        keep = {name: value for name, value in os.environ.items() if not name.startswith(("AWS_", "AZURE_"))}
+        env = {**keep, **azurite.env()}
+        done = subprocess.run([sys.executable, "-c", CONDITIONS, url], capture_output=True, text=True, env=env)
+        assert done.returncode == 0 and done.stdout.strip() == "two", done.stderr[-3000:]
+    finally:
+        azurite.stop()
 
 
 def test_an_http_url_is_read_never_written(tmp_path: Path) -> None:
