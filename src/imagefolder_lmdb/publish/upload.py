@@ -244,9 +244,11 @@ def publish_any(path: str, url: str, overwrite: bool, work: str | None) -> Publi
     """A split file published by ``publish``; a split of revisions (its pointer) by publish/revisions.py."""
     from imagefolder_lmdb.reader.document import read_document
     from imagefolder_lmdb.reader.revision_format import is_pointer_document
+    from imagefolder_lmdb.writing.revision_copy import refuse_upload
 
     if is_pointer_document(read_document(path)):
         return publish_revisions(path, url, lambda file, target: publish(file, target, True, work=work), overwrite)
+    refuse_upload(path)  # a meta copy of a published file holds no record (writing/revision_copy.py)
     return publish(path, url, overwrite, work=work)
 
 
