@@ -137,15 +137,21 @@ def _label_kind(kinds: tuple[str, ...]) -> Kind:
     return Kind(f"one of {', '.join(map(repr, kinds))}", lambda value: value in kinds)
 
 
+def _every_scalar_fits(value: Any, kind: Kind) -> bool:
+    """Whether ``kind`` takes each value of ``value`` (a list or object) as a scalar of one kind and each
+    fits it: a table of class names checked at C speed, no per-entry walk needed (none is wrong)."""
+    every = kind.every
+    if every is None or every.entries or every.every is not None:
+        return False
+    return all(map(every.fits, value if isinstance(value, list) else value.values()))
+
+
 def _problems(value: Any, kind: Kind, where: str) -> list[str]:
     """What in ``value`` (at ``where``, a dotted path) is not of ``kind``."""
     if not kind.fits(value):
         return [f"{where} is {quoted(value)}, not {kind.what}"]
     found = []
-    every = kind.every
-    if every is not None and not every.entries and every.every is None:
-        if all(map(every.fits, value if isinstance(value, list) else value.values())):
-            every = None  # each value a scalar of its kind (a class table): checked at C speed, none wrong
+    every = None if _every_scalar_fits(value, kind) else kind.every
     if every is not None:
         inner = enumerate(value) if isinstance(value, list) else value.items()
         for key, item in inner:
