@@ -306,12 +306,13 @@ def main() -> None:
         "--baseline-src", type=Path, help="src/ of a checkout of the commit before a change was a revision (42ef07b)"
     )
     parser.add_argument("--reads-only", action="store_true", help="the reads over an earlier run's split (OUT/change)")
+    parser.add_argument("--turns", type=int, default=5, help="alternating turns of the reads (their median is taken)")
     args = parser.parse_args()
     if args.reads_only:  # the split of revisions an earlier run left, and its flattened file
         from imagefolder_lmdb.reader import LMDBReader
 
         out = OUT / "change" / "out"
-        read = reads(out, len(LMDBReader(str(out / "train.lmdb"))))
+        read = reads(out, len(LMDBReader(str(out / "train.lmdb"))), args.turns)
         print(json.dumps(read, indent=1))
         return
     result = measure(args.images, args.added, args.classes, args.baseline_src)
