@@ -190,10 +190,18 @@ def step_param(params, name: str):
 
 
 def made_from_file(wildcards) -> list[str]:
-    """Rules extract's, count_check's and write_meta's input: the split's made_from.json
-    (src/imagefolder_lmdb/run/made_from.py), which a dry run does not write."""
+    """Rules extract's, count_check's and write_meta's input (merge: false: encode_shard's): the split's
+    made_from.json (src/imagefolder_lmdb/run/made_from.py), which a dry run does not write.
+    """
     path = PATHS.made_from(wildcards.split)
     return [] if DRY_RUN and not os.path.exists(path) else [path]
+
+
+def no_merge_only(item):
+    """Rule encode_shard's input or output ``item`` with merge: false (its data file, and what the data
+    file's meta records); nothing with a merge, so that its files and params stay as they were.
+    """
+    return [] if config["merge"] else item
 
 
 def shared_class_manifest(wildcards) -> list[str]:
