@@ -204,6 +204,17 @@ def no_merge_only(item):
     return [] if config["merge"] else item
 
 
+def encode_part():
+    """Rule encode_shard's part: kept with keep_parts, else a temp() the merge reads. With merge: false
+    none: the job removes the part it wrote once its data file is made. A temp() that no job reads is
+    deleted as soon as its job ends, and on SLURM an array's every task waits for task 1's outputs too
+    (docs/cluster.md, plugin issue #447): the others would wait for a part already deleted.
+    """
+    if not config["merge"]:
+        return []
+    return PATHS.part() if config["keep_parts"] else temp(PATHS.part())
+
+
 def shared_class_manifest(wildcards) -> list[str]:
     """The first split's manifest, whose classes a later sharing split takes (none otherwise)."""
     first = CLASS_PLAN.shared_from(wildcards.split)

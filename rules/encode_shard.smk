@@ -11,11 +11,12 @@ rule encode_shard:
         made_from=no_merge_only(made_from_file),
     output:
         # removed once merged, unless keep_parts: then a later change re-encodes only its own shards
-        # and the merge takes the rest from here (merge: false: removed once its data file is made)
-        part=PATHS.part() if config["keep_parts"] else temp(PATHS.part()),
+        # and the merge takes the rest from here (merge: false: none, see encode_part)
+        part=encode_part(),
         report=PATHS.part_report(),
-        # merge: false (--no-merge, issue 60): the shard's data file of the split, made by this job from its
-        # part (steps/data_file.py: a hard link, the meta added, checked, renamed into place);
+        # merge: false (--no-merge, issue 60): the shard's data file of the split, made by this job from the
+        # part it writes at PATHS.part() (steps/data_file.py: a hard link, the meta added, checked, renamed
+        # into place);
         # rules/write_pointer.smk writes the split as a pointer over them
         data_file=no_merge_only(temp(PATHS.data_file())),
     log:

@@ -30,7 +30,9 @@ from imagefolder_lmdb.work.files import (
     read_manifest_header,
     write_shard_report,
 )
+from imagefolder_lmdb.work.paths import RunPaths
 from imagefolder_lmdb.work.shard_stamps import checked_range
+from imagefolder_lmdb.writing.atomic import remove_path
 from imagefolder_lmdb.writing.hold_points import hold_point
 from imagefolder_lmdb.writing.lmdb_writer import LMDBWriter, atomic_lmdb
 from imagefolder_lmdb.writing.reencode import (
@@ -202,7 +204,7 @@ def main(smk: Any, stream: TextIO) -> None:
     report = encode_shard(
         smk.input.manifest,
         smk.input.stamp,
-        smk.output.part,
+        part_path(smk, every_record),
         smk.output.report,
         shard=int(smk.wildcards.shard),
         settings=settings,
@@ -213,14 +215,23 @@ def main(smk: Any, stream: TextIO) -> None:
         finish_data_file(smk, report, settings)
 
 
+def part_path(smk: Any, every_record: bool) -> str:
+    """Where the part goes: the rule's output; with merge: false (no part among the outputs, see rules/common.smk's
+    ``encode_part``) its place in the work folder all the same, which a run's clean-up knows."""
+    if not every_record:
+        return str(smk.output.part)
+    return RunPaths(smk.config["results"], smk.config["work"]).part(smk.wildcards.split, smk.wildcards.shard)
+
+
 def finish_data_file(smk: Any, report: ShardReport, settings: EncodeShardSettings) -> None:
     """merge: false: the part just written made the shard's data file of the split, in this job (no job per
-    shard more: rules/encode_shard.smk); the part, a temp() output, is removed by Snakemake after it."""
+    shard more: rules/encode_shard.smk), and removed (the data file is a hard link of it)."""
     from imagefolder_lmdb.steps import data_file  # write_meta's builder: only where a data file is made
     from imagefolder_lmdb.steps.write_meta import recorded_made_from
 
+    part = part_path(smk, every_record=True)
     data_file.finish_data_file(
-        smk.output.part,
+        part,
         report,
         smk.output.report,
         smk.input.manifest,
@@ -229,6 +240,7 @@ def finish_data_file(smk: Any, report: ShardReport, settings: EncodeShardSetting
         WriteMetaSettings(settings.encode),
         recorded_made_from(smk.input.made_from[0]),
     )
+    remove_path(part)  # a kill before this: the next run writes it again, or its clean-up removes it
 
 
 #: What the rule's script (scripts/encode_shard.py) calls with ``snakemake``: ``main`` with the rule's log set up.
