@@ -54,6 +54,7 @@ def assert_each_file_made_and_checked_by_its_encode_job(out: Path, shards: int) 
     assert sorted(path.name for path in (work / "benchmarks").iterdir()) == [
         "count_check", "encode_shard", "extract", "verify", "write_pointer"
     ]  # fmt: skip
+    assert not list((work / "train" / "parts").glob("*.lmdb*")), "a part stayed beside its data file"
     logs = sorted((work / "logs" / "encode_shard" / "train").glob("*.log"))
     assert len(logs) == shards and all(" data file of " in log.read_text() for log in logs)
     report = json.loads((out / "train.verify.json").read_text())
