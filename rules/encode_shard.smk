@@ -16,8 +16,7 @@ rule encode_shard:
         report=PATHS.part_report(),
         # merge: false (--no-merge, issue 60): the shard's data file of the split, made by this job from the
         # part it writes at PATHS.part() (steps/data_file.py: a hard link, the meta added, checked, renamed
-        # into place);
-        # rules/write_pointer.smk writes the split as a pointer over them
+        # into place); rules/write_pointer.smk writes the split as a pointer over them
         data_file=no_merge_only(temp(PATHS.data_file())),
     log:
         PATHS.log("encode_shard", shard=SHARD),
