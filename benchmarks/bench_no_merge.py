@@ -1,11 +1,14 @@
 """Issue 60: a conversion without the serial merge (``--no-merge``), and reading a split of many data files.
 
-    .venv/bin/python -m benchmarks.bench_no_merge --images 12000 --repeats 2
+    PYTHONPATH=src:. .venv/bin/python -m benchmarks.bench_no_merge --images 12000 --repeats 2
 
-1. ``imagefolder-lmdb convert SRC OUT --cores 2 --set encode.check=header`` with and without ``--no-merge``,
-   alternating, on the 12,000-image ImageNet-like tree of section 11 (benchmarks/bench_front_door.py's):
-   wall, each rule's job seconds, and the bytes every job wrote (Snakemake's benchmark records, ``io_out``)
-   against the output's size.
+1. ``imagefolder-lmdb convert SRC OUT --cores 2`` with and without ``--no-merge``, with ``--set
+   encode.check=header`` and with the default check (every image decoded), and LitData's ``optimize()`` on the
+   same images (benchmarks/litdata_optimize.py, in its own venv: ``--litdata-python``), in rotating order, on
+   the 12,000-image ImageNet-like tree of section 11 (benchmarks/bench_front_door.py's): wall and CPU seconds
+   of the whole command, each rule's job seconds and CPU seconds, and the bytes every job wrote (Snakemake's
+   benchmark records, ``io_out``) against the output's size. The decode check's CPU seconds: the encode
+   jobs' with the default check less theirs with ``check: header``. ``--skip-reads``: this part alone.
 2. Reads: a split of N data files made from the one-file output (its records cut into N runs, each file
    written with write_meta's builder, the pointer by writing/first_revision.py): ``ds[i]`` (decode="bytes",
    random indices, warm) over 256 files against the one file, in alternating chunks of 20 reads; a worker's
@@ -32,8 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.bench_common import OUT, dir_bytes, fresh_dir, median, rotated
-from benchmarks.bench_front_door import tree
+from benchmarks.bench_common import OUT, children_cpu_seconds, dir_bytes, fresh_dir, median, rotated
+from benchmarks.bench_front_door import run_litdata, tree
 from imagefolder_lmdb.reader import LMDBReader, Meta, decode_meta, encode_meta, record_key
 from imagefolder_lmdb.reader.handles import close_all_envs, open_env_readonly
 from imagefolder_lmdb.writing import meta_document
@@ -43,35 +46,94 @@ from imagefolder_lmdb.writing.record_locations import add_locations
 
 RUNS = OUT / "no_merge"
 CONTENDERS = ("one_file", "no_merge")
+#: The conversions timed: (name, --no-merge, check: header), and LitData's optimize().
+CONVERSIONS = {
+    "one_file_header": (False, True),
+    "no_merge_header": (True, True),
+    "one_file": (False, False),
+    "no_merge": (True, False),
+}
+LITDATA = "litdata"
 
 
-def convert(source: Path, out: Path, no_merge: bool) -> dict[str, Any]:
-    """One whole conversion with ``check: header``: wall, job seconds per rule, bytes the jobs wrote."""
+def convert(source: Path, out: Path, no_merge: bool, header: bool = True) -> dict[str, Any]:
+    """One whole conversion (``check: header``, or the default check): wall and CPU seconds, job seconds and
+    CPU seconds per rule, bytes the jobs wrote, the output's bytes."""
     fresh_dir(out)
     command = [sys.executable, "-m", "imagefolder_lmdb.cli", "convert", str(source), str(out), "--cores", "2"]
-    command += ["--set", "encode.check=header", *(["--no-merge"] if no_merge else [])]
-    started = time.perf_counter()
+    command += [*(["--set", "encode.check=header"] if header else []), *(["--no-merge"] if no_merge else [])]
+    started, cpu = time.perf_counter(), children_cpu_seconds()
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - started
     if done.returncode != 0:
         raise RuntimeError(done.stderr[-3000:])
-    rules, written = job_records(out / "work" / "benchmarks")
+    rules, rules_cpu, written = job_records(out / "work" / "benchmarks")
     output = dir_bytes(out) - dir_bytes(out / "work")
     output -= sum(p.stat().st_size for p in out.glob("*.png")) + sum(p.stat().st_size for p in out.glob("*.json"))
-    return {"wall": wall, "rules": rules, "written_mb": written, "output_mb": output / 1e6}
+    return {
+        "wall": wall,
+        "cpu": children_cpu_seconds() - cpu,
+        "rules": rules,
+        "rules_cpu": rules_cpu,
+        "written_mb": written,
+        "output_mb": output / 1e6,
+    }
 
 
-def job_records(folder: Path) -> tuple[dict[str, float], float]:
-    """Seconds per rule (summed over its jobs) and MB written by every job (Snakemake's ``io_out``)."""
+def job_records(folder: Path) -> tuple[dict[str, float], dict[str, float], float]:
+    """Seconds and CPU seconds per rule (summed over its jobs) and MB written by every job (Snakemake's
+    ``s``, ``cpu_time`` and ``io_out``)."""
     seconds: dict[str, float] = {}
+    cpu: dict[str, float] = {}
     written = 0.0
     for path in folder.rglob("*.tsv"):
         rule = path.relative_to(folder).parts[0]
         with open(path, newline="", encoding="utf-8") as stream:
             for row in csv.DictReader(stream, delimiter="\t"):
                 seconds[rule] = seconds.get(rule, 0.0) + float(row["s"])
+                cpu[rule] = cpu.get(rule, 0.0) + float(row.get("cpu_time") or 0.0)
                 written += float(row.get("io_out") or 0.0)
-    return seconds, written
+    return seconds, cpu, written
+
+
+def conversions(source: Path, repeats: int, litdata_python: str) -> list[dict[str, Any]]:
+    """Every conversion of CONVERSIONS and LitData's, ``repeats`` times in rotating order."""
+    runs = []
+    for turn in range(repeats):
+        for name in rotated([*CONVERSIONS, LITDATA], turn):
+            if name == LITDATA:
+                litdata = run_litdata(litdata_python, source, RUNS / LITDATA)
+                run = {"wall": litdata["seconds"], "cpu": litdata["cpu"]}
+            else:
+                no_merge, header = CONVERSIONS[name]
+                run = convert(source, RUNS / name, no_merge, header)
+            runs.append({"contender": name, "turn": turn, **run})
+            print(name, json.dumps(run), flush=True)
+    return runs
+
+
+def conversion_figures(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The medians and the ratios the issue asks for: ``--no-merge`` against the one file and against LitData,
+    with either check; the decode check's CPU seconds (encode jobs, default less header); bytes written."""
+
+    def med(name: str, key: str = "wall") -> float:
+        return median([run[key] for run in runs if run["contender"] == name])
+
+    def encode_cpu(name: str) -> float:
+        return median([run["rules_cpu"].get("encode_shard", 0.0) for run in runs if run["contender"] == name])
+
+    figures: dict[str, Any] = {"wall": {name: med(name) for name in [*CONVERSIONS, LITDATA]}}
+    figures["cpu"] = {name: med(name, "cpu") for name in [*CONVERSIONS, LITDATA]}
+    for check, suffix in (("header", "_header"), ("default", "")):
+        no_merge = figures["wall"][f"no_merge{suffix}"]
+        figures[f"ratio_one_file_{check}"] = no_merge / figures["wall"][f"one_file{suffix}"]
+        figures[f"ratio_litdata_{check}"] = no_merge / figures["wall"][LITDATA]
+    figures["decode_check_cpu_s"] = {
+        "no_merge": encode_cpu("no_merge") - encode_cpu("no_merge_header"),
+        "one_file": encode_cpu("one_file") - encode_cpu("one_file_header"),
+    }
+    figures["written_over_output"] = {name: med(name, "written_mb") / med(name, "output_mb") for name in CONVERSIONS}
+    return figures
 
 
 def cut_meta(meta: Meta, start: int, stop: int) -> Meta:
@@ -197,17 +259,20 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--skip-convert", action="store_true", help="the reads only, from an earlier one-file run")
     parser.add_argument("--one-file", type=Path, help="the reads over this one-file output (implies --skip-convert)")
+    parser.add_argument("--skip-reads", action="store_true", help="the conversions only")
+    parser.add_argument("--litdata-python", default="/work/litdata-venv/bin/python")
     args = parser.parse_args()
     source = None if args.one_file else tree(args.images)
     results: dict[str, Any] = {"images": args.images, "runs": []}
-    for turn in range(0 if args.skip_convert or args.one_file else args.repeats):
-        for name in rotated(CONTENDERS, turn):
-            assert source is not None
-            run = convert(source, RUNS / name, name == "no_merge")
-            results["runs"].append({"contender": name, "turn": turn, **run})
-            print(name, json.dumps(run), flush=True)
-    walls = {name: median([r["wall"] for r in results["runs"] if r["contender"] == name]) for name in CONTENDERS}
-    results["wall_ratio"] = walls["no_merge"] / walls["one_file"] if results["runs"] else None
+    if not (args.skip_convert or args.one_file):
+        assert source is not None
+        results["runs"] = conversions(source, args.repeats, args.litdata_python)
+        results["conversion"] = conversion_figures(results["runs"])
+        print(json.dumps(results["conversion"], indent=1), flush=True)
+        results["wall_ratio"] = results["conversion"]["ratio_one_file_header"]
+    if args.skip_reads:
+        (OUT / "no_merge_convert.json").write_text(json.dumps(results, indent=1))
+        return
     one_file = args.one_file or RUNS / "one_file" / "train.lmdb"
     length = len(LMDBReader(str(one_file), decode="bytes"))
     close_all_envs()  # split_of_files opens it on its own

@@ -190,10 +190,29 @@ def step_param(params, name: str):
 
 
 def made_from_file(wildcards) -> list[str]:
-    """Rules extract's, count_check's and write_meta's input: the split's made_from.json
-    (src/imagefolder_lmdb/run/made_from.py), which a dry run does not write."""
+    """Rules extract's, count_check's and write_meta's input (merge: false: encode_shard's): the split's
+    made_from.json (src/imagefolder_lmdb/run/made_from.py), which a dry run does not write.
+    """
     path = PATHS.made_from(wildcards.split)
     return [] if DRY_RUN and not os.path.exists(path) else [path]
+
+
+def no_merge_only(item):
+    """Rule encode_shard's input or output ``item`` with merge: false (its data file, and what the data
+    file's meta records); nothing with a merge, so that its files and params stay as they were.
+    """
+    return [] if config["merge"] else item
+
+
+def encode_part():
+    """Rule encode_shard's part: kept with keep_parts, else a temp() the merge reads. With merge: false
+    none: the job removes the part it wrote once its data file is made. A temp() that no job reads is
+    deleted as soon as its job ends, and on SLURM an array's every task waits for task 1's outputs too
+    (docs/cluster.md, plugin issue #447): the others would wait for a part already deleted.
+    """
+    if not config["merge"]:
+        return []
+    return PATHS.part() if config["keep_parts"] else temp(PATHS.part())
 
 
 def shared_class_manifest(wildcards) -> list[str]:

@@ -1,6 +1,6 @@
-# merge: false (--no-merge, issue 60): rules/data_file.smk's jobs each write a complete data file of
-# the split, and this small step writes the split as a pointer over them (docs/FORMAT.md, a split of revisions). Both
-# rules can make the split's file, as merge + write_meta can: ruleorder picks by config["merge"].
+# merge: false (--no-merge, issue 60): rules/encode_shard.smk's jobs each write a complete data file of
+# the split, and this small step writes the split as a pointer over them (docs/FORMAT.md, a split of
+# revisions). Both rules can make the split's file, as merge + write_meta can: ruleorder picks by config["merge"].
 
 
 if config["merge"]:

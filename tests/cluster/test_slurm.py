@@ -416,9 +416,10 @@ def test_no_merge_through_slurm_gives_the_one_file_result(
     slurm: SingleNodeSlurm, tree_copy: Path, converted: Converted, tmp_path: Path
 ) -> None:
     """``merge: false`` on SLURM (issue 60, docs/cluster.md "Without a merge"): the shards go as one
-    array; each shard's data_file is a plain job of its own, submitted as its task finishes (never an
-    array of the one-by-one batches plugin 2.8.0 drops); write_pointer and verify one job each, at the
-    figures docs/cluster.md lists; the split reads sample for sample as the local one-file conversion."""
+    array, each task making its shard's data file (no job per shard besides: never one submitted alone as
+    its task finishes, nor an array of the one-by-one batches plugin 2.8.0 drops); write_pointer and verify
+    one job each, at the figures docs/cluster.md lists; the split reads sample for sample as the local
+    one-file conversion."""
     config = write_config(tmp_path, {"train": {"source": str(tree_copy), "shards": SHARDS}}, merge=False)
     run = run_through_slurm(tmp_path, config, slurm=slurm).check()
 
@@ -428,8 +429,7 @@ def test_no_merge_through_slurm_gives_the_one_file_result(
     assert {(rule_of(task), task.state) for task in tasks} == {("encode_shard", "COMPLETED")}
     assert len(tasks) == SHARDS
     per_split = [label(rule, "train") for rule in ("extract", "count_check", "write_pointer", "verify")]
-    per_shard = [label("data_file", "train", f"{shard:05d}") for shard in range(SHARDS)]
-    assert labels_and_states(plain_jobs(jobs)) == sorted((name, "COMPLETED") for name in per_split + per_shard)
+    assert labels_and_states(plain_jobs(jobs)) == sorted((name, "COMPLETED") for name in per_split)
     assert_first_attempt_requests(jobs)
     split = tmp_path / "results" / "train.lmdb"
     assert len(list(Path(data_folder(str(split))).iterdir())) == SHARDS

@@ -6,6 +6,7 @@ that cannot go with it are refused before any job, each naming why. The kills at
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -43,6 +44,21 @@ def assert_split_of_data_files(split: Path, shards: int) -> None:
     assert not list(split.parent.rglob("*.incomplete")), "a temporary stayed"
     assert not list((split.parent / "work" / "train").glob("files/*")), "a shard's data file stayed in work"
     close_all_envs()
+    assert_each_file_made_and_checked_by_its_encode_job(split.parent, shards)
+
+
+def assert_each_file_made_and_checked_by_its_encode_job(out: Path, shards: int) -> None:
+    """No job per shard besides its encode job (a process start and Snakemake's scheduling each); the verify
+    job opened no data file as a file: each encode job checked its own."""
+    work = out / "work"
+    assert sorted(path.name for path in (work / "benchmarks").iterdir()) == [
+        "count_check", "encode_shard", "extract", "verify", "write_pointer"
+    ]  # fmt: skip
+    assert not list((work / "train" / "parts").glob("*.lmdb*")), "a part stayed beside its data file"
+    logs = sorted((work / "logs" / "encode_shard" / "train").glob("*.log"))
+    assert len(logs) == shards and all(" data file of " in log.read_text() for log in logs)
+    report = json.loads((out / "train.verify.json").read_text())
+    assert report["checked"]["files_checked_when_made"] == shards and report["ok"]
 
 
 def test_a_folder_without_merge_reads_as_its_one_file_conversion(tmp_path: Path) -> None:

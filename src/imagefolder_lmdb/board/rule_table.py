@@ -42,7 +42,6 @@ RULES = (
     WorkflowRule("encode_shard", "encoding", per_shard=True),
     WorkflowRule("merge", "merging", merging=True),
     WorkflowRule("write_meta", "writing meta", merging=True),
-    WorkflowRule("data_file", "writing data files", per_shard=True, merging=False),
     WorkflowRule("write_pointer", "writing the pointer", merging=False),
     WorkflowRule("verify", "verifying"),
     WorkflowRule("report_split", "reporting", timed=False),

@@ -89,7 +89,7 @@ def ratio_words(report: dict[str, Any]) -> str:
 def speed_line(report: dict[str, Any], paths: RunPaths, split: str, shards: int | None = None) -> str:
     """Seconds of jobs, and the rate per job slot from the time spent encoding (the encode jobs'
     progress files: neither a job's start-up nor a wait counts), else from the encode jobs' whole time."""
-    # the encode jobs' (not merge: false's data_file jobs, also one per shard)
+    # the encode jobs' (rules run per shard whatever the merge)
     encode = sum(job_seconds(paths, rule, split) for rule in TIMED_RULES if rule.per_shard and rule.merging is None)
     total = sum(job_seconds(paths, rule, split) for rule in TIMED_RULES)
     if encode <= 0:

@@ -1,29 +1,37 @@
-"""Rule data_file (``merge: false``, rules/data_file.smk): one shard's data file of the split, a complete
-split file of its own (docs/FORMAT.md, "A split of revisions (version 5)").
+"""A shard's data file of the split (``merge: false``), finished by the encode job that wrote its records
+(steps/encode_shard.py): a complete split file of its own (docs/FORMAT.md, "A split of revisions
+(version 5)").
 
-With ``merge: false`` the shard's encode job already wrote every image it stored into its part, in its
-order, numbered from 0 around its skipped images (steps/encode_shard.py, ``every_record``): each image
-read from the source once, and no job copies a record. This job adds the shard's meta (write_meta's
+With ``merge: false`` the encode job writes every image it stores into its part, in its order, numbered
+from 0 around its skipped images (``every_record``): each image read from the source once, and no job
+copies a record. Then, in the same process (a job per shard of its own cost a process start and
+Snakemake's scheduling, and nothing else: BENCHMARKS.md §20), this module adds the shard's meta (write_meta's
 builder over the shard's rows of the manifest) and record locations to a hard link of the part, under a
-temporary name renamed when complete (write_meta's ``place_with_meta``). Every shard's job runs on its
-own as its shard finishes; write_pointer, the one step after them, reads only their meta.
+temporary name renamed when complete (write_meta's ``place_with_meta``), and checks the file as
+``imagefolder-lmdb verify FILE`` does by default: so the split's verify job opens no data file of revision 1
+(verify/revisions.py). write_pointer, the one step after the encode jobs, reads only their meta.
 """
 
 from __future__ import annotations
 
 import logging
-from functools import partial
-from typing import Any, TextIO
+from typing import Any
 
-from imagefolder_lmdb.board.rule_runner import run_rule
 from imagefolder_lmdb.config.step_settings import WriteMetaSettings
-from imagefolder_lmdb.reader import Meta, record_key
+from imagefolder_lmdb.reader import Meta
+from imagefolder_lmdb.reader.handles import close_all_envs
 from imagefolder_lmdb.steps.merge import MergeError
-from imagefolder_lmdb.steps.write_meta import build_meta, place_with_meta, recorded_made_from
-from imagefolder_lmdb.work.files import ShardReport, read_counts, read_manifest_header, read_shard_report
-from imagefolder_lmdb.writing.lmdb_open import open_lmdb_readonly
+from imagefolder_lmdb.steps.write_meta import build_meta, place_with_meta
+from imagefolder_lmdb.work.files import ShardReport, read_counts, read_manifest_header
+from imagefolder_lmdb.writing.atomic import remove_path
 
 log = logging.getLogger("imagefolder_lmdb.data_file")
+
+#: The records of each data file its encode job decodes and checks: ``imagefolder-lmdb verify``'s default
+#: sample, seeded as it is (verify.sample and verify.all are the split's verify job's: a change of them
+#: must not encode every shard again).
+CHECKED_RECORDS = 64
+CHECK_SEED = 0
 
 
 def check_report_covers_shard(report: ShardReport, report_path: str) -> None:
@@ -46,26 +54,27 @@ def refuse_targets_a_pointer_cannot_hold(manifest: str) -> None:
         )
 
 
-def check_part_holds_every_record(part: str, report: ShardReport, report_path: str) -> None:
-    """The part holds records 0..n-1, n the images its report lists as stored (merge: false: encode_shard
-    wrote them all); keys past them are the meta of an earlier attempt killed after writing it (the data
-    file is a hard link of the part), which ``place_with_meta`` finds the same."""
-    stored = len(report.index)
-    env = open_lmdb_readonly(part)
+def check_data_file(path: str) -> None:
+    """``path`` checked as ``imagefolder-lmdb verify`` checks a file (its pages, its meta against its records,
+    the record locations, a sample decoded); a file that fails is removed, the error naming its problems."""
+    from imagefolder_lmdb.verify.checks import verify_file  # Pillow and the checks: only where a file is made
+
     try:
-        with env.begin() as txn:
-            whole = (stored == 0 or txn.get(record_key(stored - 1)) is not None) and txn.get(record_key(stored)) is None
+        report = verify_file(path, CHECKED_RECORDS, False, CHECK_SEED)[0]
     finally:
-        env.close()
-    if not whole:
+        close_all_envs()  # the file is linked into the split next, by another process
+    if not report["ok"]:
+        remove_path(path)
         raise MergeError(
-            f"{part} does not hold the {stored} records {report_path} lists as stored; delete the report and "
-            "run the same command again to encode that shard anew"
+            f"{path}: the data file just written does not read back as written: "
+            + "; ".join(report["problems"])
+            + ". Check the disk it lies on, then run the same command again"
         )
 
 
-def data_file(
+def finish_data_file(
     part: str,
+    report: ShardReport,
     report_path: str,
     manifest: str,
     counts_path: str,
@@ -73,28 +82,11 @@ def data_file(
     settings: WriteMetaSettings,
     made_from: dict[str, Any] | None = None,
 ) -> Meta:
-    """Shard ``part``/``report_path``'s data file at ``output``: records, meta, locations; complete or absent."""
-    refuse_targets_a_pointer_cannot_hold(manifest)
-    report = read_shard_report(report_path)
+    """Shard ``report``'s data file at ``output`` from its ``part`` (every record, just written by this
+    process): records, meta, locations, checked; complete or absent."""
     check_report_covers_shard(report, report_path)
-    check_part_holds_every_record(part, report, report_path)
     meta = build_meta(manifest, read_counts(counts_path), [report], settings, made_from, (report.start, report.stop))
     place_with_meta(part, output, meta, shard=report.shard)  # a hard link of the part, the meta added
-    log.info("shard %d: data file of %d records at %s", report.shard, meta.length, output)
+    check_data_file(output)
+    log.info("shard %d: data file of %d records at %s, checked", report.shard, meta.length, output)
     return meta
-
-
-def main(smk: Any, stream: TextIO) -> None:
-    data_file(
-        smk.input.part,
-        smk.input.report,
-        smk.input.manifest,
-        smk.input.counts,
-        smk.output[0],
-        WriteMetaSettings.from_params(smk.params),
-        recorded_made_from(smk.input.made_from[0]),
-    )
-
-
-#: What the rule's script (scripts/data_file.py) calls with ``snakemake``: ``main`` with the rule's log set up.
-run_in_rule = partial(run_rule, main)

@@ -4,7 +4,9 @@ How each image is checked and stored is the image policy (src/imagefolder_lmdb/w
 fail the shard once it has checked all of its images, naming every one, or with
 ``on_error: skip`` are left out and listed in the shard report. A file the file system cannot read
 (EACCES, EIO, ESTALE on NFS) is no bad image: it stops the shard at once, whatever ``on_error``
-says. Only re-encoded images go into the part; merge copies the others from the source.
+says. Only re-encoded images go into the part; merge copies the others from the source. With
+``merge: false`` every image goes into the part, and the same job makes the part the shard's data file of
+the split (steps/data_file.py).
 """
 
 import errno
@@ -17,7 +19,7 @@ from tqdm import tqdm
 
 from imagefolder_lmdb.board.progress import ProgressWriter, progress_path
 from imagefolder_lmdb.board.rule_runner import progress_kwargs, run_rule
-from imagefolder_lmdb.config.step_settings import EVERY_RECORD, EncodeShardSettings
+from imagefolder_lmdb.config.step_settings import EVERY_RECORD, EncodeShardSettings, WriteMetaSettings
 from imagefolder_lmdb.reader import checksum, record_key
 from imagefolder_lmdb.sources import open_sample_reader
 from imagefolder_lmdb.sources.base import DamagedSampleError, SampleReader
@@ -28,7 +30,9 @@ from imagefolder_lmdb.work.files import (
     read_manifest_header,
     write_shard_report,
 )
+from imagefolder_lmdb.work.paths import RunPaths
 from imagefolder_lmdb.work.shard_stamps import checked_range
+from imagefolder_lmdb.writing.atomic import remove_path
 from imagefolder_lmdb.writing.hold_points import hold_point
 from imagefolder_lmdb.writing.lmdb_writer import LMDBWriter, atomic_lmdb
 from imagefolder_lmdb.writing.reencode import (
@@ -158,7 +162,7 @@ def encode_shard(
     every_record: bool = False,
 ) -> ShardReport:
     """``stamp_path``: the shard's stamp (work/shard_stamps.py), which names its slice of the manifest.
-    ``every_record``: the part holds every stored image (merge: false, steps/data_file.py)."""
+    ``every_record``: the part holds every stored image (merge: false: ``main`` makes it a data file)."""
     shards, encode = settings.shards, settings.encode
     header = read_manifest_header(manifest_path)
     start, stop = checked_range(stamp_path, manifest_path, shard, shards)
@@ -191,16 +195,52 @@ def encode_shard(
 
 
 def main(smk: Any, stream: TextIO) -> None:
-    encode_shard(
+    settings = EncodeShardSettings.from_params(smk.params)
+    every_record = bool(smk.params.encode.get(EVERY_RECORD))
+    if every_record:  # before any image is read: a split of data files cannot hold the split at all
+        from imagefolder_lmdb.steps.data_file import refuse_targets_a_pointer_cannot_hold
+
+        refuse_targets_a_pointer_cannot_hold(smk.input.manifest)
+    report = encode_shard(
         smk.input.manifest,
         smk.input.stamp,
-        smk.output.part,
+        part_path(smk, every_record),
         smk.output.report,
         shard=int(smk.wildcards.shard),
-        settings=EncodeShardSettings.from_params(smk.params),
+        settings=settings,
         progress=progress_kwargs(stream),
-        every_record=bool(smk.params.encode.get(EVERY_RECORD)),
+        every_record=every_record,
     )
+    if every_record:
+        finish_data_file(smk, report, settings)
+
+
+def part_path(smk: Any, every_record: bool) -> str:
+    """Where the part goes: the rule's output; with merge: false (no part among the outputs, see rules/common.smk's
+    ``encode_part``) its place in the work folder all the same, which a run's clean-up knows."""
+    if not every_record:
+        return str(smk.output.part)
+    return RunPaths(smk.config["results"], smk.config["work"]).part(smk.wildcards.split, smk.wildcards.shard)
+
+
+def finish_data_file(smk: Any, report: ShardReport, settings: EncodeShardSettings) -> None:
+    """merge: false: the part just written made the shard's data file of the split, in this job (no job per
+    shard more: rules/encode_shard.smk), and removed (the data file is a hard link of it)."""
+    from imagefolder_lmdb.steps import data_file  # write_meta's builder: only where a data file is made
+    from imagefolder_lmdb.steps.write_meta import recorded_made_from
+
+    part = part_path(smk, every_record=True)
+    data_file.finish_data_file(
+        part,
+        report,
+        smk.output.report,
+        smk.input.manifest,
+        smk.input.counts,
+        smk.output.data_file,
+        WriteMetaSettings(settings.encode),
+        recorded_made_from(smk.input.made_from[0]),
+    )
+    remove_path(part)  # a kill before this: the next run writes it again, or its clean-up removes it
 
 
 #: What the rule's script (scripts/encode_shard.py) calls with ``snakemake``: ``main`` with the rule's log set up.

@@ -103,7 +103,7 @@ def build_meta(
 ) -> Meta:
     """``made_from``: what the split was made from (run/made_from.py), recorded so that a later run
     can tell whether the dataset still matches its source and settings. ``rows``: only the manifest's
-    images ``start..stop-1`` (one shard's data file, rules/data_file.smk), which are then its source's images."""
+    images ``start..stop-1`` (one shard's data file, steps/data_file.py), which are then its source's images."""
     header = read_manifest_header(manifest_path)
     kept = kept_indices(reports)
     samples: dict[int, Sample] = {}

@@ -37,32 +37,31 @@ def verify_revisions(
     seed: int = 0,
     revision: int | None = None,
     since: int | None = None,
+    first_files_checked: bool = False,
 ) -> tuple[dict[str, Any], LMDBReader | None, list[int]]:
     """The report of revision ``revision`` (None: the current one) of the split at ``path``, its reader
     and the indices checked, as verify/checks.py's ``verify_file`` gives them for a file. With ``since``
     (``verify --since N``, and a change's own report), only what came after revision ``since``: the data
     files it does not name and a sample of the samples read from them; the pointer's own checks (each
-    value's CRC-32, each data file's content id) as ever. No record of an earlier data file is read."""
+    value's CRC-32, each data file's content id) as ever. No record of an earlier data file is read.
+    ``first_files_checked`` (the verify job of ``merge: false``): revision 1's data files were checked by
+    the jobs that made them (steps/data_file.py): none is checked as a file again, unless ``full``."""
     report: dict[str, Any] = {"path": os.path.abspath(path), "ok": False, "problems": []}
     try:
         ds = LMDBReader(path, decode="bytes", revision=revision)
         earlier = set() if since is None else files_of_revision(path, since)
+        made_checked = files_of_revision(path, 1) if first_files_checked and not full else set()
     except Exception as exc:  # noqa: BLE001 - for a checker, every failure is a finding
         report["problems"].append(f"{type(exc).__name__}: {exc}")
         return report, None, []
     files = [file for file in _data_files(ds) if _content_of(file) not in earlier]
-    for file in files:
-        file_report = verify_file(file, sample, full, seed)[0]
-        report["problems"] += [f"{file}: {problem}" for problem in file_report["problems"]]
+    unchecked = [file for file in files if _content_of(file) not in made_checked]
+    report["problems"] += files_problems(unchecked, sample, full, seed)
     report["problems"] += removed_problems(path, ds.revision)
     indices = checked_indices(ds, earlier, sample, full, seed)
-    for index in indices:
-        try:
-            ds.get_bytes(index)
-        except DamagedRecordError as exc:
-            report["problems"].append(str(exc))
-    stats = ds.meta_document.get("stats", {})
-    report |= dataset_facts(ds, path, [])  # as a file's report has them: the workflow's summary and report read them
+    report["problems"] += records_problems(ds, indices)
+    stats = ds.meta_document.get("stats", {})  # below: as a file's report has them, for the workflow's reports
+    report |= dataset_facts(ds, path, [])
     mode = "full" if full else "sample"
     report |= {
         "ok": not report["problems"],
@@ -74,7 +73,28 @@ def verify_revisions(
         "skipped": list(stats.get("skipped", [])),
         "checked": {"records": len(indices), "mode": mode, **({} if since is None else {"since": since})},
     }
+    if made_checked:
+        report["checked"]["files_checked_when_made"] = len(made_checked)
     return report, ds, indices
+
+
+def records_problems(ds: LMDBReader, indices: list[int]) -> list[str]:
+    """Each record of ``indices`` that does not read back against its CRC-32, in words."""
+    problems = []
+    for index in indices:
+        try:
+            ds.get_bytes(index)
+        except DamagedRecordError as exc:
+            problems.append(str(exc))
+    return problems
+
+
+def files_problems(files: list[str], sample: int, full: bool, seed: int) -> list[str]:
+    """Each data file of ``files`` checked as ``verify`` checks a file: its problems, each naming it."""
+    problems = []
+    for file in files:
+        problems += [f"{file}: {problem}" for problem in verify_file(file, sample, full, seed)[0]["problems"]]
+    return problems
 
 
 def files_of_revision(path: str, number: int) -> set[str]:

@@ -13,7 +13,7 @@ clean-up after a run fill in real split names. Change a path here and every user
     {work}/{split}/parts/{shard}.lmdb  encode_shard: the re-encoded images (temporary unless keep_parts)
     {work}/{split}/parts/{shard}.json  encode_shard: the shard report
     {work}/{split}/merged.lmdb         merge: every record, no meta yet (temporary)
-    {work}/{split}/files/{shard}.lmdb  data_file (merge: false): one shard's data file (temporary)
+    {work}/{split}/files/{shard}.lmdb  encode_shard (merge: false): one shard's data file (temporary)
     {work}/logs/{rule}/{split}[/{shard}].log, {work}/benchmarks/{rule}/{split}[/{shard}].tsv
 """
 

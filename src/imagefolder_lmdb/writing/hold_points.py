@@ -36,7 +36,8 @@ HOLD_POINTS: tuple[str, ...] = (
     "upload-part",
     "upload-complete",
 )
-#: The points only a conversion with ``merge: false`` reaches (rules data_file and write_pointer).
+#: The points only a conversion with ``merge: false`` reaches (an encode job making its data file, and rule
+#: write_pointer).
 NO_MERGE_POINTS: tuple[str, ...] = ("data-file", "pointer")
 #: The other commands' moments mid-work, each reached by that command alone (tests/workflow/test_ctrl_c.py):
 #: verify and add-locations at each file (":<n>", n from 0), info with every dataset read, convert-legacy
