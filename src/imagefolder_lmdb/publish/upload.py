@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from imagefolder_lmdb.publish.live_record import remove_unnamed
 from imagefolder_lmdb.publish.pending import UploadRecord, abort_recorded, obstore_note, others_note
 from imagefolder_lmdb.publish.replace_rule import STOPS, Found, PublishError, existing, head, replace_problem
 from imagefolder_lmdb.publish.revisions import RevisionsPublished, publish_revisions
@@ -245,9 +246,12 @@ def publish_any(path: str, url: str, overwrite: bool, work: str | None) -> Publi
     from imagefolder_lmdb.reader.document import read_document
     from imagefolder_lmdb.reader.revision_format import is_pointer_document
 
-    if is_pointer_document(read_document(path)):
-        return publish_revisions(path, url, lambda file, target: publish(file, target, True, work=work), overwrite)
-    return publish(path, url, overwrite, work=work)
+    if not is_pointer_document(read_document(path)):
+        return publish(path, url, overwrite, work=work)
+    hold_point("live-pointer")  # converted, its data files sent while converting (--no-merge); no pointer yet
+    done = publish_revisions(path, url, lambda file, target: publish(file, target, True, work=work), overwrite)
+    _say(remove_unnamed(url, work or default_work()))  # what a killed live upload sent and no revision names
+    return done
 
 
 def _pending_lines(url: str, credentials: Credentials, record: UploadRecord) -> list[str]:
@@ -272,7 +276,8 @@ def default_work() -> str:
 SIGNAL_WORD: dict[int, str] = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}
 
 
-def _interrupt(signum: int, frame: Any) -> None:
+def interrupt(signum: int, frame: Any) -> None:
+    """SIGTERM's handler in an upload's process: the upload aborted, exit 143."""
     raise UploadInterrupted(143)
 
 
@@ -298,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
     from imagefolder_lmdb.remote.client import allow_in_process
 
     allow_in_process()  # a process of its own that forks nothing
-    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGTERM, interrupt)
     try:
         done = publish_any(args.file, args.url, args.overwrite, args.work)
     except KeyboardInterrupt:
