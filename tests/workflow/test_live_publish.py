@@ -83,3 +83,21 @@ def test_a_data_object_a_killed_run_sent_is_removed_by_the_rerun_that_no_longer_
     assert left not in objects(prefix), "the data object the killed run sent stayed, named by nothing"
     assert "removed 1 data object(s)" in again.stdout, again.stdout
     assert_live_published(prefix, tmp_path / "w")
+
+
+def test_nothing_is_sent_for_a_split_whose_object_the_pointer_may_not_replace(s3_env: Seaweed, tmp_path: Path) -> None:
+    """A published single file is replaced by a split of data files only with --overwrite (publish/revisions.py):
+    without it, no data object is sent while converting, and the refusal is the publish's; with it, they are."""
+    source, prefix = tree(tmp_path / "data", 6), new_prefix(s3_env)
+    one_file = [CLI, "convert", str(source), prefix, "--work", str(tmp_path / "one"), "--split", "train"]
+    assert subprocess.run(one_file, capture_output=True, text=True, check=False, cwd="/").returncode == 0
+    refused = subprocess.run(
+        command(source, prefix, tmp_path / "w", 2), capture_output=True, text=True, check=False, cwd="/"
+    )
+    assert refused.returncode == 1 and "give --overwrite" in refused.stderr, refused.stderr[-3000:]
+    assert data_objects(f"{prefix}/train.lmdb") == {}, "a data object was sent that the replace rule leaves unnamed"
+    argv = [*command(source, prefix, tmp_path / "w2", 2), "--overwrite"]
+    replaced = subprocess.run(argv, capture_output=True, text=True, check=False, cwd="/")
+    assert replaced.returncode == 0, (replaced.stdout + replaced.stderr)[-3000:]
+    assert "uploaded while converting" in replaced.stdout, replaced.stdout
+    assert_live_published(prefix, tmp_path / "w2")
