@@ -2,7 +2,8 @@
 session's SeaweedFS: each data file is uploaded as its job finishes, while the other shards still encode
 (held at the last shard's encode: no timing), the pointer last; the prefix then reads as the local split
 sample for sample. A run killed once a data object was sent leaves it unnamed and no pointer; the rerun of
-a source changed meanwhile names other data files and removes it. The kills at each upload moment are
+a source changed meanwhile names other data files and removes it. Nothing is sent while converting for a
+split whose published single file the pointer replaces only with --overwrite. The kills at each upload moment are
 tests/workflow/test_every_moment.py's ``test_live_publish_at_every_moment``."""
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import sys
 import time
 import uuid
 from pathlib import Path
+
+import pytest
 
 from support.images import make_images
 from support.interrupting import StartedCommands, wait_until_held
@@ -85,6 +88,7 @@ def test_a_data_object_a_killed_run_sent_is_removed_by_the_rerun_that_no_longer_
     assert_live_published(prefix, tmp_path / "w")
 
 
+@pytest.mark.slow  # three conversions: about a minute
 def test_nothing_is_sent_for_a_split_whose_object_the_pointer_may_not_replace(s3_env: Seaweed, tmp_path: Path) -> None:
     """A published single file is replaced by a split of data files only with --overwrite (publish/revisions.py):
     without it, no data object is sent while converting, and the refusal is the publish's; with it, they are."""
