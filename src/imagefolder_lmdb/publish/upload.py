@@ -19,6 +19,9 @@ own so that obstore never runs in a process that may fork afterwards; remote/cli
   the URL aborts it (pending.py).
 - After the upload: the object's size, and a sample of records read back by ranged reads and
   checked against their CRC-32 (``verify URL``).
+- A split of revisions (a pointer): its data files the bucket lacks, then the pointer (revisions.py);
+  with ``--no-merge`` most were sent while converting (live_helper.py), and once the pointer is
+  published, the data objects an interrupted live upload sent and no revision names are removed.
 """
 
 from __future__ import annotations
