@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.bench_common import OUT, fresh_dir, median
+from benchmarks.bench_common import OUT, fresh_dir, median, rotated
 from benchmarks.bench_data import image_files, image_tree
 
 COMMAND = [sys.executable, "-m", "imagefolder_lmdb.cli", "convert"]
@@ -130,22 +130,32 @@ def empty_cache(paths: list[Path]) -> None:
             os.close(fd)
 
 
-def items_per_second(path: Path, indices: list[int]) -> float:
-    """``ds[i]`` (decode="bytes") over ``indices``, warm (a first pass reads them into the page cache)."""
+def items_ratio(split: Path, flat: Path, indices: list[int], chunk: int = 20) -> float:
+    """``ds[i]`` (decode="bytes") over ``indices`` of the split against the flat file, warm (a first pass
+    reads them into the page cache), timed in alternating chunks of ``chunk`` reads in CPU seconds of this
+    thread (time.thread_time: a shared machine's waits for a core left out, its drift falling on both
+    alike): the flat file's seconds over the split's (1.0: the same speed)."""
     from imagefolder_lmdb.reader import LMDBReader, close_all_envs
 
     close_all_envs()
-    ds = LMDBReader(str(path), decode="bytes")
+    datasets = {"split": LMDBReader(str(split), decode="bytes"), "flat": LMDBReader(str(flat), decode="bytes")}
     for index in indices:
-        ds[index]
-    started = time.perf_counter()
-    for index in indices:
-        ds[index]
-    return len(indices) / (time.perf_counter() - started)
+        datasets["split"][index], datasets["flat"][index]
+    seconds = dict.fromkeys(datasets, 0.0)
+    for start in range(0, len(indices), chunk):
+        part = indices[start : start + chunk]
+        for name in rotated(list(datasets), start // chunk):
+            ds = datasets[name]
+            started = time.thread_time()
+            for index in part:
+                ds[index]
+            seconds[name] += time.thread_time() - started
+    return seconds["flat"] / seconds["split"]
 
 
 def cold_batches_per_second(path: Path, files: list[Path], batches: list[list[int]]) -> float:
-    """Batches (``__getitems__``, decode="bytes") read with the dataset's files out of the page cache."""
+    """Batches (``__getitems__``, decode="bytes") read with the dataset's files out of the page cache
+    (wall seconds: the disk's waits are what a cold batch is about)."""
     from imagefolder_lmdb.reader import LMDBReader, close_all_envs
 
     close_all_envs()
@@ -157,20 +167,27 @@ def cold_batches_per_second(path: Path, files: list[Path], batches: list[list[in
     return len(batches) / (time.perf_counter() - started)
 
 
-def reads(out: Path, images: int) -> dict[str, Any]:
-    """Reads over the split of revisions at ``out`` against the file ``flatten`` makes of it: the
-    median of 3 alternating turns of each, as a ratio (split / flat)."""
+def reads(out: Path, images: int, turns: int = 5) -> dict[str, Any]:
+    """Reads over the split of revisions at ``out`` against the file ``flatten`` makes of it (made once):
+    the median of ``turns`` alternating turns of each, as a ratio (split / flat), with the load average
+    at the start and end."""
     pointer, flat = out / "train.lmdb", out.parent / "flat.lmdb"
-    subprocess.run([sys.executable, "-m", "imagefolder_lmdb.cli", "flatten", str(pointer), str(flat)], check=True)
+    if not flat.exists():
+        subprocess.run([sys.executable, "-m", "imagefolder_lmdb.cli", "flatten", str(pointer), str(flat)], check=True)
     split_files = [pointer, *sorted((out / "train.lmdb.d").glob("*.lmdb"))]
     picker = random.Random(0)
     indices = picker.sample(range(images), min(images, 20000))
     batches = [picker.sample(range(images), 256) for _ in range(8)]
-    item_ratios, batch_ratios = [], []
-    for _ in range(3):
-        item_ratios.append(items_per_second(pointer, indices) / items_per_second(flat, indices))
-        split_rate = cold_batches_per_second(pointer, split_files, batches)
-        batch_ratios.append(split_rate / cold_batches_per_second(flat, [flat], batches))
+    item_ratios, batch_ratios, loads = [], [], [os.getloadavg()[0]]
+    for turn in range(turns):
+        item_ratios.append(items_ratio(pointer, flat, indices))
+        rates = {}
+        for name in rotated(["split", "flat"], turn):
+            rates[name] = cold_batches_per_second(
+                *((pointer, split_files) if name == "split" else (flat, [flat])), batches
+            )
+        batch_ratios.append(rates["split"] / rates["flat"])
+    loads.append(os.getloadavg()[0])
     revisions = len(json.loads(subprocess.run(
         [sys.executable, "-m", "imagefolder_lmdb.cli", "info", str(pointer), "--json"],
         capture_output=True, text=True, check=True,
@@ -182,6 +199,7 @@ def reads(out: Path, images: int) -> dict[str, Any]:
         "cold_batches_ratio": median(batch_ratios),
         "items_ratios": item_ratios,
         "cold_batches_ratios": batch_ratios,
+        "load": loads,
     }
 
 
@@ -269,7 +287,8 @@ def markdown(result: dict[str, Any]) -> str:
     read = result["reads"]
     lines.append(
         f"\nReads over the split of {read['revisions']} revisions ({read['data_files']} data files) against "
-        f"the flattened file: ds[i] {read['items_ratio']:.3f}x, cold batches {read['cold_batches_ratio']:.3f}x."
+        f"the flattened file: ds[i] {read['items_ratio']:.3f}x, cold batches {read['cold_batches_ratio']:.3f}x "
+        f"(load {read['load'][0]:.1f} to {read['load'][1]:.1f})."
     )
     lines.append(
         f"\n{result['n_added']} added: {result['added_source_bytes'] / 1e6:.1f} MB of images; byte target "
@@ -286,7 +305,16 @@ def main() -> None:
     parser.add_argument(
         "--baseline-src", type=Path, help="src/ of a checkout of the commit before a change was a revision (42ef07b)"
     )
+    parser.add_argument("--reads-only", action="store_true", help="the reads over an earlier run's split (OUT/change)")
+    parser.add_argument("--turns", type=int, default=5, help="alternating turns of the reads (their median is taken)")
     args = parser.parse_args()
+    if args.reads_only:  # the split of revisions an earlier run left, and its flattened file
+        from imagefolder_lmdb.reader import LMDBReader
+
+        out = OUT / "change" / "out"
+        read = reads(out, len(LMDBReader(str(out / "train.lmdb"))), args.turns)
+        print(json.dumps(read, indent=1))
+        return
     result = measure(args.images, args.added, args.classes, args.baseline_src)
     (OUT / "change.json").write_text(json.dumps(result, indent=1))
     print(markdown(result))

@@ -165,21 +165,30 @@ def held_descriptors() -> int:
 
 
 def open_many(one_file: Path, files: int, repeats: int = 3) -> dict[str, float]:
-    """Open a split of ``files`` data files: seconds (median), and descriptors held after the open and after
-    reading a record of each file."""
+    """Open a split of ``files`` data files: seconds (median; wall, and CPU seconds of this thread, which
+    leave out a shared machine's waits for a core), the load average meanwhile, and descriptors held after
+    the open and after reading a record of each file."""
     pointer = split_of_files(one_file, files, RUNS / f"files{files}")
-    times = []
+    walls, cpus, load = [], [], os.getloadavg()[0]
     for _ in range(repeats):
         close_all_envs()
         before = held_descriptors()
-        started = time.perf_counter()
+        started, started_cpu = time.perf_counter(), time.thread_time()
         ds = LMDBReader(str(pointer), decode="bytes")
-        times.append(time.perf_counter() - started)
+        cpus.append(time.thread_time() - started_cpu)
+        walls.append(time.perf_counter() - started)
         after_open = held_descriptors() - before
     for index in range(0, len(ds), max(1, len(ds) // files)):
         ds[index]
     after_reads = held_descriptors() - before
-    return {"files": files, "open_s": median(times), "fds_after_open": after_open, "fds_after_reads": after_reads}
+    return {
+        "files": files,
+        "open_s": median(walls),
+        "open_cpu_s": median(cpus),
+        "load": (load + os.getloadavg()[0]) / 2,
+        "fds_after_open": after_open,
+        "fds_after_reads": after_reads,
+    }
 
 
 def main() -> None:
@@ -205,7 +214,9 @@ def main() -> None:
     results["images"] = length
     indices = random.Random(0).sample(range(length), min(length, 20000))
     split = split_of_files(one_file, 256, RUNS / "files256")
-    results["reads_ratios_256"] = [read_ratio(one_file, split, indices) for _ in range(3)]
+    results["reads_load"] = [os.getloadavg()[0]]
+    results["reads_ratios_256"] = [read_ratio(one_file, split, indices) for _ in range(5)]
+    results["reads_load"].append(os.getloadavg()[0])
     results["reads_ratio_256"] = median(results["reads_ratios_256"])
     print("reads", results["reads_ratios_256"], flush=True)
     results["first_batch_256"] = first_batches(one_file, split, indices[:256], repeats=5)

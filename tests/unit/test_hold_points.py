@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from imagefolder_lmdb.writing.hold_points import CHANGE_POINTS, COMMAND_POINTS, HOLD_POINTS, hold_point
+from imagefolder_lmdb.writing.hold_points import CHANGE_POINTS, COMMAND_POINTS, HOLD_POINTS, PUBLISH_POINTS, hold_point
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "imagefolder_lmdb"
 
@@ -27,11 +27,19 @@ def hold_point_names() -> list[tuple[str, object]]:
 def test_every_hold_point_call_names_an_entry_of_the_list() -> None:
     calls = hold_point_names()
     assert len(calls) >= 15
-    assert [call for call in calls if call[1] not in HOLD_POINTS + COMMAND_POINTS + CHANGE_POINTS] == []
+    assert [
+        call for call in calls if call[1] not in HOLD_POINTS + COMMAND_POINTS + CHANGE_POINTS + PUBLISH_POINTS
+    ] == []
 
 
 def test_every_entry_is_reached_somewhere() -> None:
-    assert sorted(set(HOLD_POINTS + COMMAND_POINTS + CHANGE_POINTS) - {name for _, name in hold_point_names()}) == []
+    assert (
+        sorted(
+            set(HOLD_POINTS + COMMAND_POINTS + CHANGE_POINTS + PUBLISH_POINTS)
+            - {name for _, name in hold_point_names()}
+        )
+        == []
+    )
 
 
 def test_a_command_point_is_none_of_a_conversion() -> None:
@@ -41,7 +49,7 @@ def test_a_command_point_is_none_of_a_conversion() -> None:
 
 
 def test_a_name_outside_the_list_is_refused() -> None:
-    with pytest.raises(ValueError, match="not in HOLD_POINTS, COMMAND_POINTS or CHANGE_POINTS"):
+    with pytest.raises(ValueError, match="not in HOLD_POINTS, COMMAND_POINTS, CHANGE_POINTS or PUBLISH_POINTS"):
         hold_point("nowhere")
 
 

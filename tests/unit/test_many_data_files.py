@@ -1,7 +1,8 @@
 """A split of many data files (issue 60, point 3), written here as ``--no-merge`` writes one (a pointer over
 data files, writing/first_revision.py): opening it holds no descriptor of its data files, reading holds one
 per file read, so it opens and reads under an open-file limit that three per file would exceed; a data file
-replaced before its first read is still caught."""
+replaced before its first read is still caught; a read once each file is open looks no path up (issue 58:
+as fast as one file's), and after the descriptors are closed (a fork) reads check and open them again."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from imagefolder_lmdb.reader import LMDBReader
+from imagefolder_lmdb.reader import LMDBReader, close_all_envs, handles
 from imagefolder_lmdb.reader.identity import FileChangedError
 from imagefolder_lmdb.reader.revision_format import data_folder
 from imagefolder_lmdb.writing.first_revision import first_revision
@@ -105,3 +106,27 @@ def test_a_data_file_replaced_before_its_first_read_is_refused(split: Path, tmp_
         finally:
             if not victim.exists():
                 os.rename(saved, victim)
+
+
+def test_a_read_looks_no_path_up_once_its_file_is_open_and_closed_descriptors_are_not_used(
+    split: Path, tmp_path: Path, fresh_envs: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ds = LMDBReader(split, decode="bytes")
+    expected = [_value(i // 2, i % 2) for i in range(2 * FILES)]
+    assert [ds[i][0] for i in range(len(ds))] == expected
+    with monkeypatch.context() as patched:  # every lookup of the process's table of open files goes by this
+        patched.setattr(handles, "_env_key", _no_lookup)
+        assert [ds[i][0] for i in range(len(ds))] == expected
+        assert [image for image, _ in ds.__getitems__([3, 150, 4])] == [expected[3], expected[150], expected[4]]
+        assert ds.get_bytes(199) == expected[199]
+    close_all_envs()  # as before a fork: the descriptors are closed, their numbers free for other files
+    others = [os.open(tmp_path, os.O_RDONLY) for _ in range(8)]  # take the lowest numbers again
+    try:
+        assert [ds[i][0] for i in range(len(ds))] == expected
+    finally:
+        for fd in others:
+            os.close(fd)
+
+
+def _no_lookup(path: str) -> str:
+    raise AssertionError(f"a read looked {path} up in the table of open files")

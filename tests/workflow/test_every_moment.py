@@ -24,6 +24,13 @@ its ``made_from`` records; with the first file put back, the same command never 
 the second file's labels claiming the first (it makes the first's, finds it up to date, or asks for
 ``--overwrite`` over a dataset that records the second). ``make test`` tries it at planned, count_check
 and encode_shard, the full matrix at the rest.
+
+A published change (issue 58, point 7) is killed (SIGKILL, Ctrl-C) at each moment of its publish: the published
+single file copied beside the pointer, the new data file's upload, every data file there before the pointer's
+conditional write, the pointer written before it is read back. Throughout, the published object names a complete
+revision (the previous one until its pointer is written) and the previous revision reads as it did; after the
+rerun the published pointer is the local one, and no object of its data folder is unnamed. ``make test`` tries
+one moment (every data file sent, SIGKILL), the full matrix the rest (.ci/run's ``change`` selects them).
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -395,11 +403,148 @@ def as_before(tree: Path, before: Path) -> Iterator[None]:
         changed.rename(tree)
 
 
+# -- publishing a change (issue 58, point 7): killed or interrupted at each of its upload moments ---------------
+#: The moments of publishing a split's first change, in the order it reaches them: the published single file
+#: copied beside the pointer, the new data file's upload (a part sent; every part sent, not completed),
+#: every data file there and the pointer's conditional write not made, the pointer written and not read back.
+PUBLISH_CHANGE_MOMENTS = ["publish-copied", "upload-part", "upload-complete", "publish-sent", "publish-pointer"]
+#: What ``make test`` tries of them; the rest with IMAGEFOLDER_LMDB_EVERY_MOMENT=full (.ci/run's "change").
+PUBLISH_CHANGE_SAMPLE = {("publish-sent", "sigkill")}
+
+
+def small_tree(tree: Path) -> Path:
+    """Two classes of three RGB JPEGs, stored as they are: the records are the files."""
+    for number, name in enumerate(("ants", "bees")):
+        (tree / name).mkdir(parents=True)
+        for index in range(3):
+            (tree / name / f"{index}.jpg").write_bytes(jpeg_bytes(seed=number * 10 + index, size=(40, 32)))
+    return tree
+
+
+def object_bytes(url: str) -> bytes | None:
+    """The object at ``url`` (``s3://bucket/key``) by a plain GET on the session's SeaweedFS; None if none."""
+    import urllib.error
+
+    try:
+        with urllib.request.urlopen(f"{os.environ['AWS_ENDPOINT_URL']}/{url.removeprefix('s3://')}", timeout=30) as got:
+            return bytes(got.read())
+    except urllib.error.HTTPError as exc:
+        if exc.code == 404:
+            return None
+        raise
+
+
+def data_objects(pointer: str) -> set[str]:
+    """The content ids of the objects under ``pointer``'s data folder (``…/train.lmdb.d/``), by the S3 listing."""
+    bucket, key = pointer.removeprefix("s3://").split("/", 1)
+    listing = f"{os.environ['AWS_ENDPOINT_URL']}/{bucket}?list-type=2&prefix={key}.d/"
+    text = urllib.request.urlopen(listing, timeout=30).read().decode()
+    return {part.split("</Key>")[0].rsplit("/", 1)[1].removesuffix(".lmdb") for part in text.split("<Key>")[1:]}
+
+
+def reads_as(url: str, trees: list[Path]) -> int:
+    """Which of ``trees`` the split published at ``url`` reads as (paths, targets, bytes): its index.
+    Opening it opens every data file its current revision names: a revision with one missing fails here."""
+    from torchvision.datasets import ImageFolder
+
+    from imagefolder_lmdb.reader import LMDBReader
+
+    published = LMDBReader(url)
+    found = [(path, target) for path, target in published.samples]
+    for index, tree in enumerate(trees):
+        listed = ImageFolder(str(tree)).samples
+        if found == [(os.path.relpath(path, tree), target) for path, target in listed]:
+            assert [published.get_bytes(i) for i in range(len(listed))] == [Path(p).read_bytes() for p, _ in listed]
+            return index
+    raise AssertionError(f"{url} reads as none of the trees: {found}")
+
+
+def assert_change_published(url: str, outdir: Path, tree: Path) -> None:
+    """After the rerun: the published pointer is the local one, reads the changed tree, and every object
+    of its data folder is a data file a kept revision names, with no pending upload left."""
+    from imagefolder_lmdb.publish.revisions import local_pointer, named_files
+    from imagefolder_lmdb.publish.s3_multipart import Credentials, S3Multipart
+
+    local = outdir / "train.lmdb"
+    assert object_bytes(url) == local.read_bytes(), "the published pointer is not the local one"
+    found = local_pointer(str(local))
+    close_all_envs()
+    assert found is not None
+    assert data_objects(url) == set(named_files(found[0])), "an object no revision names was left"
+    assert reads_as(url, [tree]) == 0
+    credentials = Credentials.from_environment()
+    assert credentials is not None
+    bucket, key = url.removeprefix("s3://").split("/", 1)
+    assert S3Multipart(bucket, key, credentials).pending() == [], "a pending upload was left"
+
+
+def published_runs() -> list[tuple[str, str, str]]:
+    """(scenario, moment, action): "first", the first change of a split published as one file (it alone
+    copies that file); "next", a change of a published pointer (revision 2 -> 3), SIGKILL only."""
+    runs = [("first", moment, action) for moment in PUBLISH_CHANGE_MOMENTS for action in ("sigkill", "sigint")]
+    return runs + [("next", moment, "sigkill") for moment in PUBLISH_CHANGE_MOMENTS if moment != "publish-copied"]
+
+
+def assert_previous_readable(url: str, pinned: Any, previous: list[tuple[bytes, int]], revision: int) -> None:
+    """The previous revision reads as it did: by the reader opened on it, or, once the pointer took the
+    place of the single file that reader opened (a first change: its reads stop, object changed), as
+    ``revision=1`` of the pointer."""
+    from imagefolder_lmdb.reader import LMDBReader
+
+    reader = pinned if revision > 1 or LMDBReader(url).revision in (None, 1) else LMDBReader(url, revision=1)
+    assert [(reader.get_bytes(i), target) for i, target in enumerate(reader.targets)] == previous
+
+
+@pytest.mark.parametrize(("scenario", "moment", "action"), published_runs())
+def test_a_published_change_at_every_moment(
+    scenario: str, moment: str, action: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Whatever lands at a moment of publishing a change, the published object names a complete revision
+    (the previous one, or the new one once its pointer is written), the previous revision reads as it did
+    throughout, and the same command publishes the change: the local pointer, no object left unnamed."""
+    if ((moment, action) not in PUBLISH_CHANGE_SAMPLE or scenario != "first") and not FULL:
+        pytest.skip("the full matrix runs with IMAGEFOLDER_LMDB_EVERY_MOMENT=full (.ci/run, after make test)")
+    from imagefolder_lmdb.reader import LMDBReader
+
+    request.getfixturevalue("s3_env").put("datasets", "probe", b"")
+    prefix = f"s3://datasets/{uuid.uuid4().hex}"
+    url = f"{prefix}/train.lmdb"
+    tree = small_tree(tmp_path / "data" / "train")
+    command = [*COMMAND, tree, prefix, "--work", tmp_path / "out", *OPTIONS]
+    finished(run(tmp_path, command))  # published as one file
+    if scenario == "next":
+        shutil.copyfile(tree / "ants" / "0.jpg", tree / "bees" / "extra.jpg")
+        finished(run(tmp_path, command))  # published as revision 2 of a pointer
+    before = tmp_path / "before" / "train"
+    shutil.copytree(tree, before)
+    pinned = LMDBReader(url)
+    revision = pinned.revision or 1
+    previous = [(pinned.get_bytes(i), target) for i, target in enumerate(pinned.targets)]
+    change_tree(tree)
+    with started(tmp_path, command, moment) as (process, marker):
+        wait_for_hold(marker, process, timeout=300)  # type: ignore[arg-type]
+        if action == "sigkill":
+            kill_tree(process)
+        else:
+            os.killpg(process.pid, signal.SIGINT)
+            _, stderr = process.communicate(timeout=300)
+            assert "Traceback" not in stderr, stderr[-3000:]
+            assert process.returncode in (0, 130), stderr[-3000:]
+    written = reads_as(url, [before, tree])  # the previous revision, or the new one: complete either way
+    assert written == 0 or moment == "publish-pointer", "the new pointer was published before its moment"
+    assert_previous_readable(url, pinned, previous, revision)
+    again = finished(run(tmp_path, command))
+    assert "Traceback" not in again.stderr
+    assert_change_published(url, tmp_path / "out", tree)
+    assert_previous_readable(url, pinned, previous, revision)
+
+
 # -- a --no-merge publish (issue 60, point 4): data files uploaded as they finish, the pointer last ----------
 #: Its moments, in the order it reaches them: a data file's multipart upload with a part sent, then before it
 #: completes (publish/upload.py's points, reached here first by the live upload beside Snakemake), the data
-#: object whole and unnamed while the conversion goes on, the conversion done and the pointer not yet sent.
-LIVE_MOMENTS = ["upload-part", "upload-complete", *LIVE_POINTS]
+#: object whole and unnamed while the conversion goes on, the conversion done with every data file there and
+#: the pointer not yet sent (publish/revisions.py's "publish-sent").
+LIVE_MOMENTS = ["upload-part", "upload-complete", *LIVE_POINTS, "publish-sent"]
 #: What ``make test`` tries of it; the rest with IMAGEFOLDER_LMDB_EVERY_MOMENT=full (.ci/run: ``live``).
 LIVE_SAMPLE = {("upload-part", "sigkill")}
 

@@ -4,7 +4,9 @@ the pointer (the published single file moved beside it by a server-side copy), c
 PUBLISHED pointer (a cleared local cache too); ``LMDBDataset(s3://…)`` reads the current revision,
 keeps the one it opened across a change and DataLoader workers, opens ``revision=1``, and names a
 gc'd data file in one line, over http(s) too (never written); two publishers racing: one wins, the
-other stops in one line and its rerun builds on the winner's revision; SeaweedFS honours If-Match."""
+other stops in one line and its rerun builds on the winner's revision; SeaweedFS honours If-Match, and
+Azurite the pointer's conditional write as obstore makes it. A published single file changed from a cache
+without it: its meta alone taken (a meta copy), the file moved by a server-side copy."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import urllib.error
 import urllib.request
 import uuid
@@ -120,6 +123,40 @@ def test_a_change_publishes_its_data_file_and_pointer_and_readers_keep_their_rev
     assert "\n" not in str(exc.value)
 
 
+def test_a_cleared_cache_changes_a_published_single_file_from_its_meta_alone(s3_env: Seaweed, tmp_path: Path) -> None:
+    """The first change of a split published as one file, from a cache without it: its meta taken by
+    ranged reads (never its records), the file moved by a server-side copy, the new data file and the
+    pointer uploaded; with nothing changed, the meta copy gives way to a conversion, as before it."""
+    tree, prefix = tree_of(tmp_path / "tree"), f"s3://meta-{uuid.uuid4().hex[:8]}/data"
+    s3_env.put(prefix.removeprefix("s3://").split("/")[0], "probe", b"")
+    url = f"{prefix}/train.lmdb"
+    converted(tree, prefix, tmp_path / "first")
+    published = (next((tmp_path / "first").rglob("train.lmdb"))).read_bytes()
+
+    converted(tree, prefix, tmp_path / "unchanged")  # nothing changed: the meta copy gives way to a conversion
+    again = next((tmp_path / "unchanged").rglob("train.lmdb"))
+    assert again.stat().st_size == len(published) and LMDBReader(str(again)).get_bytes(0)
+
+    add_image(tree, "dog/9.jpg", "cat/0.jpg")
+    cache = tmp_path / "cache"
+    said = converted(tree, prefix, cache)
+    assert f"{url}: a single split file" in said and "its meta taken as the local" in said, said
+    assert "revision 2 published: the pointer and 1 data file(s) uploaded" in said
+    assert "1 moved beside it by a server-side copy" in said
+    assert len(keys_under(s3_env, f"{url}.d")) == 2
+    assert_reads_as_imagefolder(LMDBReader(url), tree)
+    assert len(LMDBReader(url, revision=1)) == 8
+    local = next(cache.rglob("train.lmdb"))  # the published file's records never came here
+    assert all(len(published) > path.stat().st_size for path in Path(f"{local}.d").iterdir())
+    verified = subprocess.run([str(BIN / "imagefolder-lmdb"), "verify", url], capture_output=True, text=True)
+    assert verified.returncode == 0 and verified.stdout.startswith(f"OK {url}: 9 images"), verified.stderr
+
+    add_image(tree, "cat/8.jpg", "dog/1.jpg")  # the next change from this cache: on its meta copy again
+    said = converted(tree, prefix, cache)
+    assert "revision 3 published: the pointer and 1 data file(s) uploaded" in said, said
+    assert_reads_as_imagefolder(LMDBReader(url), tree)
+
+
 def test_two_publishers_racing_one_wins_the_other_stops_in_one_line(
     s3_env: Seaweed, tmp_path: Path, commands: StartedCommands
 ) -> None:
@@ -172,6 +209,52 @@ def test_seaweedfs_honours_if_match_and_if_none_match_on_put(s3_env: Seaweed) ->
         with pytest.raises(urllib.error.HTTPError, match="412"):
             _put(s3_env, f"{bucket}/p", b"three", **condition)
     assert urllib.request.urlopen(f"{s3_env.endpoint}/{bucket}/p", timeout=10).read() == b"two"
+
+
+#: Run in a process of its own (obstore never runs in the test's process, which forks): the pointer's
+#: conditional write as publish/revisions.py makes it, against the object at argv[1].
+CONDITIONS = """
+import sys
+import obstore
+from imagefolder_lmdb.publish.replace_rule import PublishError
+from imagefolder_lmdb.publish.revisions import PublishedState, put_if_unchanged, _store
+
+url = sys.argv[1]
+def refused(data, state):
+    try:
+        put_if_unchanged(url, data, state)
+    except PublishError as exc:
+        return "another publisher replaced it" in str(exc)
+    return False
+
+put_if_unchanged(url, b"one", None)
+assert refused(b"created over it", None)
+store, key = _store(url)
+found = obstore.head(store, key)
+read = PublishedState(found["e_tag"], found.get("version"), None, None, None)
+put_if_unchanged(url, b"two", read)
+assert refused(b"on a stale ETag", read)
+print(bytes(obstore.get(store, key).bytes()).decode())
+"""
+
+
+def test_azurite_honours_the_pointers_conditional_write(tmp_path: Path) -> None:
+    """az://: the pointer is created only where none is (If-None-Match: *) and replaced only on the ETag
+    read (If-Match), through obstore as the publisher writes it; a stale one stops in one line."""
+    from support.emulators import Azurite, EmulatorMissing
+
+    try:
+        azurite = Azurite(tmp_path).start()
+    except EmulatorMissing as exc:
+        pytest.skip(str(exc))
+    try:
+        url = azurite.put("pointers", "probe", b"").replace("/probe", "/train.lmdb")
+        keep = {name: value for name, value in os.environ.items() if not name.startswith(("AWS_", "AZURE_"))}
+        env = {**keep, **azurite.env()}
+        done = subprocess.run([sys.executable, "-c", CONDITIONS, url], capture_output=True, text=True, env=env)
+        assert done.returncode == 0 and done.stdout.strip() == "two", done.stderr[-3000:]
+    finally:
+        azurite.stop()
 
 
 def test_an_http_url_is_read_never_written(tmp_path: Path) -> None:

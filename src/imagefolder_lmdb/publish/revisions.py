@@ -12,6 +12,8 @@ URL, read by ranged reads (its ETag learnt on the way):
   (``URL.d/<content id>.lmdb``; no bytes through this machine, one request, time on the server in
   proportion to the file), then as above;
 - nothing: every data file, then the pointer.
+A data file that is a meta copy (writing/revision_copy.py: a change computed on a published single
+file without its records) is never uploaded: it is the published file, moved by the copy above.
 The pointer is replaced last, by a conditional write: If-Match on the ETag read (created with
 If-None-Match where there was none), so of two publishers that read the same pointer one wins and
 the other stops in one line, its data files left unnamed (``gc`` removes them). A server that ignores
@@ -30,6 +32,7 @@ from imagefolder_lmdb.publish.replace_rule import PublishError, head
 from imagefolder_lmdb.reader.identity import content_id
 from imagefolder_lmdb.reader.revision_format import POINTER_JSON, data_file_path
 from imagefolder_lmdb.remote.urls import RemoteSettings, store_and_key
+from imagefolder_lmdb.writing.hold_points import hold_point
 
 #: What the loser of two publishers is told to do.
 RERUN = "run the same command again: it takes the published revision and applies this change on it"
@@ -156,13 +159,29 @@ def publish_revisions(
             continue  # named by its content id: the object there holds these bytes (its reader checks them)
         if state is not None and state.single_file_id == content:
             _copy(url, target)
+            hold_point("publish-copied")  # the single file beside the pointer, the pointer not yet written
             copied.append(content)
             continue
+        _check_uploadable(data_file_path(path, content), target)
         upload_file(data_file_path(path, content), target)
         sent += os.path.getsize(data_file_path(path, content))
         uploaded.append(content)
+    hold_point("publish-sent")  # every data file there, the pointer not yet replaced
     etag = _replace_pointer(path, url, raw, state)
     return RevisionsPublished(url, int(local["revision"]), uploaded, copied, sent + len(raw), etag)
+
+
+def _check_uploadable(file: str, target: str) -> None:
+    """PublishError where ``file`` is a meta copy (its records are only in the published file it copies,
+    which is gone from ``url`` and not at ``target``): nothing of it is uploaded."""
+    from imagefolder_lmdb.writing.revision_copy import published_copy
+
+    copied = published_copy(file)
+    if copied is not None:
+        raise PublishError(
+            f"{target}: missing, and {file} holds only the meta of {copied.url} (gone since); nothing "
+            f"replaced. Remove {os.path.dirname(file)} and the pointer beside it, then convert again"
+        )
 
 
 def _store(url: str) -> tuple[Any, str]:
@@ -191,26 +210,33 @@ def _copy(source: str, target: str) -> None:
 def _replace_pointer(path: str, url: str, raw: bytes, state: PublishedState | None) -> str:
     """The pointer file written to ``url`` if the object there is still the one read (If-Match), else
     PublishError in one line; the new ETag."""
-    import obstore
-    from obstore.exceptions import AlreadyExistsError, PreconditionError
-
     now = head(url)
     if (now is None) != (state is None) or (now is not None and state is not None and now.get("e_tag") != state.etag):
         raise _lost(url)
-    store, key = _store(url)
-    mode: Any = "create" if state is None else {"e_tag": state.etag}
-    if state is not None and state.version is not None:
-        mode["version"] = state.version  # gs:// conditions on its generation
     with open(path, "rb") as file:
-        data = file.read()
-    try:
-        result = obstore.put(store, key, data, mode=mode)
-    except (PreconditionError, AlreadyExistsError):
-        raise _lost(url) from None
+        result = put_if_unchanged(url, file.read(), state)
+    hold_point("publish-pointer")  # the pointer written, not yet read back
     after = published_state(url)
     if after is None or after.pointer_json != raw:
         raise _lost(url)  # a server that ignored If-Match let another write over ours
     return str(result.get("e_tag") or after.etag or "")
+
+
+def put_if_unchanged(url: str, data: bytes, state: PublishedState | None) -> dict[str, Any]:
+    """``data`` written at ``url`` only if the object there is still the one ``state`` read (If-Match on
+    its ETag, and on its generation for gs://), or, for None, if there is none (If-None-Match: *); else
+    PublishError in one line. What the server answered (its new ETag)."""
+    import obstore
+    from obstore.exceptions import AlreadyExistsError, PreconditionError
+
+    store, key = _store(url)
+    mode: Any = "create" if state is None else {"e_tag": state.etag}
+    if state is not None and state.version is not None:
+        mode["version"] = state.version  # gs:// conditions on its generation
+    try:
+        return dict(obstore.put(store, key, data, mode=mode))
+    except (PreconditionError, AlreadyExistsError):
+        raise _lost(url) from None
 
 
 def _lost(url: str) -> PublishError:

@@ -7,10 +7,12 @@ A change is computed against the PUBLISHED split, not against whatever this mach
 for each split of revisions directly under the prefix whose local copy differs (another machine
 published since, or the local folder was cleared), the published state is taken down into the local
 folder: each data file of its current revision the local data folder lacks, then the pointer (renamed
-into place last). A published single split file (a split never changed) is not: taking it down is
-downloading the whole split, before the settings are compared; its first change from a cleared folder
-is a conversion and an upload of the whole split, as before. On a split taken down the same command
-applies the change and publishes only the new data files and the pointer (publish/revisions.py).
+into place last). Of a published single split file (a split never changed) where the local folder has
+no file of that name, only the meta is taken, by ranged reads (writing/revision_copy.py: a meta copy,
+a few pages whatever the split's size): a change is computed on it, and publishing moves the published
+file into the data folder by a server-side copy; a run that converts the split whole after all (nothing
+changed, or a setting did) removes the meta copy first (run/change.py). On a split taken down the same
+command applies the change and publishes only the new data files and the pointer (publish/revisions.py).
 Taking a split down downloads its current revision's data files once per machine; an up-to-date folder
 downloads nothing (one ranged read of each object's meta).
 
@@ -24,7 +26,9 @@ import contextlib
 import os
 import sys
 
+from imagefolder_lmdb.publish.replace_rule import PublishError
 from imagefolder_lmdb.publish.revisions import PublishedState, local_pointer, published_state
+from imagefolder_lmdb.reader.identity import content_id
 from imagefolder_lmdb.reader.revision_format import data_file_path
 from imagefolder_lmdb.remote.urls import RemoteSettings
 
@@ -64,9 +68,7 @@ def take_down(url: str, path: str, state: PublishedState) -> str | None:
     from imagefolder_lmdb.remote.revisions import data_file_url
 
     if state.pointer is None:
-        # a split never changed is not taken down: its download (the whole split) would come before the
-        # settings are compared, and a conversion not yet uploaded may lie here for --overwrite to upload
-        return None
+        return take_meta(url, path, state)
     if local_pointer_json(path) == state.pointer_json:
         return None
     current = next(entry for entry in state.pointer["revisions"] if entry["revision"] == state.pointer["revision"])
@@ -79,6 +81,31 @@ def take_down(url: str, path: str, state: PublishedState) -> str | None:
     return (
         f"{url}: revision {state.pointer['revision']} taken as the local {path} ({size / 1e6:,.1f} MB downloaded): "
         "a change is applied on it"
+    )
+
+
+def take_meta(url: str, path: str, state: PublishedState) -> str | None:
+    """A single split file published at ``url`` (a split never changed), where nothing lies at ``path``:
+    its meta copied there by ranged reads (writing/revision_copy.py), for a change to be computed on it.
+    Never its records, and never over a local file (a conversion not yet uploaded, for --overwrite)."""
+    from imagefolder_lmdb.reader.format import FormatError
+    from imagefolder_lmdb.remote.opening import open_remote, read_values
+    from imagefolder_lmdb.writing.revision_copy import PublishedCopy, write_meta_copy
+
+    if os.path.lexists(path) or state.single_file_id is None:
+        return None
+    try:
+        values = read_values(url, RemoteSettings())
+        remote = open_remote(url, RemoteSettings(), values)
+    except (FormatError, ValueError) as exc:  # no record locations, say: a change of it converts it whole
+        return f"{url}: its meta not taken ({exc}); a change of it converts the split again"
+    if values.etag != state.etag or content_id(remote.meta) != state.single_file_id:
+        raise PublishError(f"{url}: replaced while its meta was read; run the same command again")
+    copied = PublishedCopy(url, values.etag, remote.size)
+    write_meta_copy(path, values.values, copied, remote.lengths)
+    return (
+        f"{url}: a single split file ({remote.size / 1e6:,.1f} MB); its meta taken as the local {path} "
+        f"({remote.requests} ranged reads, no record): a change is applied on it"
     )
 
 

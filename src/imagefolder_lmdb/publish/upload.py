@@ -248,10 +248,11 @@ def publish_any(path: str, url: str, overwrite: bool, work: str | None) -> Publi
     """A split file published by ``publish``; a split of revisions (its pointer) by publish/revisions.py."""
     from imagefolder_lmdb.reader.document import read_document
     from imagefolder_lmdb.reader.revision_format import is_pointer_document
+    from imagefolder_lmdb.writing.revision_copy import refuse_upload
 
     if not is_pointer_document(read_document(path)):
+        refuse_upload(path)  # a meta copy of a published file holds no record (writing/revision_copy.py)
         return publish(path, url, overwrite, work=work)
-    hold_point("live-pointer")  # converted, its data files sent while converting (--no-merge); no pointer yet
     done = publish_revisions(path, url, lambda file, target: publish(file, target, True, work=work), overwrite)
     _say(remove_unnamed(url, work or default_work()))  # what a killed live upload sent and no revision names
     return done

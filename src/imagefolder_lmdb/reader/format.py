@@ -170,7 +170,12 @@ def check_record(path: str, index: int, data: bytes | memoryview, crc32: np.ndar
     ``crc32`` None: the dataset was opened with ``crc_check=False``, nothing is checked."""
     if crc32 is None or checksum(data) == crc32.item(index):
         return
-    raise DamagedRecordError(
+    raise DamagedRecordError(damaged_record_message(path, index))
+
+
+def damaged_record_message(path: str, index: int) -> str:
+    """Why record ``index`` of the file at ``path`` is refused (its CRC-32), and the fix."""
+    return (
         f"{path}: record {index} does not match its CRC-32 (meta/crc32): its stored bytes changed since it was "
         f"written (a damaged copy or disk). Check the file with `imagefolder-lmdb verify {path} --full` "
         f"(in a checkout: `python scripts/verify.py {path} --full`) and copy it again from an original that passes; "

@@ -157,6 +157,15 @@ _FDS: dict[str, tuple[int, tuple[int, int]]] = {}
 _GUARDS: dict[str, PageGuard] = {}
 #: file key -> the storage token of the file its environment opened (reader/identity.py)
 _TOKENS: dict[str, LocalFileToken] = {}
+#: Replaced by a new object whenever a descriptor of _FDS is closed or forgotten, and in a new process:
+#: a reader that keeps descriptor numbers of its own (a split's data files: reader/revision_records.py)
+#: uses them while it holds the object found here, and looks them up again otherwise; a copy of a
+#: reader sent to another process holds another object (a copy), so it never uses the sender's numbers.
+DESCRIPTORS_GENERATION: list[object] = [object()]
+
+
+def _next_generation() -> None:
+    DESCRIPTORS_GENERATION[0] = object()
 
 
 def _env_key(path: str) -> str:
@@ -290,6 +299,7 @@ def forget_if_replaced(path: str) -> None:
         if replaced:
             for table in (_ENVS, _TOKENS, _FDS, _GUARDS):
                 table.pop(key, None)
+            _next_generation()
 
 
 def close_all_envs() -> None:
@@ -301,6 +311,7 @@ def close_all_envs() -> None:
             env.close()
         _ENVS.clear()
         _TOKENS.clear()
+        _next_generation()  # before closing: a reader keeping descriptor numbers stops using them first
         for fd, _ in _FDS.values():
             os.close(fd)
         _FDS.clear()
@@ -316,6 +327,7 @@ def _forget_envs_in_child() -> None:
     _TOKENS.clear()
     _FDS.clear()
     _GUARDS.clear()
+    _next_generation()
     _ENVS_LOCK = threading.Lock()
 
 

@@ -54,6 +54,3 @@ def pread_tensor(fd: int, length: int, offset: int) -> torch.Tensor:
 def fetch_record(fd: int, offset: int, length: int, decode: str) -> bytes | torch.Tensor:
     """A located record's bytes: into a tensor's own memory for decode="tensor", else bytes."""
     return pread_tensor(fd, length, offset) if decode == "tensor" else pread_bytes(fd, length, offset)
-
-
-#: A read slower than this, plus the time to copy its bytes into fresh memory, may have waited for

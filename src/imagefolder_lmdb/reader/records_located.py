@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import lmdb
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 # when the file is opened, that they were taken for this very file (v1_records).
 
 
+#: A read slower than this, plus the time to copy its bytes into fresh memory, may have waited for
 #: the disk; a one-byte probe of the next record then decides. Generous, so that cached reads rarely
 #: pay for a probe: a batch that is cold from its first record on is caught before any read anyway.
 _SLOW_READ_SECONDS = 50e-6
@@ -51,18 +52,42 @@ def _cached(fd: int, offset: int) -> bool:
     return True
 
 
-def _hint_rest(fd: int, offsets: list[int], lengths: list[int], start: int = 0) -> bool:
+def _hint_rest(fds: Sequence[int], offsets: list[int], lengths: list[int], start: int = 0) -> bool:
     """If the first located record of ``offsets[start:]`` is not cached, the batch is cold: ask for
-    all of those at once (posix_fadvise WILLNEED). Returns whether nothing is left to hint."""
-    upcoming = next((offset for offset in offsets[start:] if offset), None)
+    all of those at once (posix_fadvise WILLNEED), each of its file (``fds``, one per record).
+    Returns whether nothing is left to hint."""
+    upcoming = next((slot for slot in range(start, len(offsets)) if offsets[slot]), None)
     if upcoming is None:
         return True
-    if CAN_PROBE and _cached(fd, upcoming):
+    if CAN_PROBE and _cached(fds[upcoming], offsets[upcoming]):
         return False  # cached after all (a slow read on a busy machine): asking would only cost time
-    for offset, length in zip(offsets[start:], lengths[start:], strict=True):
+    for fd, offset, length in zip(fds[start:], offsets[start:], lengths[start:], strict=True):
         if offset:
             os.posix_fadvise(fd, offset, length, os.POSIX_FADV_WILLNEED)
     return True
+
+
+def located_reads(
+    fds: Sequence[int], offsets: list[int], lengths: list[int], decode: str
+) -> Iterator[bytes | torch.Tensor | None]:
+    """Each record's bytes read by offset, in order (None where its offset is 0: not located); record
+    ``k`` lies in the file open as ``fds[k]`` (a split of many data files reads one batch from several).
+
+    When a record about to be read is not in the page cache (a one-byte probe, made before the
+    first read and after any slow one), the remaining ranges of the batch are requested all at
+    once (posix_fadvise WILLNEED), so that they load in parallel while the caller decodes this one.
+    Cached batches are not hinted: asking for ranges already cached costs time and buys nothing."""
+    # Not yet hinted; a batch whose first record is not cached is hinted before any read.
+    hint = CAN_ADVISE and not _hint_rest(fds, offsets, lengths)
+    for slot, (fd, offset, length) in enumerate(zip(fds, offsets, lengths, strict=True)):
+        if not offset:
+            yield None
+            continue
+        started = time.perf_counter()
+        data = fetch_record(fd, offset, length, decode)
+        if hint and _slow(time.perf_counter() - started, length):
+            hint = not _hint_rest(fds, offsets, lengths, start=slot + 1)
+        yield data
 
 
 def v1_records(
@@ -159,27 +184,18 @@ class LocatedRecords:
     def _read_located(
         self, fd: int, positions: list[int], decode: str, begin: Begin, targets: Sequence[Any]
     ) -> list[tuple[Any, int]]:
-        """A batch, read by offset where located.
-
-        When a record about to be read is not in the page cache (a one-byte probe, made before the
-        first read and after any slow one), the remaining ranges of the batch are requested all at
-        once (posix_fadvise WILLNEED), so that they load in parallel while this one decodes.
-        Cached batches are not hinted: asking for ranges already cached costs time and buys nothing."""
+        """A batch, read by offset where located (located_reads: a cold batch is hinted at once), the
+        rest in one LMDB transaction."""
         assert self.offsets is not None and self.lengths is not None
         offsets, lengths = self.offsets[positions].tolist(), self.lengths[positions].tolist()
-        # Not yet hinted; a batch whose first record is not cached is hinted before any read.
-        hint = CAN_ADVISE and not _hint_rest(fd, offsets, lengths)
         batch: list[Any] = []
         unlocated: list[int] = []
-        for slot, (index, offset, length) in enumerate(zip(positions, offsets, lengths, strict=True)):
-            if not offset:
+        for slot, data in enumerate(located_reads([fd] * len(positions), offsets, lengths, decode)):
+            index = positions[slot]
+            if data is None:
                 batch.append(None)
                 unlocated.append(slot)
                 continue
-            started = time.perf_counter()
-            data = fetch_record(fd, offset, length, decode)
-            if hint and _slow(time.perf_counter() - started, length):
-                hint = not _hint_rest(fd, offsets, lengths, start=slot + 1)
             batch.append((self._decoded(data, index, decode), targets[index]))
         if unlocated:
             through_lmdb = self.lmdb.read([positions[slot] for slot in unlocated], decode, begin, targets)

@@ -10,32 +10,23 @@ import json
 import operator
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import lmdb
 import numpy as np
 
-from imagefolder_lmdb.reader.data_files import fd_token, read_located
-from imagefolder_lmdb.reader.file_checks import LmdbReadTxn
-from imagefolder_lmdb.reader.format import FormatError, Meta, decode_meta
-from imagefolder_lmdb.reader.handles import (
-    begin_read,
-    forget_if_replaced,
-    guarded,
-    opened_fd,
-    opened_token,
-    shared_env,
-    shared_fd,
+from imagefolder_lmdb.reader.format import Meta
+from imagefolder_lmdb.reader.handles import forget_if_replaced, guarded, shared_env
+from imagefolder_lmdb.reader.identity import FileChangedError, changed_message
+from imagefolder_lmdb.reader.records import Opened
+from imagefolder_lmdb.reader.revision_data_files import (
+    MissingDataFileError,
+    OpenOptions,
+    missing_message,
+    opened_file,
 )
-from imagefolder_lmdb.reader.identity import FileChangedError, LocalFileToken, changed_message, content_id
-from imagefolder_lmdb.reader.offset_reads import CAN_PREAD
-from imagefolder_lmdb.reader.records import Begin, Opened, RecordSource
-from imagefolder_lmdb.reader.records_lmdb import LmdbRecords
-from imagefolder_lmdb.reader.records_located import LocatedRecords, v1_records
 from imagefolder_lmdb.reader.revision_format import (
     POINTER_JSON,
-    DataFile,
     Revision,
     data_file_path,
     data_folder,
@@ -44,28 +35,28 @@ from imagefolder_lmdb.reader.revision_format import (
     entry_of,
     is_pointer_document,
 )
+from imagefolder_lmdb.reader.revision_records import (
+    Located,
+    NoTargets,
+    OpenSettings,
+    RevisionRecords,
+    located_places,
+)
 
-
-class MissingDataFileError(FileNotFoundError):
-    """A data file of the revision a dataset reads is gone (``gc``, a pointer copied without its folder)."""
-
-
-class OpenOptions(Protocol):
-    """What opening a revision takes from the dataset (LMDBReader's attributes)."""
-
-    lock: bool
-    max_readers: int | None
-    crc_check: bool
-
-
-def missing_message(pointer: str, number: int, missing: list[str]) -> str:
-    """One line naming the missing data files of revision ``number`` and the fix."""
-    return (
-        f"{pointer}: revision={number} reads data files that are not there: {', '.join(missing)} (a split of "
-        f"revisions is the pointer {os.path.basename(pointer)} and its folder {data_folder(pointer)}/: copy both; "
-        "`imagefolder-lmdb gc` removes only files no kept revision names). Copy the folder beside the pointer, "
-        "or open a revision whose files are there (LMDBDataset(path) opens the current one)."
-    )
+# the names other parts take from here (remote/revisions.py, verify/, writing/)
+__all__ = [
+    "MissingDataFileError",
+    "NoTargets",
+    "OpenOptions",
+    "OpenSettings",
+    "RevisionRecords",
+    "composed_meta",
+    "missing_message",
+    "open_if_revisions",
+    "opened_env",
+    "pointer_document",
+    "refuse_if_pointer",
+]
 
 
 def opened_env(path: str) -> lmdb.Environment:
@@ -124,98 +115,38 @@ def open_revision(path: str, revision: Revision, options: OpenOptions) -> Opened
     if missing:
         raise MissingDataFileError(missing_message(path, revision.number, missing))
     files = [
-        _opened_file(path, revision.number, file, place, options)
+        opened_file(path, revision.number, file, place, options)
         for file, place in zip(revision.files, places, strict=True)
     ]
-    meta = composed_meta(revision, [file.meta for file in files])
-    records = RevisionRecords(path, revision.number, revision.order, files, options)
-    for file in files:
-        file.meta = None  # the composed meta holds what the dataset needs; workers get no copy of each file's
+    metas = [file.meta for file in files]
+    at = record_places(revision.order, metas)
+    meta = composed_meta(revision, metas, at)
+    offsets, lengths = located_places(files, at)
+    crc32 = meta.crc32 if options.crc_check else None
+    records = RevisionRecords(
+        path, revision.number, revision.order, files, options, Located(offsets, lengths, crc32, meta.storage)
+    )
+    for file in files:  # the composed meta and places hold what the dataset needs: workers get no copy of each file's
+        file.meta = file.offsets = file.lengths = None
     return Opened(records, meta.document, meta.classes, meta.paths, meta.targets(), meta, revision.number)
 
 
-class _FileBegin:
-    """Opens a read transaction of a data file through LMDB (its records read through it: files without
-    fitting locations, ``lock=True``); a class, not a closure, so that it goes to workers with the dataset."""
-
-    def __init__(self, path: str, lock: bool, max_readers: int | None) -> None:
-        self.path, self.lock, self.max_readers = path, lock, max_readers
-
-    def __call__(self) -> LmdbReadTxn:
-        env = shared_env(self.path, lock=self.lock, max_readers=self.max_readers)
-        return guarded(begin_read(env, self.path), self.path, self.lock)
-
-
-@dataclass
-class _DataFileSource:
-    """One data file of a revision: where it lies, its content id, the file opened and its records. A
-    located file (``located``) is read by offset with this process's one descriptor of it (shared_fd, on
-    its first read); another through its LMDB environment (``begin``), as a split file is."""
-
-    path: str
-    id: str
-    token: LocalFileToken | None
-    source: RecordSource
-    begin: _FileBegin
-    located: bool = False
-    meta: Meta | None = None
-    #: (device, inode) of the file opened: what shared_fd records of its descriptor (compared at every read)
-    identity: tuple[int, int] | None = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.identity = None if self.token is None else (self.token.device, self.token.inode)
-
-
-def _opened_file(pointer: str, number: int, file: DataFile, place: str, options: OpenOptions) -> _DataFileSource:
-    """A data file opened and checked by its content id (FileChangedError for other content): by plain
-    reads, keeping no descriptor, where its records are located (reader/data_files.py); else by LMDB."""
-    forget_if_replaced(place)  # the file now at the name, as a dataset opens its path (a copy put back)
-    begin = _FileBegin(place, options.lock, options.max_readers)
-    try:  # lock=True asks for LMDB's reader protocol, which reads by offset do not follow (v1_records)
-        located = read_located(place) if CAN_PREAD and not options.lock else None
-        if located is None:
-            return _through_lmdb(pointer, number, file, place, options, begin)
-    except FileNotFoundError:
-        raise MissingDataFileError(missing_message(pointer, number, [place])) from None
-    meta, token = located.meta, located.token
-    _check_content(meta, pointer, number, file, place)
-    records = LmdbRecords(place, meta.storage, meta.crc32 if options.crc_check else None)
-    source = LocatedRecords(records, located.offsets, located.lengths, (token.device, token.inode))
-    return _DataFileSource(place, file.id, token, source, begin, located=True, meta=meta)
-
-
-def _through_lmdb(
-    pointer: str, number: int, file: DataFile, place: str, options: OpenOptions, begin: _FileBegin
-) -> _DataFileSource:
-    """A data file whose records are read through its LMDB environment, opened here."""
-    env = shared_env(place, lock=options.lock, max_readers=options.max_readers)
-    with guarded(env.begin(), place, options.lock) as txn:
-        meta = decode_meta(txn, place)
-    _check_content(meta, pointer, number, file, place)
-    source = v1_records(place, env, meta, options.lock, options.crc_check)
-    return _DataFileSource(place, file.id, opened_token(place), source, begin, meta=meta)
-
-
-def _check_content(meta: Meta, pointer: str, number: int, file: DataFile, place: str) -> None:
-    """FormatError or FileChangedError unless the data file holds what the revision names by its name."""
-    if meta.label_lists is not None or meta.fields:
-        raise FormatError(f"{place}: a multi-label or field file cannot be a data file of a split of revisions yet")
-    found = content_id(meta)
-    if found != file.id:
-        raise FileChangedError(
-            f"{place}: holds content {found[:12]}, not {file.id[:12]} that revision={number} of {pointer} names by "
-            "this file's name: the file was replaced by another. Copy the split's folder again from its original."
-        )
-
-
-def composed_meta(revision: Revision, metas: Sequence[Meta | None]) -> Meta:
-    """The meta of the single file the revision flattens to: each sample's columns taken from its record
-    (one gather over the data files' columns put end to end, whatever their number)."""
-    order = revision.order
+def record_places(order: np.ndarray, metas: Sequence[Meta | None]) -> np.ndarray:
+    """Each sample's record's place in the data files' records put end to end (``order``: the revision's)."""
     known = [meta for meta in metas if meta is not None]
     assert len(known) == len(metas)
+    if not known:
+        return order["record"]
     starts = np.cumsum([0] + [meta.length for meta in known[:-1]], dtype=np.int64)
-    at = starts[order["file"].astype(np.int64)] + order["record"].astype(np.int64) if known else order["record"]
+    return starts[order["file"].astype(np.int64)] + order["record"].astype(np.int64)
+
+
+def composed_meta(revision: Revision, metas: Sequence[Meta | None], at: np.ndarray | None = None) -> Meta:
+    """The meta of the single file the revision flattens to: each sample's columns taken from its record
+    (one gather over the data files' columns put end to end, whatever their number; ``at``: record_places)."""
+    known = [meta for meta in metas if meta is not None]
+    assert len(known) == len(metas)
+    at = record_places(revision.order, metas) if at is None else at
     columns = {name: _gathered(known, name, dtype, at) for name, dtype in COLUMNS.items()}
     paths = _gathered_paths([meta.paths for meta in known], at)
     for position, path in revision.moved.items():
@@ -247,110 +178,3 @@ def _gathered_paths(per_file: list[list[str]], at: np.ndarray) -> list[str]:
     if len(at) < 2:
         return [joined[position] for position in at.tolist()]
     return list(operator.itemgetter(*at.tolist())(joined))
-
-
-class NoTargets(Sequence[Any]):
-    """The targets handed to a data file's source: the revision's own replace them (see RevisionRecords.read;
-    a URL's revision too: remote/revisions.py)."""
-
-    def __getitem__(self, index: Any) -> Any:
-        return None
-
-    def __len__(self) -> int:
-        return 0
-
-
-_NO_TARGETS = NoTargets()
-
-
-class RevisionRecords:
-    """The records of one revision: sample ``i`` is record ``order[i].record`` of data file
-    ``order[i].file``, read by that file's own source (by offset where located, CRC-checked). Each
-    process checks a data file when it first reads it: the same content (its content id) or a one-line
-    error, a missing file included; never another file's bytes."""
-
-    legacy = False
-
-    def __init__(
-        self,
-        pointer: str,
-        revision: int,
-        order: np.ndarray,
-        files: list[_DataFileSource],
-        options: OpenOptions,
-    ) -> None:
-        self.pointer, self.revision = pointer, revision
-        self.files_of = np.ascontiguousarray(order["file"])
-        self.records_of = np.ascontiguousarray(order["record"])
-        self.files = files
-        self.options = OpenSettings(options.lock, options.max_readers, options.crc_check)
-        self.lock, self.max_readers = options.lock, options.max_readers
-
-    @property
-    def by_offset(self) -> bool:
-        return all(file.source.by_offset for file in self.files)
-
-    def _source(self, index: int) -> _DataFileSource:
-        """Data file ``index``, the file at its name checked in this process at its first read here (a
-        worker, a new epoch's workers, after a fork); every later read finds its descriptor open."""
-        file = self.files[index]
-        if file.located:
-            opened = opened_fd(file.path)
-            if opened is None or opened[1] != file.identity:
-                return self._first_read(index, file, self._descriptor_token(file))
-            return file
-        token = opened_token(file.path)
-        return file if token is not None and token == file.token else self._first_read(index, file, None)
-
-    def _descriptor_token(self, file: _DataFileSource) -> LocalFileToken:
-        """The token of the file this process's one descriptor of ``file`` reads, opened here if need be."""
-        try:
-            return fd_token(shared_fd(file.path)[0])
-        except FileNotFoundError:
-            raise MissingDataFileError(missing_message(self.pointer, self.revision, [file.path])) from None
-
-    def _first_read(self, index: int, file: _DataFileSource, token: LocalFileToken | None) -> _DataFileSource:
-        """``file`` as this process finds it at its name: the file opened, or another with the same content
-        (a copy, opened afresh) or an error. ``token``: of a located file's descriptor; else its environment is
-        opened here."""
-        if token is None:
-            try:
-                shared_env(file.path, lock=self.lock, max_readers=self.max_readers)
-            except FileNotFoundError:
-                raise MissingDataFileError(missing_message(self.pointer, self.revision, [file.path])) from None
-            token = opened_token(file.path)
-        if token == file.token:
-            return file
-        reopened = _opened_file(self.pointer, self.revision, DataFile(file.id, 0, 0), file.path, self.options)
-        reopened.meta = None  # the revision's composed meta holds what a read needs
-        self.files[index] = reopened
-        return reopened
-
-    def read(self, positions: list[int], decode: str, begin: Begin, targets: Sequence[Any]) -> list[tuple[Any, Any]]:
-        """Decoded images and targets of ``positions``, each data file's records read together."""
-        if len(positions) == 1:  # ds[i]: spared the array work of a batch
-            position = positions[0]
-            file = self._source(self.files_of.item(position))
-            image = file.source.read([self.records_of.item(position)], decode, file.begin, _NO_TARGETS)[0][0]
-            return [(image, targets[position])]
-        wanted = np.asarray(positions, dtype=np.int64)
-        files, records = self.files_of[wanted], self.records_of[wanted]
-        batch: list[Any] = [None] * len(positions)
-        for index in np.unique(files).tolist():
-            slots = np.flatnonzero(files == index).tolist()
-            file = self._source(index)
-            part = file.source.read(records[slots].tolist(), decode, file.begin, _NO_TARGETS)
-            for slot, (image, _) in zip(slots, part, strict=True):
-                batch[slot] = (image, targets[positions[slot]])
-        return batch
-
-    def get_bytes(self, index: int, begin: Begin) -> bytes:
-        file = self._source(self.files_of.item(index))
-        return file.source.get_bytes(self.records_of.item(index), file.begin)
-
-
-@dataclass
-class OpenSettings:
-    lock: bool
-    max_readers: int | None
-    crc_check: bool = True

@@ -45,17 +45,22 @@ COMMAND_POINTS: tuple[str, ...] = ("verify-file", "info-read", "add-locations-fi
 #: The moments of a change applied as a new revision (run/change.py), in the order it reaches them: the
 #: added file half written, complete, the pointer replaced (the every-moment harness's "change" scenario).
 CHANGE_POINTS: tuple[str, ...] = ("change-encode", "change-added", "change-written")
-#: The moments of a ``--no-merge`` publish's live upload (publish/live_helper.py), in the order it reaches
-#: them: a data file's object complete and unnamed while the conversion goes on ("live-sent:<n>", n from 0
-#: per split), and the conversion done with its data files sent, the pointer's publish not yet started.
-LIVE_POINTS: tuple[str, ...] = ("live-sent", "live-pointer")
+#: The moments of publishing a split of revisions (publish/revisions.py) besides a data file's own upload
+#: ("upload-part", "upload-complete"): the published single file copied beside the pointer, every data file
+#: there and the pointer not yet written, the pointer written and not yet read back.
+PUBLISH_POINTS: tuple[str, ...] = ("publish-copied", "publish-sent", "publish-pointer")
+#: The moment of a ``--no-merge`` publish's live upload (publish/live_helper.py): a data file's object complete
+#: and unnamed while the conversion goes on ("live-sent:<n>", n from 0 per split).
+LIVE_POINTS: tuple[str, ...] = ("live-sent",)
 
 
 def hold_point(name: str, part: int | None = None) -> None:
     """Wait here until released (the marker removed) if the test running this asked to hold at ``name``
     (or at ``name:part`` where the point has parts)."""
-    if name not in (*HOLD_POINTS, *COMMAND_POINTS, *CHANGE_POINTS, *LIVE_POINTS):
-        raise ValueError(f"hold point {name!r} is not in HOLD_POINTS, COMMAND_POINTS, CHANGE_POINTS or LIVE_POINTS")
+    if not any(name in points for points in (HOLD_POINTS, COMMAND_POINTS, CHANGE_POINTS, PUBLISH_POINTS, LIVE_POINTS)):
+        raise ValueError(
+            f"hold point {name!r} is not in HOLD_POINTS, COMMAND_POINTS, CHANGE_POINTS, PUBLISH_POINTS or LIVE_POINTS"
+        )
     wanted = os.environ.get(HOLD_ENV)
     if wanted is None or wanted not in (name, f"{name}:{part}"):
         return

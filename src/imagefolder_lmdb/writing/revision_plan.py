@@ -18,6 +18,7 @@ from imagefolder_lmdb.reader.identity import content_id
 from imagefolder_lmdb.reader.revision_format import ORDER_DTYPE, REMOVED_DTYPE, DataFile, Revision
 from imagefolder_lmdb.reader.revisions import composed_meta
 from imagefolder_lmdb.writing.meta_document import checked, storage_counts
+from imagefolder_lmdb.writing.revision_copy import copied_lengths
 
 
 def planned(
@@ -266,5 +267,8 @@ def record_lengths(env: lmdb.Environment, meta: Meta) -> np.ndarray:
     located = meta.locations
     if located is not None and len(located) == meta.length and bool(located["offset"].all()):
         return located["length"].astype(np.int64)
+    copied = copied_lengths(env, meta.length)  # a meta copy of a published file: its records are not here
+    if copied is not None:
+        return copied
     with env.begin(buffers=True) as txn:
         return np.array([len(txn.get(record_key(index)) or b"") for index in range(meta.length)], dtype=np.int64)

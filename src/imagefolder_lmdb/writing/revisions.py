@@ -49,6 +49,7 @@ from imagefolder_lmdb.reader.revision_format import (
 )
 from imagefolder_lmdb.reader.revisions import opened_env
 from imagefolder_lmdb.writing.atomic import fsync_path, publish, remove_path, temporary_path
+from imagefolder_lmdb.writing.revision_copy import published_copy
 from imagefolder_lmdb.writing.revision_plan import planned, record_lengths
 
 #: Keys of a revision's values in the pointer, copied as they are when the pointer is written again.
@@ -125,7 +126,8 @@ def _single_file_state(split: str, meta: Meta) -> SplitRevisions:
     order["record"] = np.arange(meta.length)
     document = {key: value for key, value in meta.document.items() if key not in ("checksums", "locations")}
     created = str(meta.document.get("created") or _now())
-    files = [DataFile(content_id(meta), meta.length, os.path.getsize(split))]
+    copied = published_copy(split)  # a meta copy (writing/revision_copy.py): the published file's size
+    files = [DataFile(content_id(meta), meta.length, os.path.getsize(split) if copied is None else copied.size)]
     revision = Revision(1, None, created, files, document, order, np.asarray(meta.labels, np.int32))
     return SplitRevisions(split, revision, [meta], [split], [], {}, single_file=True)
 
