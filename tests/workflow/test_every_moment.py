@@ -55,10 +55,11 @@ from imagefolder_lmdb import LMDBDataset
 from imagefolder_lmdb.reader.document import read_document
 from imagefolder_lmdb.reader.handles import close_all_envs
 from imagefolder_lmdb.reader.identity import meta_digest
-from imagefolder_lmdb.writing.hold_points import HOLD_POINTS, NO_MERGE_POINTS
+from imagefolder_lmdb.writing.hold_points import HOLD_POINTS, LIVE_POINTS, NO_MERGE_POINTS
 from support.datasets import assert_same_dataset, assert_same_samples
 from support.images import jpeg_bytes, make_images
 from support.label_trees import write_images
+from support.seaweed import Seaweed
 from support.workflow import kill_tree, snakemake_environment, wait_for_hold
 
 COMMAND = [sys.executable, "-m", "imagefolder_lmdb.cli", "convert"]
@@ -536,3 +537,50 @@ def test_a_published_change_at_every_moment(
     assert "Traceback" not in again.stderr
     assert_change_published(url, tmp_path / "out", tree)
     assert_previous_readable(url, pinned, previous, revision)
+
+
+# -- a --no-merge publish (issue 60, point 4): data files uploaded as they finish, the pointer last ----------
+#: Its moments, in the order it reaches them: a data file's multipart upload with a part sent, then before it
+#: completes (publish/upload.py's points, reached here first by the live upload beside Snakemake), the data
+#: object whole and unnamed while the conversion goes on, the conversion done with every data file there and
+#: the pointer not yet sent (publish/revisions.py's "publish-sent").
+LIVE_MOMENTS = ["upload-part", "upload-complete", *LIVE_POINTS, "publish-sent"]
+#: What ``make test`` tries of it; the rest with IMAGEFOLDER_LMDB_EVERY_MOMENT=full (.ci/run: ``live``).
+LIVE_SAMPLE = {("upload-part", "sigkill")}
+
+
+@pytest.mark.parametrize("action", ["sigkill", "sigint", "second"])
+@pytest.mark.parametrize("moment", LIVE_MOMENTS)
+def test_live_publish_at_every_moment(
+    moment: str, action: str, sources: tuple[Path, Path], clean: Path, tmp_path: Path, s3_env: Seaweed
+) -> None:
+    """Whatever lands at a moment of the live upload, the prefix holds no pointer or the whole split, with at
+    most unnamed data objects; the same command then publishes the split sending only what was missing."""
+    if (moment, action) not in LIVE_SAMPLE and not FULL:
+        pytest.skip("the full matrix runs with IMAGEFOLDER_LMDB_EVERY_MOMENT=full (.ci/run, after make test)")
+    from support.live_publish import assert_live_published, objects
+
+    s3_env.put("datasets", "probe", b"")  # the bucket exists
+    url = f"s3://datasets/{uuid.uuid4().hex}"
+    command = [*COMMAND, sources[0], url, "--work", tmp_path / "out", *OPTIONS, "--no-merge"]
+    with started(tmp_path, command, moment) as (process, marker):
+        wait_for_hold(marker, process, timeout=300)  # type: ignore[arg-type]
+        if action == "sigkill":
+            kill_tree(process)
+        elif action == "sigint":
+            os.killpg(process.pid, signal.SIGINT)
+            _, stderr = process.communicate(timeout=300)
+            if process.returncode != 0:
+                assert process.returncode == 130, stderr[-3000:]
+                assert "Traceback" not in stderr and "the same command" in stderr, stderr
+        else:
+            second = run(tmp_path, [*command[: len(COMMAND)], sources[1], *command[len(COMMAND) + 1 :]])
+            assert second.returncode != 0 and "another conversion is writing into" in second.stderr
+            marker.unlink()
+            stdout, stderr = process.communicate(timeout=300)
+            assert process.returncode == 0, (stdout + stderr)[-3000:]
+    before = objects(f"{url}/train.lmdb.d/")
+    again = finished(run(tmp_path, command))
+    assert "Traceback" not in again.stderr
+    assert_whole(tmp_path / "out", clean, sources[0], "no-merge")
+    assert_live_published(url, tmp_path / "out", before)

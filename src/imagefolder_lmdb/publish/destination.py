@@ -72,6 +72,9 @@ def replaceable(run: Run, destination: str | None, overwrite: bool) -> tuple[Run
     from another source or with other settings is refused without --overwrite here, before the
     conversion (hours, on ImageNet), by the rule the upload applies again at the end; and where it
     uploads (nowhere for a dry run, which makes nothing)."""
+    from imagefolder_lmdb.publish.live import arm
+
+    arm(run, destination, overwrite)  # without a merge: data files uploaded as they finish, if this returns
     if run.dry_run:
         return run, None
     if destination is None or overwrite or run.config is None:

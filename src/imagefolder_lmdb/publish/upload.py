@@ -19,6 +19,9 @@ own so that obstore never runs in a process that may fork afterwards; remote/cli
   the URL aborts it (pending.py).
 - After the upload: the object's size, and a sample of records read back by ranged reads and
   checked against their CRC-32 (``verify URL``).
+- A split of revisions (a pointer): its data files the bucket lacks, then the pointer (revisions.py);
+  with ``--no-merge`` most were sent while converting (live_helper.py), and once the pointer is
+  published, the data objects an interrupted live upload sent and no revision names are removed.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from imagefolder_lmdb.publish.live_record import remove_unnamed
 from imagefolder_lmdb.publish.pending import UploadRecord, abort_recorded, obstore_note, others_note
 from imagefolder_lmdb.publish.replace_rule import STOPS, Found, PublishError, existing, head, replace_problem
 from imagefolder_lmdb.publish.revisions import RevisionsPublished, publish_revisions
@@ -246,10 +250,12 @@ def publish_any(path: str, url: str, overwrite: bool, work: str | None) -> Publi
     from imagefolder_lmdb.reader.revision_format import is_pointer_document
     from imagefolder_lmdb.writing.revision_copy import refuse_upload
 
-    if is_pointer_document(read_document(path)):
-        return publish_revisions(path, url, lambda file, target: publish(file, target, True, work=work), overwrite)
-    refuse_upload(path)  # a meta copy of a published file holds no record (writing/revision_copy.py)
-    return publish(path, url, overwrite, work=work)
+    if not is_pointer_document(read_document(path)):
+        refuse_upload(path)  # a meta copy of a published file holds no record (writing/revision_copy.py)
+        return publish(path, url, overwrite, work=work)
+    done = publish_revisions(path, url, lambda file, target: publish(file, target, True, work=work), overwrite)
+    _say(remove_unnamed(url, work or default_work()))  # what a killed live upload sent and no revision names
+    return done
 
 
 def _pending_lines(url: str, credentials: Credentials, record: UploadRecord) -> list[str]:
@@ -274,7 +280,8 @@ def default_work() -> str:
 SIGNAL_WORD: dict[int, str] = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}
 
 
-def _interrupt(signum: int, frame: Any) -> None:
+def interrupt(signum: int, frame: Any) -> None:
+    """SIGTERM's handler in an upload's process: the upload aborted, exit 143."""
     raise UploadInterrupted(143)
 
 
@@ -300,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     from imagefolder_lmdb.remote.client import allow_in_process
 
     allow_in_process()  # a process of its own that forks nothing
-    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGTERM, interrupt)
     try:
         done = publish_any(args.file, args.url, args.overwrite, args.work)
     except KeyboardInterrupt:

@@ -15,7 +15,9 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from contextvars import ContextVar
 from pathlib import Path
 from types import FrameType
 from typing import IO, Any, TextIO
@@ -40,6 +42,9 @@ PROFILES = WORKFLOW / "profiles"
 CHATTER = (b"Using workflow specific profile ", b"Using profiles ", b"Using profile ")
 #: A run's temporary folder inside the work folder's ``.temporary`` (which only its owner clears).
 RUN_FOLDER_PREFIX = "imagefolder-lmdb-"
+#: What runs beside this process's next Snakemake run, entered before it starts and left once it ended
+#: (a URL OUTDIR without a merge: its data files uploaded as they finish, publish/live.py sets it).
+BESIDE_RUN: ContextVar[Callable[[], AbstractContextManager[None]] | None] = ContextVar("beside_run", default=None)
 
 
 class ConvertError(RuntimeError):
@@ -115,6 +120,13 @@ def show(lines: list[bytes], target: TextIO, verbose: bool) -> None:
 
 
 def run_snakemake(command: list[str], verbose: bool = False, runs: Sequence[tuple[Any, list[str]]] = ()) -> None:
+    """Snakemake run (``run_and_relay``) with what BESIDE_RUN names running beside it, which sees how it ended."""
+    beside = BESIDE_RUN.get()
+    with beside() if beside is not None else contextlib.nullcontext():
+        run_and_relay(command, verbose, runs)
+
+
+def run_and_relay(command: list[str], verbose: bool = False, runs: Sequence[tuple[Any, list[str]]] = ()) -> None:
     """Run Snakemake and relay its output; ConvertError with the closing lines when it fails,
     :class:`Interrupted` with how far each split got when a signal stopped it.
 

@@ -50,13 +50,18 @@ CHANGE_POINTS: tuple[str, ...] = ("change-encode", "change-added", "change-writt
 #: ("upload-part", "upload-complete"): the published single file copied beside the pointer, every data file
 #: there and the pointer not yet written, the pointer written and not yet read back.
 PUBLISH_POINTS: tuple[str, ...] = ("publish-copied", "publish-sent", "publish-pointer")
+#: The moment of a ``--no-merge`` publish's live upload (publish/live_helper.py): a data file's object complete
+#: and unnamed while the conversion goes on ("live-sent:<n>", n from 0 per split).
+LIVE_POINTS: tuple[str, ...] = ("live-sent",)
 
 
 def hold_point(name: str, part: int | None = None) -> None:
     """Wait here until released (the marker removed) if the test running this asked to hold at ``name``
     (or at ``name:part`` where the point has parts)."""
-    if not any(name in points for points in (HOLD_POINTS, COMMAND_POINTS, CHANGE_POINTS, PUBLISH_POINTS)):
-        raise ValueError(f"hold point {name!r} is not in HOLD_POINTS, COMMAND_POINTS, CHANGE_POINTS or PUBLISH_POINTS")
+    if not any(name in points for points in (HOLD_POINTS, COMMAND_POINTS, CHANGE_POINTS, PUBLISH_POINTS, LIVE_POINTS)):
+        raise ValueError(
+            f"hold point {name!r} is not in HOLD_POINTS, COMMAND_POINTS, CHANGE_POINTS, PUBLISH_POINTS or LIVE_POINTS"
+        )
     wanted = os.environ.get(HOLD_ENV)
     if wanted is None or wanted not in (name, f"{name}:{part}"):
         return
