@@ -53,15 +53,22 @@ PUBLISH_POINTS: tuple[str, ...] = ("publish-copied", "publish-sent", "publish-po
 #: The moment of a ``--no-merge`` publish's live upload (publish/live_helper.py): a data file's object complete
 #: and unnamed while the conversion goes on ("live-sent:<n>", n from 0 per split).
 LIVE_POINTS: tuple[str, ...] = ("live-sent",)
+#: Every list above by its name: a point is known if it is in one of them (the refusal names them all).
+POINT_LISTS: dict[str, tuple[str, ...]] = {
+    "HOLD_POINTS": HOLD_POINTS,
+    "COMMAND_POINTS": COMMAND_POINTS,
+    "CHANGE_POINTS": CHANGE_POINTS,
+    "PUBLISH_POINTS": PUBLISH_POINTS,
+    "LIVE_POINTS": LIVE_POINTS,
+}
+ALL_POINTS: frozenset[str] = frozenset(point for points in POINT_LISTS.values() for point in points)
 
 
 def hold_point(name: str, part: int | None = None) -> None:
     """Wait here until released (the marker removed) if the test running this asked to hold at ``name``
     (or at ``name:part`` where the point has parts)."""
-    if not any(name in points for points in (HOLD_POINTS, COMMAND_POINTS, CHANGE_POINTS, PUBLISH_POINTS, LIVE_POINTS)):
-        raise ValueError(
-            f"hold point {name!r} is not in HOLD_POINTS, COMMAND_POINTS, CHANGE_POINTS, PUBLISH_POINTS or LIVE_POINTS"
-        )
+    if name not in ALL_POINTS:
+        raise ValueError(f"hold point {name!r} is not in {', '.join(POINT_LISTS)}")
     wanted = os.environ.get(HOLD_ENV)
     if wanted is None or wanted not in (name, f"{name}:{part}"):
         return
