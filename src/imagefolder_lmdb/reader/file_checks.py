@@ -36,6 +36,9 @@ from imagefolder_lmdb.reader.lmdb_layout import (
 class TruncatedFileError(FormatError):
     """The file holds fewer bytes than its LMDB header says it must: an incomplete copy."""
 
+    # printed under the name it is imported by, as numpy's errors are, not the defining module
+    __module__ = "imagefolder_lmdb.reader"
+
 
 # LMDB maps the file and never compares its size with the meta page: the first touch of a page
 # past the end raises SIGBUS. So the size is checked with plain reads before LMDB opens it.

@@ -114,6 +114,9 @@ _ARRAY_DTYPES: dict[str, np.dtype[Any]] = {
 class FormatError(Exception):
     """The file is not a complete imagefolder-lmdb v1 dataset; the message says what to do."""
 
+    # printed under the name it is imported by, as numpy's errors are, not the defining module
+    __module__ = "imagefolder_lmdb.reader"
+
 
 #: The remedy for a damaged or incomplete file: a new copy, from a source checked first.
 RECOPY_ADVICE = (
@@ -163,6 +166,9 @@ class TargetsFormatError(FormatError):
 
 class DamagedRecordError(FormatError):
     """A record's stored bytes do not match the CRC-32 recorded when it was written (meta/crc32)."""
+
+    # printed under the name it is imported by, as numpy's errors are, not the defining module
+    __module__ = "imagefolder_lmdb.reader"
 
 
 def check_record(path: str, index: int, data: bytes | memoryview, crc32: np.ndarray | None) -> None:
