@@ -8,6 +8,7 @@ Importing it imports no torch: ``LMDBDataset`` does, on first access. What lives
 
 ==================== ===================================================================================
 ``format``           the on-disk format: keys, meta layout, ``Meta``, ``FormatError``
+``keys``             record keys, meta keys, the record checksum, ``FormatError`` (no numpy: the record writers' jobs)
 ``codec``            the codec registry: what each codec does, each storage code's reason and codec
 ``format_targets``   the format's version-4 keys: label lists and typed fields, packed, unpacked, checked
 ``lmdb_layout``      LMDB's on-disk layout (pages, nodes, meta page), shared with lmdb_pages.py
@@ -79,22 +80,16 @@ if TYPE_CHECKING:
         CHECKSUMMED_FIELDS,
         FORMAT_ID,
         FORMAT_VERSION,
-        KEY_WIDTH,
         LEGACY_KEYS,
         LOCATION_DTYPE,
-        MAX_RECORDS,
-        META_KEYS,
         READABLE_VERSIONS,
         DamagedRecordError,
-        FormatError,
         Meta,
-        checksum,
         decode_meta,
         encode_document,
         encode_meta,
         field_checksum,
         is_legacy_pickle_lmdb,
-        record_key,
     )
     from imagefolder_lmdb.reader.handles import (
         DEFAULT_MAX_READERS,
@@ -114,6 +109,7 @@ if TYPE_CHECKING:
         StorageToken,
         content_id,
     )
+    from imagefolder_lmdb.reader.keys import KEY_WIDTH, MAX_RECORDS, META_KEYS, FormatError, checksum, record_key
     from imagefolder_lmdb.reader.legacy import legacy_keys, legacy_loads, legacy_record
     from imagefolder_lmdb.reader.memory import (
         HEAP_BLOCKS_UP_TO,
@@ -149,23 +145,18 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "CHECKSUMMED_FIELDS",
         "FORMAT_ID",
         "FORMAT_VERSION",
-        "KEY_WIDTH",
         "LEGACY_KEYS",
         "LOCATION_DTYPE",
-        "MAX_RECORDS",
-        "META_KEYS",
         "READABLE_VERSIONS",
         "DamagedRecordError",
-        "FormatError",
         "Meta",
-        "checksum",
         "decode_meta",
         "encode_document",
         "encode_meta",
         "field_checksum",
         "is_legacy_pickle_lmdb",
-        "record_key",
     ),
+    "keys": ("FormatError", "KEY_WIDTH", "MAX_RECORDS", "META_KEYS", "checksum", "record_key"),
     "handles": (
         "DEFAULT_MAX_READERS",
         "ReadersFullError",

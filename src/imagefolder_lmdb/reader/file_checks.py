@@ -15,7 +15,7 @@ from typing import Any, TypeAlias
 
 import lmdb
 
-from imagefolder_lmdb.reader.format import RECOPY_ADVICE, FormatError
+from imagefolder_lmdb.reader.keys import RECOPY_ADVICE, FormatError
 from imagefolder_lmdb.reader.lmdb_layout import (
     F_BIGDATA,
     F_DUPDATA,
