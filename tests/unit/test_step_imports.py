@@ -37,7 +37,7 @@ LEFT_OUT = {
     "encode_shard": ("numpy", *NO_DATASET, *NO_LAYOUTS),
     "merge": ("numpy", *NO_DATASET, *NO_LAYOUTS, *NO_BAR),
     "report_split": ("numpy", "lmdb", *NO_DATASET, *NO_LAYOUTS, *NO_BAR),
-    "write_meta": ("tarfile", *NO_DATASET, *NO_LAYOUTS, *NO_BAR),
+    "write_meta": ("PIL", "tarfile", *NO_DATASET, *NO_LAYOUTS, *NO_BAR),
     "data_file": ("tarfile", *NO_DATASET, *NO_LAYOUTS, *NO_BAR),
     "write_pointer": ("tarfile", *NO_DATASET, *NO_LAYOUTS, *NO_BAR),
     "verify": ("tarfile", *NO_LAYOUTS),

@@ -16,8 +16,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from PIL import Image
-
 from imagefolder_lmdb.reader import jpeg_markers
 
 # reader/decoding.py (numpy) is imported where a value is decoded: the rule jobs that only write records
@@ -25,6 +23,7 @@ from imagefolder_lmdb.reader import jpeg_markers
 
 if TYPE_CHECKING:
     import torch
+    from PIL import Image
 
 Stored = bytes | bytearray | memoryview
 
@@ -109,6 +108,8 @@ def _jpeg_reaches_its_end(data: bytes) -> None:
 
 
 def _pillow_verify(data: bytes) -> None:
+    from PIL import Image  # here: the format's readers of storage codes (meta, merge) open no image
+
     Image.open(io.BytesIO(data)).verify()  # checksums and structure, without decoding pixels
 
 
