@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any  # noqa: E402
 from imagefolder_lmdb.convert import SNAKEFILE as SNAKEFILE  # noqa: E402
 from imagefolder_lmdb.convert import WORKFLOW as WORKFLOW  # noqa: E402
 from imagefolder_lmdb.convert import ConvertError as ConvertError  # noqa: E402
-from imagefolder_lmdb.convert import SplitOutputs as SplitOutputs  # noqa: E402
 from imagefolder_lmdb.convert import convert as convert  # noqa: E402
 
 # The module's own paths stay reachable through the name that now is the function (a host's
@@ -50,6 +49,7 @@ if TYPE_CHECKING:
     )
     from imagefolder_lmdb.reader.targets import collate_label_lists as collate_label_lists
     from imagefolder_lmdb.reader.targets import multi_hot as multi_hot
+    from imagefolder_lmdb.run.outputs import SplitOutputs as SplitOutputs
     from imagefolder_lmdb.sampler import ElasticDistributedSampler as ElasticDistributedSampler
     from imagefolder_lmdb.sampler import sampler_state_from_loader as sampler_state_from_loader
 
@@ -98,6 +98,10 @@ def __getattr__(name: str) -> Any:
     # importing the package imports neither numpy nor PIL: every Snakemake start loads the logger
     # plugin, which imports it, and most rule jobs need the reader's format only later.
     # LMDBDataset itself is built (importing torch) only when asked for, by the reader.
+    if name == "SplitOutputs":  # with the work folder's files (work/files.py): on first use
+        from imagefolder_lmdb.run.outputs import SplitOutputs
+
+        return SplitOutputs
     if name in _SAMPLER_NAMES:
         from imagefolder_lmdb import sampler
 

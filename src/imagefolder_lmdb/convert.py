@@ -22,20 +22,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from imagefolder_lmdb.publish.destination import published, replaceable, url_outdir
-from imagefolder_lmdb.run.invocation import plan_run, run_planned
-from imagefolder_lmdb.run.launch import PROFILES, SNAKEFILE, WORKFLOW, ConvertError, Interrupted, interruptible_call
-from imagefolder_lmdb.run.outputs import SplitOutputs
-from imagefolder_lmdb.run.ownership import owning_outdirs
-from imagefolder_lmdb.run.request import (
-    ARGUMENTS,
-    command_request,
-    predicate_importable,
-    python_settings,
-    run_options,
-)
+from imagefolder_lmdb.run.convert_error import ConvertError
+from imagefolder_lmdb.run.workflow_folder import PROFILES, SNAKEFILE, WORKFLOW
+
+if TYPE_CHECKING:
+    from imagefolder_lmdb.run.launch import Interrupted
+    from imagefolder_lmdb.run.outputs import SplitOutputs
 
 __all__ = ["PROFILES", "SNAKEFILE", "WORKFLOW", "ConvertError", "Interrupted", "SplitOutputs", "convert"]
 
@@ -85,10 +79,44 @@ def convert(
     Returns each split's final files by name; ConvertError: a failure (``lines``: what to do); Interrupted
     (a KeyboardInterrupt) once Snakemake and its jobs have stopped (SIGTERM: run/launch.py).
     """
-    destination, outdir, work = url_outdir(source, outdir, work)  # checks Snakemake too
-    arguments = {name: value for name, value in locals().items() if name in ARGUMENTS}  # outdir, work as above
+    return _converted(dict(locals()))
+
+
+def _converted(given: dict[str, Any]) -> dict[str, SplitOutputs]:
+    """``convert`` with ``given``, its arguments by name. The run's modules are imported here, not at the
+    top: the package imports this module, and every rule job imports the package."""
+    from imagefolder_lmdb.publish.destination import published, replaceable, url_outdir
+    from imagefolder_lmdb.run.invocation import plan_run, run_planned
+    from imagefolder_lmdb.run.launch import interruptible_call
+    from imagefolder_lmdb.run.ownership import owning_outdirs
+    from imagefolder_lmdb.run.request import (
+        ARGUMENTS,
+        command_request,
+        predicate_importable,
+        python_settings,
+        run_options,
+    )
+
+    config, is_valid_file, configfile = given["config"], given["is_valid_file"], given["configfile"]
+    destination, outdir, work = url_outdir(given["source"], given["outdir"], given["work"])  # checks Snakemake too
+    arguments = {name: value for name, value in (given | {"outdir": outdir, "work": work}).items() if name in ARGUMENTS}
     with interruptible_call(), owning_outdirs(), predicate_importable(config, is_valid_file, configfile):
-        request = command_request(arguments, python_settings(config, shards, is_valid_file), cli=False)
-        run = plan_run(request, outdir, work, configfile, run_options(cores, profile, snakemake_args, cli=False))
-        run, destination = replaceable(run, destination, overwrite)  # before converting, not after
-        return published(run_planned(run, clean, bool(snakemake_args), verbose, python=True), destination, overwrite)
+        request = command_request(arguments, python_settings(config, given["shards"], is_valid_file), cli=False)
+        options = run_options(given["cores"], given["profile"], given["snakemake_args"], cli=False)
+        run = plan_run(request, outdir, work, configfile, options)
+        run, destination = replaceable(run, destination, given["overwrite"])  # before converting, not after
+        built = run_planned(run, given["clean"], bool(given["snakemake_args"]), given["verbose"], python=True)
+        return published(built, destination, given["overwrite"])
+
+
+def __getattr__(name: str) -> Any:
+    # PEP 562: the names this module lists that need the run's modules, imported when asked for.
+    if name == "SplitOutputs":
+        from imagefolder_lmdb.run.outputs import SplitOutputs
+
+        return SplitOutputs
+    if name == "Interrupted":
+        from imagefolder_lmdb.run.launch import Interrupted
+
+        return Interrupted
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

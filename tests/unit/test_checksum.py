@@ -15,6 +15,7 @@ import torch
 
 from imagefolder_lmdb.reader import DamagedRecordError, LMDBReader, close_all_envs
 from imagefolder_lmdb.reader import format as record_format
+from imagefolder_lmdb.reader import keys as record_keys
 from support.datasets import random_values, write_dataset
 from unit.test_damaged_files import flip_record
 
@@ -82,7 +83,7 @@ def test_without_a_fast_library_reads_fall_back_to_zlib_and_still_check(
         monkeypatch.setitem(sys.modules, module, None)
     function, name = record_format.fastest_crc32()
     assert (function, name) == (zlib.crc32, "zlib")
-    monkeypatch.setattr(record_format, "_crc32", function)
+    monkeypatch.setattr(record_keys, "_crc32", function)  # checksum's home (reader/keys.py)
     path = tmp_path / "d.lmdb"
     values = random_values([300 if i % 5 == 0 else 5000 + 997 * i for i in range(40)])
     write_dataset(path, values)

@@ -8,6 +8,7 @@ Importing it imports no torch: ``LMDBDataset`` does, on first access. What lives
 
 ==================== ===================================================================================
 ``format``           the on-disk format: keys, meta layout, ``Meta``, ``FormatError``
+``keys``             record keys, meta keys, the record checksum, ``FormatError`` (no numpy: the record writers' jobs)
 ``codec``            the codec registry: what each codec does, each storage code's reason and codec
 ``format_targets``   the format's version-4 keys: label lists and typed fields, packed, unpacked, checked
 ``lmdb_layout``      LMDB's on-disk layout (pages, nodes, meta page), shared with lmdb_pages.py
@@ -42,87 +43,144 @@ Importing it imports no torch: ``LMDBDataset`` does, on first access. What lives
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
-from imagefolder_lmdb.reader import dataset as _dataset
-from imagefolder_lmdb.reader.codec import (
-    CODECS,
-    STORAGE,
-    STORAGE_CODES,
-    STORAGE_REASONS,
-    Codec,
-    codec_of,
-    format_version_of,
-)
-from imagefolder_lmdb.reader.dataset import LMDBReader, class_words, size_setting, source_root
-from imagefolder_lmdb.reader.decoding import (
-    DECODE_CHOICES,
-    TORCHCODEC_PIN,
-    Decode,
-    encoded_tensor_decode,
-    pil_decode,
-    pil_to_chw,
-    tensor_decode,
-)
-from imagefolder_lmdb.reader.file_checks import (
-    LmdbHeader,
-    PageGuard,
-    TruncatedFileError,
-    check_lmdb_file,
-    read_lmdb_header,
-)
-from imagefolder_lmdb.reader.format import (
-    CHECKSUMMED_ARRAYS,
-    CHECKSUMMED_FIELDS,
-    FORMAT_ID,
-    FORMAT_VERSION,
-    KEY_WIDTH,
-    LEGACY_KEYS,
-    LOCATION_DTYPE,
-    MAX_RECORDS,
-    META_KEYS,
-    READABLE_VERSIONS,
-    DamagedRecordError,
-    FormatError,
-    Meta,
-    checksum,
-    decode_meta,
-    encode_document,
-    encode_meta,
-    field_checksum,
-    is_legacy_pickle_lmdb,
-    record_key,
-)
-from imagefolder_lmdb.reader.handles import (
-    DEFAULT_MAX_READERS,
-    ReadersFullError,
-    close_all_envs,
-    guarded,
-    open_env_readonly,
-    readers_full_message,
-    shared_env,
-    shared_fd,
-    shared_guard,
-)
-from imagefolder_lmdb.reader.identity import FileChangedError, FileIdentity, LocalFileToken, StorageToken, content_id
-from imagefolder_lmdb.reader.legacy import legacy_keys, legacy_loads, legacy_record
-from imagefolder_lmdb.reader.memory import (
-    HEAP_BLOCKS_UP_TO,
-    KEEP_FREED_BYTES,
-    MALLOC_ENV,
-    keep_freed_memory_for_reuse,
-)
-from imagefolder_lmdb.reader.record_locations import (
-    SPOT_CHECKS,
-    LocationsWarning,
-    locations_checksum,
-    locations_layout_problem,
-    locations_problem,
-    spot_check_indices,
-)
-
+# Each name is imported from its module on first use (PEP 562, ``__getattr__`` below): a rule job that
+# needs the format's keys does not import the whole reader (numpy, PIL, lmdb) at its start.
 if TYPE_CHECKING:
-    from imagefolder_lmdb.reader.dataset import LMDBDataset
+    from imagefolder_lmdb.reader.codec import (
+        CODECS,
+        STORAGE,
+        STORAGE_CODES,
+        STORAGE_REASONS,
+        Codec,
+        codec_of,
+        format_version_of,
+    )
+    from imagefolder_lmdb.reader.dataset import LMDBDataset, LMDBReader, class_words, size_setting, source_root
+    from imagefolder_lmdb.reader.decoding import (
+        DECODE_CHOICES,
+        TORCHCODEC_PIN,
+        Decode,
+        encoded_tensor_decode,
+        pil_decode,
+        pil_to_chw,
+        tensor_decode,
+    )
+    from imagefolder_lmdb.reader.file_checks import (
+        LmdbHeader,
+        PageGuard,
+        TruncatedFileError,
+        check_lmdb_file,
+        read_lmdb_header,
+    )
+    from imagefolder_lmdb.reader.format import (
+        CHECKSUMMED_ARRAYS,
+        CHECKSUMMED_FIELDS,
+        FORMAT_ID,
+        FORMAT_VERSION,
+        LEGACY_KEYS,
+        LOCATION_DTYPE,
+        READABLE_VERSIONS,
+        DamagedRecordError,
+        Meta,
+        decode_meta,
+        encode_document,
+        encode_meta,
+        field_checksum,
+        is_legacy_pickle_lmdb,
+    )
+    from imagefolder_lmdb.reader.handles import (
+        DEFAULT_MAX_READERS,
+        ReadersFullError,
+        close_all_envs,
+        guarded,
+        open_env_readonly,
+        readers_full_message,
+        shared_env,
+        shared_fd,
+        shared_guard,
+    )
+    from imagefolder_lmdb.reader.identity import (
+        FileChangedError,
+        FileIdentity,
+        LocalFileToken,
+        StorageToken,
+        content_id,
+    )
+    from imagefolder_lmdb.reader.keys import KEY_WIDTH, MAX_RECORDS, META_KEYS, FormatError, checksum, record_key
+    from imagefolder_lmdb.reader.legacy import legacy_keys, legacy_loads, legacy_record
+    from imagefolder_lmdb.reader.memory import (
+        HEAP_BLOCKS_UP_TO,
+        KEEP_FREED_BYTES,
+        MALLOC_ENV,
+        keep_freed_memory_for_reuse,
+    )
+    from imagefolder_lmdb.reader.record_locations import (
+        SPOT_CHECKS,
+        LocationsWarning,
+        locations_checksum,
+        locations_layout_problem,
+        locations_problem,
+        spot_check_indices,
+    )
+
+#: Where each public name lives: the module under imagefolder_lmdb.reader that defines it.
+_HOMES: dict[str, tuple[str, ...]] = {
+    "codec": ("CODECS", "STORAGE", "STORAGE_CODES", "STORAGE_REASONS", "Codec", "codec_of", "format_version_of"),
+    "dataset": ("LMDBReader", "LMDBDataset", "class_words", "size_setting", "source_root"),
+    "decoding": (
+        "DECODE_CHOICES",
+        "TORCHCODEC_PIN",
+        "Decode",
+        "encoded_tensor_decode",
+        "pil_decode",
+        "pil_to_chw",
+        "tensor_decode",
+    ),
+    "file_checks": ("LmdbHeader", "PageGuard", "TruncatedFileError", "check_lmdb_file", "read_lmdb_header"),
+    "format": (
+        "CHECKSUMMED_ARRAYS",
+        "CHECKSUMMED_FIELDS",
+        "FORMAT_ID",
+        "FORMAT_VERSION",
+        "LEGACY_KEYS",
+        "LOCATION_DTYPE",
+        "READABLE_VERSIONS",
+        "DamagedRecordError",
+        "Meta",
+        "decode_meta",
+        "encode_document",
+        "encode_meta",
+        "field_checksum",
+        "is_legacy_pickle_lmdb",
+    ),
+    "keys": ("FormatError", "KEY_WIDTH", "MAX_RECORDS", "META_KEYS", "checksum", "record_key"),
+    "handles": (
+        "DEFAULT_MAX_READERS",
+        "ReadersFullError",
+        "close_all_envs",
+        "guarded",
+        "open_env_readonly",
+        "readers_full_message",
+        "shared_env",
+        "shared_fd",
+        "shared_guard",
+    ),
+    "identity": ("FileChangedError", "FileIdentity", "LocalFileToken", "StorageToken", "content_id"),
+    "legacy": ("legacy_keys", "legacy_loads", "legacy_record"),
+    "memory": ("HEAP_BLOCKS_UP_TO", "KEEP_FREED_BYTES", "MALLOC_ENV", "keep_freed_memory_for_reuse"),
+    "record_locations": (
+        "SPOT_CHECKS",
+        "LocationsWarning",
+        "locations_checksum",
+        "locations_layout_problem",
+        "locations_problem",
+        "spot_check_indices",
+    ),
+}
+_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
 __all__ = [
     "CHECKSUMMED_ARRAYS",
@@ -199,15 +257,13 @@ __all__ = [
 ]
 
 
-# The reader's errors and warning print under the name they are imported by, as numpy's do
-# (``imagefolder_lmdb.reader.TruncatedFileError``), not under the module that defines them.
-for _public in (FormatError, DamagedRecordError, TruncatedFileError, ReadersFullError, LocationsWarning):
-    _public.__module__ = __name__
-
-
 def __getattr__(name: str) -> Any:
-    # PEP 562: LMDBDataset, a torch Dataset, is built (importing torch) on first access, in
-    # imagefolder_lmdb.reader.dataset, where pickle finds it; the writers never ask for it.
-    if name == "LMDBDataset":
-        return _dataset.LMDBDataset
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    # PEP 562: a name is imported from its module when first asked for, then kept here. LMDBDataset, a
+    # torch Dataset, is built (importing torch) on first access, in imagefolder_lmdb.reader.dataset,
+    # where pickle finds it; the writers never ask for it.
+    home = _HOME_OF.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value

@@ -16,19 +16,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from PIL import Image
-
 from imagefolder_lmdb.reader import jpeg_markers
-from imagefolder_lmdb.reader.decoding import (
-    LAZY,
-    encoded_tensor,
-    encoded_tensor_decode,
-    lazy_jpeg_decode,
-    pil_decode,
-)
+
+# reader/decoding.py (numpy) is imported where a value is decoded: the rule jobs that only write records
+# ask this registry for storage codes and Pillow's savers, and numpy is a third of a job's start.
 
 if TYPE_CHECKING:
     import torch
+    from PIL import Image
 
 Stored = bytes | bytearray | memoryview
 
@@ -57,6 +52,10 @@ class Codec:
         """``data`` (stored bytes, possibly an LMDB buffer valid only inside its transaction, or for
         decode="tensor" a uint8 tensor already holding them) as a value that owns its memory: the one
         and only copy or decode of the stored bytes."""
+        if decode == "bytes":  # before the import below: the per-record path that decodes nothing
+            return bytes(data)
+        from imagefolder_lmdb.reader.decoding import LAZY, encoded_tensor, pil_decode
+
         if decode == "pil":
             return pil_decode(data)
         if decode == LAZY:
@@ -70,19 +69,27 @@ class Codec:
 
 
 def _jpeg_tensor(encoded: torch.Tensor) -> torch.Tensor:
+    from imagefolder_lmdb.reader.decoding import encoded_tensor_decode
+
     return encoded_tensor_decode(encoded, jpeg=True)  # TorchCodec, Pillow where EXIF may turn it
 
 
 def _pillow_tensor(encoded: torch.Tensor) -> torch.Tensor:
+    from imagefolder_lmdb.reader.decoding import encoded_tensor_decode
+
     # Pillow, so that the pixels equal decode="pil"'s (TorchCodec's WebP and PNG decoders are not checked equal)
     return encoded_tensor_decode(encoded, jpeg=False)
 
 
 def _jpeg_lazy(data: Stored) -> Image.Image:
+    from imagefolder_lmdb.reader.decoding import lazy_jpeg_decode
+
     return lazy_jpeg_decode(data, jpeg=True)
 
 
 def _pillow_lazy(data: Stored) -> Image.Image:
+    from imagefolder_lmdb.reader.decoding import lazy_jpeg_decode
+
     return lazy_jpeg_decode(data, jpeg=False)  # no DCT scaling outside JPEG: decoded now
 
 
@@ -101,6 +108,8 @@ def _jpeg_reaches_its_end(data: bytes) -> None:
 
 
 def _pillow_verify(data: bytes) -> None:
+    from PIL import Image  # here: the format's readers of storage codes (meta, merge) open no image
+
     Image.open(io.BytesIO(data)).verify()  # checksums and structure, without decoding pixels
 
 

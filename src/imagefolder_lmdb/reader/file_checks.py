@@ -15,7 +15,7 @@ from typing import Any, TypeAlias
 
 import lmdb
 
-from imagefolder_lmdb.reader.format import RECOPY_ADVICE, FormatError
+from imagefolder_lmdb.reader.keys import RECOPY_ADVICE, FormatError
 from imagefolder_lmdb.reader.lmdb_layout import (
     F_BIGDATA,
     F_DUPDATA,
@@ -35,6 +35,9 @@ from imagefolder_lmdb.reader.lmdb_layout import (
 
 class TruncatedFileError(FormatError):
     """The file holds fewer bytes than its LMDB header says it must: an incomplete copy."""
+
+    # printed under the name it is imported by, as numpy's errors are, not the defining module
+    __module__ = "imagefolder_lmdb.reader"
 
 
 # LMDB maps the file and never compares its size with the meta page: the first touch of a page

@@ -16,10 +16,7 @@ third of isal's wheel size.
 
 from __future__ import annotations
 
-import importlib
 import json
-import zlib
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -42,6 +39,16 @@ from imagefolder_lmdb.reader.format_targets import (
     unpack_label_lists,
 )
 from imagefolder_lmdb.reader.format_unlabelled import UNLABELLED, UNLABELLED_VERSION, label_kinds, labels_problem
+from imagefolder_lmdb.reader.keys import CRC32_LIBRARIES as CRC32_LIBRARIES
+from imagefolder_lmdb.reader.keys import CRC32_LIBRARY as CRC32_LIBRARY
+from imagefolder_lmdb.reader.keys import KEY_WIDTH as KEY_WIDTH
+from imagefolder_lmdb.reader.keys import MAX_RECORDS as MAX_RECORDS
+from imagefolder_lmdb.reader.keys import META_KEYS as META_KEYS
+from imagefolder_lmdb.reader.keys import RECOPY_ADVICE as RECOPY_ADVICE
+from imagefolder_lmdb.reader.keys import FormatError as FormatError
+from imagefolder_lmdb.reader.keys import checksum as checksum
+from imagefolder_lmdb.reader.keys import fastest_crc32 as fastest_crc32
+from imagefolder_lmdb.reader.keys import record_key as record_key
 
 
 class ReadTxn(Protocol):
@@ -66,25 +73,6 @@ NAMES_AS_BYTES_VERSION = 3
 #: (meta/fields); written only by a file that has either, so that an older reader refuses it instead of
 #: reading a multi-label file's meta/labels (no class: NO_SINGLE_LABEL) as its labels.
 TARGETS_VERSION = 4
-
-#: Record keys are the global index as ASCII decimal, zero-padded to this width. Every key starts
-#: with a digit, every meta key with "meta/" (sorted after all digits), so the two cannot collide
-#: and all records form one contiguous, ordered run at the start of the B-tree.
-KEY_WIDTH = 8
-MAX_RECORDS = 10**KEY_WIDTH
-
-META_KEYS = {
-    "json": b"meta/json",  # UTF-8 JSON document, see Meta
-    "labels": b"meta/labels",  # int32 little-endian, one per record
-    "sizes": b"meta/sizes",  # uint32 little-endian (width, height) pairs of the stored image
-    "crc32": b"meta/crc32",  # uint32 little-endian CRC-32 (zlib) of each stored value
-    "storage": b"meta/storage",  # uint8, how each record was stored (reader/codec.py, STORAGE)
-    "source_bytes": b"meta/source_bytes",  # uint64 little-endian size of each source file
-    "paths": b"meta/paths",  # UTF-8 relative paths, each followed by one NUL byte
-    "locations": b"meta/locations",  # LOCATION_DTYPE per record; optional (older files lack it)
-    "label_lists": b"meta/label_lists",  # uint32 offsets[n + 1], then int32 class indices; multi-label only
-    "fields": b"meta/fields",  # UTF-8 JSON, each field's values in index order; only where fields exist
-}
 
 #: Where each record's value lies in the file: byte offset and length, so that a reader can fetch
 #: it with one pread instead of LMDB's page-by-page faults. Offset 0 means "not located, read
@@ -111,48 +99,6 @@ _ARRAY_DTYPES: dict[str, np.dtype[Any]] = {
 }
 
 
-class FormatError(Exception):
-    """The file is not a complete imagefolder-lmdb v1 dataset; the message says what to do."""
-
-
-#: The remedy for a damaged or incomplete file: a new copy, from a source checked first.
-RECOPY_ADVICE = (
-    "Copy it again from the original, and check the original first with `imagefolder-lmdb verify "
-    "ORIGINAL --full` (in a checkout: `python scripts/verify.py ORIGINAL --full`)."
-)
-
-
-def record_key(index: int) -> bytes:
-    """Key of record ``index``: fixed-width decimal, so byte order equals numeric order."""
-    if not 0 <= index < MAX_RECORDS:
-        raise IndexError(f"record index {index} outside 0..{MAX_RECORDS - 1}")
-    return b"%08d" % index
-
-
-#: The libraries whose CRC-32 equals zlib's, most preferred first (module, function): zlib-ng is the
-#: base requirement (see the module's docstring); CPython's zlib, ~12x slower, is the fallback.
-CRC32_LIBRARIES = (("zlib_ng.zlib_ng", "crc32"), ("isal.isal_zlib", "crc32"), ("deflate", "crc32"))
-
-
-def fastest_crc32() -> tuple[Callable[[Any], int], str]:
-    """The first of CRC32_LIBRARIES that imports, and its module's name; else zlib.crc32 and "zlib"."""
-    for module, function in CRC32_LIBRARIES:
-        try:
-            return getattr(importlib.import_module(module), function), module
-        except ImportError:
-            continue
-    return zlib.crc32, "zlib"
-
-
-_crc32, CRC32_LIBRARY = fastest_crc32()
-
-
-def checksum(value: bytes | bytearray | memoryview) -> int:
-    """The checksum meta/crc32 records for a stored value: its CRC-32 (zlib's, unsigned), computed by
-    the fastest library installed (CRC32_LIBRARY)."""
-    return _crc32(value)
-
-
 class TargetsFormatError(FormatError):
     """A version-4 file whose label lists or fields disagree with its meta (``problems``: one line each)."""
 
@@ -163,6 +109,9 @@ class TargetsFormatError(FormatError):
 
 class DamagedRecordError(FormatError):
     """A record's stored bytes do not match the CRC-32 recorded when it was written (meta/crc32)."""
+
+    # printed under the name it is imported by, as numpy's errors are, not the defining module
+    __module__ = "imagefolder_lmdb.reader"
 
 
 def check_record(path: str, index: int, data: bytes | memoryview, crc32: np.ndarray | None) -> None:

@@ -29,6 +29,9 @@ from imagefolder_lmdb.reader.identity import LocalFileToken, local_token
 class ReadersFullError(RuntimeError):
     """Every reader slot of a ``lock=True`` environment is taken; the message says how to size it."""
 
+    # printed under the name it is imported by, as numpy's errors are, not the defining module
+    __module__ = "imagefolder_lmdb.reader"
+
 
 def _lock_file(path: str) -> str:
     return os.path.join(path, "lock.mdb") if os.path.isdir(path) else path + "-lock"

@@ -19,6 +19,9 @@ SPOT_CHECKS = 8
 class LocationsWarning(UserWarning):
     """A file's recorded record locations do not fit it, so it is read through LMDB instead."""
 
+    # printed under the name it is imported by, as numpy's errors are, not the defining module
+    __module__ = "imagefolder_lmdb.reader"
+
 
 def spot_check_indices(offsets: np.ndarray, count: int = SPOT_CHECKS) -> list[int]:
     """Located records spread evenly over the file, first and last included: deterministic, so

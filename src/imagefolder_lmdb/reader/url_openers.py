@@ -11,7 +11,6 @@ importing the package still imports no numpy. ``register`` adds one in-process (
 from __future__ import annotations
 
 from collections.abc import Callable
-from importlib.metadata import entry_points
 from typing import Any
 
 #: The entry-point group an opener is registered under.
@@ -21,6 +20,14 @@ GROUP = "imagefolder-lmdb.url-openers"
 UrlOpener = Callable[..., Any]
 
 _registered: list[UrlOpener] = []
+
+
+def entry_points(group: str) -> Any:
+    """The installed entry points of ``group``; importlib.metadata (a twentieth of a second) is imported
+    only when a URL is opened, not by every process that imports the reader."""
+    from importlib import metadata
+
+    return metadata.entry_points(group=group)
 
 
 def register(opener: UrlOpener) -> None:

@@ -29,15 +29,13 @@ from imagefolder_lmdb.board.plugin_environment import (
     PLUGIN,
     TERMINAL_VARIABLE,
 )
+from imagefolder_lmdb.run.convert_error import ConvertError as ConvertError
 from imagefolder_lmdb.run.ownership import TEMPORARY_FOLDER, clear_temporaries, inherited_lock_fds, lock_environment
 from imagefolder_lmdb.run.shared_temporaries import shared_temporary_folder
-from imagefolder_lmdb.run.workflow_folder import workflow_folder
+from imagefolder_lmdb.run.workflow_folder import PROFILES as PROFILES
+from imagefolder_lmdb.run.workflow_folder import SNAKEFILE as SNAKEFILE
+from imagefolder_lmdb.run.workflow_folder import WORKFLOW as WORKFLOW
 
-#: The packaged workflow: its Snakefile is what a host workflow's ``module`` may name, too.
-WORKFLOW = workflow_folder()
-SNAKEFILE = WORKFLOW / "Snakefile"
-#: Profiles shipped with the workflow: ``default`` (always applied) and ``slurm`` (``--profile slurm``).
-PROFILES = WORKFLOW / "profiles"
 #: Lines Snakemake prints before its logger exists, shown only with ``verbose``.
 CHATTER = (b"Using workflow specific profile ", b"Using profiles ", b"Using profile ")
 #: A run's temporary folder inside the work folder's ``.temporary`` (which only its owner clears).
@@ -45,15 +43,6 @@ RUN_FOLDER_PREFIX = "imagefolder-lmdb-"
 #: What runs beside this process's next Snakemake run, entered before it starts and left once it ended
 #: (a URL OUTDIR without a merge: its data files uploaded as they finish, publish/live.py sets it).
 BESIDE_RUN: ContextVar[Callable[[], AbstractContextManager[None]] | None] = ContextVar("beside_run", default=None)
-
-
-class ConvertError(RuntimeError):
-    """The workflow failed or could not be started; ``lines`` are what to do about it (file, cause, fix)."""
-
-    def __init__(self, message: str, returncode: int = 1, lines: Sequence[str] = ()) -> None:
-        super().__init__(message)
-        self.returncode = returncode
-        self.lines = list(lines) or message.splitlines()
 
 
 def snakemake_command(configfile: Path, directory: Path | None, options: Sequence[str], verbose: bool) -> list[str]:

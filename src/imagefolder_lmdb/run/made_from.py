@@ -23,11 +23,9 @@ from imagefolder_lmdb.board.label_origin import same_contents
 from imagefolder_lmdb.classes.plan import ClassPlan, ClassSource
 from imagefolder_lmdb.sources import input_files, kind_of_layout, kind_recipe
 from imagefolder_lmdb.sources.labellings import LABEL_FILE_WORDS, label_recipe, label_rule_changes
-from imagefolder_lmdb.sources.layouts import LAYOUTS
 from imagefolder_lmdb.sources.listing_options import ListingOptions
 from imagefolder_lmdb.sources.source_files import SourceFilesError
 from imagefolder_lmdb.sources.source_record import SourceRecord, record_files, record_folder
-from imagefolder_lmdb.sources.tree import find_classes
 from imagefolder_lmdb.work.paths import RunPaths
 from imagefolder_lmdb.writing.atomic import write_json_atomic
 
@@ -212,6 +210,11 @@ def same_class_names(old: Any, new: Any, now: dict[str, Any], dataset_classes: A
 
 def folder_classes(recipe: dict[str, Any]) -> list[str] | None:
     """The class folders an ImageFolder source's listing finds (None where another layout decides)."""
+    # the layouts' table (every labelling) and the tree scan (archives, tqdm): here, not at the top,
+    # which write_meta's job imports
+    from imagefolder_lmdb.sources.layouts import LAYOUTS
+    from imagefolder_lmdb.sources.tree import find_classes
+
     known = LAYOUTS.get(str(recipe.get("layout")))  # a recipe read from a dataset: any value
     if known is None or not known.labelling.classes_are_folders or not isinstance(recipe.get("source"), str):
         return None

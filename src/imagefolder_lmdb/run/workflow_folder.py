@@ -23,3 +23,10 @@ def workflow_folder(package: Path = PACKAGE) -> Path:
         if (folder / "Snakefile").is_file() and (folder / "rules" / "common.smk").is_file():
             return folder
     return inside
+
+
+#: The packaged workflow: its Snakefile is what a host workflow's ``module`` may name, too.
+WORKFLOW = workflow_folder()
+SNAKEFILE = WORKFLOW / "Snakefile"
+#: Profiles shipped with the workflow: ``default`` (always applied) and ``slurm`` (``--profile slurm``).
+PROFILES = WORKFLOW / "profiles"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from imagefolder_lmdb.sources.base import Labels, Listing
 from imagefolder_lmdb.sources.inputs_read import InputRead
@@ -31,8 +31,6 @@ from imagefolder_lmdb.sources.label_keys import (
 )
 from imagefolder_lmdb.sources.label_origin import origin_words
 from imagefolder_lmdb.sources.label_origin import recorded as recorded_entry
-from imagefolder_lmdb.sources.labelling import Labelling
-from imagefolder_lmdb.sources.layouts import layout_named
 
 __all__ = [
     "COLUMN_KEYS",
@@ -45,7 +43,19 @@ __all__ = [
     "KeyProblem",
 ]
 
+if TYPE_CHECKING:
+    from imagefolder_lmdb.sources.labelling import Labelling
+    from imagefolder_lmdb.sources.layouts import Layout
+
 log = logging.getLogger("imagefolder_lmdb.extract")
+
+
+def layout_named(name: str) -> Layout:
+    """The layout ``name`` (sources/layouts.py), its labellings' modules imported when one is first asked
+    for: the settings of every rule job import this module, most of them use no labelling."""
+    from imagefolder_lmdb.sources.layouts import layout_named as named
+
+    return named(name)
 
 
 def labelling_of(split: Mapping[str, Any]) -> Labelling:

@@ -14,8 +14,6 @@ Anything else is one split, as before (``--split NAME``, train by default).
 from __future__ import annotations
 
 import os
-import tarfile
-import zipfile
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -112,6 +110,10 @@ def top_folders(archive: str) -> tuple[str, set[str], set[str]]:
 
 def member_names(archive: str) -> list[str]:
     """Every member path of a .zip or tar (a .tar.gz is read through once)."""
+    # imported here: every rule job imports this module (through the label keys), few read an archive
+    import tarfile
+    import zipfile
+
     if archive.endswith(".zip"):
         with zipfile.ZipFile(archive) as stream:
             return [name.lstrip("./") for name in stream.namelist()]

@@ -17,8 +17,6 @@ from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any
 
-from tqdm import tqdm
-
 from imagefolder_lmdb.classes.lists import ClassList, OutsideClasses
 from imagefolder_lmdb.printable import printable
 from imagefolder_lmdb.sources.archive_members import is_macos_metadata, relative_name
@@ -110,6 +108,8 @@ def scan_folder(
     check_each_folder_once(root, classes)
     class_to_idx = {name: i for i, name in enumerate(classes)}
     ignored: list[str] = []
+    from tqdm import tqdm  # here: the jobs that import this module for its rules of a tree scan nothing
+
     counter = tqdm(desc=f"scan {root}", unit="file", **progress)
 
     def accept(path: str) -> bool:

@@ -27,8 +27,6 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, TextIO
 
-from tqdm import tqdm
-
 from imagefolder_lmdb.board.rule_runner import progress_kwargs, run_rule
 from imagefolder_lmdb.config.step_settings import MergeSettings
 from imagefolder_lmdb.reader import checksum, record_key
@@ -122,6 +120,10 @@ def merge(
     expected = len(kept_indices(reports))
     stored_bytes = sum(sum(report.stored_bytes) for report in reports)
     log.info("merging %d parts: %d records, %.1f MB", len(part_paths), expected, stored_bytes / 1e6)
+
+    # tqdm here, not at the top: write_pointer and data_file import this module only for its checks,
+    # and tqdm imports importlib.metadata (a tenth of a job's start)
+    from tqdm import tqdm
 
     manifest_rows = read_manifest(manifest)  # one pass: shards are contiguous and in order
     next_index = 0

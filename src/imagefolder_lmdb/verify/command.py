@@ -32,7 +32,6 @@ from typing import Any
 
 from imagefolder_lmdb.reader import LMDBReader
 from imagefolder_lmdb.reader.urls import is_url
-from imagefolder_lmdb.remote.client import allow_in_process
 from imagefolder_lmdb.verify.checks import verify_file
 from imagefolder_lmdb.verify.contact_sheet import contact_sheet
 from imagefolder_lmdb.writing.atomic import atomic_file, json_text
@@ -150,6 +149,8 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if any(is_url(path) for path in args.paths):
+        from imagefolder_lmdb.remote.client import allow_in_process  # (asyncio): only for a URL
+
         allow_in_process()  # this command forks no workers: obstore may run in it
     from imagefolder_lmdb.verify.datasets import InfoError, datasets_in
 

@@ -11,10 +11,35 @@
   earlier rule read a file otherwise.
 """
 
-from imagefolder_lmdb.sources.label_files.label_file import read_label_file
-from imagefolder_lmdb.sources.label_files.metadata import read_metadata_tree
-from imagefolder_lmdb.sources.label_files.problems import LabelFileError
-from imagefolder_lmdb.sources.label_files.settings import LabelSettings
-from imagefolder_lmdb.sources.label_files.table import ImageLabels, LabelTable
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# Each name is imported from its module on first use (PEP 562): a module that needs only the settings'
+# words (settings.py) does not import every parser (the workflow's rule jobs import it at their start).
+if TYPE_CHECKING:
+    from imagefolder_lmdb.sources.label_files.label_file import read_label_file
+    from imagefolder_lmdb.sources.label_files.metadata import read_metadata_tree
+    from imagefolder_lmdb.sources.label_files.problems import LabelFileError
+    from imagefolder_lmdb.sources.label_files.settings import LabelSettings
+    from imagefolder_lmdb.sources.label_files.table import ImageLabels, LabelTable
 
 __all__ = ["ImageLabels", "LabelFileError", "LabelSettings", "LabelTable", "read_label_file", "read_metadata_tree"]
+
+#: The module under this package that defines each name.
+_HOME_OF = {
+    "read_label_file": "label_file",
+    "read_metadata_tree": "metadata",
+    "LabelFileError": "problems",
+    "LabelSettings": "settings",
+    "ImageLabels": "table",
+    "LabelTable": "table",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME_OF.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{home}"), name)

@@ -3,7 +3,6 @@ and the fix."""
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Sequence
 
 #: How many examples a message lists (of images without a row, of rows without an image).
@@ -22,5 +21,7 @@ def first_few(names: Sequence[str], examples: int = EXAMPLES) -> str:
 
 def did_you_mean(wanted: str, columns: Sequence[str]) -> str:
     """`` (did you mean 'label'?)`` for the column closest to ``wanted``; empty when none is close."""
+    import difflib  # only on this error's path: every rule job imports this module
+
     close = difflib.get_close_matches(wanted, columns, n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""

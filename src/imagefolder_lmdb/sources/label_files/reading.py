@@ -5,7 +5,6 @@ byte order mark, quoted commas and CRLF line ends read right), ``.jsonl`` (one J
 from __future__ import annotations
 
 import codecs
-import csv
 import hashlib
 import io
 import json
@@ -85,6 +84,8 @@ def utf8_text(name: str, data: bytes) -> str:
 
 def read_csv(name: str, data: bytes) -> tuple[tuple[str, ...], tuple[RawRow, ...]]:
     """A header line, then one row per record; blank lines skipped."""
+    import csv  # only where a .csv is read: every rule job imports this module
+
     lines = csv.reader(io.StringIO(utf8_text(name, data), newline=""))
     columns: tuple[str, ...] = ()
     rows: list[RawRow] = []
