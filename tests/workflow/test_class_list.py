@@ -16,10 +16,12 @@ from imagefolder_lmdb.reader import LMDBDataset, close_all_envs
 from support.workflow import run_snakemake, write_config
 
 
-@pytest.fixture
-def train_and_val(image_tree: Path, tmp_path: Path) -> tuple[Path, Path]:
-    """train: the test tree (classes A B C D); val: A C D without B, plus a class E train lacks."""
-    train, val = tmp_path / "train", tmp_path / "val"
+@pytest.fixture(scope="module")
+def train_and_val(image_tree: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """train: the test tree (classes A B C D); val: A C D without B, plus a class E train lacks.
+    Read-only: the module's tests convert them."""
+    trees = tmp_path_factory.mktemp("train-and-val")
+    train, val = trees / "train", trees / "val"
     shutil.copytree(image_tree, train)
     shutil.copytree(image_tree, val)
     classes = sorted(p.name for p in train.iterdir())
@@ -34,6 +36,20 @@ def convert_splits(workdir: Path, splits: dict, **sections: object) -> str:
     return run_snakemake(workdir, "--configfile", str(config)).check().output
 
 
+@pytest.fixture(scope="module")
+def shared_and_own(train_and_val: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """train and val converted in one run, val twice: as ``val``, sharing train's class list, and as
+    ``val_own`` with ``share_classes: false``; the run's folder and its output. Read-only."""
+    train, val = train_and_val
+    splits = {
+        "train": {"source": str(train), "shards": 2},
+        "val": {"source": str(val), "shards": 2},
+        "val_own": {"source": str(val), "shards": 2, "share_classes": False},
+    }
+    workdir = tmp_path_factory.mktemp("shared-and-own") / "run"
+    return workdir, convert_splits(workdir, splits)
+
+
 def counts(workdir: Path, split: str) -> dict:
     return json.loads((workdir / "work" / split / "counts.json").read_text())
 
@@ -42,12 +58,14 @@ def verify_report(workdir: Path, split: str) -> dict:
     return json.loads((workdir / "results" / f"{split}.verify.json").read_text())
 
 
-def test_splits_with_different_class_folders_share_train_indices(train_and_val: tuple[Path, Path], tmp_path: Path):
+def test_splits_with_different_class_folders_share_train_indices(
+    train_and_val: tuple[Path, Path], shared_and_own: tuple[Path, str]
+):
     train, val = train_and_val
-    output = convert_splits(tmp_path / "run", {"train": {"source": str(train)}, "val": {"source": str(val)}})
+    workdir, output = shared_and_own
     close_all_envs()
-    train_ds = LMDBDataset(tmp_path / "run" / "results" / "train.lmdb")
-    val_ds = LMDBDataset(tmp_path / "run" / "results" / "val.lmdb")
+    train_ds = LMDBDataset(workdir / "results" / "train.lmdb")
+    val_ds = LMDBDataset(workdir / "results" / "val.lmdb")
     assert val_ds.classes == train_ds.classes == ImageFolder(str(train)).classes
     assert val_ds.class_to_idx == train_ds.class_to_idx
 
@@ -57,11 +75,11 @@ def test_splits_with_different_class_folders_share_train_indices(train_and_val: 
     assert val_ds.samples == expected
     assert own.class_to_idx != val_ds.class_to_idx, "the test must hold classes ImageFolder numbers differently"
 
-    outside = counts(tmp_path / "run", "val")["outside_class_list"]
+    outside = counts(workdir, "val")["outside_class_list"]
     extra_images = len(list((val / "zz-not-in-train").iterdir()))
     assert outside["per_class"] == {"zz-not-in-train": extra_images}
     assert not any(path.startswith("zz-not-in-train/") for path, _ in val_ds.samples)
-    class_list = verify_report(tmp_path / "run", "val")["class_list"]
+    class_list = verify_report(workdir, "val")["class_list"]
     assert class_list == {
         "origin": "shared from train",
         "images_outside": extra_images,
@@ -74,12 +92,13 @@ def test_splits_with_different_class_folders_share_train_indices(train_and_val: 
     assert f"class {missing!r} has no images in this split" in output
 
 
-def test_share_classes_false_keeps_imagefolders_own_list(train_and_val: tuple[Path, Path], tmp_path: Path):
-    train, val = train_and_val
-    splits = {"train": {"source": str(train)}, "val": {"source": str(val), "share_classes": False}}
-    output = convert_splits(tmp_path / "run", splits)
+def test_share_classes_false_keeps_imagefolders_own_list(
+    train_and_val: tuple[Path, Path], shared_and_own: tuple[Path, str]
+):
+    _, val = train_and_val
+    workdir, output = shared_and_own
     close_all_envs()
-    val_ds = LMDBDataset(tmp_path / "run" / "results" / "val.lmdb")
+    val_ds = LMDBDataset(workdir / "results" / "val_own.lmdb")
     reference = ImageFolder(str(val))
     assert val_ds.class_to_idx == reference.class_to_idx
     assert val_ds.targets == reference.targets
@@ -107,7 +126,8 @@ def test_classes_key_converts_a_subset_in_sorted_order(image_tree: Path, tmp_pat
     subset = [classes[3], classes[1]]  # unsorted on purpose: index = position in the sorted list
     list_file = tmp_path / "subset.txt"
     list_file.write_text("# two of the four\n" + "\n".join(subset) + "\n\n")
-    output = convert_splits(tmp_path / "run", {"train": {"source": str(image_tree)}}, classes=str(list_file))
+    splits = {"train": {"source": str(image_tree), "shards": 2}}
+    output = convert_splits(tmp_path / "run", splits, classes=str(list_file))
     close_all_envs()
     ds = LMDBDataset(tmp_path / "run" / "results" / "train.lmdb")
     assert ds.classes == sorted(subset)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -115,8 +116,8 @@ def test_verify_report_and_contact_sheet(converted: Converted) -> None:
     assert "train: 40 images, 4 classes, verified" in converted.run.output
 
 
-# The two tests that run snakemake in the shared conversion's folder: one after the other, on one
-# worker (two snakemake runs at once in one folder would contend for its lock).
+# The tests that run snakemake in the shared conversion's folder, or copy it: one after the other, on
+# one worker (two snakemake runs at once in one folder would contend for its lock).
 SHARED_WORKDIR = pytest.mark.xdist_group("converted-workdir")
 
 
@@ -146,13 +147,20 @@ def test_no_temporary_files_left_and_no_parts(converted: Converted) -> None:
     assert parts == [], "temp(): removed once merged (keep_parts: false)"
 
 
-def test_notemp_keeps_the_merged_file_and_fewer_shards_leave_no_other_parts(image_tree: Path, tmp_path: Path) -> None:
-    run_snakemake(tmp_path, "--configfile", str(write_config(tmp_path, {"train": {"source": str(image_tree)}}))).check()
-    config = write_config(tmp_path, {"train": {"source": str(image_tree), "shards": 2}})
-    run_snakemake(tmp_path, "--configfile", str(config), "--notemp").check()
-    names = sorted(p.name for p in (tmp_path / "work" / "train" / "parts").iterdir())
+@SHARED_WORKDIR  # copies that folder: never while another test runs snakemake in it
+def test_notemp_keeps_the_merged_file_and_fewer_shards_leave_no_other_parts(
+    converted: Converted, tmp_path: Path
+) -> None:
+    # the shared run's folder (3 shards) copied, rather than a conversion of its own: the 2-shard run
+    # must remove the third shard's files that the first run left
+    workdir = tmp_path / "run"
+    shutil.copytree(converted.workdir, workdir, symlinks=True)
+    assert (workdir / "work" / "train" / "parts" / "00002.json").exists(), "the first run had a third shard"
+    config = write_config(workdir, {"train": {"source": str(converted.source), "shards": 2}})
+    run_snakemake(workdir, "--configfile", str(config), "--notemp").check()
+    names = sorted(p.name for p in (workdir / "work" / "train" / "parts").iterdir())
     assert names == [f"0000{n}.{suffix}" for n in range(2) for suffix in ("json", "lmdb", "progress")]
-    assert (tmp_path / "work" / "train" / "merged.lmdb").exists()
+    assert (workdir / "work" / "train" / "merged.lmdb").exists()
 
 
 @SHARED_WORKDIR

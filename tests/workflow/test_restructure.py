@@ -52,7 +52,9 @@ def every_kind_of_source(tree: Path, base: Path) -> dict[str, dict[str, Any]]:
     """One split per kind of source, made of small generated data: a folder, a tar, a zip, the
     ILSVRC2012 train tar of class tars and val tar with its devkit, Kaggle's zip (train and val read
     in place), WebDataset tar files and Hugging Face Parquet files. Each split its own classes, but the
-    folder and the tar of the same tree, which share one class list (the default)."""
+    folder and the tar of the same tree, which share one class list (the default). A few shards each
+    (the schema's default, 16, would be an encode job per image or two, run twice), one split with
+    more shards than images."""
     own = {"share_classes": False}
     for folder in ("ilsvrc", "kaggle", "wds_scratch"):
         (base / folder).mkdir(parents=True)
@@ -69,17 +71,36 @@ def every_kind_of_source(tree: Path, base: Path) -> dict[str, dict[str, Any]]:
         "folder": {"source": str(tree), "shards": 3},
         "tar": {"source": str(make_tar(tree, base / "tree.tar")), "shards": 2},
         "zip": {"source": str(make_zip(tree, base / "tree.zip")), "shards": 2, **own},
-        "ilsvrc_train": {"source": str(base / "ILSVRC2012_img_train.tar"), "layout": "ilsvrc-train", **own},
-        "ilsvrc_val": {"source": str(val.val_tar), "layout": "ilsvrc-val", "devkit": str(val.devkit), **own},
+        "ilsvrc_train": {
+            "source": str(base / "ILSVRC2012_img_train.tar"),
+            "layout": "ilsvrc-train",
+            "shards": 2,
+            **own,
+        },
+        # more shards than images: empty shards, merged as before
+        "ilsvrc_val": {
+            "source": str(val.val_tar),
+            "layout": "ilsvrc-val",
+            "devkit": str(val.devkit),
+            "shards": 8,
+            **own,
+        },
         "kaggle_train": {"source": str(kaggle.zip), "root": f"{KAGGLE_DATA}/train", "shards": 2, **own},
         "kaggle_val": {
             "source": str(kaggle.zip),
             "root": f"{KAGGLE_DATA}/val",
             "layout": "ilsvrc-val",
             "val_labels": "LOC_val_solution.csv",
+            "shards": 2,
             **own,
         },
-        "webdataset": {"source": str(wds.folder / "*.tar"), "layout": "webdataset", "devkit": str(wds_devkit), **own},
+        "webdataset": {
+            "source": str(wds.folder / "*.tar"),
+            "layout": "webdataset",
+            "devkit": str(wds_devkit),
+            "shards": 2,
+            **own,
+        },
         "parquet": {"source": str(parquet), "layout": "parquet", "shards": 2, **own},
     }
 
