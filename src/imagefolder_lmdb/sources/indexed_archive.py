@@ -10,9 +10,11 @@ archive and the member). With a class list, the class tars of other classes are 
 
 from __future__ import annotations
 
+import json
 import logging
 import lzma
 import os
+import re
 import tarfile
 import threading
 import zipfile
@@ -26,13 +28,13 @@ from imagefolder_lmdb.sources.archive_members import (
     class_of_tar,
     class_tars_in,
     index_tar,
-    index_tar_of_tars,
     index_zip,
     is_plain_tar,
     is_zip,
     relative_name,
 )
 from imagefolder_lmdb.sources.base import DamagedSampleError, Labels, Listing, Request, SampleReader, Source
+from imagefolder_lmdb.sources.class_tar_index import TarSpan, index_tar_of_tars, listings, located
 from imagefolder_lmdb.sources.layouts import layout_named
 from imagefolder_lmdb.sources.tree import (
     RootFilter,
@@ -44,8 +46,14 @@ from imagefolder_lmdb.sources.tree import (
     tree_members,
     wrapper_prefix,
 )
-from imagefolder_lmdb.work.files import ManifestHeader, Member, SourceDescription, read_members, write_members
-from imagefolder_lmdb.work.source_locations import Location, TarLocation, ZipLocation, location_as
+from imagefolder_lmdb.work.files import MEMBERS, ManifestHeader, Member, SourceDescription, write_members
+from imagefolder_lmdb.work.source_locations import (
+    Location,
+    TarLocation,
+    ZipLocation,
+    location_as,
+    location_from_json,
+)
 
 log = logging.getLogger("imagefolder_lmdb.sources")
 
@@ -68,14 +76,23 @@ class IndexedArchiveSource(Source):
         if not os.path.isdir(source):
             select = RootFilter(request.root)
             return index_archives(
-                source, [source], layout, building, request.progress, wanted=request.wanted, select=select
+                source,
+                [source],
+                layout,
+                building,
+                request.progress,
+                wanted=request.wanted,
+                select=select,
+                workers=request.workers,
             )
         folder = folder_to_read(request)
         tars = class_tars(folder)
         check_no_class_folders(folder, tars)
         if request.extract:
             raise ValueError(f"{folder}: extract: true is not supported for a folder of class tars; unpack them")
-        description = index_archives(folder, tars, layout, building, request.progress, True, request.wanted)
+        description = index_archives(
+            folder, tars, layout, building, request.progress, True, request.wanted, workers=request.workers
+        )
         description.inside = request.root  # the folder of class tars was source/root
         return description
 
@@ -83,7 +100,7 @@ class IndexedArchiveSource(Source):
         self, description: SourceDescription, source_dir: str, labels: Labels, progress: dict, wanted: ClassList | None
     ) -> Listing:
         labelling = layout_named(description.layout).labelling
-        entries = read_members(source_dir)
+        entries = member_rows(source_dir)
         read = MemberBytes(self, description.containers, entries)
         try:
             listing = labelling.list_members(entries, description.source, description.folders, labels, wanted, read)
@@ -95,6 +112,31 @@ class IndexedArchiveSource(Source):
 
     def reader(self, header: ManifestHeader) -> SampleReader:
         return ZipReader(header.containers) if is_zip(header.containers[0]) else TarReader(header.containers)
+
+
+#: A member row of a tar member that is not sparse, as work/files.py ``write_members`` writes it, its
+#: name without a character JSON escapes (all of ImageNet's 1.28M rows).
+TAR_ROW = re.compile(
+    r'^\["([^"\\\x00-\x1f]*)", \{"tar": ([0-9]+), "offset": ([0-9]+), "size": ([0-9]+)\}\]$', re.MULTILINE
+)
+#: Bytes of member rows matched at once.
+ROWS_AT_ONCE = 4 << 20
+
+
+def member_rows(folder: str) -> list[tuple[str, Location]]:
+    """The (path, location) of every row of ``members.jsonl``, as work/files.py ``read_members`` reads
+    them: a run of rows that are all usual tar rows is matched by one regular expression (a
+    ``json.loads`` and a dict per row cost more than the rest of the listing); any other run is
+    parsed row by row as JSON."""
+    entries: list[tuple[str, Location]] = []
+    with open(os.path.join(folder, MEMBERS), encoding="utf-8", errors="surrogateescape") as stream:
+        while lines := stream.readlines(ROWS_AT_ONCE):
+            found = TAR_ROW.findall("".join(lines))
+            if len(found) == len(lines):  # each match is one whole line: every line matched
+                entries += [(path, TarLocation(int(tar), int(at), int(size))) for path, tar, at, size in found]
+            else:
+                entries += [(row[0], location_from_json(row[1])) for row in map(json.loads, lines)]
+    return entries
 
 
 class MemberBytes:
@@ -130,26 +172,41 @@ def container_members(
     per_class_tars: bool,
     wanted: Collection[str] | None,
     select: RootFilter,
+    workers: int = 1,
 ) -> tuple[list[Member], list[str]]:
     """Every member of the archives under ``select``'s root (paths relative to it), and the classes
-    whose tars were left unopened (outside ``wanted``)."""
+    whose tars were left unopened (outside ``wanted``); ``workers``: processes that list class tars."""
+    if per_class_tars:
+        return class_tar_files_members(containers, workers), []
     members: list[Member] = []
     unread: list[str] = []
     for number, container in enumerate(containers):
         log.info("indexing %s", container)
-        if per_class_tars:
-            name = tar_class(container)
-            members.append(Member(name, None))  # the class folder, even if its tar is empty
-            members.extend(Member(f"{name}/{m.path}", m.location) for m in index_tar(container, number))
-        elif layout_named(layout).labelling.class_tars:
+        if layout_named(layout).labelling.class_tars:
             kept, unread_here = class_tars_under(container, select, wanted)
             unread += unread_here
-            members.extend(select.members(index_tar_of_tars(container, kept, number, progress)))
+            members.extend(select.members(index_tar_of_tars(container, kept, number, progress, workers)))
         elif is_zip(container):
             members.extend(select.members(index_zip(container, number, progress)))
         else:
             members.extend(select.members(index_tar(container, number)))
     return members, unread
+
+
+def class_tar_files_members(containers: list[str], workers: int) -> list[Member]:
+    """The members of a folder's ``<class>.tar`` files, each under its class folder, the tars listed
+    by ``workers`` processes (one the fast listing leaves out: by index_tar, which names any problem)."""
+    log.info("indexing %d class tars", len(containers))
+    found = listings([TarSpan(c, 0, os.path.getsize(c)) for c in containers], workers)
+    members: list[Member] = []
+    for number, (container, plain) in enumerate(zip(containers, found, strict=True)):
+        name = tar_class(container)
+        members.append(Member(name, None))  # the class folder, even if its tar is empty
+        if plain is None:
+            members.extend(Member(f"{name}/{m.path}", m.location) for m in index_tar(container, number))
+        else:
+            members.extend(located(plain, name, number, 0))
+    return members
 
 
 def class_tars_under(
@@ -175,6 +232,7 @@ def index_archives(
     per_class_tars: bool = False,
     wanted: Collection[str] | None = None,
     select: RootFilter | None = None,
+    workers: int = 1,
 ) -> SourceDescription:
     """Index archive members in place; writes ``members.jsonl`` into ``building``.
 
@@ -182,13 +240,14 @@ def index_archives(
     images (ILSVRC2012_img_train.tar unpacked one level). ``wanted``: the configured class list;
     class tars of other classes are never opened, and are listed as unread. ``select``: the folder
     inside the archive to read (splits.<name>.root); members elsewhere are not part of the source.
+    ``workers``: the processes that list class tars (the rule's threads).
     """
     select = select or RootFilter("")
     unread: list[str] = []
     if per_class_tars:
         kept = within_class_list(containers, tar_class, wanted)
         unread, containers = [tar_class(c) for c in containers if c not in kept], kept
-    members, unread_inside = container_members(containers, layout, progress, per_class_tars, wanted, select)
+    members, unread_inside = container_members(containers, layout, progress, per_class_tars, wanted, select, workers)
     select.check_found(source)
     unread += unread_inside
     members, set_aside = tree_members(members)
