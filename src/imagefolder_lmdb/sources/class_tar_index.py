@@ -64,13 +64,20 @@ def checked_listing(span: TarSpan) -> PlainMembers | None:
     return members
 
 
-def listings(spans: list[TarSpan], workers: int, bar: Any = None) -> list[PlainMembers | None]:
-    """``checked_listing`` of every span, in order, by up to ``workers`` processes."""
+def listings(spans: list[TarSpan], workers: int, progress: dict[str, Any] | None = None) -> list[PlainMembers | None]:
+    """``checked_listing`` of every span, in order, by up to ``workers`` processes; ``progress``:
+    tqdm's arguments (None: no bar)."""
     runs = contiguous_runs(spans, workers)
-    children = [(start_child(run), run) for run in runs[1:]]
-    found = listed_here(runs[0], bar) if runs else []
-    for (pid, stream), run in children:
-        found += collected(pid, stream, run, bar)
+    children = [(start_child(run), run) for run in runs[1:]]  # forked before the bar starts tqdm's thread
+    bar_options = {
+        "desc": "index class tars",
+        "unit": "tar",
+        **(progress if progress is not None else {"disable": True}),
+    }
+    with tqdm(total=len(spans), **bar_options) as bar:
+        found = listed_here(runs[0], bar) if runs else []
+        for (pid, stream), run in children:
+            found += collected(pid, stream, run, bar)
     return found
 
 
@@ -145,8 +152,7 @@ def index_tar_of_tars(
     are opened (a class subset reads only its own); ``workers`` processes list them.
     """
     spans = [TarSpan(archive, inner.offset_data, inner.size) for inner in inner_tars]
-    with tqdm(total=len(spans), desc=f"index {os.path.basename(archive)}", unit="tar", **(progress or {})) as bar:
-        found = listings(spans, workers, bar)
+    found = listings(spans, workers, {"desc": f"index {os.path.basename(archive)}", **(progress or {})})
     for inner, members in zip(inner_tars, found, strict=True):
         name = class_of_tar(inner)
         yield Member(name, None)  # the class folder, even if its tar is empty
