@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from imagefolder_lmdb.sources import class_tar_index
+from imagefolder_lmdb.sources import class_tar_index, indexed_archive
 from imagefolder_lmdb.sources.archive_members import DamagedArchiveError, UnsafeArchiveError, class_tars_in
 from imagefolder_lmdb.sources.class_tar_index import TarSpan, contiguous_runs, index_tar_of_tars
-from imagefolder_lmdb.sources.indexed_archive import class_tar_files_members
+from imagefolder_lmdb.sources.indexed_archive import class_tar_files_members, index_archives
 from imagefolder_lmdb.work.files import Member
 
 QUIET = {"disable": True}
@@ -137,3 +137,57 @@ def test_runs_are_contiguous_and_of_nearly_equal_size() -> None:
     assert [span for run in runs for span in run] == spans
     assert [sum(span.size for span in run) for run in runs] == [40, 40, 20]
     assert contiguous_runs(spans[:1], 4) == [spans[:1]] and contiguous_runs([], 2) == []
+
+
+def index_both_ways(tmp_path: Path, archive: str, monkeypatch: pytest.MonkeyPatch, **kwargs: object) -> list[object]:
+    """Whether the workers' rows were used, then members.jsonl and the description of ``archive``
+    indexed that way and the general way."""
+    found: list[object] = []
+    by_rows = indexed_archive.index_by_rows
+
+    def noting(*args: object, **kw: object) -> object:
+        result = by_rows(*args, **kw)  # type: ignore[arg-type]
+        found.append(result is not None)
+        return result
+
+    monkeypatch.setattr(indexed_archive, "index_by_rows", noting)
+    for way in ("rows", "general"):
+        if way == "general":
+            monkeypatch.setattr(indexed_archive, "index_by_rows", lambda *args, **kw: None)
+        building = tmp_path / way
+        building.mkdir()
+        description = index_archives(archive, [archive], "ilsvrc-train", str(building), QUIET, workers=2, **kwargs)  # type: ignore[arg-type]
+        found.append(((building / "members.jsonl").read_bytes(), description))
+    return found
+
+
+@pytest.mark.parametrize(
+    "unusual",
+    ["none", "folder member", "class tar twice", "__MACOSX class", "./ class", "name twice", "class list"],
+)
+def test_rows_written_by_the_workers_are_the_general_ways(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unusual: str
+) -> None:
+    inner = {name: data for name, data in classes(5).items()}
+    inner["n00000001"] = tar_bytes([('é "q".JPEG', b"1"), ("notes.txt", b"2"), ("caf\udce9.JPEG", b"3")])
+    kwargs: dict[str, object] = {}
+    if unusual == "folder member":
+        inner["n00000002"] = tar_bytes([("a.JPEG", b"1")], folder="sub/")
+    elif unusual == "__MACOSX class":
+        inner["__MACOSX"] = class_tar("x", 2)
+    elif unusual == "./ class":
+        inner = {f"./{name}": data for name, data in inner.items()}
+    elif unusual == "name twice":
+        inner["n00000003"] = tar_bytes([("a.JPEG", b"1"), ("a.JPEG", b"2")])
+    elif unusual == "class list":
+        kwargs["wanted"] = frozenset({"n00000001", "n00000004"})
+    archive = train_tar(tmp_path / "train.tar", inner)
+    if unusual == "class tar twice":  # the same class tar name twice: the later copy is used, as unpacking does
+        with tarfile.open(archive, "a") as outer:
+            data = class_tar("n00000000", 2)
+            info = tarfile.TarInfo("n00000000.tar")
+            info.size = len(data)
+            outer.addfile(info, io.BytesIO(data))
+    used_rows, rows, general = index_both_ways(tmp_path, archive, monkeypatch, **kwargs)
+    assert rows == general
+    assert used_rows == (unusual in ("none", "class list"))  # anything unusual goes the general way

@@ -6,7 +6,9 @@ each run but the first is listed by a forked child, which writes its listings as
 offsets, sizes: no pickle) to a temporary file, while the parent lists the first run itself. A tar
 a worker cannot list quickly (a member that is not a plain file, an unsafe name, any damage), or
 every tar of a child that failed, is listed again by the parent the slow way, in the tar's turn:
-the errors, their order and the index are those of one process.
+the errors, their order and the index are those of one process. Asked for them (``TarSpan.folder``),
+the workers also encode each member's members.jsonl row, so that a tar of plain class tars is indexed
+without an object per image (sources/indexed_archive.py ``index_by_rows``).
 """
 
 from __future__ import annotations
@@ -33,8 +35,8 @@ from imagefolder_lmdb.sources.archive_members import (
     unsafe_name_reason,
 )
 from imagefolder_lmdb.sources.tar_headers import PlainMembers, plain_tar_members
-from imagefolder_lmdb.work.files import Member
-from imagefolder_lmdb.work.source_locations import TarLocation
+from imagefolder_lmdb.work.files import ROW_JSON, Member
+from imagefolder_lmdb.work.source_locations import TarLocation, location_to_json
 
 #: A name that may be refused: absolute (``/``, ``\``, a drive) or holding ``..``; found in one
 #: regular-expression pass over a tar's names joined by newlines (a name holding a newline only adds
@@ -51,6 +53,9 @@ class TarSpan:
     path: str
     base: int
     size: int
+    #: the class folder of its members whose members.jsonl rows the lister writes too (None: no rows)
+    folder: str | None = None
+    container: int = 0  # the number of ``path`` among the source's containers, for the rows
 
 
 def checked_listing(span: TarSpan) -> PlainMembers | None:
@@ -95,7 +100,10 @@ def contiguous_runs(spans: list[TarSpan], workers: int) -> list[list[TarSpan]]:
 def listed_here(run: list[TarSpan], bar: Any = None) -> list[PlainMembers | None]:
     found = []
     for span in run:
-        found.append(checked_listing(span))
+        members = checked_listing(span)
+        if members is not None and span.folder is not None:
+            members.rows = member_rows_text(members, span)
+        found.append(members)
         if bar is not None:
             bar.update(1)
     return found
@@ -130,8 +138,18 @@ def collected(pid: int, stream: IO[bytes], run: list[TarSpan], bar: Any = None) 
     return found
 
 
+def member_rows_text(members: PlainMembers, span: TarSpan) -> str:
+    """The members.jsonl rows of the tar's members under ``span.folder``, as work/files.py
+    ``write_members`` writes them (its encoder, the same location object)."""
+    return "".join(
+        ROW_JSON.encode([f"{span.folder}/{name}", location_to_json(TarLocation(span.container, span.base + at, size))])
+        + "\n"
+        for name, at, size in zip(members.names, members.offsets, members.sizes, strict=True)
+    )
+
+
 def as_data(found: PlainMembers | None) -> list[Any] | None:
-    return None if found is None else [found.names, found.offsets, found.sizes]
+    return None if found is None else [found.names, found.offsets, found.sizes, found.rows]
 
 
 def from_data(item: list[Any] | None) -> PlainMembers | None:

@@ -29,6 +29,7 @@ from imagefolder_lmdb.sources.archive_members import (
     class_tars_in,
     index_tar,
     index_zip,
+    is_macos_metadata,
     is_plain_tar,
     is_zip,
     relative_name,
@@ -54,6 +55,7 @@ from imagefolder_lmdb.work.source_locations import (
     location_as,
     location_from_json,
 )
+from imagefolder_lmdb.writing.atomic import atomic_file
 
 log = logging.getLogger("imagefolder_lmdb.sources")
 
@@ -243,6 +245,9 @@ def index_archives(
     ``workers``: the processes that list class tars (the rule's threads).
     """
     select = select or RootFilter("")
+    one_tar = not per_class_tars and len(containers) == 1 and not select.root
+    if one_tar and (by_rows := index_by_rows(source, layout, building, progress, wanted, select, workers)):
+        return by_rows
     unread: list[str] = []
     if per_class_tars:
         kept = within_class_list(containers, tar_class, wanted)
@@ -270,6 +275,64 @@ def index_archives(
         unread_classes=sorted(unread),
         inside=select.root,
     )
+
+
+def index_by_rows(
+    source: str,
+    layout: str,
+    building: str,
+    progress: dict[str, Any],
+    wanted: Collection[str] | None,
+    select: RootFilter,
+    workers: int,
+) -> SourceDescription | None:
+    """``index_archives`` of a tar of class tars (ILSVRC2012_img_train.tar) whose members are all
+    plain files at distinct paths that no tree check moves or sets aside: members.jsonl is written
+    from the rows the workers encode, without an object per image; None: any other tar, which the
+    general way indexes (and names the problems of)."""
+    if not layout_named(layout).labelling.class_tars:
+        return None
+    log.info("indexing %s", source)
+    kept, unread = class_tars_under(source, select, wanted)
+    folders = [class_of_tar(inner) for inner in kept]
+    spans = [
+        TarSpan(source, inner.offset_data, inner.size, folder) for inner, folder in zip(kept, folders, strict=True)
+    ]
+    found = listings(spans, workers, {"desc": f"index {os.path.basename(source)}", **progress})
+    listed = [members for members in found if members is not None and members.rows is not None]
+    if len(listed) != len(found):
+        return None  # a tar the workers could not list
+    paths = [f"{folder}/{name}" for folder, members in zip(folders, listed, strict=True) for name in members.names]
+    if not stays_as_listed(folders, paths):
+        return None
+    images = [path for path in paths if is_image(path)]
+    check_not_split_folders(source, select.root, images)
+    if layout_named(layout).labelling.strips_wrapper and wrapper_prefix(images):
+        return None
+    with atomic_file(os.path.join(building, MEMBERS), encoding="utf-8", errors="surrogateescape") as stream:
+        stream.writelines(members.rows or "" for members in listed)
+    log.info("indexed %d file members in %d archive(s); nothing extracted", len(paths), 1)
+    if unread:
+        log.info("%d class tars outside the class list left unread, e.g. %s", len(unread), unread[0])
+    return SourceDescription(
+        "index",
+        os.path.abspath(source),
+        layout,
+        containers=[os.path.abspath(source)],
+        members=len(paths),
+        strip="",
+        folders=top_folders(folders, ""),
+        set_aside=[],
+        unread_classes=sorted(unread),
+        inside=select.root,
+    )
+
+
+def stays_as_listed(folders: list[str], paths: list[str]) -> bool:
+    """Whether the tree checks keep every class folder and file where it is (tree_members,
+    RootFilter.members): no ``./`` to drop, no ``__MACOSX``, no path twice."""
+    renamed = any(relative_name(folder) != folder or is_macos_metadata(folder) for folder in folders)
+    return not renamed and len({*folders, *paths}) == len(folders) + len(paths)
 
 
 def image_tree_files(members: list[Member], layout: str, source: str, root: str) -> tuple[list[Member], str, list[str]]:

@@ -39,6 +39,7 @@ class PlainMembers:
     names: list[str]
     offsets: list[int]
     sizes: list[int]
+    rows: str | None = None  # their members.jsonl rows, where the lister was asked for them
 
     def end(self) -> int:
         """Where the last member's data ends, padded to a block (the end-of-archive zeros follow)."""
