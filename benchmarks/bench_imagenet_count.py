@@ -13,7 +13,8 @@ default and ``merge: false``. Reported per mode: the wall, the wall outside the 
 in which any encode job ran: each job's span is its benchmark record's end, the file's mtime, less its
 seconds), and every rule's jobs from Snakemake's benchmark records (seconds, CPU seconds, peak RSS).
 
-``--scale`` scales each class's count and the val count. Raw figures: benchmarks/out/imagenet_count-SCALE.json.
+``--scale`` scales each class's count and the val count; ``--until count_check`` runs extract and count_check
+only. Raw figures: benchmarks/out/imagenet_count-SCALE.json.
 """
 
 from __future__ import annotations
@@ -175,12 +176,13 @@ def per_rule(records: dict[str, list[dict[str, float]]]) -> dict[str, dict[str, 
     return table
 
 
-def run_mode(mode: str, paths: dict[str, Path], scale: float) -> dict[str, Any]:
+def run_mode(mode: str, paths: dict[str, Path], scale: float, until: str | None = None) -> dict[str, Any]:
+    """One conversion in ``mode``; ``until``: stop after that rule's jobs (Snakemake's ``--until``)."""
     rundir = fresh_dir(OUT / "runs" / f"imagenet-count-{scale:g}-{mode}")
     sections = {"merge": False} if mode == "no_merge" else {}
     config = write_config(rundir, splits(paths), **sections)
     os.sync()
-    wall = run_snakemake(rundir, config)
+    wall = run_snakemake(rundir, config, *(["--until", until] if until else []))
     work = rundir / "work"
     encode = union_seconds(job_spans(work, ENCODE_RULES))
     result = {"mode": mode, "wall": wall, "encode_span": encode, "outside_encode": wall - encode}
@@ -192,17 +194,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of ImageNet's count (same layout)")
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
+    parser.add_argument("--until", help="stop after this rule (count_check: extract and count_check only)")
     args = parser.parse_args()
     started = time.perf_counter()
     paths = layout(args.scale)
     print(f"layout: {time.perf_counter() - started:.0f} s", flush=True)
     results: dict[str, Any] = {"scale": args.scale, "load_before": os.getloadavg(), "runs": []}
     for mode in args.modes:
-        run = run_mode(mode, paths, args.scale)
+        run = run_mode(mode, paths, args.scale, args.until)
         results["runs"].append(run)
         print(json.dumps(run, indent=1), flush=True)
     results["load_after"] = os.getloadavg()
-    (OUT / f"imagenet_count-{args.scale:g}.json").write_text(json.dumps(results, indent=1))
+    suffix = f"-until-{args.until}" if args.until else ""
+    (OUT / f"imagenet_count-{args.scale:g}{suffix}.json").write_text(json.dumps(results, indent=1))
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ from typing import Any
 
 from tqdm import tqdm
 
-from imagefolder_lmdb.sources.tar_headers import plain_tar_members
 from imagefolder_lmdb.work.files import Member
 from imagefolder_lmdb.work.source_locations import TarLocation, ZipLocation
 from imagefolder_lmdb.writing.atomic import atomic_file
@@ -311,30 +310,6 @@ def class_tars_in(archive: str, keep: Callable[[str], bool] = lambda name: True)
 def class_of_tar(member: tarfile.TarInfo) -> str:
     """The class folder a class tar unpacks to: its name without ``.tar``."""
     return member.name.removesuffix(".tar")
-
-
-def index_tar_of_tars(
-    archive: str, inner_tars: list[tarfile.TarInfo], container: int = 0, progress: dict[str, Any] | None = None
-) -> Iterator[Member]:
-    """File members of the class tars ``inner_tars`` of ``archive``, located in the outer file.
-
-    ILSVRC2012_img_train.tar holds one uncompressed tar per class: an inner member's bytes sit at
-    (inner tar's data offset + member's offset inside it) of the outer file. Only the tars given
-    are opened (a class subset reads only its own).
-    """
-    with tarfile.open(archive, mode="r:") as outer:
-        for inner in tqdm(inner_tars, desc=f"index {os.path.basename(archive)}", unit="tar", **(progress or {})):
-            where = f" (member {inner.name})"
-            yield Member(class_of_tar(inner), None)  # the class folder, even if its tar is empty
-            members = plain_tar_members(archive, inner.offset_data, inner.size)  # fast: 1.28M headers for ImageNet
-            if members is None:  # not all plain files: tarfile reads it
-                members = list_tar(f"{archive}:{inner.name}", fileobj=outer.extractfile(inner))
-            check_tar_members(f"{archive}:{inner.name}", members, links_allowed=False)
-            check_tar_complete(archive, members, inner.size, file_reader(archive, inner.offset_data), where)
-            for member in members:
-                if member.isfile():
-                    path = f"{class_of_tar(inner)}/{member.name}"  # the class folder
-                    yield Member(path, tar_location(f"{archive}:{inner.name}", container, member, inner.offset_data))
 
 
 def zip_infos(archive: str) -> list[zipfile.ZipInfo]:

@@ -71,6 +71,7 @@ class Request:
     files: list[str] = field(default_factory=list)  # a set of source files: every file, in record order
     options: Mapping[str, Any] = field(default_factory=dict)  # the split's keys of the kind's own (Source.options)
     root: str = ""  # splits.<name>.root: the folder inside the source to read ("/"-separated; "" = all)
+    workers: int = 1  # processes the rule may use (its threads): an archive's class tars are listed by as many
 
 
 #: How a split's labels are found, as its listing reads them: the split's label keys (``devkit``,

@@ -10,9 +10,11 @@ archive and the member). With a class list, the class tars of other classes are 
 
 from __future__ import annotations
 
+import json
 import logging
 import lzma
 import os
+import re
 import tarfile
 import threading
 import zipfile
@@ -26,13 +28,14 @@ from imagefolder_lmdb.sources.archive_members import (
     class_of_tar,
     class_tars_in,
     index_tar,
-    index_tar_of_tars,
     index_zip,
+    is_macos_metadata,
     is_plain_tar,
     is_zip,
     relative_name,
 )
 from imagefolder_lmdb.sources.base import DamagedSampleError, Labels, Listing, Request, SampleReader, Source
+from imagefolder_lmdb.sources.class_tar_index import TarSpan, index_tar_of_tars, listings, located
 from imagefolder_lmdb.sources.layouts import layout_named
 from imagefolder_lmdb.sources.tree import (
     RootFilter,
@@ -44,8 +47,15 @@ from imagefolder_lmdb.sources.tree import (
     tree_members,
     wrapper_prefix,
 )
-from imagefolder_lmdb.work.files import ManifestHeader, Member, SourceDescription, read_members, write_members
-from imagefolder_lmdb.work.source_locations import Location, TarLocation, ZipLocation, location_as
+from imagefolder_lmdb.work.files import MEMBERS, ManifestHeader, Member, SourceDescription, write_members
+from imagefolder_lmdb.work.source_locations import (
+    Location,
+    TarLocation,
+    ZipLocation,
+    location_as,
+    location_from_json,
+)
+from imagefolder_lmdb.writing.atomic import atomic_file
 
 log = logging.getLogger("imagefolder_lmdb.sources")
 
@@ -68,14 +78,23 @@ class IndexedArchiveSource(Source):
         if not os.path.isdir(source):
             select = RootFilter(request.root)
             return index_archives(
-                source, [source], layout, building, request.progress, wanted=request.wanted, select=select
+                source,
+                [source],
+                layout,
+                building,
+                request.progress,
+                wanted=request.wanted,
+                select=select,
+                workers=request.workers,
             )
         folder = folder_to_read(request)
         tars = class_tars(folder)
         check_no_class_folders(folder, tars)
         if request.extract:
             raise ValueError(f"{folder}: extract: true is not supported for a folder of class tars; unpack them")
-        description = index_archives(folder, tars, layout, building, request.progress, True, request.wanted)
+        description = index_archives(
+            folder, tars, layout, building, request.progress, True, request.wanted, workers=request.workers
+        )
         description.inside = request.root  # the folder of class tars was source/root
         return description
 
@@ -83,7 +102,7 @@ class IndexedArchiveSource(Source):
         self, description: SourceDescription, source_dir: str, labels: Labels, progress: dict, wanted: ClassList | None
     ) -> Listing:
         labelling = layout_named(description.layout).labelling
-        entries = read_members(source_dir)
+        entries = member_rows(source_dir)
         read = MemberBytes(self, description.containers, entries)
         try:
             listing = labelling.list_members(entries, description.source, description.folders, labels, wanted, read)
@@ -95,6 +114,31 @@ class IndexedArchiveSource(Source):
 
     def reader(self, header: ManifestHeader) -> SampleReader:
         return ZipReader(header.containers) if is_zip(header.containers[0]) else TarReader(header.containers)
+
+
+#: A member row of a tar member that is not sparse, as work/files.py ``write_members`` writes it, its
+#: name without a character JSON escapes (all of ImageNet's 1.28M rows).
+TAR_ROW = re.compile(
+    r'^\["([^"\\\x00-\x1f]*)", \{"tar": ([0-9]+), "offset": ([0-9]+), "size": ([0-9]+)\}\]$', re.MULTILINE
+)
+#: Bytes of member rows matched at once.
+ROWS_AT_ONCE = 4 << 20
+
+
+def member_rows(folder: str) -> list[tuple[str, Location]]:
+    """The (path, location) of every row of ``members.jsonl``, as work/files.py ``read_members`` reads
+    them: a run of rows that are all usual tar rows is matched by one regular expression (a
+    ``json.loads`` and a dict per row cost more than the rest of the listing); any other run is
+    parsed row by row as JSON."""
+    entries: list[tuple[str, Location]] = []
+    with open(os.path.join(folder, MEMBERS), encoding="utf-8", errors="surrogateescape") as stream:
+        while lines := stream.readlines(ROWS_AT_ONCE):
+            found = TAR_ROW.findall("".join(lines))
+            if len(found) == len(lines):  # each match is one whole line: every line matched
+                entries += [(path, TarLocation(int(tar), int(at), int(size))) for path, tar, at, size in found]
+            else:
+                entries += [(row[0], location_from_json(row[1])) for row in map(json.loads, lines)]
+    return entries
 
 
 class MemberBytes:
@@ -130,26 +174,41 @@ def container_members(
     per_class_tars: bool,
     wanted: Collection[str] | None,
     select: RootFilter,
+    workers: int = 1,
 ) -> tuple[list[Member], list[str]]:
     """Every member of the archives under ``select``'s root (paths relative to it), and the classes
-    whose tars were left unopened (outside ``wanted``)."""
+    whose tars were left unopened (outside ``wanted``); ``workers``: processes that list class tars."""
+    if per_class_tars:
+        return class_tar_files_members(containers, workers), []
     members: list[Member] = []
     unread: list[str] = []
     for number, container in enumerate(containers):
         log.info("indexing %s", container)
-        if per_class_tars:
-            name = tar_class(container)
-            members.append(Member(name, None))  # the class folder, even if its tar is empty
-            members.extend(Member(f"{name}/{m.path}", m.location) for m in index_tar(container, number))
-        elif layout_named(layout).labelling.class_tars:
+        if layout_named(layout).labelling.class_tars:
             kept, unread_here = class_tars_under(container, select, wanted)
             unread += unread_here
-            members.extend(select.members(index_tar_of_tars(container, kept, number, progress)))
+            members.extend(select.members(index_tar_of_tars(container, kept, number, progress, workers)))
         elif is_zip(container):
             members.extend(select.members(index_zip(container, number, progress)))
         else:
             members.extend(select.members(index_tar(container, number)))
     return members, unread
+
+
+def class_tar_files_members(containers: list[str], workers: int) -> list[Member]:
+    """The members of a folder's ``<class>.tar`` files, each under its class folder, the tars listed
+    by ``workers`` processes (one the fast listing leaves out: by index_tar, which names any problem)."""
+    log.info("indexing %d class tars", len(containers))
+    found = listings([TarSpan(c, 0, os.path.getsize(c)) for c in containers], workers)
+    members: list[Member] = []
+    for number, (container, plain) in enumerate(zip(containers, found, strict=True)):
+        name = tar_class(container)
+        members.append(Member(name, None))  # the class folder, even if its tar is empty
+        if plain is None:
+            members.extend(Member(f"{name}/{m.path}", m.location) for m in index_tar(container, number))
+        else:
+            members.extend(located(plain, name, number, 0))
+    return members
 
 
 def class_tars_under(
@@ -175,6 +234,7 @@ def index_archives(
     per_class_tars: bool = False,
     wanted: Collection[str] | None = None,
     select: RootFilter | None = None,
+    workers: int = 1,
 ) -> SourceDescription:
     """Index archive members in place; writes ``members.jsonl`` into ``building``.
 
@@ -182,13 +242,17 @@ def index_archives(
     images (ILSVRC2012_img_train.tar unpacked one level). ``wanted``: the configured class list;
     class tars of other classes are never opened, and are listed as unread. ``select``: the folder
     inside the archive to read (splits.<name>.root); members elsewhere are not part of the source.
+    ``workers``: the processes that list class tars (the rule's threads).
     """
     select = select or RootFilter("")
+    one_tar = not per_class_tars and len(containers) == 1 and not select.root
+    if one_tar and (by_rows := index_by_rows(source, layout, building, progress, wanted, select, workers)):
+        return by_rows
     unread: list[str] = []
     if per_class_tars:
         kept = within_class_list(containers, tar_class, wanted)
         unread, containers = [tar_class(c) for c in containers if c not in kept], kept
-    members, unread_inside = container_members(containers, layout, progress, per_class_tars, wanted, select)
+    members, unread_inside = container_members(containers, layout, progress, per_class_tars, wanted, select, workers)
     select.check_found(source)
     unread += unread_inside
     members, set_aside = tree_members(members)
@@ -211,6 +275,64 @@ def index_archives(
         unread_classes=sorted(unread),
         inside=select.root,
     )
+
+
+def index_by_rows(
+    source: str,
+    layout: str,
+    building: str,
+    progress: dict[str, Any],
+    wanted: Collection[str] | None,
+    select: RootFilter,
+    workers: int,
+) -> SourceDescription | None:
+    """``index_archives`` of a tar of class tars (ILSVRC2012_img_train.tar) whose members are all
+    plain files at distinct paths that no tree check moves or sets aside: members.jsonl is written
+    from the rows the workers encode, without an object per image; None: any other tar, which the
+    general way indexes (and names the problems of)."""
+    if not layout_named(layout).labelling.class_tars:
+        return None
+    log.info("indexing %s", source)
+    kept, unread = class_tars_under(source, select, wanted)
+    folders = [class_of_tar(inner) for inner in kept]
+    spans = [
+        TarSpan(source, inner.offset_data, inner.size, folder) for inner, folder in zip(kept, folders, strict=True)
+    ]
+    found = listings(spans, workers, {"desc": f"index {os.path.basename(source)}", **progress})
+    listed = [members for members in found if members is not None and members.rows is not None]
+    if len(listed) != len(found):
+        return None  # a tar the workers could not list
+    paths = [f"{folder}/{name}" for folder, members in zip(folders, listed, strict=True) for name in members.names]
+    if not stays_as_listed(folders, paths):
+        return None
+    images = [path for path in paths if is_image(path)]
+    check_not_split_folders(source, select.root, images)
+    if layout_named(layout).labelling.strips_wrapper and wrapper_prefix(images):
+        return None
+    with atomic_file(os.path.join(building, MEMBERS), encoding="utf-8", errors="surrogateescape") as stream:
+        stream.writelines(members.rows or "" for members in listed)
+    log.info("indexed %d file members in %d archive(s); nothing extracted", len(paths), 1)
+    if unread:
+        log.info("%d class tars outside the class list left unread, e.g. %s", len(unread), unread[0])
+    return SourceDescription(
+        "index",
+        os.path.abspath(source),
+        layout,
+        containers=[os.path.abspath(source)],
+        members=len(paths),
+        strip="",
+        folders=top_folders(folders, ""),
+        set_aside=[],
+        unread_classes=sorted(unread),
+        inside=select.root,
+    )
+
+
+def stays_as_listed(folders: list[str], paths: list[str]) -> bool:
+    """Whether the tree checks keep every class folder and file where it is (tree_members,
+    RootFilter.members): no ``./`` to drop, no ``__MACOSX``, no path twice."""
+    renamed = any(relative_name(folder) != folder or is_macos_metadata(folder) for folder in folders)
+    return not renamed and len({*folders, *paths}) == len(folders) + len(paths)
 
 
 def image_tree_files(members: list[Member], layout: str, source: str, root: str) -> tuple[list[Member], str, list[str]]:

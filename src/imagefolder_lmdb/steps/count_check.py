@@ -13,7 +13,10 @@ images of classes outside it are set aside and counted, never stored under anoth
 import logging
 from dataclasses import dataclass, replace
 from functools import partial
+from operator import attrgetter
 from typing import Any, TextIO
+
+import numpy as np
 
 from imagefolder_lmdb.board.rule_runner import progress_kwargs, run_rule
 from imagefolder_lmdb.classes.lists import ClassList, is_dataset, missing_from_source
@@ -74,13 +77,23 @@ def sample_labels(sample: Sample) -> list[int]:
     return [sample.label] if sample.label >= 0 else []
 
 
+def label_counts(listing: Listing) -> list[int]:
+    """How many images each class of the listing holds (a multi-label image counts in each of its
+    classes): one numpy pass over the labels where no image carries annotations (ImageNet's 1.28M)."""
+    samples = listing.samples
+    if list(map(attrgetter("annotations"), samples)).count(None) != len(samples):
+        counts = [0] * len(listing.classes)
+        for sample in samples:
+            for label in sample_labels(sample):
+                counts[label] += 1
+        return counts
+    labels = np.fromiter(map(attrgetter("label"), samples), dtype=np.int64, count=len(samples))
+    return [int(count) for count in np.bincount(labels[labels >= 0], minlength=len(listing.classes))]
+
+
 def per_class_counts(listing: Listing) -> dict[str, int]:
     """Each class's images (a multi-label image counts in each of its classes)."""
-    counts = dict.fromkeys(listing.classes, 0)
-    for sample in listing.samples:
-        for label in sample_labels(sample):
-            counts[listing.classes[label]] += 1
-    return counts
+    return dict(zip(listing.classes, label_counts(listing), strict=True))
 
 
 def onto_class_list(listing: Listing, class_list: ClassList) -> Listing:
@@ -105,8 +118,7 @@ def relabelled(sample: Sample, relabel: list[int]) -> Sample:
 def classes_with_images(listing: Listing) -> list[str]:
     """The listing's classes that hold at least one image (a class folder always does; a class that
     labels can name, as ILSVRC val's or a shard's, may not)."""
-    labels = {label for sample in listing.samples for label in sample_labels(sample)}
-    return [name for label, name in enumerate(listing.classes) if label in labels]
+    return [name for name, count in zip(listing.classes, label_counts(listing), strict=True) if count]
 
 
 def class_difference(held: list[str], listing: Listing, class_list: ClassList) -> str:

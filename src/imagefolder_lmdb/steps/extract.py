@@ -12,6 +12,7 @@ import logging
 import os
 import sys
 from collections.abc import Mapping
+from dataclasses import replace
 from functools import partial
 from typing import Any, TextIO
 
@@ -62,7 +63,8 @@ def main(smk: Any, stream: TextIO) -> None:
     progress = progress_kwargs(stream)
     if settings.md5:
         check_checksums([*smk.input.source, *smk.input.labels], progress)
-    request = settings.request(list(smk.input.source), progress)
+    # the rule's threads: the processes that list an archive's class tars (sources/class_tar_index.py)
+    request = replace(settings.request(list(smk.input.source), progress), workers=max(1, int(smk.threads)))
     make_source_readable(request, smk.output[0], settings.labelling)
 
 
