@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from torch.utils.data import DataLoader
 from torchvision.datasets import ImageFolder
 
 from imagefolder_lmdb.reader import LMDBDataset, LMDBReader
@@ -101,13 +102,16 @@ def test_the_current_revision_and_revision_1_equal_the_local_ones(emulator: Emul
 
 def test_a_reader_keeps_its_revision_when_the_pointer_is_replaced(emulator: Emulator, split: Split) -> None:
     """Revision 2 published, a reader opened; then revision 3's data file and pointer put over it:
-    the open reader reads revision 2 (by content id, never the new pointer), a new one revision 3."""
+    the open reader reads revision 2 (by content id, never the new pointer), in its DataLoader
+    workers too (each reads in its own process), and a new one revision 3."""
     prefix, local = uuid.uuid4().hex, split.out / "train.lmdb"
     url = _place(emulator, prefix, split.pointer_2, split.data_files_2)
     pinned = LMDBReader(url, decode="bytes")
     assert pinned.revision == 2
     _place(emulator, prefix, local.read_bytes(), [path for path in split.data_files if path not in split.data_files_2])
     _same(pinned, LMDBReader(local, revision=2, decode="bytes"))
+    loader = DataLoader(pinned, batch_size=4, num_workers=2, collate_fn=lambda batch: batch)
+    assert [image for batch in loader for image, _ in batch] == [pinned.get_bytes(i) for i in range(len(pinned))]
     _same(LMDBReader(url, decode="bytes"), LMDBReader(local, decode="bytes"))
 
 
