@@ -319,10 +319,13 @@ class HintedLimit:
             os.close(fd)
 
 
-def check_same_records(one: HintedLimit, many: HintedLimit, indices: list[int]) -> None:
-    """The split's places must hold the one file's bytes, record for record (else the limit reads other data)."""
+def check_same_records(one: HintedLimit, many: HintedLimit, indices: list[int], split: Path) -> None:
+    """The split's places must hold the one file's bytes, record for record (else the limit reads other data):
+    a split made earlier from another one-file output does not."""
     if len(one.places) != len(many.places) or one(indices) != many(indices):
-        raise RuntimeError("the split's record locations do not give the one file's records: remake the split")
+        raise RuntimeError(
+            f"{split}: not a split of this one-file output's records: delete {split.parent} to remake it"
+        )
 
 
 def first_of_each_file(places: Places) -> list[int]:
@@ -345,25 +348,38 @@ def cold_batches(one_file: Path, split: Path, indices: list[int], batch: int = 6
         "no_merge": LMDBReader(str(split), decode="bytes"),
     }
     try:
-        check_same_records(limits["one_file"], limits["no_merge"], indices[:batch])
+        check_same_records(limits["one_file"], limits["no_merge"], indices[:batch], split)
         for reader in readers.values():
             reader.__getitems__(first_of_each_file(limits["no_merge"].places))
         contenders: dict[str, Callable[[list[int]], Any]] = {
             **{name: reader.__getitems__ for name, reader in readers.items()},
             **{f"{name}_limit": limit for name, limit in limits.items()},
         }
-        seconds: dict[str, list[float]] = {name: [] for name in contenders}
-        for number in range(len(indices) // batch):
-            part = indices[number * batch : (number + 1) * batch]
-            for name in rotated(list(contenders), number):
-                if not drop_page_cache():
-                    raise PermissionError("cold batches drop the page cache with drop_caches: run as root")
-                seconds[name].append(timed(functools.partial(contenders[name], part)))
+        seconds, still_cached = cold_turns(contenders, indices, batch, [one_file, *data_files(split)])
     finally:
         for limit in limits.values():
             limit.close()
         close_all_envs()
-    return cold_figures(seconds, batch)
+    return {**cold_figures(seconds, batch), "still_cached_after_drop": max(still_cached)}
+
+
+def cold_turns(
+    contenders: dict[str, Callable[[list[int]], Any]], indices: list[int], batch: int, watched: list[Path]
+) -> tuple[dict[str, list[float]], list[float]]:
+    """Seconds of every contender on each batch, taking turns, the page cache dropped before each; and after the
+    first drop of each batch the cached fraction of the ``watched`` files (mincore), so a drop that did not take
+    shows."""
+    seconds: dict[str, list[float]] = {name: [] for name in contenders}
+    still_cached = []
+    for number in range(len(indices) // batch):
+        part = indices[number * batch : (number + 1) * batch]
+        for turn, name in enumerate(rotated(list(contenders), number)):
+            if not drop_page_cache():
+                raise PermissionError("cold batches drop the page cache with drop_caches: run as root")
+            if turn == 0:
+                still_cached.append(bench_cold.cached_fraction(watched))
+            seconds[name].append(timed(functools.partial(contenders[name], part)))
+    return seconds, still_cached
 
 
 def cold_figures(seconds: dict[str, list[float]], batch: int) -> dict[str, Any]:
