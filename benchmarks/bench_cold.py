@@ -187,10 +187,15 @@ def getitems(data: Data) -> tuple[Run, Callable[[], None]]:
 def hinted_preads(fd: int, ranges: list[tuple[int, int]]) -> None:
     """The disk's limit for one batch: every ``(offset, length)`` hinted at once
     (``posix_fadvise(WILLNEED)``), then each read with one ``os.pread``, nothing else."""
-    for offset, length in ranges:
+    hinted_preads_in_files([(fd, offset, length) for offset, length in ranges])
+
+
+def hinted_preads_in_files(ranges: list[tuple[int, int, int]]) -> list[bytes]:
+    """hinted_preads over several files: every ``(fd, offset, length)`` hinted first, then each read
+    with one ``os.pread`` (a batch of a split of many data files); the bytes read."""
+    for fd, offset, length in ranges:
         os.posix_fadvise(fd, offset, length, os.POSIX_FADV_WILLNEED)
-    for offset, length in ranges:
-        os.pread(fd, length, offset)
+    return [os.pread(fd, length, offset) for fd, offset, length in ranges]
 
 
 def limit(data: Data) -> tuple[Run, Callable[[], None]]:
@@ -210,7 +215,11 @@ def limit(data: Data) -> tuple[Run, Callable[[], None]]:
         os.close(fd)
         dataset.close_all_envs()
 
-    return (lambda: [hinted_preads(fd, batch) for batch in batches]), close
+    def run() -> None:
+        for batch in batches:
+            hinted_preads(fd, batch)
+
+    return run, close
 
 
 def raw_txn_get(readahead: bool) -> Contender:

@@ -15,6 +15,12 @@
    first batch (256 random indices, every file closed first as a fork closes them, warm cache) over 256
    files against the one file; and the open of 1,000 files (time, descriptors held after it and after
    reading a record of each file). ``--one-file OUT/train.lmdb``: these over an existing one-file output.
+3. Last (root: drop_caches; ``--cold BATCHES``, 40 by default, 0: none): cold batches of 64 random indices
+   (``__getitems__``, decode="bytes", as bench_cold measures one file) over the 256 files against the disk's
+   hinted-pread limit of the same records in the same files (their ranges from each file's record locations,
+   hinted with posix_fadvise(WILLNEED), then one pread each), and the one file's batches against its own
+   limit: the four take turns batch by batch, the page cache dropped before each; medians of the per-batch
+   ratios (limit seconds over batch seconds).
 
 Raw figures: benchmarks/out/no_merge.json.
 """
@@ -23,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import itertools
 import json
 import os
@@ -30,12 +37,23 @@ import random
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from benchmarks.bench_common import OUT, children_cpu_seconds, dir_bytes, fresh_dir, median, rotated
+from benchmarks import bench_cold
+from benchmarks.bench_common import (
+    OUT,
+    children_cpu_seconds,
+    dir_bytes,
+    drop_page_cache,
+    fresh_dir,
+    median,
+    rotated,
+    timed,
+)
 from benchmarks.bench_front_door import run_litdata, tree
 from imagefolder_lmdb.reader import LMDBReader, Meta, decode_meta, encode_meta, record_key
 from imagefolder_lmdb.reader.handles import close_all_envs, open_env_readonly
@@ -170,7 +188,10 @@ def split_of_files(one_file: Path, files: int, folder: Path) -> Path:
             path = folder / "parts" / f"{number:05d}.lmdb"
             with atomic_lmdb(str(path), expected_bytes=1 << 20) as writer:
                 for index in range(start, stop):
-                    writer.append(record_key(index - start), bytes(txn.get(record_key(index))))
+                    value = txn.get(record_key(index))
+                    if value is None:
+                        raise RuntimeError(f"{one_file}: record {index} is missing: convert it again")
+                    writer.append(record_key(index - start), bytes(value))
                 values = encode_meta(cut_meta(meta, int(start), int(stop)))
                 del values[b"meta/locations"]
                 writer.put_many(values)
@@ -253,6 +274,125 @@ def open_many(one_file: Path, files: int, repeats: int = 3) -> dict[str, float]:
     }
 
 
+# -- cold batches (--cold): __getitems__ against the disk's hinted-pread limit, the page cache dropped --------
+
+#: Where each record lies: (number of its data file, offset, length), by index.
+Places = list[tuple[int, int, int]]
+
+
+def data_files(path: Path) -> list[Path]:
+    """The data files of ``path``: the one file, or a split_of_files split's parts in the pointer's order."""
+    if path.parent.joinpath("parts").is_dir():
+        return sorted(path.parent.joinpath("parts").glob("*.lmdb"))
+    return [path]
+
+
+def record_places(files: list[Path]) -> Places:
+    """Each record's data file, offset and length, from each file's record locations (``meta/locations``)."""
+    places: Places = []
+    for number, file in enumerate(files):
+        reader = LMDBReader(str(file), decode="bytes")
+        offsets, lengths = reader._offsets, reader._lengths
+        if offsets is None or lengths is None:
+            raise RuntimeError(f"{file}: not read by offset (no meta/locations): no hinted-pread limit to compare with")
+        places += [(number, int(offset), int(length)) for offset, length in zip(offsets, lengths, strict=True)]
+    close_all_envs()
+    return places
+
+
+class HintedLimit:
+    """The disk's limit for a batch of ``path``'s records (bench_cold.hinted_preads_in_files): each record's
+    range hinted, then read with one pread, on descriptors opened once."""
+
+    def __init__(self, path: Path) -> None:
+        files = data_files(path)
+        self.places = record_places(files)
+        self.fds = [os.open(file, os.O_RDONLY) for file in files]
+
+    def __call__(self, batch: list[int]) -> list[bytes]:
+        return bench_cold.hinted_preads_in_files(
+            [(self.fds[f], o, n) for f, o, n in map(self.places.__getitem__, batch)]
+        )
+
+    def close(self) -> None:
+        for fd in self.fds:
+            os.close(fd)
+
+
+def check_same_records(one: HintedLimit, many: HintedLimit, indices: list[int], split: Path) -> None:
+    """The split's places must hold the one file's bytes, record for record (else the limit reads other data):
+    a split made earlier from another one-file output does not."""
+    if len(one.places) != len(many.places) or one(indices) != many(indices):
+        raise RuntimeError(
+            f"{split}: not a split of this one-file output's records: delete {split.parent} to remake it"
+        )
+
+
+def first_of_each_file(places: Places) -> list[int]:
+    """The index of each data file's first record."""
+    firsts: dict[int, int] = {}
+    for index, (file, _, _) in enumerate(places):
+        firsts.setdefault(file, index)
+    return list(firsts.values())
+
+
+def cold_batches(one_file: Path, split: Path, indices: list[int], batch: int = 64) -> dict[str, Any]:
+    """``__getitems__`` (decode="bytes") of batches of ``batch`` random indices over the split and over the one
+    file, each against the hinted-pread limit of the same records in the same files, the four taking turns
+    batch by batch, the page cache dropped (drop_caches, root) before each batch read. Every data file is
+    opened and a record of each read first (a training run's steady state: the opens are first_batches'
+    figure). Per batch the ratio limit seconds / __getitems__ seconds (1.0: the disk's rate); medians."""
+    limits = {"one_file": HintedLimit(one_file), "no_merge": HintedLimit(split)}
+    readers = {
+        "one_file": LMDBReader(str(one_file), decode="bytes"),
+        "no_merge": LMDBReader(str(split), decode="bytes"),
+    }
+    try:
+        check_same_records(limits["one_file"], limits["no_merge"], indices[:batch], split)
+        for reader in readers.values():
+            reader.__getitems__(first_of_each_file(limits["no_merge"].places))
+        contenders: dict[str, Callable[[list[int]], Any]] = {
+            **{name: reader.__getitems__ for name, reader in readers.items()},
+            **{f"{name}_limit": limit for name, limit in limits.items()},
+        }
+        seconds, still_cached = cold_turns(contenders, indices, batch, [one_file, *data_files(split)])
+    finally:
+        for limit in limits.values():
+            limit.close()
+        close_all_envs()
+    return {**cold_figures(seconds, batch), "still_cached_after_drop": max(still_cached)}
+
+
+def cold_turns(
+    contenders: dict[str, Callable[[list[int]], Any]], indices: list[int], batch: int, watched: list[Path]
+) -> tuple[dict[str, list[float]], list[float]]:
+    """Seconds of every contender on each batch, taking turns, the page cache dropped before each; and after the
+    first drop of each batch the cached fraction of the ``watched`` files (mincore), so a drop that did not take
+    shows."""
+    seconds: dict[str, list[float]] = {name: [] for name in contenders}
+    still_cached = []
+    for number in range(len(indices) // batch):
+        part = indices[number * batch : (number + 1) * batch]
+        for turn, name in enumerate(rotated(list(contenders), number)):
+            if not drop_page_cache():
+                raise PermissionError("cold batches drop the page cache with drop_caches: run as root")
+            if turn == 0:
+                still_cached.append(bench_cold.cached_fraction(watched))
+            seconds[name].append(timed(functools.partial(contenders[name], part)))
+    return seconds, still_cached
+
+
+def cold_figures(seconds: dict[str, list[float]], batch: int) -> dict[str, Any]:
+    """Each dataset's batches against its limit (median of the per-batch ratios), each contender's images/s (median)."""
+    figures: dict[str, Any] = {"batch": batch, "batches": len(seconds["one_file"])}
+    for name in CONTENDERS:
+        ratios = [limit / mine for limit, mine in zip(seconds[f"{name}_limit"], seconds[name], strict=True)]
+        figures[f"{name}_vs_limit"] = median(ratios)
+        figures[f"{name}_ratios"] = ratios
+    figures["img_s"] = {name: batch / median(values) for name, values in seconds.items()}
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--images", type=int, default=12000)
@@ -260,6 +400,7 @@ def main() -> None:
     parser.add_argument("--skip-convert", action="store_true", help="the reads only, from an earlier one-file run")
     parser.add_argument("--one-file", type=Path, help="the reads over this one-file output (implies --skip-convert)")
     parser.add_argument("--skip-reads", action="store_true", help="the conversions only")
+    parser.add_argument("--cold", type=int, default=40, metavar="BATCHES", help="cold batches of 64 (root; 0: none)")
     parser.add_argument("--litdata-python", default="/work/litdata-venv/bin/python")
     args = parser.parse_args()
     source = None if args.one_file else tree(args.images)
@@ -286,6 +427,13 @@ def main() -> None:
     print("reads", results["reads_ratios_256"], flush=True)
     results["first_batch_256"] = first_batches(one_file, split, indices[:256], repeats=5)
     results["open_1000"] = open_many(one_file, 1000)
+    if args.cold and os.geteuid() != 0:
+        results["cold_batches_256"] = {"skipped": "dropping the page cache (drop_caches) needs root"}
+    elif args.cold:  # last: dropping the page cache would make the warm figures above cold
+        cold, started = random.Random(60).sample(range(length), min(length, 64 * args.cold)), time.perf_counter()
+        results["cold_batches_256"] = cold_batches(one_file, split, cold)
+        results["cold_batches_256"]["seconds"] = time.perf_counter() - started
+    print("cold", {k: v for k, v in results.get("cold_batches_256", {}).items() if "ratios" not in k}, flush=True)
     print(json.dumps({k: v for k, v in results.items() if k != "runs"}, indent=1))
     (OUT / "no_merge.json").write_text(json.dumps(results, indent=1))
 
