@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 from torchvision.datasets import ImageFolder
 
 from imagefolder_lmdb.reader import LMDBDataset, close_all_envs
@@ -111,8 +112,9 @@ def test_streaming_writes_no_per_image_file(streamed: Path) -> None:
     # per split: source.json, made_from.json, members.jsonl, manifest, counts, 6 logs, 5 benchmark records and
     # Snakemake's timestamps of the two folder outputs; per shard: a stamp, a report, a log, a benchmark record
     # and a progress file (its part is temp(): removed once merged). Nothing per image.
-    shards = {"train": 3, "val": 16}
-    assert len(files) == sum(18 + 5 * n for n in shards.values()), sorted(map(str, files))
+    splits = yaml.safe_load((streamed / "config.yaml").read_text())["splits"]
+    shards = {name: split["shards"] for name, split in splits.items()}
+    assert len(shards) == 2 and len(files) == sum(18 + 5 * n for n in shards.values()), sorted(map(str, files))
 
 
 def test_partial_val_tar_is_labelled_by_file_number(ilsvrc: Ilsvrc, tmp_path: Path) -> None:
