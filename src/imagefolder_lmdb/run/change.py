@@ -391,6 +391,7 @@ def apply_changes(
     (those in ``skip``: replaced by --overwrite), its added images encoded by ``workers`` threads;
     their verdicts become "same"."""
     from imagefolder_lmdb.work.paths import RunPaths
+    from imagefolder_lmdb.writing.revision_copy import remove_meta_copy
 
     paths = RunPaths(config["results"], config["work"])
     shared: dict[str, list[str]] = {}
@@ -401,7 +402,7 @@ def apply_changes(
         if name not in skip and renumbered(plan.source(name), document, shared):
             verdict = Verdict(verdict.made_from, "changed")  # the list it takes changed: its labels do
         if name in skip or not changeable(split, verdict, document):
-            remove_meta_copy(paths.dataset(name))
+            remove_meta_copy(paths.dataset(name))  # converted whole: the workflow makes it
             if document is not None:
                 shared[name] = list(document["classes"])
             if name not in skip and verdict.up_to_date and reports_stale(paths.dataset(name), document):
@@ -419,15 +420,6 @@ def apply_changes(
         applied.append(dataclasses.replace(done, seconds=time.monotonic() - started))
         verdicts[name] = Verdict(verdict.made_from, "same")
     return applied
-
-
-def remove_meta_copy(dataset: str) -> None:
-    """A meta copy of a published file (publish/sync.py) where the split is converted whole: removed,
-    so that the workflow converts it (it holds no record to verify or to upload)."""
-    from imagefolder_lmdb.writing.revision_copy import published_copy
-
-    if published_copy(dataset) is not None:
-        os.remove(dataset)
 
 
 def reports_stale(dataset: str, document: Mapping[str, Any] | None) -> bool:

@@ -175,6 +175,8 @@ def refuse_replacing(config: dict[str, Any], existing: dict[str, Existing], over
             continue
         # a label file edited is a change of the split's labels, applied as a new revision where it reads a folder
         found = differences(existing[name], split, config["encode"], plan.source(name), not reads_folder(split))
+        if found and meta_copy_removed(existing[name].path):
+            continue  # it stood for a published file, which the publish replace rule judges before converting
         if found and not overwrite:
             raise OutputsError(
                 f"{existing[name].path} was made {'; '.join(found)}: not replaced. Give --overwrite to "
@@ -183,6 +185,14 @@ def refuse_replacing(config: dict[str, Any], existing: dict[str, Existing], over
         if found:
             replaced.append(name)
     return replaced
+
+
+def meta_copy_removed(path: str) -> bool:
+    """Whether ``path`` was a meta copy of a published file (publish/sync.py), now removed: the split it
+    stands for is converted whole, and the published file is the publish replace rule's to judge."""
+    from imagefolder_lmdb.writing.revision_copy import remove_meta_copy
+
+    return remove_meta_copy(path)
 
 
 def shared_classes(config: dict[str, Any], existing: dict[str, Existing], classes_flag: str) -> list[str] | None:

@@ -114,3 +114,12 @@ def refuse_upload(path: str) -> None:
             f"{path}: a copy of the meta of {copied.url} (no records): not uploaded; the published file "
             "is moved into place by a server-side copy, or, if it is gone, convert again with --overwrite"
         )
+
+
+def remove_meta_copy(dataset: str) -> bool:
+    """A meta copy at ``dataset`` removed (the split is converted whole: it holds no record to verify or to
+    upload); whether there was one."""
+    if published_copy(dataset) is None:
+        return False
+    os.remove(dataset)
+    return True
