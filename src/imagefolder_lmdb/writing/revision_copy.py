@@ -24,7 +24,7 @@ import numpy as np
 
 from imagefolder_lmdb.reader.handles import open_env_readonly
 from imagefolder_lmdb.reader.revisions import opened_env
-from imagefolder_lmdb.writing.atomic import publish, remove_path, temporary_path
+from imagefolder_lmdb.writing.lmdb_open import write_lmdb_values
 
 #: The keys only a meta copy holds.
 PUBLISHED_COPY = b"meta/published_copy"
@@ -45,18 +45,7 @@ def write_meta_copy(path: str, values: Mapping[bytes, bytes], copied: PublishedC
     marker = json.dumps({"url": copied.url, "etag": copied.etag, "size": copied.size}).encode()
     stored = {**values, PUBLISHED_COPY: marker, PUBLISHED_LENGTHS: np.asarray(lengths, "<u4").tobytes()}
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    temporary = temporary_path(path)
-    remove_path(temporary)
-    size = sum(len(key) + len(value) for key, value in stored.items())
-    env = lmdb.open(temporary, subdir=False, map_size=max(1 << 24, 4 * size), lock=False, max_dbs=0)
-    try:
-        with env.begin(write=True) as txn:
-            for key, value in sorted(stored.items()):
-                txn.put(key, value)
-        env.sync(True)
-    finally:
-        env.close()
-    publish(temporary, path)  # a kill before leaves the temporary: removed by the next take-down, above
+    write_lmdb_values(path, stored)  # a kill before its rename leaves the temporary: removed by the next one
 
 
 def published_copy(path: str) -> PublishedCopy | None:

@@ -27,7 +27,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import lmdb
 import numpy as np
 
 from imagefolder_lmdb.reader import FormatError, Meta, decode_meta
@@ -48,7 +47,8 @@ from imagefolder_lmdb.reader.revision_format import (
     is_pointer_document,
 )
 from imagefolder_lmdb.reader.revisions import opened_env
-from imagefolder_lmdb.writing.atomic import fsync_path, publish, remove_path, temporary_path
+from imagefolder_lmdb.writing.atomic import fsync_path, publish, temporary_path
+from imagefolder_lmdb.writing.lmdb_open import write_lmdb_values
 from imagefolder_lmdb.writing.revision_copy import published_copy
 from imagefolder_lmdb.writing.revision_plan import planned, record_lengths
 
@@ -313,22 +313,3 @@ def write_pointer(path: str, entries: dict[int, dict[str, Any]], values: dict[by
     """The pointer of revisions ``entries`` (their keys and ``values``), ``current`` the current one,
     written whole under a temporary name and renamed over ``path``."""
     write_lmdb_values(path, {**values, POINTER_JSON: encode_pointer(current, list(entries.values()))})
-
-
-def write_lmdb_values(path: str, stored: dict[bytes, bytes]) -> None:
-    """A small single-file LMDB of ``stored`` at ``path``, written under a temporary name and renamed."""
-    temporary = temporary_path(path)
-    remove_path(temporary)
-    size = sum(len(key) + len(value) for key, value in stored.items())
-    env = lmdb.open(temporary, subdir=False, map_size=max(1 << 24, 4 * size), lock=False, max_dbs=0)
-    try:
-        with env.begin(write=True) as txn:
-            for key, value in sorted(stored.items()):
-                txn.put(key, value)
-        env.sync(True)
-    except BaseException:
-        env.close()
-        remove_path(temporary)
-        raise
-    env.close()
-    publish(temporary, path)
