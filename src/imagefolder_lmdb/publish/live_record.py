@@ -8,12 +8,12 @@ changed made other data files) and the record goes: the rerun reuses or removes 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from imagefolder_lmdb.publish.pending import record_path
 from imagefolder_lmdb.writing.atomic import write_json_atomic
 
 
@@ -26,8 +26,7 @@ class LiveRecord:
 
     @classmethod
     def in_folder(cls, work: str | os.PathLike[str], url: str) -> LiveRecord:
-        name = hashlib.sha256(url.encode()).hexdigest()[:16]
-        return cls(url, Path(work) / "uploads" / f"live-{name}.json")
+        return cls(url, record_path(work, url, "live-"))
 
     def sent(self) -> list[str]:
         """The content ids recorded (none for a record of another URL, or none at all)."""

@@ -27,6 +27,13 @@ from imagefolder_lmdb.writing.atomic import write_json_atomic
 LIFECYCLE_RULE = "AbortIncompleteMultipartUpload"
 
 
+def record_path(work: str | os.PathLike[str], url: str, kind: str = "") -> Path:
+    """Where a record of an upload to ``url`` lies in the work folder (``kind``: a prefix of its name, one
+    record of each kind per URL)."""
+    name = hashlib.sha256(url.encode()).hexdigest()[:16]
+    return Path(work) / "uploads" / f"{kind}{name}.json"
+
+
 @dataclass(frozen=True)
 class UploadRecord:
     """Where the id of the upload to ``url`` is kept while it runs."""
@@ -36,8 +43,7 @@ class UploadRecord:
 
     @classmethod
     def in_folder(cls, work: str | os.PathLike[str], url: str) -> UploadRecord:
-        name = hashlib.sha256(url.encode()).hexdigest()[:16]
-        return cls(url, Path(work) / "uploads" / f"{name}.json")
+        return cls(url, record_path(work, url))
 
     def write(self, upload_id: str, file: str) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
