@@ -30,6 +30,11 @@ META_KEYS = {
     "fields": b"meta/fields",  # UTF-8 JSON, each field's values in index order; only where fields exist
 }
 
+#: A meta copy of a published file (writing/revision_copy.py): the object it copies, and each record's size.
+#: Its locations are the published file's and none of its records are in it.
+PUBLISHED_COPY_KEY = b"meta/published_copy"
+PUBLISHED_LENGTHS_KEY = b"meta/published_lengths"
+
 
 def record_key(index: int) -> bytes:
     """Key of record ``index``: fixed-width decimal, so byte order equals numeric order."""

@@ -15,6 +15,7 @@ from imagefolder_lmdb.reader.file_checks import LmdbReadTxn
 from imagefolder_lmdb.reader.format import FormatError, Meta, decode_meta
 from imagefolder_lmdb.reader.handles import begin_read, forget_if_replaced, guarded, opened_token, shared_env
 from imagefolder_lmdb.reader.identity import FileChangedError, LocalFileToken, content_id
+from imagefolder_lmdb.reader.keys import PUBLISHED_COPY_KEY
 from imagefolder_lmdb.reader.offset_reads import CAN_PREAD
 from imagefolder_lmdb.reader.records import RecordSource
 from imagefolder_lmdb.reader.records_lmdb import LmdbRecords
@@ -107,8 +108,12 @@ def _through_lmdb(
     env = shared_env(place, lock=options.lock, max_readers=options.max_readers)
     with guarded(env.begin(), place, options.lock) as txn:
         meta = decode_meta(txn, place)
+        meta_copy = txn.get(PUBLISHED_COPY_KEY) is not None
     _check_content(meta, pointer, number, file, place)
-    source = v1_records(place, env, meta, options.lock, options.crc_check)
+    if meta_copy:  # the published file's locations, none of its records: LMDB names any record read missing
+        source: RecordSource = LmdbRecords(place, meta.storage, meta.crc32 if options.crc_check else None)
+    else:
+        source = v1_records(place, env, meta, options.lock, options.crc_check)
     return DataFileSource(place, file.id, opened_token(place), source, begin, meta=meta)
 
 

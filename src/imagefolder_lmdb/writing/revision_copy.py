@@ -23,12 +23,12 @@ import lmdb
 import numpy as np
 
 from imagefolder_lmdb.reader.handles import open_env_readonly
+from imagefolder_lmdb.reader.keys import PUBLISHED_COPY_KEY, PUBLISHED_LENGTHS_KEY
 from imagefolder_lmdb.reader.revisions import opened_env
 from imagefolder_lmdb.writing.lmdb_open import write_lmdb_values
 
-#: The keys only a meta copy holds.
-PUBLISHED_COPY = b"meta/published_copy"
-PUBLISHED_LENGTHS = b"meta/published_lengths"
+#: The keys only a meta copy holds (the format's keys: reader/keys.py).
+PUBLISHED_COPY, PUBLISHED_LENGTHS = PUBLISHED_COPY_KEY, PUBLISHED_LENGTHS_KEY
 
 
 @dataclass(frozen=True)
