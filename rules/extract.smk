@@ -13,8 +13,9 @@ rule extract:
         PATHS.benchmark("extract")
     conda:
         "../envs/imagefolder-lmdb.yaml"
-    # an archive's class tars are listed by as many processes (src/imagefolder_lmdb/sources/class_tar_index.py)
-    threads: 4
+    # an archive's class tars are listed by as many processes (src/imagefolder_lmdb/sources/class_tar_index.py);
+    # two, as merge: a SLURM job asking more CPUs than a node has never starts (a 2-CPU node in tests/cluster/)
+    threads: 2
     # memory and time per attempt (rules/cluster.smk); peak for ImageNet train: a folder: nothing to
     # do; an archive: its member index, ~0.55 KB per image (~1.0 GB; Kaggle's zip of 1.43M entries:
     # ~1.0 GB, zipfile's own table)
