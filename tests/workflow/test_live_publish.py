@@ -74,8 +74,14 @@ def test_a_data_object_a_killed_run_sent_is_removed_by_the_rerun_that_no_longer_
     s3_env: Seaweed, commands: StartedCommands, tmp_path: Path
 ) -> None:
     source, prefix = tree(tmp_path / "data", 6), new_prefix(s3_env)
-    argv = command(source, prefix, tmp_path / "w", shards=1)
-    kill_tree(held(commands, argv, "live-sent", tmp_path / "held"))  # a power cut once the data object is whole
+    argv, marker = command(source, prefix, tmp_path / "w", shards=2), tmp_path / "held"
+    process = held(commands, argv, "encode_shard:1", marker)  # the last shard held: shard 0's file stays in reach
+    deadline = time.monotonic() + 120
+    while not data_objects(f"{prefix}/train.lmdb"):  # (a one-shard run could end before the helper looked)
+        assert process.poll() is None and marker.exists(), process.communicate()
+        assert time.monotonic() < deadline, "no data file was uploaded while the last shard encoded"
+        time.sleep(0.2)
+    kill_tree(process)  # a power cut once a data object is whole, the conversion going on
     [left] = data_objects(f"{prefix}/train.lmdb")
     assert list(objects(prefix)) == [left], "a pointer was published before the conversion ended"
     first = sorted((source / "train").iterdir())[0]

@@ -102,7 +102,8 @@ def send(split: WatchedSplit, path: str, work: str) -> None:
     if length == 0 or head(target) is not None:
         return  # a shard of skipped images only is no file of the revision; one there holds these records
     LiveRecord.in_folder(work, split.url).add(content)
-    source = path if os.path.exists(path) else data_file_path(split.dataset, content)
+    linked = data_file_path(split.dataset, content)  # write_pointer's link stays; the work copy is temp()
+    source = linked if os.path.exists(linked) else path
     publish(source, target, True, work=work)
     split.sent += 1
     split.sent_bytes += os.path.getsize(source)
@@ -118,7 +119,8 @@ def look(splits: list[WatchedSplit], work: str) -> None:
 
 
 def watch(splits: list[WatchedSplit], work: str, done: threading.Event) -> None:
-    """Look until ``convert`` says Snakemake has ended, then once more."""
+    """Look until ``convert`` says Snakemake has ended, then once more (a file the looks missed, its work copy
+    removed by Snakemake, is sent by the publish after the run)."""
     while not done.wait(POLL_S):
         look(splits, work)
     look(splits, work)
