@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 
 from imagefolder_lmdb.reader import close_all_envs
-from imagefolder_lmdb.steps.data_file import check_data_file
+from imagefolder_lmdb.steps.data_file import CHECKED_RECORDS, check_data_file, checked_records
 from imagefolder_lmdb.steps.merge import MergeError
 from imagefolder_lmdb.verify import revisions
 from imagefolder_lmdb.writing.first_revision import first_revision
@@ -43,6 +43,32 @@ def test_a_data_file_that_does_not_read_back_is_removed_naming_why(tmp_path: Pat
         check_data_file(str(path))
     assert "record 2 (b/1.jpg): does not decode" in str(caught.value)
     assert not path.exists()
+
+
+@pytest.mark.parametrize(("shards", "each"), [(1, 64), (4, 16), (5, 13), (16, 8), (100, 8)])
+def test_the_split_s_sample_is_shared_by_its_data_files(shards: int, each: int) -> None:
+    """As many records decoded over the split's files as verify decodes of a one-file split (64), and a
+    few of every file however many there are."""
+    assert CHECKED_RECORDS == 64
+    assert checked_records(shards) == each
+
+
+def test_a_data_file_checks_its_share_of_the_sample(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_envs: None
+) -> None:
+    from imagefolder_lmdb.verify import checks
+
+    asked: list[int] = []
+    verify_file = checks.verify_file
+
+    def counted(path: str, sample: int, *args: Any) -> Any:
+        asked.append(sample)
+        return verify_file(path, sample, *args)
+
+    monkeypatch.setattr(checks, "verify_file", counted)
+    path = split_file(tmp_path / "00000.lmdb", images(["a/0.jpg", "b/0.jpg"]), ["a", "b"])
+    check_data_file(str(path), shards=4)
+    assert asked == [16]
 
 
 @pytest.fixture

@@ -27,11 +27,19 @@ from imagefolder_lmdb.writing.atomic import remove_path
 
 log = logging.getLogger("imagefolder_lmdb.data_file")
 
-#: The records of each data file its encode job decodes and checks: ``imagefolder-lmdb verify``'s default
-#: sample, seeded as it is (verify.sample and verify.all are the split's verify job's: a change of them
-#: must not encode every shard again).
+#: The records of a split its encode jobs decode and check together, each job its share of them in its own
+#: file: ``imagefolder-lmdb verify``'s default sample, seeded as it is, as the one-file split's verify job
+#: checks it (verify.sample and verify.all are the split's verify job's: a change of them must not encode
+#: every shard again). Each file's pages, meta and record locations are checked whole all the same.
 CHECKED_RECORDS = 64
+#: The fewest records of one data file decoded and checked, however many shards share the sample.
+CHECKED_PER_FILE_AT_LEAST = 8
 CHECK_SEED = 0
+
+
+def checked_records(shards: int) -> int:
+    """The records each of ``shards`` data files decodes and checks: its share of CHECKED_RECORDS."""
+    return max(CHECKED_PER_FILE_AT_LEAST, -(-CHECKED_RECORDS // max(1, shards)))
 
 
 def check_report_covers_shard(report: ShardReport, report_path: str) -> None:
@@ -54,13 +62,14 @@ def refuse_targets_a_pointer_cannot_hold(manifest: str) -> None:
         )
 
 
-def check_data_file(path: str) -> None:
-    """``path`` checked as ``imagefolder-lmdb verify`` checks a file (its pages, its meta against its records,
-    the record locations, a sample decoded); a file that fails is removed, the error naming its problems."""
+def check_data_file(path: str, shards: int = 1) -> None:
+    """``path``, one of ``shards`` data files of a split, checked as ``imagefolder-lmdb verify`` checks a file
+    (its pages, its meta against its records, the record locations, a sample read back and decoded: its share
+    of the split's, ``checked_records``); a file that fails is removed, the error naming its problems."""
     from imagefolder_lmdb.verify.checks import verify_file  # Pillow and the checks: only where a file is made
 
     try:
-        report = verify_file(path, CHECKED_RECORDS, False, CHECK_SEED)[0]
+        report = verify_file(path, checked_records(shards), False, CHECK_SEED)[0]
     finally:
         close_all_envs()  # the file is linked into the split next, by another process
     if not report["ok"]:
@@ -87,6 +96,6 @@ def finish_data_file(
     check_report_covers_shard(report, report_path)
     meta = build_meta(manifest, read_counts(counts_path), [report], settings, made_from, (report.start, report.stop))
     place_with_meta(part, output, meta, shard=report.shard)  # a hard link of the part, the meta added
-    check_data_file(output)
+    check_data_file(output, report.shards)
     log.info("shard %d: data file of %d records at %s, checked", report.shard, meta.length, output)
     return meta
