@@ -331,7 +331,8 @@ class ShardReport:
 
 
 def write_shard_report(path: str, report: ShardReport) -> None:
-    write_json_atomic(path, asdict(report))
+    # its fields as they are: asdict would deep-copy every column element by element, for nothing
+    write_json_atomic(path, {name.name: getattr(report, name.name) for name in fields(report)})
 
 
 def read_shard_report(path: str) -> ShardReport:
