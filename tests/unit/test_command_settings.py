@@ -152,6 +152,9 @@ def test_the_shard_count_follows_the_images_and_the_cores(tmp_path: Path) -> Non
 
     assert [shards_for(images, 2) for images in (14, 240, 3_000, 12_000)] == [1, 2, 3, 4]
     assert shards_for(1_281_167, 16) == 32 and shards_for(50_000, 16) == 32 and shards_for(1_600, 16) == 16
+    # without a merge, one wave of jobs: a shard per core at most
+    assert [shards_for(images, 2, merge=False) for images in (14, 240, 3_000, 12_000)] == [1, 2, 2, 2]
+    assert shards_for(1_281_167, 16, merge=False) == 16 and shards_for(1_600, 16, merge=False) == 16
     for name in ("a", "b"):
         (tmp_path / "train" / name).mkdir(parents=True)
         for i in range(150):
@@ -160,3 +163,6 @@ def test_the_shard_count_follows_the_images_and_the_cores(tmp_path: Path) -> Non
     notes = choose_shards(config, "2")
     assert config["splits"]["train"]["shards"] == 2 and config["splits"]["val"]["shards"] == 5
     assert notes == ["train: 2 shards for 300 images on 2 cores (--shards N to choose)"]  # the rule: --help
+    many = {"merge": False, "splits": {"train": {"source": str(tmp_path / "train")}}}
+    choose_shards(many, "8")
+    assert many["splits"]["train"]["shards"] == 3  # 300 images: 1 per 100, below the 8 cores either way

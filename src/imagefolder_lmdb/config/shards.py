@@ -6,7 +6,10 @@ any job and rule count_check to the images it counted (``too_many_shards``).
 Each job pays an interpreter start and its imports (about a second), so a small split wants few
 jobs; a large one wants enough to keep every core busy and to make a rerun after a failure small.
 The rule: one shard per 1,000 images, at least one per core where each gets 100 images or more,
-at most two per core. The image count is the source's kind's estimate (``Source.image_estimate``: a
+at most two per core, and at most one per core without a merge (``merge: false``): there each job
+also writes, checks and syncs its data file, which the split then keeps (a job's end waits for its
+file to reach the disk, with no other work on that core; every file is one more to open and to
+copy), so one wave of jobs, a shard per core, does better than two (BENCHMARKS.md §20). The image count is the source's kind's estimate (``Source.image_estimate``: a
 folder's files that its listing takes as images, or an archive's size over 110 kB, ImageNet's mean
 JPEG; none for a set of source files). A config file's splits keep its own value.
 """
@@ -43,16 +46,18 @@ def too_many_shards(split: str, shards: int | None, images: int) -> str | None:
 IMAGES_PER_SHARD = 1000
 MIN_IMAGES_PER_CORE = 100
 MAX_SHARDS_PER_CORE = 2
+MAX_SHARDS_PER_CORE_WITHOUT_MERGE = 1
 #: The rule in words, for --help; the note that gives the count chosen gives its numbers only.
-RULE_WORDS = "1 per 1,000 images, at least 1 per core, at most 2 per core"
+RULE_WORDS = "1 per 1,000 images, at least 1 per core, at most 2 per core (1 with --no-merge)"
 RULE = "--shards N to choose"
 
 
-def shards_for(images: int, cores: int) -> int:
-    """The rule above."""
+def shards_for(images: int, cores: int, merge: bool = True) -> int:
+    """The rule above (``merge``: the config's ``merge``)."""
     count = math.ceil(images / IMAGES_PER_SHARD)
     count = max(count, min(cores, images // MIN_IMAGES_PER_CORE))
-    return max(1, min(count, MAX_SHARDS_PER_CORE * cores))
+    per_core = MAX_SHARDS_PER_CORE if merge else MAX_SHARDS_PER_CORE_WITHOUT_MERGE
+    return max(1, min(count, per_core * cores))
 
 
 def estimated(images: int, split: dict[str, Any]) -> str:
@@ -84,7 +89,7 @@ def choose_shards(config: dict[str, Any], cores: int | str | None) -> list[str]:
         images = image_estimate(split)
         if images is None:
             continue
-        split["shards"] = shards_for(images, cores_of(cores))
+        split["shards"] = shards_for(images, cores_of(cores), bool(config.get("merge", True)))
         counted = f"{images:,} images" if os.path.isdir(split["source"]) else estimated(images, split)
         shards = f"{split['shards']} shard{'s' if split['shards'] > 1 else ''}"
         used = cores_of(cores)
