@@ -9,9 +9,10 @@ The rule: one shard per 1,000 images, at least one per core where each gets 100 
 at most two per core, and at most one per core without a merge (``merge: false``): there each job
 also writes, checks and syncs its data file, which the split then keeps (a job's end waits for its
 file to reach the disk, with no other work on that core; every file is one more to open and to
-copy), so one wave of jobs, a shard per core, does better than two (BENCHMARKS.md §20). The image count is the source's kind's estimate (``Source.image_estimate``: a
-folder's files that its listing takes as images, or an archive's size over 110 kB, ImageNet's mean
-JPEG; none for a set of source files). A config file's splits keep its own value.
+copy), so one wave of jobs, a shard per core, does better than two (BENCHMARKS.md §20).
+The image count is the source's kind's estimate (``Source.image_estimate``: a folder's files that
+its listing takes as images, or an archive's size over 110 kB, ImageNet's mean JPEG; none for a set
+of source files). A config file's splits keep its own value.
 """
 
 from __future__ import annotations
