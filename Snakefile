@@ -31,3 +31,4 @@ rule all:
 onsuccess:
     remove_leftovers(config)
     print_summary(config)
+    cancel_scheduler_timers()  # exit now, not a second later (src/imagefolder_lmdb/run/scheduler_timers.py)

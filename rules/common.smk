@@ -10,6 +10,7 @@ from snakemake.utils import min_version
 from imagefolder_lmdb.config.check import check_config
 from imagefolder_lmdb.config.schema import load_schema
 from imagefolder_lmdb.config import step_settings
+from imagefolder_lmdb.run.scheduler_timers import cancel_scheduler_timers
 from imagefolder_lmdb.run.made_from import (
     changed_lines,
     dry_run,
