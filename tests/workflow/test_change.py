@@ -208,3 +208,16 @@ def test_a_change_reports_what_changed_and_verify_since_checks_only_that(tmp_pat
     assert json.loads(since.read_text())["checked"]["records"] == 1  # the one image added since revision 1
     every = succeeded(run_command(tmp_path, "verify", out / "train.lmdb", "--report", since))
     assert every.stdout.startswith("OK") and json.loads(since.read_text())["checked"]["records"] == 6
+
+
+def test_info_names_the_pointer_s_format_version(tmp_path: Path) -> None:
+    """``info`` of a split of revisions gives the path's own format version (the pointer's, 5), not its
+    revision's meta document's; ``--json`` has both."""
+    tree, out = make_tree(tmp_path / "data" / "train"), tmp_path / "out"
+    convert(tmp_path, tree, out)
+    remove_one(tree)
+    convert(tmp_path, tree, out)
+    text = succeeded(run_command(tmp_path, "info", out / "train.lmdb")).stdout.splitlines()[0]
+    assert text.endswith("(imagefolder-lmdb format version 5, a split of revisions)"), text
+    described = json.loads(succeeded(run_command(tmp_path, "info", out / "train.lmdb", "--json")).stdout)
+    assert described["pointer_version"] == 5 and described["version"] == 1

@@ -113,6 +113,13 @@ def size_summary(sizes: np.ndarray) -> dict[str, Any]:
     }
 
 
+def format_words(info: dict[str, Any]) -> str:
+    """``imagefolder-lmdb format version 1``; for a split of revisions, the pointer's version, the path's own."""
+    if "pointer_version" in info:
+        return f"{info.get('format')} format version {info['pointer_version']}, a split of revisions"
+    return f"{info.get('format')} format version {info.get('version')}"
+
+
 def text_lines(info: dict[str, Any]) -> list[str]:
     """A dataset described in a few lines, its classes one per line."""
     source, stats = info.get("source", {}), info.get("stats", {})
@@ -121,7 +128,7 @@ def text_lines(info: dict[str, Any]) -> list[str]:
     sizes = info["image_sizes"]
     lines = [
         f"{info['file']}: {info['length']:,} images, {len(info['classes']):,} classes, "
-        f"{info['file_bytes'] / 1e6:.1f} MB ({info.get('format')} format version {info.get('version')})",
+        f"{info['file_bytes'] / 1e6:.1f} MB ({format_words(info)})",
         f"  created: {info.get('created')} by {info.get('tool', {}).get('name')} {info.get('tool', {}).get('version')}",
         f"  source: {source.get('path')}"
         + (f" (inside: {source['inside']})" if source.get("inside") else "")

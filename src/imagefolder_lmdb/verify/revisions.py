@@ -162,6 +162,7 @@ def revisions_info(path: str) -> dict[str, Any]:
         "image_sizes": _sizes(ds.image_sizes),
         **document,
         "revision": ds.revision,
+        "pointer_version": pointer["version"],  # the path's own format version; "version": its revision's meta
         "data_folder": data_folder(os.path.abspath(path)),
         "revisions": pointer["revisions"],
     }
