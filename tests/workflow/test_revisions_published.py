@@ -105,6 +105,10 @@ def test_a_change_publishes_its_data_file_and_pointer_and_readers_keep_their_rev
     assert verified.returncode == 0 and verified.stdout.startswith(f"OK {url}: 10 images"), verified.stderr
     info = subprocess.run([str(BIN / "imagefolder-lmdb"), "info", url, "--json"], capture_output=True, text=True)
     assert json.loads(info.stdout)["revision"] == 3, info.stderr
+    info = subprocess.run([str(BIN / "imagefolder-lmdb"), "info", url], capture_output=True, text=True)
+    lines = info.stdout.splitlines()
+    assert lines[0].endswith("(imagefolder-lmdb format version 5, a split of revisions)"), info.stdout
+    assert any(line.startswith("  a split of revisions: revision 3 (current)") for line in lines), info.stdout
 
     local = next(cache.rglob("train.lmdb"))  # the same split over http(s): read, never written
     for path in [local, *sorted(Path(f"{local}.d").iterdir())]:

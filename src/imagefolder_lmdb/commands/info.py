@@ -74,6 +74,7 @@ def names_a_pointer(raw: bytes | memoryview | None) -> bool:
 def read_remote(url: str) -> dict[str, Any]:
     """``read_dataset`` of an object: its meta by the ranged reads ``verify URL`` makes (no record read)."""
     from imagefolder_lmdb.reader import FormatError
+    from imagefolder_lmdb.reader.revision_format import POINTER_VERSION
     from imagefolder_lmdb.remote.client import allow_in_process
     from imagefolder_lmdb.remote.revisions import remote_split
     from imagefolder_lmdb.remote.urls import RemoteSettings, RemoteURLError, check_url
@@ -84,7 +85,8 @@ def read_remote(url: str) -> dict[str, Any]:
         remote = remote_split(url, RemoteSettings())  # a split file, or a pointer's current revision (issue 58)
     except (FormatError, OSError, RemoteURLError) as exc:
         raise InfoError(str(exc)) from None
-    revision = {} if remote.revision is None else {"revision": remote.revision}
+    # a pointer read and checked by remote_split is of the pointer's one version
+    revision = {} if remote.revision is None else {"revision": remote.revision, "pointer_version": POINTER_VERSION}
     return {"file": url, "file_bytes": remote.size, "etag": remote.etag, **revision, **counted(remote.meta)}
 
 
@@ -143,6 +145,8 @@ def text_lines(info: dict[str, Any]) -> list[str]:
             + ", ".join(f"{axis} {s['min']}..{s['max']} (median {s['median']})" for axis, s in sizes.items())
         )
     lines += revision_lines(info) if "revisions" in info else []  # a split of revisions (issue 58)
+    if "revision" in info and "revisions" not in info:  # one at a URL: its current revision, read alone
+        lines.append(f"  a split of revisions: revision {info['revision']} (current), read through its pointer")
     return lines + class_lines(info["images_per_class"])
 
 
